@@ -1,0 +1,1 @@
+"""Conformance suite: driver protocol, harness and the §12 cases."""

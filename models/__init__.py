@@ -1,0 +1,1 @@
+"""Hypothesis state-machine models of the design's invariants."""

@@ -1,0 +1,1 @@
+"""Reference runtime: the imperative shell (SQLite store, CommitCoordinator, loop)."""

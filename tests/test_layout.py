@@ -1,0 +1,81 @@
+"""The package layout of ARCHITECTURE.md: one import name, the four parts as real files in a
+wheel, the data (catalogue, schemas) shipped with it."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_links_point_at_the_top_level_folders() -> None:
+    for part in ("reference", "conformance", "models", "spec"):
+        link = ROOT / "ctxspec" / part
+        assert link.is_symlink(), part
+        assert link.resolve() == (ROOT / part).resolve()
+
+
+def test_parts_import_through_ctxspec_only(tmp_path: Path) -> None:
+    # Outside the checkout (pytest puts the checkout itself on sys.path), the installed
+    # distribution offers ctxspec.reference but no top-level 'reference', 'models' or
+    # 'conformance' that could collide with a user's own modules.
+    script = ("import importlib.util as u, ctxspec.reference.budget as b; print(b.__file__); "
+              "print([n for n in ('reference', 'models', 'conformance') if u.find_spec(n)])")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
+                            capture_output=True, text=True)
+    module_file, top_level = result.stdout.splitlines()
+    assert Path(module_file).resolve() == (ROOT / "reference" / "budget.py").resolve()
+    assert top_level == "[]"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
+                    "--outdir", str(out), str(ROOT)],
+                   check=True, capture_output=True, text=True)
+    (built,) = out.glob("ctxspec-*.whl")
+    return built
+
+
+def test_wheel_holds_the_parts_as_real_files(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+    expected = ["ctxspec/reference/budget.py", "ctxspec/reference/contracts.py",
+                "ctxspec/reference/tokens.py", "ctxspec/conformance/__init__.py",
+                "ctxspec/models/__init__.py", "ctxspec/spec/requirements.toml",
+                "ctxspec/spec/schemas/UserInput.json", "ctxspec/py.typed"]
+    for name in expected:
+        assert name in infos, name
+        # A symlink in a zip has S_IFLNK (0o120000) in the high bits of external_attr.
+        mode = infos[name].external_attr >> 16
+        assert mode & 0o170000 != 0o120000, f"{name} is a symlink in the wheel"
+        assert infos[name].file_size > 0 or name.endswith("py.typed"), name
+    assert not any(name.startswith(("tests/", "reference/", "models/")) for name in infos)
+
+
+def test_wheel_installs_and_runs_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    script = ("import ctxspec.reference.budget as b, ctxspec.catalogue as c; "
+              "print(b.__file__); print(len(c.load_catalogue()))")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
+                            capture_output=True, text=True,
+                            env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    module_file, count = result.stdout.split()
+    assert module_file.startswith(str(target))
+    assert int(count) > 0
+
+
+def test_ci_runs_the_readme_check_command_word_for_word() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    blocks = readme.split("```sh\n")[1:]
+    commands = [block.split("\n```")[0].strip() for block in blocks]
+    assert len(commands) == 2, "the README gives exactly two commands"
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
+                if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci_lines == [commands[1]]
