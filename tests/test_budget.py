@@ -109,6 +109,27 @@ def test_80_percent_boundary_both_sides() -> None:
     assert evaluate_compaction(budget, 50_000, 30_000).decision == "compact"
 
 
+@pytest.mark.covers("CTX-8.28")
+def test_section8_trigger_uses_the_configured_ratio() -> None:
+    # §8 writes the trigger as I >= floor(0.80 × B), the §7 rule with the default r; a configured
+    # r = 0.5 moves it to floor(0.5 × 100000) = 50000 (docs/open-questions.md, Q13).
+    budget = resolved(**TABLE, trigger_ratio="0.5")
+    assert budget.trigger_threshold == 50_000
+    assert evaluate_compaction(budget, 40_000, 9_999).decision == "below_trigger"
+    assert evaluate_compaction(budget, 40_000, 10_000).decision == "compact"
+
+
+@pytest.mark.covers("CTX-8.41")
+def test_soft_target_ratio_is_not_configurable() -> None:
+    # q = 0.60 is fixed by the design: no configuration field and no CLI option carries it.
+    assert not [name for name in BudgetConfig.__dataclass_fields__
+                if "soft" in name or name in {"q", "target_ratio"}]
+    from ctxspec.cli import budget as budget_command
+
+    assert not [p.name for p in budget_command.params
+                if p.name and ("soft" in p.name or p.name in {"q", "target_ratio"})]
+
+
 @pytest.mark.covers("CTX-7.13", "CTX-7.17")
 def test_hard_window_counts_output_reserve_and_margin() -> None:
     budget = resolved(**TABLE)
@@ -135,7 +156,7 @@ def test_table_row1_f65000_material20000() -> None:
     assert (recheck.assembled_tokens, recheck.verdict) == (73_192, "continue")
 
 
-@pytest.mark.covers("CTX-8.30", "CTX-8.52", "CTX-8.57")
+@pytest.mark.covers("CTX-8.30", "CTX-8.52", "CTX-8.55", "CTX-8.57")
 def test_table_row2_still_above_80_percent_after_summary_continues() -> None:
     # F=79000: H = 21000, P = 8192, C = 8192, D = 60000 − 79000 < 0 → T = 8192.
     budget = resolved(**TABLE)
@@ -186,7 +207,7 @@ def test_no_material_over_budget_is_protected_input_too_large() -> None:
     assert evaluation.error_code is ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE
 
 
-@pytest.mark.covers("CTX-8.35", "CTX-8.38", "CTX-8.39", "CTX-8.42")
+@pytest.mark.covers("CTX-8.29", "CTX-8.35", "CTX-8.38", "CTX-8.39", "CTX-8.42")
 def test_soft_target_below_60_percent_and_explicit_target() -> None:
     budget = resolved(**TABLE)
     # F=55000: D = 60000 − 55000 = 5000 > 0 → T_auto = min(C=8192, 5000) = 5000.
@@ -215,7 +236,7 @@ def test_t_not_positive_is_a_configuration_error() -> None:
 # --- configuration errors --------------------------------------------------------------------
 
 
-@pytest.mark.covers("CTX-7.2", "CTX-7.8", "CTX-7.10", "CTX-8.40")
+@pytest.mark.covers("CTX-7.2", "CTX-7.8", "CTX-7.10", "CTX-7.22", "CTX-8.40")
 @pytest.mark.parametrize(("config", "code", "field"), [
     ({"window": None}, ErrorCode.CONTEXT_WINDOW_UNKNOWN, "window"),
     ({"window": 0}, ErrorCode.BUDGET_CONFIGURATION_INVALID, "window"),

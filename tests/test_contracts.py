@@ -157,6 +157,19 @@ def test_delivery_fields_follow_the_state() -> None:
                                     **delivery(delivery_id=same, previous_delivery_id=same))
 
 
+@pytest.mark.covers("CTX-2.13")
+def test_record_message_kinds_of_the_design_are_accepted() -> None:
+    for kind in ("user_ref", "assistant", "tool_result", "feedback", "outcome"):
+        record = c.ContextRecord(record_id=uuid4(), context_id=uuid4(), context_seq=1,
+                                 run_id=uuid4(), role="user", message_kind=kind, payload_ref=REF,
+                                 operation_id=None, call_id=None, origin_input_id=uuid4())
+        assert record.message_kind == kind
+    assert "message_kind" in error_of(
+        c.ContextRecord, record_id=uuid4(), context_id=uuid4(), context_seq=1, run_id=uuid4(),
+        role="user", message_kind="", payload_ref=REF, operation_id=None, call_id=None,
+        origin_input_id=None)
+
+
 def test_tool_record_names_its_call() -> None:
     message = error_of(c.ContextRecord, record_id=uuid4(), context_id=uuid4(), context_seq=1,
                        run_id=uuid4(), role="tool", message_kind="tool_result", payload_ref=REF,
@@ -249,12 +262,16 @@ def test_run_terminal_states() -> None:
                                     error_code="COMPACTION_FAILED", **common)
 
 
+@pytest.mark.covers("CTX-2.30")
 def test_operation_effective_result_needs_raw() -> None:
     assert "effective_result_ref exists only after" in error_of(
         c.Operation, operation_id=uuid4(), run_id=uuid4(), node_task_id=uuid4(),
         purpose="model", purpose_key="model:1", state="succeeded", raw_result_ref=None,
         effective_result_ref=REF)
     assert {s.value for s in c.OperationState} >= {"unknown", "cancelled"}
+    # Raw result, effective result and a failed Attempt's partial material are kept apart.
+    assert {"raw_result_ref", "effective_result_ref"} <= set(c.Operation.model_fields)
+    assert {"raw_result_ref", "partial_material_ref"} <= set(c.Attempt.model_fields)
 
 
 @pytest.mark.covers("CTX-6.1")
