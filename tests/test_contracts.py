@@ -161,8 +161,9 @@ def test_delivery_fields_follow_the_state() -> None:
 def test_record_message_kinds_of_the_design_are_accepted() -> None:
     for kind in ("user_ref", "assistant", "tool_result", "feedback", "outcome"):
         record = c.ContextRecord(record_id=uuid4(), context_id=uuid4(), context_seq=1,
-                                 run_id=uuid4(), role=c.MessageRole.USER, message_kind=kind, payload_ref=REF,
-                                 operation_id=None, call_id=None, origin_input_id=uuid4())
+                                 run_id=uuid4(), role=c.MessageRole.USER, message_kind=kind,
+                                 payload_ref=REF, operation_id=None, call_id=None,
+                                 origin_input_id=uuid4())
         assert record.message_kind == kind
     assert "message_kind" in error_of(
         c.ContextRecord, record_id=uuid4(), context_id=uuid4(), context_seq=1, run_id=uuid4(),
