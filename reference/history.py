@@ -1,0 +1,228 @@
+"""History projection: by default the last two ended questions (§4), with the input_id
+de-duplication of §5.
+
+The algorithm is the design's, in its order (CTX-4.4, CTX-4.8)::
+
+    ended = runs.list_ended_before(current_run, order="run_no")
+    recent = ended[-recent_n:] if recent_n else []
+    older = ended[:-recent_n] if recent_n else ended
+    for run in older:
+        append_all_user_inputs(run)         # the question and every supplement
+        append_final_or_incomplete(run)     # final result + explicit terminal status
+    for run in recent:
+        append_root_effective_context(run)  # root process and committed modifications
+        append_terminal_marker(run)
+    append_current_role_effective_context()
+    deduplicate_input_ids()
+
+Selection looks only at run_no and "ended" (CTX-4.3, CTX-4.12, CTX-4.13): failed, stopped,
+timed-out and loop-exhausted Runs are ended too, and a taken-over Run is the same Run
+(CTX-4.20). Recent Runs contribute the root role's effective records, repaired by §6 (CTX-4.7,
+CTX-4.9, CTX-4.10); an Executor's private log lives in its own context and never enters
+(CTX-4.11). A Run without a final result gets a system fact, never an assistant answer
+(CTX-4.14).
+
+The projection reads through :class:`HistorySource`, a port the store implements with paged
+queries (CTX-4.23): it streams Run by Run and record by record, holding only the view it
+produces, one open batch, and the set of input ids already shown.
+"""
+
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from uuid import UUID
+
+from ctxspec.reference.contracts import (
+    TERMINAL_RUN_STATUSES,
+    InputKind,
+    MessageRole,
+    OperationState,
+    RunStatus,
+)
+from ctxspec.reference.protocol import NO_STATES, ProtocolRepair, UnsettledBatch
+from ctxspec.reference.view import EffectiveRecord, ModelView, ViewKind, ViewMessage
+
+DEFAULT_RECENT_RUNS = 2
+"""context.recent_runs when the Agent's release does not set it (CTX-4.1)."""
+
+
+@dataclass(frozen=True)
+class EndedRun:
+    """An ended Run of the Session, as the projection needs it."""
+
+    run_id: UUID
+    run_no: int
+    status: RunStatus
+    final_answer: EffectiveRecord | None = None
+    """The Run's final result (effective), or the incomplete output it ended with, or None."""
+
+    def __post_init__(self) -> None:
+        if self.status not in TERMINAL_RUN_STATUSES:
+            raise ValueError(f"run {self.run_no} is {self.status.value}, not ended")
+
+
+@dataclass(frozen=True)
+class InputPlacement:
+    """Where an input's body belongs (§5): the Run it was last delivered to, else the Run that
+    was active when it was received (its receive position)."""
+
+    received_run_id: UUID | None
+    last_delivered_run_id: UUID | None
+
+    @property
+    def body_run_id(self) -> UUID | None:
+        return self.last_delivered_run_id or self.received_run_id
+
+
+@dataclass(frozen=True)
+class InputOccurrence:
+    """A user input listed under a Run: its original text (never a hook's edit, CTX-3 and §5)."""
+
+    input_id: UUID
+    input_seq: int
+    kind: InputKind
+    text: str
+    placement: InputPlacement
+
+
+class HistorySource(Protocol):
+    """What the projection reads; a store answers with paged queries."""
+
+    def user_inputs(self, run: EndedRun) -> Iterable[InputOccurrence]:
+        """Every input received during, bound to or carried to ``run``, in receive order."""
+        ...
+
+    def root_records(self, run: EndedRun) -> Iterable[EffectiveRecord]:
+        """The root role's effective records of ``run`` in context_seq order."""
+        ...
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        ...
+
+
+def select_history(ended: Sequence[EndedRun],
+                   recent_n: int) -> tuple[Sequence[EndedRun], Sequence[EndedRun]]:
+    """(older, recent): exactly the design's slicing of the Runs ended before the current one.
+
+    CTX-4.1, CTX-4.3, CTX-4.4, CTX-4.13
+    """
+    if recent_n < 0:
+        raise ValueError(f"context.recent_runs must be >= 0, got {recent_n}")
+    numbers = [run.run_no for run in ended]
+    if numbers != sorted(set(numbers)):
+        raise ValueError(f"ended runs must be in strictly increasing run_no order: {numbers}")
+    recent = ended[-recent_n:] if recent_n else []
+    older = ended[:-recent_n] if recent_n else ended
+    return older, recent
+
+
+def terminal_marker(run: EndedRun) -> ViewMessage:
+    """The explicit end state of a Run, a system fact; it never pretends to be an answer."""
+    if run.final_answer is None or run.final_answer.incomplete:
+        text = f"[run {run.run_no} ended: {run.status.value}; no final result]"
+    else:
+        text = f"[run {run.run_no} ended: {run.status.value}]"
+    return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.OUTCOME, text=text,
+                       source_run_id=run.run_id)
+
+
+class _Deduplicator:
+    """§5 de-duplication by input_id, decided as the stream passes (CTX-5.24 to CTX-5.26).
+
+    A current protected input is shown once, in the current context; elsewhere an input's body
+    is shown at its last delivered position, else at its receive position; every other place
+    keeps a marker that says where the body is.
+    """
+
+    def __init__(self, protected: Collection[UUID], current_run_id: UUID) -> None:
+        self._protected = protected
+        self._current_run_id = current_run_id
+        self._shown: set[UUID] = set()
+
+    def place(self, message: ViewMessage, placement: InputPlacement) -> ViewMessage:
+        input_id = message.input_id
+        if input_id is None:
+            raise ValueError("only a message that carries an input is de-duplicated")
+        at = message.source_run_id
+        if at == self._current_run_id:
+            body_here = input_id not in self._shown
+            where = "earlier in this request"
+        elif input_id in self._protected:
+            body_here, where = False, "in the current request"
+        else:
+            body_here = at == placement.body_run_id and input_id not in self._shown
+            where = f"in run {placement.body_run_id}"
+        if body_here:
+            self._shown.add(input_id)
+            carried_from = placement.received_run_id
+            if carried_from is not None and carried_from != at:
+                return message.model_copy(update={"carried_from_run_id": carried_from})
+            return message
+        return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.MARKER,
+                           text=f"[user input {input_id}: text shown {where}]",
+                           input_id=input_id, record_id=message.record_id,
+                           source_run_id=at)
+
+
+def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
+                    source: HistorySource, current_run_id: UUID,
+                    current_records: Iterable[EffectiveRecord],
+                    protected_input_ids: Collection[UUID],
+                    call_states: Mapping[UUID, OperationState] = NO_STATES,
+                    ) -> ModelView | UnsettledBatch:
+    """The history projection of the current role's next model request (§4, §5, §6).
+
+    ``ended_runs`` are the Session's Runs ended before the current one, by run_no;
+    ``current_records`` the current role's effective records; ``protected_input_ids`` the
+    current request's protected inputs (they win de-duplication). Answers
+    :class:`UnsettledBatch` when the current batch is not settled (CTX-6.7).
+
+    CTX-4.2, CTX-4.4 to CTX-4.16, CTX-4.20, CTX-4.23, CTX-5.24 to CTX-5.26, CTX-6.1 to
+    CTX-6.17
+    """
+    older, recent = select_history(ended_runs, recent_runs)
+    dedup = _Deduplicator(protected_input_ids, current_run_id)
+    messages: list[ViewMessage] = []
+
+    def placed(stream: Iterable[ViewMessage]) -> Iterator[ViewMessage]:
+        for message in stream:
+            if message.kind is ViewKind.USER_REF and message.input_id is not None:
+                yield dedup.place(message, source.placement(message.input_id))
+            else:
+                yield message
+
+    for run in older:
+        for occurrence in source.user_inputs(run):
+            messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
+        if run.final_answer is not None:
+            messages.extend(_repaired((run.final_answer,), call_states))
+        messages.append(terminal_marker(run))
+    for run in recent:
+        messages.extend(placed(_repaired(source.root_records(run), call_states)))
+        messages.append(terminal_marker(run))
+    current = ProtocolRepair(run_ended=False, call_states=call_states)
+    for record in current_records:
+        messages.extend(placed(current.feed(record)))
+    rest = current.close()
+    if isinstance(rest, UnsettledBatch):
+        return rest
+    messages.extend(placed(rest))
+    return ModelView(messages=tuple(messages))
+
+
+def _repaired(records: Iterable[EffectiveRecord],
+              call_states: Mapping[UUID, OperationState]) -> Iterator[ViewMessage]:
+    repair = ProtocolRepair(run_ended=True, call_states=call_states)
+    for record in records:
+        yield from repair.feed(record)
+    rest = repair.close()
+    if isinstance(rest, UnsettledBatch):
+        raise AssertionError("an ended Run's open batch closes with placeholders")
+    yield from rest
+
+
+def _input_message(occurrence: InputOccurrence, run: EndedRun) -> ViewMessage:
+    return ViewMessage(role=MessageRole.USER, kind=ViewKind.USER_REF, text=occurrence.text,
+                       input_id=occurrence.input_id, source_run_id=run.run_id)
+
+

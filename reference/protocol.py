@@ -1,0 +1,191 @@
+"""Complete messages and protocol repair (§6).
+
+One context's effective records become view messages with the model protocol intact:
+
+- a batch is the assistant message with its tool_calls followed by every result in action order
+  (CTX-6.1, CTX-6.2, CTX-6.4); a failed item is a structured error inside its own result and the
+  other results stay (CTX-6.5, :func:`structured_error`);
+- in an ended Run, a call that never finished gets a "not executed" placeholder that states the
+  Operation's real state, which the projection never changes (CTX-6.6, CTX-6.10, CTX-6.12);
+- while the current batch is unsettled no next business request is built: the repair answers
+  :class:`UnsettledBatch` instead of a view (CTX-6.7);
+- an incomplete model stream is a marked fragment, never an assistant decision, and its partial
+  tool-call arguments are never shown (CTX-6.8);
+- a large result stays a bounded preview with its truncation range and ``result_ref``; the view
+  never expands it (CTX-6.14, CTX-6.15, CTX-6.17);
+- a tool result whose call is not in view (the cut started inside a batch) is shown as a marked
+  transcript line, never as a tool message without its call (CTX-6.3).
+
+Records arrive in context_seq order and the repair streams: it holds at most one open batch.
+"""
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+from uuid import UUID
+
+from ctxspec.reference.contracts import MessageRole, OperationState, PayloadRef
+from ctxspec.reference.records import in_protocol_order
+from ctxspec.reference.view import (
+    EffectiveRecord,
+    ToolCall,
+    Truncation,
+    ViewKind,
+    ViewMessage,
+    message_from_record,
+)
+
+NO_STATES: Final[Mapping[UUID, OperationState]] = {}
+
+
+@dataclass(frozen=True)
+class UnsettledBatch:
+    """The current context's last batch still waits for results (§6): no next request now."""
+
+    assistant_record_id: UUID
+    pending_call_ids: tuple[UUID, ...]
+
+
+def structured_error(code: str, detail: str) -> str:
+    """The text of a tool result for a single failed item: a structured error (CTX-6.5)."""
+    return json.dumps({"status": "error", "error": {"code": code, "detail": detail}},
+                      ensure_ascii=False, sort_keys=True)
+
+
+def placeholder_text(call: ToolCall, state: OperationState | None) -> str:
+    """What a placeholder says: the call did not run to a result; its real state, if known.
+
+    Never a success, never a made-up output (CTX-6.6, CTX-6.10, CTX-6.12).
+    """
+    return json.dumps({"status": "not_executed", "tool": call.name,
+                       "reason": "the run ended before this call produced a result",
+                       "operation_state": state.value if state is not None else "unknown"},
+                      ensure_ascii=False, sort_keys=True)
+
+
+def bounded_preview(body: str, max_chars: int,
+                    result_ref: PayloadRef) -> tuple[str, Truncation | None]:
+    """What a tool returns to the model for a large body (CTX-6.13, CTX-6.14): the first
+    ``max_chars`` characters and a truncation mark with the covered range and the blob's ref;
+    the whole body, when it fits. The body itself stays in the blob behind ``result_ref``."""
+    if max_chars < 1:
+        raise ValueError("a preview shows at least one character")
+    if len(body) <= max_chars:
+        return body, None
+    return body[:max_chars], Truncation(from_char=0, through_char=max_chars,
+                                        total_chars=len(body), result_ref=result_ref)
+
+
+def read_range(body: str, from_char: int, through_char: int) -> str:
+    """The text ``result.read`` returns: characters [from_char, through_char) of the body.
+    The runtime appends it as a new tool result of the result.read call (CTX-6.18)."""
+    if not 0 <= from_char <= through_char:
+        raise ValueError("a read range has 0 <= from_char <= through_char")
+    return body[from_char:through_char]
+
+
+def fragment_text(text: str) -> str:
+    return f"[incomplete model output, not a decision] {text}"
+
+
+def orphan_text(record: EffectiveRecord) -> str:
+    call = record.record.call_id
+    return f"[tool result for call {call}, whose call is not in view] {record.text}"
+
+
+@dataclass
+class _OpenBatch:
+    decision: EffectiveRecord
+    results: dict[UUID, EffectiveRecord] = field(default_factory=dict)
+    held: list[EffectiveRecord] = field(default_factory=list)
+    """Records that arrived while the batch was open; shown after it, so nothing splits it."""
+
+    def missing(self) -> tuple[UUID, ...]:
+        return tuple(call.call_id for call in self.decision.tool_calls
+                     if call.call_id not in self.results)
+
+
+class ProtocolRepair:
+    """Streaming repair of one context. Feed records in context_seq order, then close.
+
+    ``run_ended`` says whether the Run is over (placeholders close its open batch) or current
+    (an open batch at the end means :class:`UnsettledBatch`).
+    """
+
+    def __init__(self, *, run_ended: bool,
+                 call_states: Mapping[UUID, OperationState] = NO_STATES) -> None:
+        self._run_ended = run_ended
+        self._call_states = call_states
+        self._open: _OpenBatch | None = None
+
+    def feed(self, record: EffectiveRecord) -> Iterator[ViewMessage]:
+        batch = self._open
+        if batch is not None:
+            if record.record.call_id in {c.call_id for c in batch.decision.tool_calls} and \
+                    record.kind == "tool_result" and record.record.call_id not in batch.results:
+                batch.results[record.record.call_id] = record
+                if not batch.missing():
+                    yield from self._emit(batch, placeholders=False)
+                return
+            if record.kind == "assistant":
+                # A new decision means this batch never settled; only an ended history has that.
+                yield from self._emit(batch, placeholders=True)
+            else:
+                batch.held.append(record)
+                return
+        yield from self._single(record)
+
+    def close(self) -> Iterator[ViewMessage] | UnsettledBatch:
+        """The remaining messages, or :class:`UnsettledBatch` for a live unsettled batch."""
+        batch = self._open
+        if batch is None:
+            return iter(())
+        if not self._run_ended:
+            return UnsettledBatch(batch.decision.record_id, batch.missing())
+        return self._emit(batch, placeholders=True)
+
+    def _single(self, record: EffectiveRecord) -> Iterator[ViewMessage]:
+        if record.kind == "assistant" and record.incomplete:
+            yield message_from_record(record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
+                                      text=fragment_text(record.text), tool_calls=())
+        elif record.kind == "assistant" and record.tool_calls:
+            self._open = _OpenBatch(record)
+        elif record.kind == "tool_result":
+            yield message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
+                                      text=orphan_text(record), keep_call=False)
+        else:
+            yield message_from_record(record)
+
+    def _emit(self, batch: _OpenBatch, *, placeholders: bool) -> Iterator[ViewMessage]:
+        self._open = None
+        yield message_from_record(batch.decision, ViewKind.ASSISTANT)
+        answers: list[tuple[int, ViewMessage]] = []
+        for call in batch.decision.tool_calls:
+            result = batch.results.get(call.call_id)
+            if result is not None:
+                answers.append((call.action_ordinal,
+                                message_from_record(result, ViewKind.TOOL_RESULT)))
+            elif placeholders:
+                answers.append((call.action_ordinal, ViewMessage(
+                    role=MessageRole.TOOL, kind=ViewKind.PLACEHOLDER,
+                    text=placeholder_text(call, self._call_states.get(call.call_id)),
+                    call_id=call.call_id, source_run_id=batch.decision.record.run_id)))
+        yield from in_protocol_order(answers)
+        for held in batch.held:
+            yield from self.feed(held)
+
+
+def repair(records: Iterable[EffectiveRecord], *, run_ended: bool,
+           call_states: Mapping[UUID, OperationState] = NO_STATES
+           ) -> list[ViewMessage] | UnsettledBatch:
+    """Repair one whole context (convenience over :class:`ProtocolRepair`)."""
+    repairer = ProtocolRepair(run_ended=run_ended, call_states=call_states)
+    messages: list[ViewMessage] = []
+    for record in records:
+        messages.extend(repairer.feed(record))
+    rest = repairer.close()
+    if isinstance(rest, UnsettledBatch):
+        return rest
+    messages.extend(rest)
+    return messages
