@@ -27,8 +27,8 @@ queries (CTX-4.23): it streams Run by Run and record by record, holding only the
 produces, one open batch, and the set of input ids already shown.
 """
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 from uuid import UUID
 
@@ -156,7 +156,7 @@ class _Deduplicator:
             self._shown.add(input_id)
             carried_from = placement.received_run_id
             if carried_from is not None and carried_from != at:
-                return message.model_copy(update={"carried_from_run_id": carried_from})
+                return replace(message, carried_from_run_id=carried_from)
             return message
         return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.MARKER,
                            text=f"[user input {input_id}: text shown {where}]",
@@ -184,41 +184,42 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
     dedup = _Deduplicator(protected_input_ids, current_run_id)
     messages: list[ViewMessage] = []
 
-    def placed(stream: Iterable[ViewMessage]) -> Iterator[ViewMessage]:
-        for message in stream:
+    def place_inputs(start: int) -> None:
+        """De-duplicate the user inputs among the messages appended since ``start``."""
+        for index in range(start, len(messages)):
+            message = messages[index]
             if message.kind is ViewKind.USER_REF and message.input_id is not None:
-                yield dedup.place(message, source.placement(message.input_id))
-            else:
-                yield message
+                messages[index] = dedup.place(message, source.placement(message.input_id))
 
     for run in older:
         for occurrence in source.user_inputs(run):
             messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
         if run.final_answer is not None:
-            messages.extend(_repaired((run.final_answer,), call_states))
+            _repair_ended((run.final_answer,), call_states, messages, run.run_id)
         messages.append(terminal_marker(run))
     for run in recent:
-        messages.extend(placed(_repaired(source.root_records(run), call_states)))
+        start = len(messages)
+        _repair_ended(source.root_records(run), call_states, messages, run.run_id)
+        place_inputs(start)
         messages.append(terminal_marker(run))
-    current = ProtocolRepair(run_ended=False, call_states=call_states)
+    start = len(messages)
+    current = ProtocolRepair(run_ended=False, call_states=call_states, run_id=current_run_id)
     for record in current_records:
-        messages.extend(placed(current.feed(record)))
-    rest = current.close()
-    if isinstance(rest, UnsettledBatch):
-        return rest
-    messages.extend(placed(rest))
+        current.feed(record, messages)
+    unsettled = current.close(messages)
+    if unsettled is not None:
+        return unsettled
+    place_inputs(start)
     return ModelView(messages=tuple(messages))
 
 
-def _repaired(records: Iterable[EffectiveRecord],
-              call_states: Mapping[UUID, OperationState]) -> Iterator[ViewMessage]:
-    repair = ProtocolRepair(run_ended=True, call_states=call_states)
+def _repair_ended(records: Iterable[EffectiveRecord], call_states: Mapping[UUID, OperationState],
+                  out: list[ViewMessage], run_id: UUID) -> None:
+    repair = ProtocolRepair(run_ended=True, call_states=call_states, run_id=run_id)
     for record in records:
-        yield from repair.feed(record)
-    rest = repair.close()
-    if isinstance(rest, UnsettledBatch):
+        repair.feed(record, out)
+    if repair.close(out) is not None:
         raise AssertionError("an ended Run's open batch closes with placeholders")
-    yield from rest
 
 
 def _input_message(occurrence: InputOccurrence, run: EndedRun) -> ViewMessage:

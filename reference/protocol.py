@@ -20,7 +20,7 @@ Records arrive in context_seq order and the repair streams: it holds at most one
 """
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 from uuid import UUID
@@ -97,6 +97,7 @@ def orphan_text(record: EffectiveRecord) -> str:
 @dataclass
 class _OpenBatch:
     decision: EffectiveRecord
+    calls: frozenset[UUID]
     results: dict[UUID, EffectiveRecord] = field(default_factory=dict)
     held: list[EffectiveRecord] = field(default_factory=list)
     """Records that arrived while the batch was open; shown after it, so nothing splits it."""
@@ -110,70 +111,77 @@ class ProtocolRepair:
     """Streaming repair of one context. Feed records in context_seq order, then close.
 
     ``run_ended`` says whether the Run is over (placeholders close its open batch) or current
-    (an open batch at the end means :class:`UnsettledBatch`).
+    (an open batch at the end means :class:`UnsettledBatch`). Messages are appended to the
+    caller's list (no generator per record: a projection feeds every record of a session).
     """
 
     def __init__(self, *, run_ended: bool,
-                 call_states: Mapping[UUID, OperationState] = NO_STATES) -> None:
+                 call_states: Mapping[UUID, OperationState] = NO_STATES,
+                 run_id: UUID | None = None) -> None:
         self._run_ended = run_ended
         self._call_states = call_states
+        self._run_id = run_id
+        """The Run whose context this is, stamped as every message's source (one shared id
+        object instead of one per record: a view of 100k messages keeps them all alive)."""
         self._open: _OpenBatch | None = None
 
-    def feed(self, record: EffectiveRecord) -> Iterator[ViewMessage]:
+    def feed(self, record: EffectiveRecord, out: list[ViewMessage]) -> None:
         batch = self._open
+        kind = record.record.message_kind
         if batch is not None:
-            if record.record.call_id in {c.call_id for c in batch.decision.tool_calls} and \
-                    record.kind == "tool_result" and record.record.call_id not in batch.results:
-                batch.results[record.record.call_id] = record
-                if not batch.missing():
-                    yield from self._emit(batch, placeholders=False)
+            call_id = record.record.call_id
+            if kind == "tool_result" and call_id in batch.calls and call_id not in batch.results:
+                batch.results[call_id] = record
+                if len(batch.results) == len(batch.calls):
+                    self._emit(batch, out, placeholders=False)
                 return
-            if record.kind == "assistant":
-                # A new decision means this batch never settled; only an ended history has that.
-                yield from self._emit(batch, placeholders=True)
-            else:
+            if kind != "assistant":
                 batch.held.append(record)
                 return
-        yield from self._single(record)
+            # A new decision means this batch never settled; only an ended history has that.
+            self._emit(batch, out, placeholders=True)
+        if kind == "assistant" and record.incomplete:
+            out.append(message_from_record(record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
+                                           text=fragment_text(record.text), tool_calls=(),
+                                           source_run_id=self._run_id))
+        elif kind == "assistant" and record.tool_calls:
+            self._open = _OpenBatch(record, frozenset(c.call_id for c in record.tool_calls))
+        elif kind == "tool_result":
+            out.append(message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
+                                           text=orphan_text(record), keep_call=False,
+                                           source_run_id=self._run_id))
+        else:
+            out.append(message_from_record(record, source_run_id=self._run_id))
 
-    def close(self) -> Iterator[ViewMessage] | UnsettledBatch:
-        """The remaining messages, or :class:`UnsettledBatch` for a live unsettled batch."""
+    def close(self, out: list[ViewMessage]) -> UnsettledBatch | None:
+        """Emit what is left, or answer :class:`UnsettledBatch` for a live unsettled batch."""
         batch = self._open
         if batch is None:
-            return iter(())
+            return None
         if not self._run_ended:
             return UnsettledBatch(batch.decision.record_id, batch.missing())
-        return self._emit(batch, placeholders=True)
+        self._emit(batch, out, placeholders=True)
+        return None
 
-    def _single(self, record: EffectiveRecord) -> Iterator[ViewMessage]:
-        if record.kind == "assistant" and record.incomplete:
-            yield message_from_record(record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
-                                      text=fragment_text(record.text), tool_calls=())
-        elif record.kind == "assistant" and record.tool_calls:
-            self._open = _OpenBatch(record)
-        elif record.kind == "tool_result":
-            yield message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
-                                      text=orphan_text(record), keep_call=False)
-        else:
-            yield message_from_record(record)
-
-    def _emit(self, batch: _OpenBatch, *, placeholders: bool) -> Iterator[ViewMessage]:
+    def _emit(self, batch: _OpenBatch, out: list[ViewMessage], *, placeholders: bool) -> None:
         self._open = None
-        yield message_from_record(batch.decision, ViewKind.ASSISTANT)
+        out.append(message_from_record(batch.decision, ViewKind.ASSISTANT,
+                                       source_run_id=self._run_id))
         answers: list[tuple[int, ViewMessage]] = []
         for call in batch.decision.tool_calls:
             result = batch.results.get(call.call_id)
             if result is not None:
-                answers.append((call.action_ordinal,
-                                message_from_record(result, ViewKind.TOOL_RESULT)))
+                answers.append((call.action_ordinal, message_from_record(
+                    result, ViewKind.TOOL_RESULT, source_run_id=self._run_id)))
             elif placeholders:
                 answers.append((call.action_ordinal, ViewMessage(
                     role=MessageRole.TOOL, kind=ViewKind.PLACEHOLDER,
                     text=placeholder_text(call, self._call_states.get(call.call_id)),
-                    call_id=call.call_id, source_run_id=batch.decision.record.run_id)))
-        yield from in_protocol_order(answers)
+                    call_id=call.call_id,
+                    source_run_id=self._run_id or batch.decision.record.run_id)))
+        out.extend(in_protocol_order(answers))
         for held in batch.held:
-            yield from self.feed(held)
+            self.feed(held, out)
 
 
 def repair(records: Iterable[EffectiveRecord], *, run_ended: bool,
@@ -183,9 +191,6 @@ def repair(records: Iterable[EffectiveRecord], *, run_ended: bool,
     repairer = ProtocolRepair(run_ended=run_ended, call_states=call_states)
     messages: list[ViewMessage] = []
     for record in records:
-        messages.extend(repairer.feed(record))
-    rest = repairer.close()
-    if isinstance(rest, UnsettledBatch):
-        return rest
-    messages.extend(rest)
-    return messages
+        repairer.feed(record, messages)
+    unsettled = repairer.close(messages)
+    return unsettled if unsettled is not None else messages

@@ -12,11 +12,12 @@ annotation with its source. Rendering to a provider's wire format is an adapter
 (§3), the unit the history projection (§4) and protocol repair (§6) consume.
 """
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Self
 from uuid import UUID
 
-from pydantic import Field, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
 from ctxspec.reference.contracts import (
     ContextRecord,
@@ -117,8 +118,14 @@ class EffectiveRecord(Contract):
         return self.record.message_kind
 
 
-class ViewMessage(Contract):
-    """One message of a model view, with its provenance."""
+@dataclass(frozen=True, slots=True)
+class ViewMessage:
+    """One message of a model view, with its provenance.
+
+    A slotted dataclass rather than a pydantic model: a projection makes one per record, and
+    this keeps it at a fraction of the cost (see tests/benchmarks/bench_history.py). Values
+    arriving from outside (a conformance trace) are validated with :data:`VIEW_ADAPTER`.
+    """
 
     role: MessageRole
     kind: ViewKind
@@ -140,19 +147,25 @@ class ViewMessage(Contract):
     modified_by: tuple[str, ...] = ()
 
 
-class ModelView(Contract):
+@dataclass(frozen=True, slots=True)
+class ModelView:
     """The ordered messages of one model request, provider-neutral."""
 
     messages: tuple[ViewMessage, ...]
 
 
+VIEW_ADAPTER: TypeAdapter[ModelView] = TypeAdapter(ModelView)
+"""Validates and serialises model views (JSON for traces and vectors)."""
+
+
 def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *,
                         role: MessageRole | None = None, text: str | None = None,
                         tool_calls: tuple[ToolCall, ...] | None = None,
-                        keep_call: bool = True) -> ViewMessage:
+                        keep_call: bool = True, source_run_id: UUID | None = None) -> ViewMessage:
     """The view message of one effective record, keeping its provenance (record, input, call,
     Run, flags). ``kind``, ``role``, ``text`` and ``tool_calls`` override what the record says,
-    for the messages protocol repair re-labels (a fragment, an orphaned result)."""
+    for the messages protocol repair re-labels (a fragment, an orphaned result);
+    ``source_run_id``, when given, must equal the record's run_id (a shared id object)."""
     if kind is None:
         try:
             kind = ViewKind(record.kind)
@@ -167,7 +180,7 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
         input_id=record.record.origin_input_id,
         call_id=record.record.call_id if keep_call else None,
         tool_calls=record.tool_calls if tool_calls is None else tool_calls,
-        source_run_id=record.record.run_id,
+        source_run_id=source_run_id or record.record.run_id,
         truncation=record.truncation,
         incomplete=record.incomplete,
         reasoning=record.reasoning,

@@ -1,0 +1,616 @@
+"""Inputs, supplements and their delivery: §2 "身份、顺序和对象结构" (UserInput,
+UserInputDelivery, the input_seq order) and §5 "输入的保护、补充与转交" with its "投递时序"
+sequence (APP-INPUT, T_FREEZE, T_FIRST_OUTPUT, APP-FINALIZE), plus the §11 row "用户在准备/压缩期间
+Stop".
+
+The lifecycle of one delivery (one binding of a UserInput to a Run)::
+
+    pending --claim (T_FREEZE)--> claimed --first output (T_FIRST_OUTPUT)--> delivered
+    pending | claimed --Run ended (APP-FINALIZE)--> carried  (+ a NEW pending successor)
+
+A delivered or carried delivery never changes again; a move to the next question is a new
+delivery pointing back through previous_delivery_id, never a rewrite of the old one.
+
+Pure: no I/O, clock, randomness or uuid4. Ids and times arrive as arguments; every transition
+returns ``(new_book, write_set)`` — the write set is what the shell commits in the one
+transaction of the named RuntimeCommit — or a :class:`DeliveryRejected` naming the rule broken.
+Exceptions are kept for programming errors (an unknown id in a query, a question without the
+id of the Run it creates).
+
+Requirement IDs implemented here: CTX-1.3, CTX-2.2, CTX-2.3, CTX-2.7, CTX-2.9, CTX-2.19,
+CTX-2.20, CTX-2.22, CTX-2.27, CTX-5.1, CTX-5.9, CTX-5.10, CTX-5.12, CTX-5.13, CTX-5.14,
+CTX-5.16, CTX-5.17, CTX-5.18, CTX-5.23, CTX-5.27, CTX-5.28, CTX-5.29, CTX-5.30, CTX-5.31,
+CTX-5.32, CTX-11.6.
+
+Decisions where §5 is not explicit (docs/open-questions.md records them with their tests):
+
+- Only supplements are carried. A Run's question whose delivery never became delivered (a stop
+  during preparation, a failure before first output) keeps that pending/claimed delivery as a
+  closed fact of its ended Run: it is never claimed again and is not handed to the next
+  question (§5 and §11 speak of carried *supplements*; §5's "始终未 delivered 的旧输入保留原接收
+  位置" is exactly this case).
+- A supplement received while no Run is active gets a pending delivery with no target; the
+  receipt names no Run. It never starts a Run (CTX-5.27); the next question binds it.
+- Binding a pending delivery to the next question fills its target_run_id in place (pending
+  stays pending). Each hand-over is one delivery record, created by APP-FINALIZE; the old
+  Operation's delivery facts are never touched (CTX-2.22).
+- The inputs of a Run are ordered by input_seq, so supplements carried from earlier Runs come
+  before the question that picked them up (§5: "保留原接收顺序").
+- The cutoff of a freeze lies between the Run's question and the last received input, and never
+  goes back below an earlier freeze of the same Run.
+- A second freeze of the same Operation with the same Run and cutoff returns the stored manifest
+  and an empty write set (a replay after a crash between commit and reply must not claim
+  anything new); with another Run or cutoff it is rejected.
+- A second first-output receipt for the same Operation changes nothing: the evidence is saved
+  once (CTX-5.18), the first receipt stays.
+- A first output or a freeze for an ended Run is rejected (a late result of an old owner never
+  advances an ended Run, §10).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Self, TypeVar
+from uuid import UUID
+
+from pydantic import model_validator
+
+from ctxspec.reference.contracts import (
+    Contract,
+    DeliveryState,
+    InputKind,
+    PayloadRef,
+    Seq,
+    Timestamp,
+    UserInput,
+    UserInputDelivery,
+)
+
+_T = TypeVar("_T")
+
+LIVE_STATES = frozenset({DeliveryState.PENDING, DeliveryState.CLAIMED})
+"""A live delivery may still change; delivered and carried are final."""
+
+
+class DeliveryRejectCode(StrEnum):
+    """Why a delivery transition was refused. These name rules of §2/§5 broken by a caller; they
+    are not the design's §11 error codes and never reach a client."""
+
+    SESSION_MISMATCH = "SESSION_MISMATCH"
+    DUPLICATE_INPUT_ID = "DUPLICATE_INPUT_ID"
+    DUPLICATE_DELIVERY_ID = "DUPLICATE_DELIVERY_ID"
+    DUPLICATE_RUN_ID = "DUPLICATE_RUN_ID"
+    INPUT_SEQ_OUT_OF_ORDER = "INPUT_SEQ_OUT_OF_ORDER"
+    RUN_ALREADY_ACTIVE = "RUN_ALREADY_ACTIVE"
+    ORIGIN_RUN_MISMATCH = "ORIGIN_RUN_MISMATCH"
+    UNKNOWN_RUN = "UNKNOWN_RUN"
+    RUN_ENDED = "RUN_ENDED"
+    UNKNOWN_OPERATION = "UNKNOWN_OPERATION"
+    OPERATION_ALREADY_FROZEN = "OPERATION_ALREADY_FROZEN"
+    CUTOFF_AHEAD_OF_INPUTS = "CUTOFF_AHEAD_OF_INPUTS"
+    CUTOFF_BEFORE_QUESTION = "CUTOFF_BEFORE_QUESTION"
+    CUTOFF_REGRESSED = "CUTOFF_REGRESSED"
+    CARRY_IDS_MISMATCH = "CARRY_IDS_MISMATCH"
+    DELIVERY_UNBOUND = "DELIVERY_UNBOUND"
+    DELIVERY_ALREADY_BOUND = "DELIVERY_ALREADY_BOUND"
+    DELIVERY_OTHER_RUN = "DELIVERY_OTHER_RUN"
+    DELIVERY_OTHER_OPERATION = "DELIVERY_OTHER_OPERATION"
+    DELIVERY_NOT_CLAIMED = "DELIVERY_NOT_CLAIMED"
+    DELIVERY_ALREADY_CLAIMED = "DELIVERY_ALREADY_CLAIMED"
+    DELIVERY_ALREADY_DELIVERED = "DELIVERY_ALREADY_DELIVERED"
+    DELIVERY_ALREADY_CARRIED = "DELIVERY_ALREADY_CARRIED"
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRejected:
+    """A refused transition: the rule broken (``code``) and a sentence for humans."""
+
+    code: DeliveryRejectCode
+    reason: str
+
+
+class InputManifest(Contract):
+    """The input list T_FREEZE fixes for one model Operation (§5 "输入清单"): every retry,
+    compaction and recovery of that Operation uses exactly this list.  CTX-5.28, CTX-5.31
+
+    ``input_ids`` are the Run's inputs in this request (question, claimed carried supplements
+    and the Run's supplements up to the cutoff: the root role's protected set, CTX-5.1), in
+    receive order; ``claimed_*`` are the ones this Operation newly claimed, in receive order.
+    """
+
+    operation_id: UUID
+    run_id: UUID
+    input_cutoff: Seq
+    input_ids: tuple[UUID, ...]
+    claimed_input_ids: tuple[UUID, ...]
+    claimed_delivery_ids: tuple[UUID, ...]
+
+    @model_validator(mode="after")
+    def _claimed_within(self) -> Self:
+        if len(self.claimed_input_ids) != len(self.claimed_delivery_ids):
+            raise ValueError("one claimed delivery per claimed input")
+        if not set(self.claimed_input_ids) <= set(self.input_ids):
+            raise ValueError("the claimed inputs are part of the request's inputs")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryBook:
+    """The delivery state of one Session: its UserInputs in receive order, every
+    UserInputDelivery (in creation order, each at its current state), its Runs in question order
+    and the input manifests of frozen Operations. Build the first one with :func:`empty_book`.
+    """
+
+    session_id: UUID
+    inputs: tuple[UserInput, ...] = ()
+    deliveries: tuple[UserInputDelivery, ...] = ()
+    run_ids: tuple[UUID, ...] = ()
+    active_run_id: UUID | None = None
+    manifests: tuple[InputManifest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSet:
+    """What one RuntimeCommit writes: the UserInputs and deliveries inserted, the new version of
+    every delivery that changed (in receive order of their inputs) and the input manifest
+    T_FREEZE fixes. An empty write set means there is nothing to commit."""
+
+    inputs: tuple[UserInput, ...] = ()
+    inserted: tuple[UserInputDelivery, ...] = ()
+    updated: tuple[UserInputDelivery, ...] = ()
+    manifest: InputManifest | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.inputs or self.inserted or self.updated) and self.manifest is None
+
+
+Applied = tuple[DeliveryBook, WriteSet]
+Frozen = tuple[DeliveryBook, WriteSet, InputManifest]
+
+
+def empty_book(session_id: UUID) -> DeliveryBook:
+    """A Session with no input yet."""
+    return DeliveryBook(session_id=session_id)
+
+
+# --- one delivery: the state graph ---------------------------------------------------------
+
+
+def _with(delivery: UserInputDelivery, **changes: object) -> UserInputDelivery:
+    """A validated new version of ``delivery``."""
+    return UserInputDelivery.model_validate({**dict(delivery), **changes})
+
+
+_FINAL_STATE_CODES = {
+    DeliveryState.CLAIMED: DeliveryRejectCode.DELIVERY_ALREADY_CLAIMED,
+    DeliveryState.DELIVERED: DeliveryRejectCode.DELIVERY_ALREADY_DELIVERED,
+    DeliveryState.CARRIED: DeliveryRejectCode.DELIVERY_ALREADY_CARRIED,
+    DeliveryState.PENDING: DeliveryRejectCode.DELIVERY_NOT_CLAIMED,
+}
+
+
+def _ok(result: _T | DeliveryRejected) -> _T:
+    """Unwrap a step the caller selected as legal; a rejection here is a bug of this module."""
+    if isinstance(result, DeliveryRejected):
+        raise AssertionError(f"internal delivery step refused: {result}")
+    return result
+
+
+def _wrong_state(delivery: UserInputDelivery, action: str) -> DeliveryRejected:
+    return DeliveryRejected(_FINAL_STATE_CODES[delivery.state],
+                            f"cannot {action} delivery {delivery.delivery_id}: it is "
+                            f"{delivery.state.value}")
+
+
+def bind(delivery: UserInputDelivery, *, run_id: UUID) -> UserInputDelivery | DeliveryRejected:
+    """Bind a pending delivery that waits for the next question to that question's Run
+    (pending stays pending).  CTX-5.23, CTX-2.20"""
+    if delivery.state is not DeliveryState.PENDING:
+        return _wrong_state(delivery, "bind")
+    if delivery.target_run_id is not None:
+        return DeliveryRejected(DeliveryRejectCode.DELIVERY_ALREADY_BOUND,
+                                f"delivery {delivery.delivery_id} already targets Run "
+                                f"{delivery.target_run_id}")
+    return _with(delivery, target_run_id=run_id)
+
+
+def claim(delivery: UserInputDelivery, *, run_id: UUID,
+          operation_id: UUID) -> UserInputDelivery | DeliveryRejected:
+    """pending → claimed by a model Operation of its target Run (part of T_FREEZE). Only a
+    pending delivery can be claimed, so two current requests never take the same input.
+    CTX-5.12, CTX-5.16"""
+    if delivery.state is not DeliveryState.PENDING:
+        return _wrong_state(delivery, "claim")
+    if delivery.target_run_id is None:
+        return DeliveryRejected(DeliveryRejectCode.DELIVERY_UNBOUND,
+                                f"delivery {delivery.delivery_id} waits for the next question "
+                                "and targets no Run yet")
+    if delivery.target_run_id != run_id:
+        return DeliveryRejected(DeliveryRejectCode.DELIVERY_OTHER_RUN,
+                                f"delivery {delivery.delivery_id} targets Run "
+                                f"{delivery.target_run_id}, not {run_id}")
+    return _with(delivery, state=DeliveryState.CLAIMED, operation_id=operation_id)
+
+
+def deliver(delivery: UserInputDelivery, *, operation_id: UUID, receipt_ref: PayloadRef,
+            delivered_at: Timestamp) -> UserInputDelivery | DeliveryRejected:
+    """claimed → delivered, with the internal first-output receipt of the claiming Operation
+    (part of T_FIRST_OUTPUT). Nothing else reaches delivered.  CTX-5.13, CTX-5.17, CTX-2.10"""
+    if delivery.state is not DeliveryState.CLAIMED:
+        return _wrong_state(delivery, "deliver")
+    if delivery.operation_id != operation_id:
+        return DeliveryRejected(DeliveryRejectCode.DELIVERY_OTHER_OPERATION,
+                                f"delivery {delivery.delivery_id} was claimed by Operation "
+                                f"{delivery.operation_id}, not {operation_id}")
+    return _with(delivery, state=DeliveryState.DELIVERED, first_output_receipt_ref=receipt_ref,
+                 delivered_at=delivered_at)
+
+
+def carry(delivery: UserInputDelivery, *, successor_id: UUID
+          ) -> tuple[UserInputDelivery, UserInputDelivery] | DeliveryRejected:
+    """pending | claimed → carried, and the NEW pending delivery for the next question that
+    points back to it (part of APP-FINALIZE). The carried record keeps its Run and Operation;
+    nothing delivered is ever carried.  CTX-5.14, CTX-2.19, CTX-2.22"""
+    if delivery.state not in LIVE_STATES:
+        return _wrong_state(delivery, "carry")
+    carried = _with(delivery, state=DeliveryState.CARRIED)
+    successor = UserInputDelivery(
+        delivery_id=successor_id, input_id=delivery.input_id, target_run_id=None,
+        operation_id=None, previous_delivery_id=delivery.delivery_id,
+        state=DeliveryState.PENDING, context_seq=None, first_output_receipt_ref=None,
+        delivered_at=None)
+    return carried, successor
+
+
+# --- the Session's book: queries -----------------------------------------------------------
+
+
+def user_input(book: DeliveryBook, input_id: UUID) -> UserInput:
+    """The UserInput with this id (KeyError if the Session has none).  CTX-1.3"""
+    for received in book.inputs:
+        if received.input_id == input_id:
+            return received
+    raise KeyError(input_id)
+
+
+def delivery(book: DeliveryBook, delivery_id: UUID) -> UserInputDelivery:
+    """The current state of one delivery (KeyError if unknown).  CTX-2.9"""
+    for known in book.deliveries:
+        if known.delivery_id == delivery_id:
+            return known
+    raise KeyError(delivery_id)
+
+
+def active_run(book: DeliveryBook) -> UUID | None:
+    """The Run of the Session that has not ended, if any (one at a time).  CTX-2.2"""
+    return book.active_run_id
+
+
+def _seq_of(book: DeliveryBook) -> dict[UUID, int]:
+    return {received.input_id: received.input_seq for received in book.inputs}
+
+
+def _in_receive_order(book: DeliveryBook,
+                      deliveries: Sequence[UserInputDelivery]) -> tuple[UserInputDelivery, ...]:
+    seq = _seq_of(book)
+    return tuple(sorted(deliveries, key=lambda d: seq[d.input_id]))
+
+
+def _require_run(book: DeliveryBook, run_id: UUID) -> None:
+    if run_id not in book.run_ids:
+        raise KeyError(run_id)
+
+
+def pending_inputs(book: DeliveryBook, run_id: UUID | None) -> tuple[UUID, ...]:
+    """The input ids whose pending delivery targets this Run, in receive order; with
+    ``run_id=None``, the inputs waiting for the next question.  CTX-5.29, CTX-5.23"""
+    if run_id is not None:
+        _require_run(book, run_id)
+    waiting = [d for d in book.deliveries
+               if d.state is DeliveryState.PENDING and d.target_run_id == run_id]
+    return tuple(d.input_id for d in _in_receive_order(book, waiting))
+
+
+def frozen_inputs(book: DeliveryBook, operation_id: UUID) -> InputManifest | None:
+    """The input manifest T_FREEZE fixed for this Operation (None if it was never frozen):
+    what every retry of the Operation must send.  CTX-5.31, CTX-5.32"""
+    for manifest in book.manifests:
+        if manifest.operation_id == operation_id:
+            return manifest
+    return None
+
+
+def delivered_inputs(book: DeliveryBook, run_id: UUID) -> tuple[UUID, ...]:
+    """The input ids delivered to this Run, in receive order.  CTX-5.17"""
+    _require_run(book, run_id)
+    done = [d for d in book.deliveries
+            if d.state is DeliveryState.DELIVERED and d.target_run_id == run_id]
+    return tuple(d.input_id for d in _in_receive_order(book, done))
+
+
+def deliveries_of(book: DeliveryBook, input_id: UUID) -> tuple[UserInputDelivery, ...]:
+    """Every delivery of one input, oldest first (its binding and hand-over record).
+    CTX-2.22"""
+    user_input(book, input_id)
+    return tuple(d for d in book.deliveries if d.input_id == input_id)
+
+
+def live_delivery(book: DeliveryBook, input_id: UUID) -> UserInputDelivery | None:
+    """The input's delivery that may still change (pending or claimed), if any."""
+    live = [d for d in deliveries_of(book, input_id) if d.state in LIVE_STATES]
+    return live[-1] if live else None
+
+
+def last_delivered_run(book: DeliveryBook, input_id: UUID) -> UUID | None:
+    """The Run this input was delivered to (an input is delivered at most once), or None if it
+    never was; history projection puts its body there.  CTX-5.25, CTX-5.26"""
+    for known in deliveries_of(book, input_id):
+        if known.state is DeliveryState.DELIVERED:
+            return known.target_run_id
+    return None
+
+
+def receive_position(book: DeliveryBook, input_id: UUID) -> UUID | None:
+    """The Run that was active when the input was received (UserInput.origin_run_id; a
+    question's own Run), or None if none was.  CTX-1.3, CTX-5.26"""
+    return user_input(book, input_id).origin_run_id
+
+
+def delivery_chain(book: DeliveryBook, delivery_id: UUID) -> tuple[UserInputDelivery, ...]:
+    """This delivery and its carry sources through previous_delivery_id, newest first; the
+    target_run_id of each older link is a Run the input was carried from.  CTX-2.19, CTX-5.23"""
+    chain = [delivery(book, delivery_id)]
+    while chain[-1].previous_delivery_id is not None:
+        chain.append(delivery(book, chain[-1].previous_delivery_id))
+        if len(chain) > len(book.deliveries):
+            raise ValueError(f"previous_delivery_id chain of {delivery_id} cycles")
+    return tuple(chain)
+
+
+def to_carry(book: DeliveryBook, run_id: UUID) -> tuple[UserInputDelivery, ...]:
+    """The deliveries APP-FINALIZE of this Run will carry: its supplements' pending or claimed
+    deliveries, in receive order (finalize needs one new delivery id for each).  CTX-5.14,
+    CTX-5.30, CTX-11.6"""
+    _require_run(book, run_id)
+    kinds = {received.input_id: received.kind for received in book.inputs}
+    live = [d for d in book.deliveries if d.target_run_id == run_id and d.state in LIVE_STATES
+            and kinds[d.input_id] is InputKind.SUPPLEMENT]
+    return _in_receive_order(book, live)
+
+
+# --- the Session's book: the named commits -------------------------------------------------
+
+
+def _replace(deliveries: tuple[UserInputDelivery, ...],
+             changed: Sequence[UserInputDelivery]) -> tuple[UserInputDelivery, ...]:
+    by_id = {d.delivery_id: d for d in changed}
+    return tuple(by_id.get(d.delivery_id, d) for d in deliveries)
+
+
+def _unused_delivery_ids(book: DeliveryBook, ids: Sequence[UUID]) -> DeliveryRejected | None:
+    used = {d.delivery_id for d in book.deliveries}
+    if len(set(ids)) != len(ids) or used & set(ids):
+        return DeliveryRejected(DeliveryRejectCode.DUPLICATE_DELIVERY_ID,
+                                "new delivery ids must be distinct and unused in the Session")
+    return None
+
+
+def _run_state(book: DeliveryBook, run_id: UUID) -> DeliveryRejected | None:
+    if run_id not in book.run_ids:
+        return DeliveryRejected(DeliveryRejectCode.UNKNOWN_RUN,
+                                f"Run {run_id} is not a Run of this Session")
+    if run_id != book.active_run_id:
+        return DeliveryRejected(DeliveryRejectCode.RUN_ENDED, f"Run {run_id} has ended")
+    return None
+
+
+def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
+              run_id: UUID | None = None) -> Applied | DeliveryRejected:
+    """APP-INPUT: register a UserInput and its first delivery, under the Session lock.
+
+    ``received.input_seq`` must be exactly the last input_seq + 1. A question creates its Run
+    (``run_id``, required for a question and refused for a supplement; its origin_run_id is
+    that Run) only when no other Run is active, and binds every pending input that waits for the
+    next question to it, in receive order, next to its own pending delivery. A supplement gets
+    a pending delivery of the active Run (its origin_run_id must name that Run), or, when no Run
+    is active, a pending delivery with no target (origin_run_id None): it waits for the next
+    question and never starts a Run. The new delivery's target_run_id is the actual ownership
+    the receipt reports.  CTX-1.3, CTX-2.2, CTX-2.3, CTX-2.7, CTX-2.20, CTX-2.27, CTX-5.9,
+    CTX-5.10, CTX-5.23, CTX-5.27
+    """
+    is_question = received.kind is InputKind.QUESTION
+    if is_question and run_id is None:
+        raise ValueError("a question needs the id of the Run it creates")
+    if not is_question and run_id is not None:
+        raise ValueError("a supplement never creates a Run; pass no run_id")
+    if received.session_id != book.session_id:
+        return DeliveryRejected(DeliveryRejectCode.SESSION_MISMATCH,
+                                f"input {received.input_id} belongs to Session "
+                                f"{received.session_id}, not {book.session_id}")
+    if any(known.input_id == received.input_id for known in book.inputs):
+        return DeliveryRejected(DeliveryRejectCode.DUPLICATE_INPUT_ID,
+                                f"input {received.input_id} is already registered")
+    expected_seq = book.inputs[-1].input_seq + 1 if book.inputs else 1
+    if received.input_seq != expected_seq:
+        return DeliveryRejected(DeliveryRejectCode.INPUT_SEQ_OUT_OF_ORDER,
+                                f"input_seq {received.input_seq} received, the Session's next "
+                                f"is {expected_seq}")
+    duplicate = _unused_delivery_ids(book, [delivery_id])
+    if duplicate is not None:
+        return duplicate
+
+    target: UUID | None
+    bound: list[UserInputDelivery] = []
+    if run_id is not None:
+        if book.active_run_id is not None:
+            return DeliveryRejected(DeliveryRejectCode.RUN_ALREADY_ACTIVE,
+                                    f"Run {book.active_run_id} is still active; a supplement is "
+                                    "the only input it accepts")
+        if run_id in book.run_ids:
+            return DeliveryRejected(DeliveryRejectCode.DUPLICATE_RUN_ID,
+                                    f"Run {run_id} already exists")
+        if received.origin_run_id != run_id:
+            return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
+                                    f"a question's origin_run_id is the Run it creates, {run_id}")
+        target = run_id
+        waiting = [d for d in book.deliveries
+                   if d.state is DeliveryState.PENDING and d.target_run_id is None]
+        for pending in _in_receive_order(book, waiting):
+            bound.append(_ok(bind(pending, run_id=run_id)))
+    else:
+        target = book.active_run_id
+        if received.origin_run_id != target:
+            if received.origin_run_id in book.run_ids:
+                return DeliveryRejected(DeliveryRejectCode.RUN_ENDED,
+                                        f"Run {received.origin_run_id} has ended; a supplement "
+                                        "now waits for the next question")
+            return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
+                                    f"a supplement's origin_run_id is the active Run, {target}")
+
+    created = UserInputDelivery(
+        delivery_id=delivery_id, input_id=received.input_id, target_run_id=target,
+        operation_id=None, previous_delivery_id=None, state=DeliveryState.PENDING,
+        context_seq=None, first_output_receipt_ref=None, delivered_at=None)
+    new_book = DeliveryBook(
+        session_id=book.session_id,
+        inputs=(*book.inputs, received),
+        deliveries=(*_replace(book.deliveries, bound), created),
+        run_ids=(*book.run_ids, run_id) if run_id is not None else book.run_ids,
+        active_run_id=run_id if run_id is not None else book.active_run_id,
+        manifests=book.manifests)
+    return new_book, WriteSet(inputs=(received,), inserted=(created,), updated=tuple(bound))
+
+
+def freeze(book: DeliveryBook, *, run_id: UUID, operation_id: UUID,
+           input_cutoff: int) -> Frozen | DeliveryRejected:
+    """T_FREEZE's input part: with the cutoff prepare_context fixed, claim for this model
+    Operation every pending delivery of the Run whose input_seq <= cutoff, in receive order,
+    and fix the Operation's input manifest. Later supplements stay pending for the next Loop.
+
+    The cutoff must lie between the Run's question and the last received input and never below
+    an earlier freeze of the Run. Freezing the same Operation again with the same Run and cutoff
+    returns the stored manifest with an empty write set (a replay must not claim anything new);
+    with another Run or cutoff it is rejected.  CTX-5.1, CTX-5.12, CTX-5.16, CTX-5.28,
+    CTX-5.29, CTX-5.31, CTX-5.32
+    """
+    not_active = _run_state(book, run_id)
+    if not_active is not None:
+        return not_active
+    existing = frozen_inputs(book, operation_id)
+    if existing is not None:
+        if (existing.run_id, existing.input_cutoff) == (run_id, input_cutoff):
+            return book, WriteSet(), existing
+        return DeliveryRejected(DeliveryRejectCode.OPERATION_ALREADY_FROZEN,
+                                f"Operation {operation_id} was frozen with Run {existing.run_id} "
+                                f"and cutoff {existing.input_cutoff}; a retry reuses them")
+    seq = _seq_of(book)
+    question_seq = next(r.input_seq for r in book.inputs
+                        if r.kind is InputKind.QUESTION and r.origin_run_id == run_id)
+    if input_cutoff > book.inputs[-1].input_seq:
+        return DeliveryRejected(DeliveryRejectCode.CUTOFF_AHEAD_OF_INPUTS,
+                                f"cutoff {input_cutoff} is beyond the last received input_seq "
+                                f"{book.inputs[-1].input_seq}")
+    if input_cutoff < question_seq:
+        return DeliveryRejected(DeliveryRejectCode.CUTOFF_BEFORE_QUESTION,
+                                f"cutoff {input_cutoff} is before the Run's question "
+                                f"(input_seq {question_seq})")
+    earlier = max((m.input_cutoff for m in book.manifests if m.run_id == run_id), default=0)
+    if input_cutoff < earlier:
+        return DeliveryRejected(DeliveryRejectCode.CUTOFF_REGRESSED,
+                                f"cutoff {input_cutoff} is below the Run's earlier cutoff "
+                                f"{earlier}")
+
+    candidates = [d for d in book.deliveries if d.state is DeliveryState.PENDING
+                  and d.target_run_id == run_id and seq[d.input_id] <= input_cutoff]
+    claimed: list[UserInputDelivery] = []
+    for pending in _in_receive_order(book, candidates):
+        claimed.append(_ok(claim(pending, run_id=run_id, operation_id=operation_id)))
+    deliveries = _replace(book.deliveries, claimed)
+    in_request = [d for d in deliveries if d.target_run_id == run_id
+                  and d.state in (DeliveryState.CLAIMED, DeliveryState.DELIVERED)
+                  and seq[d.input_id] <= input_cutoff]
+    manifest = InputManifest(
+        operation_id=operation_id, run_id=run_id, input_cutoff=input_cutoff,
+        input_ids=tuple(d.input_id for d in _in_receive_order(book, in_request)),
+        claimed_input_ids=tuple(d.input_id for d in claimed),
+        claimed_delivery_ids=tuple(d.delivery_id for d in claimed))
+    new_book = DeliveryBook(
+        session_id=book.session_id, inputs=book.inputs, deliveries=deliveries,
+        run_ids=book.run_ids, active_run_id=book.active_run_id,
+        manifests=(*book.manifests, manifest))
+    return new_book, WriteSet(updated=tuple(claimed), manifest=manifest), manifest
+
+
+def first_output(book: DeliveryBook, *, operation_id: UUID, receipt_ref: PayloadRef,
+                 delivered_at: Timestamp) -> Applied | DeliveryRejected:
+    """T_FIRST_OUTPUT's delivery part: the first valid output of this Operation was received
+    and its internal receipt saved, so every delivery it claimed becomes delivered with that
+    receipt and time. The evidence is saved once: a second call for the same Operation changes
+    nothing (empty write set) and the first receipt stays.  CTX-5.13, CTX-5.17, CTX-5.18,
+    CTX-5.21, CTX-2.10
+    """
+    manifest = frozen_inputs(book, operation_id)
+    if manifest is None:
+        return DeliveryRejected(DeliveryRejectCode.UNKNOWN_OPERATION,
+                                f"Operation {operation_id} never froze an input list")
+    not_active = _run_state(book, manifest.run_id)
+    if not_active is not None:
+        return not_active
+    changed: list[UserInputDelivery] = []
+    for delivery_id in manifest.claimed_delivery_ids:
+        current = delivery(book, delivery_id)
+        if current.state is DeliveryState.DELIVERED:
+            continue
+        changed.append(_ok(deliver(current, operation_id=operation_id, receipt_ref=receipt_ref,
+                                   delivered_at=delivered_at)))
+    if not changed:
+        return book, WriteSet()
+    new_book = DeliveryBook(
+        session_id=book.session_id, inputs=book.inputs,
+        deliveries=_replace(book.deliveries, changed), run_ids=book.run_ids,
+        active_run_id=book.active_run_id, manifests=book.manifests)
+    return new_book, WriteSet(updated=tuple(changed))
+
+
+def finalize(book: DeliveryBook, *, run_id: UUID,
+             carry_ids: Sequence[UUID]) -> Applied | DeliveryRejected:
+    """APP-FINALIZE's delivery part: the Run ended, whatever its terminal state (succeeded,
+    failed, stopped during preparation or compaction, timed out, loop exhausted). Every
+    supplement delivery of the Run not yet delivered (pending or claimed) becomes carried and
+    gets a NEW pending delivery with no target pointing back to it; ``carry_ids`` are their ids,
+    one per :func:`to_carry` entry, in that (receive) order. Nothing delivered is carried. The
+    Run's own question is not carried (see the module docstring).  CTX-5.14, CTX-5.30,
+    CTX-2.19, CTX-2.22, CTX-11.6
+    """
+    not_active = _run_state(book, run_id)
+    if not_active is not None:
+        return not_active
+    undelivered = to_carry(book, run_id)
+    if len(carry_ids) != len(undelivered):
+        return DeliveryRejected(DeliveryRejectCode.CARRY_IDS_MISMATCH,
+                                f"{len(undelivered)} deliveries to carry, {len(carry_ids)} new "
+                                "delivery ids given")
+    duplicate = _unused_delivery_ids(book, carry_ids)
+    if duplicate is not None:
+        return duplicate
+    carried: list[UserInputDelivery] = []
+    successors: list[UserInputDelivery] = []
+    for live, successor_id in zip(undelivered, carry_ids, strict=True):
+        old, new = _ok(carry(live, successor_id=successor_id))
+        carried.append(old)
+        successors.append(new)
+    new_book = DeliveryBook(
+        session_id=book.session_id, inputs=book.inputs,
+        deliveries=(*_replace(book.deliveries, carried), *successors), run_ids=book.run_ids,
+        active_run_id=None, manifests=book.manifests)
+    return new_book, WriteSet(inserted=tuple(successors), updated=tuple(carried))
+
+
+__all__ = [
+    "LIVE_STATES", "Applied", "DeliveryBook", "DeliveryRejectCode", "DeliveryRejected", "Frozen",
+    "InputManifest", "WriteSet", "active_run", "app_input", "bind", "carry", "claim", "deliver",
+    "delivered_inputs", "deliveries_of", "delivery", "delivery_chain", "empty_book", "finalize",
+    "first_output", "freeze", "frozen_inputs", "last_delivered_run", "live_delivery",
+    "pending_inputs", "receive_position", "to_carry", "user_input",
+]
