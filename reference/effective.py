@@ -1,0 +1,421 @@
+"""The effective context (§3 "所有合法修改进入同一有效上下文" and "作用域、并发与版本").
+
+One :class:`ContextState` per scope — a role's private context or an explicitly shared scope —
+holds the raw records (appended, never changed), the immutable revisions, and the committed
+mutations. A revision is the raw records up to its watermark plus field overrides; its manifest
+maps every stable record id to its effective content and the mutations that produced it
+(references and sources, not copies of the raw text: CTX-3.25, CTX-3.28). Materialising any
+revision, at any later time, gives the same content (CTX-3.27, CTX-3.87).
+
+Commits (each returns the new state and what to write, or a typed conflict):
+
+- :func:`append_records`: runtime or user records appended as a new revision; never conflicts
+  with field patches (CTX-3.86);
+- :func:`commit_changes`: one validated change set as one ContextMutation and one revision,
+  with CAS on the base revision and rebase when nothing it touches changed meanwhile
+  (CTX-3.77, CTX-3.82, CTX-3.83); committing a mutation_id twice returns the original revision
+  without applying anything again (CTX-3.30);
+- :func:`commit_across`: a change spanning several scopes, validated whole and committed whole
+  (CTX-3.81).
+
+Raw records, protected inputs and protocol links are never written by a mutation (CTX-3.31):
+changes touch overrides only, annotations are new records.
+"""
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+from uuid import UUID
+
+from ctxspec.reference.contracts import ContextRecord, MutationSourceKind
+from ctxspec.reference.registry import ABSENT, JSON, _Absent, is_within, split, value_at, with_value
+from ctxspec.reference.view import EffectiveRecord, ToolCall
+
+FieldValue = JSON | _Absent
+
+
+@dataclass(frozen=True)
+class RawRecord:
+    """A raw record and its content document (root field → value), never changed.
+
+    ``source`` names where a record's content comes from when it is not the conversation
+    itself: ``prompt:<resource>@<version>`` for a prompt projection item (CTX-3.35), the
+    HookInvocation for an annotation (CTX-3.38).
+    """
+
+    record: ContextRecord
+    content: Mapping[str, JSON]
+    source: str | None = None
+
+    @property
+    def record_id(self) -> UUID:
+        return self.record.record_id
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One normalised write: a stable record, a semantic field, its final value (ABSENT deletes)
+    and every source path that asked for it (CTX-3.47)."""
+
+    record_id: UUID
+    field_key: str
+    value: FieldValue
+    source_paths: tuple[str, ...]
+
+    def overlaps(self, record_id: UUID, field_key: str) -> bool:
+        return record_id == self.record_id and (
+            is_within(field_key, self.field_key) or is_within(self.field_key, field_key))
+
+
+@dataclass(frozen=True)
+class Override:
+    value: FieldValue
+    mutation_id: UUID
+
+
+@dataclass(frozen=True)
+class Revision:
+    """An immutable effective revision: the watermark of raw records it includes and the field
+    overrides in force, with the mutations newly committed relative to its parent."""
+
+    revision: int
+    parent: int | None
+    record_watermark: int
+    overrides: Mapping[tuple[UUID, str], Override]
+    mutation_ids: tuple[UUID, ...]
+    authorisation_version: int
+
+
+@dataclass(frozen=True)
+class CommittedMutation:
+    """What one mutation committed, for idempotent replay, CAS checks and provenance."""
+
+    mutation_id: UUID
+    source_kind: MutationSourceKind
+    source_ref: str
+    base_revision: int
+    committed_revision: int
+    changes: tuple[FieldChange, ...]
+    appended: tuple[UUID, ...]
+    rebased: bool
+    """Committed on a newer head than its base (the base stays recorded as provenance)."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who a context belongs to. A private scope is one role's RoleContext; a shared scope has
+    registered fields and named consumers only (CTX-3.39, CTX-3.72 to CTX-3.75)."""
+
+    kind: Literal["private", "shared"]
+    owner_role: str | None = None
+    registered_fields: frozenset[tuple[UUID, str]] = frozenset()
+    consumers: frozenset[str] = frozenset()
+
+    def may_read(self, role: str) -> bool:
+        return role == self.owner_role if self.kind == "private" else role in self.consumers
+
+    def registers(self, record_id: UUID, field_key: str) -> bool:
+        return any(rid == record_id and is_within(field_key, key)
+                   for rid, key in self.registered_fields)
+
+
+@dataclass(frozen=True)
+class ContextState:
+    """One scope's effective context as a value."""
+
+    context_id: UUID
+    scope: Scope
+    records: tuple[RawRecord, ...] = ()
+    revisions: tuple[Revision, ...] = field(default_factory=lambda: (
+        Revision(1, None, 0, {}, (), 0),))
+    mutations: Mapping[UUID, CommittedMutation] = field(default_factory=dict)
+    frozen: frozenset[UUID] = frozenset()
+    """Records of frozen or executed requests: their facts take annotations only (CTX-3.55)."""
+    authorisation_version: int = 0
+
+    @property
+    def head(self) -> Revision:
+        return self.revisions[-1]
+
+    def revision(self, number: int) -> Revision:
+        if not 1 <= number <= len(self.revisions):
+            raise KeyError(f"context {self.context_id} has no revision {number}")
+        return self.revisions[number - 1]
+
+    def record(self, record_id: UUID) -> RawRecord | None:
+        for raw in self.records:
+            if raw.record_id == record_id:
+                return raw
+        return None
+
+
+def new_context(context_id: UUID, scope: Scope) -> ContextState:
+    """A context with its initial, empty revision 1 (docs/open-questions.md Q9)."""
+    return ContextState(context_id, scope)
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def effective_content(state: ContextState, record_id: UUID,
+                      revision: int | None = None) -> dict[str, JSON]:
+    """The record's content at a revision (default: head): raw content plus the overrides in
+    force there, applied from the outermost field inwards."""
+    rev = state.head if revision is None else state.revision(revision)
+    raw = state.record(record_id)
+    if raw is None or raw.record.context_seq > rev.record_watermark:
+        raise KeyError(f"record {record_id} is not in revision {rev.revision}")
+    content: dict[str, JSON] = dict(raw.content)
+    keys = sorted((key for rid, key in rev.overrides if rid == record_id),
+                  key=lambda k: (len(split(k)[1]), k))
+    for key in keys:
+        root, names = split(key)
+        override = rev.overrides[(record_id, key)].value
+        content = with_value(content, (root, *names), override)
+    return content
+
+
+def field_value(state: ContextState, record_id: UUID, field_key: str,
+                revision: int | None = None) -> FieldValue:
+    root, names = split(field_key)
+    return value_at(effective_content(state, record_id, revision), (root, *names))
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    record_id: UUID
+    context_seq: int
+    content_digest: str
+    """sha256 of the canonical JSON of the effective content (a content reference)."""
+    modified_fields: Mapping[str, UUID]
+    """field_key → the mutation that set it."""
+    source: str | None
+
+
+def manifest(state: ContextState, revision: int | None = None) -> tuple[ManifestEntry, ...]:
+    """The revision's manifest: every visible record's effective content reference and sources
+    (CTX-3.25, CTX-3.28, CTX-3.64)."""
+    rev = state.head if revision is None else state.revision(revision)
+    entries = []
+    for raw in state.records:
+        if raw.record.context_seq > rev.record_watermark:
+            break
+        modified = {key: o.mutation_id for (rid, key), o in rev.overrides.items()
+                    if rid == raw.record_id}
+        entries.append(ManifestEntry(raw.record_id, raw.record.context_seq,
+                                     content_digest(effective_content(state, raw.record_id,
+                                                                      rev.revision)),
+                                     modified, raw.source))
+    return tuple(entries)
+
+
+def effective_records(state: ContextState, revision: int | None = None) -> list[EffectiveRecord]:
+    """The revision as the history projection consumes it (§4: rebuilt from the effective
+    revision, never from raw): effective text, tool calls with their effective arguments, the
+    mutations behind each record, the source of an annotation.  CTX-3.69, CTX-4.10"""
+    rev = state.head if revision is None else state.revision(revision)
+    records = []
+    for raw in state.records:
+        if raw.record.context_seq > rev.record_watermark:
+            break
+        content = effective_content(state, raw.record_id, rev.revision)
+        calls = []
+        for root, value in content.items():
+            if root.startswith("tool_call:") and isinstance(value, dict):
+                ordinal = value.get("action_ordinal")
+                calls.append(ToolCall(
+                    call_id=UUID(root.split(":", 1)[1]),
+                    action_ordinal=ordinal if isinstance(ordinal, int) else 1,
+                    name=str(value.get("name", "")),
+                    arguments=json.dumps(value.get("arguments", {}), sort_keys=True,
+                                         ensure_ascii=False)))
+        calls.sort(key=lambda call: call.action_ordinal)
+        modified = tuple(sorted({str(o.mutation_id) for (rid, _), o in rev.overrides.items()
+                                 if rid == raw.record_id}))
+        text = content.get("text", "")
+        records.append(EffectiveRecord(
+            record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
+            tool_calls=tuple(calls), modified_by=modified,
+            annotation_source=raw.source if raw.record.message_kind == "annotation" else None))
+    return records
+
+
+def content_digest(content: Mapping[str, JSON]) -> str:
+    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- committing -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A commit's result: the new state, the revision it produced (or, for a replayed
+    mutation_id, the original one) and whether anything new was written."""
+
+    state: ContextState
+    revision: int
+    replayed: bool
+    rebased: bool
+
+
+@dataclass(frozen=True)
+class RevisionConflict:
+    """CONTEXT_REVISION_CONFLICT: what changed since the base, so no winner is chosen."""
+
+    context_id: UUID
+    base_revision: int
+    head_revision: int
+    reason: str
+
+
+def _replay(state: ContextState, mutation_id: UUID) -> Committed | None:
+    done = state.mutations.get(mutation_id)
+    if done is None:
+        return None
+    return Committed(state, done.committed_revision, replayed=True, rebased=done.rebased)
+
+
+def append_records(state: ContextState, records: Sequence[RawRecord], *, mutation_id: UUID,
+                   source_kind: MutationSourceKind, source_ref: str) -> Committed:
+    """Append raw records (runtime or user source; an annotation is appended the same way) as a
+    new revision. Appends never conflict with field patches.  CTX-1.4, CTX-3.29, CTX-3.86"""
+    replayed = _replay(state, mutation_id)
+    if replayed is not None:
+        return replayed
+    next_seq = (state.records[-1].record.context_seq if state.records else 0) + 1
+    for offset, raw in enumerate(records):
+        if raw.record.context_id != state.context_id or \
+                raw.record.context_seq != next_seq + offset:
+            raise ValueError(f"record {raw.record_id} is not the next record of this context")
+    head = state.head
+    number = head.revision + 1
+    watermark = records[-1].record.context_seq if records else head.record_watermark
+    revision = Revision(number, head.revision, watermark, head.overrides, (mutation_id,),
+                        state.authorisation_version)
+    mutation = CommittedMutation(mutation_id, source_kind, source_ref, head.revision, number, (),
+                                 tuple(r.record_id for r in records), rebased=False)
+    return Committed(replace(state, records=state.records + tuple(records),
+                             revisions=(*state.revisions, revision),
+                             mutations={**state.mutations, mutation_id: mutation}),
+                     number, replayed=False, rebased=False)
+
+
+def check_base(state: ContextState, changes: Sequence[FieldChange],
+               base_revision: int) -> RevisionConflict | bool:
+    """CAS on the base revision: False when the base is the head; True when a rebase onto the
+    head is safe (nothing committed since touched these fields, authorisation unchanged);
+    otherwise the conflict.  CTX-3.77, CTX-3.82, CTX-3.83"""
+    head = state.head
+    if base_revision == head.revision:
+        return False
+    if base_revision > head.revision:
+        return RevisionConflict(state.context_id, base_revision, head.revision,
+                                "the base revision is ahead of the head")
+    if state.revision(base_revision).authorisation_version != state.authorisation_version:
+        return RevisionConflict(state.context_id, base_revision, head.revision,
+                                "the scope's authorisation changed since the base revision")
+    for later in state.revisions[base_revision:]:
+        for mutation_id in later.mutation_ids:
+            done = state.mutations[mutation_id]
+            for theirs in done.changes:
+                for mine in changes:
+                    if mine.overlaps(theirs.record_id, theirs.field_key):
+                        return RevisionConflict(
+                            state.context_id, base_revision, head.revision,
+                            f"{theirs.field_key} of record {theirs.record_id} was changed by "
+                            f"mutation {mutation_id} at revision {later.revision}")
+    return True
+
+
+def commit_changes(state: ContextState, changes: Sequence[FieldChange],
+                   annotations: Sequence[RawRecord], *, base_revision: int, mutation_id: UUID,
+                   source_kind: MutationSourceKind, source_ref: str
+                   ) -> Committed | RevisionConflict:
+    """Commit one validated change set (field overrides plus appended annotation records) as
+    one mutation and one new revision, all or nothing.  CTX-3.19, CTX-3.24, CTX-3.29, CTX-3.30,
+    CTX-3.74, CTX-3.77, CTX-3.79, CTX-3.82, CTX-3.83"""
+    replayed = _replay(state, mutation_id)
+    if replayed is not None:
+        return replayed
+    verdict = check_base(state, changes, base_revision)
+    if isinstance(verdict, RevisionConflict):
+        return verdict
+    head = state.head
+    overrides = dict(head.overrides)
+    for change in changes:
+        # A write to a field supersedes earlier overrides of its descendants.
+        for key in [k for k in overrides
+                    if k[0] == change.record_id and is_within(k[1], change.field_key)]:
+            del overrides[key]
+        overrides[(change.record_id, change.field_key)] = Override(change.value, mutation_id)
+    next_seq = (state.records[-1].record.context_seq if state.records else 0) + 1
+    for offset, raw in enumerate(annotations):
+        if raw.record.context_seq != next_seq + offset or raw.record.context_id != state.context_id:
+            raise ValueError(f"annotation {raw.record_id} is not the next record of the context")
+    watermark = annotations[-1].record.context_seq if annotations else head.record_watermark
+    number = head.revision + 1
+    revision = Revision(number, head.revision, watermark, overrides, (mutation_id,),
+                        state.authorisation_version)
+    mutation = CommittedMutation(mutation_id, source_kind, source_ref, base_revision, number,
+                                 tuple(changes), tuple(r.record_id for r in annotations),
+                                 rebased=verdict is True)
+    return Committed(replace(state, records=state.records + tuple(annotations),
+                             revisions=(*state.revisions, revision),
+                             mutations={**state.mutations, mutation_id: mutation}),
+                     number, replayed=False, rebased=verdict is True)
+
+
+@dataclass(frozen=True)
+class ScopedChange:
+    """The part of one change that lands in one scope."""
+
+    context_id: UUID
+    base_revision: int
+    changes: tuple[FieldChange, ...]
+    annotations: tuple[RawRecord, ...] = ()
+
+
+def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedChange], *,
+                  mutation_id: UUID, source_kind: MutationSourceKind, source_ref: str
+                  ) -> dict[UUID, Committed] | RevisionConflict:
+    """One change spanning several scopes: every part is checked first; only if all pass are
+    all committed (each scope keeps its own revisions).  CTX-3.80, CTX-3.81"""
+    for part in parts:
+        if mutation_id in states[part.context_id].mutations:
+            continue  # a replay: commit_changes returns the original revision
+        verdict = check_base(states[part.context_id], part.changes, part.base_revision)
+        if isinstance(verdict, RevisionConflict):
+            return verdict
+    results: dict[UUID, Committed] = {}
+    for part in parts:
+        result = commit_changes(states[part.context_id], part.changes, part.annotations,
+                                base_revision=part.base_revision, mutation_id=mutation_id,
+                                source_kind=source_kind, source_ref=source_ref)
+        if isinstance(result, RevisionConflict):
+            raise AssertionError("checked above: a part cannot conflict after the check")
+        results[part.context_id] = result
+    return results
+
+
+def freeze(state: ContextState, record_ids: Sequence[UUID]) -> ContextState:
+    """Mark the records of a frozen or executed request: from now on their facts take
+    annotations only; the revision the request froze stays as it was.  CTX-3.55, CTX-3.87"""
+    return replace(state, frozen=state.frozen | frozenset(record_ids))
+
+
+def change_authorisation(state: ContextState, scope: Scope) -> ContextState:
+    """Register or withdraw shared fields or consumers; patches based on an earlier revision can
+    no longer be rebased across this (CTX-3.83)."""
+    return replace(state, scope=scope, authorisation_version=state.authorisation_version + 1)
+
+
+__all__ = [
+    "ABSENT", "Committed", "CommittedMutation", "ContextState", "FieldChange", "ManifestEntry",
+    "Override", "RawRecord", "Revision", "RevisionConflict", "Scope", "ScopedChange",
+    "append_records", "change_authorisation", "check_base", "commit_across", "commit_changes",
+    "content_digest", "effective_content", "effective_records", "field_value", "freeze",
+    "manifest", "new_context",
+]
