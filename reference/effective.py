@@ -26,10 +26,18 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ctxspec.reference.contracts import ContextRecord, MutationSourceKind
+from ctxspec.reference.contracts import (
+    ContextMutation,
+    ContextRecord,
+    EffectiveContextRevision,
+    MutationSourceKind,
+    PayloadRef,
+    RoleContext,
+)
 from ctxspec.reference.registry import ABSENT, JSON, _Absent, is_within, split, value_at, with_value
 from ctxspec.reference.view import EffectiveRecord, ToolCall
 
@@ -400,6 +408,65 @@ def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedCha
     return results
 
 
+# --- the contracts the shell stores -------------------------------------------------------------
+
+
+def _ref_of(document: JSON) -> PayloadRef:
+    data = json.dumps(document, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(), size_bytes=len(data),
+                      media_type="application/json")
+
+
+def manifest_document(state: ContextState, revision: int) -> JSON:
+    """The manifest of a revision as the JSON blob its effective_manifest_ref addresses."""
+    return [{"record_id": str(e.record_id), "context_seq": e.context_seq,
+             "content": e.content_digest, "source": e.source,
+             "modified": {key: str(m) for key, m in sorted(e.modified_fields.items())}}
+            for e in manifest(state, revision)]
+
+
+def revision_contract(state: ContextState, revision: int, *, commit_ref: str,
+                      created_at: datetime) -> EffectiveContextRevision:
+    """The EffectiveContextRevision the shell stores for a revision.  CTX-3.19, CTX-3.24"""
+    rev = state.revision(revision)
+    return EffectiveContextRevision(
+        context_id=state.context_id, revision=rev.revision, parent_revision=rev.parent,
+        record_watermark=rev.record_watermark, mutation_ids=rev.mutation_ids,
+        effective_manifest_ref=_ref_of(manifest_document(state, revision)),
+        commit_ref=commit_ref, created_at=created_at)
+
+
+def change_document(done: CommittedMutation) -> JSON:
+    """The normalised change of a mutation as the JSON blob its patch_ref addresses."""
+    return {"changes": [{"record_id": str(c.record_id), "field_key": c.field_key,
+                         "value": {"$absent": True} if isinstance(c.value, _Absent) else c.value,
+                         "sources": list(c.source_paths)} for c in done.changes],
+            "appended": [str(r) for r in done.appended],
+            "base_revision": done.base_revision, "rebased": done.rebased}
+
+
+def mutation_contract(state: ContextState, mutation_id: UUID, *,
+                      cause_operation_id: UUID | None, created_at: datetime) -> ContextMutation:
+    """The ContextMutation the shell appends for a committed mutation.  CTX-3.19, CTX-3.29"""
+    done = state.mutations[mutation_id]
+    return ContextMutation(
+        mutation_id=mutation_id, context_id=state.context_id, base_revision=done.base_revision,
+        committed_revision=done.committed_revision, source_kind=done.source_kind,
+        source_ref=done.source_ref, cause_operation_id=cause_operation_id,
+        patch_ref=_ref_of(change_document(done)), created_at=created_at)
+
+
+def project_head(role_context: RoleContext, state: ContextState) -> RoleContext:
+    """RoleContext.record_head and effective_revision as a projection of the head, read inside
+    the commit that moved it.  CTX-3.26"""
+    if role_context.context_id != state.context_id:
+        raise ValueError("a RoleContext projects its own context's head")
+    head = state.head
+    return role_context.model_copy(update={"record_head": head.record_watermark,
+                                           "effective_revision": head.revision})
+
+
 def freeze(state: ContextState, record_ids: Sequence[UUID]) -> ContextState:
     """Mark the records of a frozen or executed request: from now on their facts take
     annotations only; the revision the request froze stays as it was.  CTX-3.55, CTX-3.87"""
@@ -413,9 +480,33 @@ def change_authorisation(state: ContextState, scope: Scope) -> ContextState:
 
 
 __all__ = [
-    "ABSENT", "Committed", "CommittedMutation", "ContextState", "FieldChange", "ManifestEntry",
-    "Override", "RawRecord", "Revision", "RevisionConflict", "Scope", "ScopedChange",
-    "append_records", "change_authorisation", "check_base", "commit_across", "commit_changes",
-    "content_digest", "effective_content", "effective_records", "field_value", "freeze",
-    "manifest", "new_context",
+    "ABSENT",
+    "Committed",
+    "CommittedMutation",
+    "ContextState",
+    "FieldChange",
+    "ManifestEntry",
+    "Override",
+    "RawRecord",
+    "Revision",
+    "RevisionConflict",
+    "Scope",
+    "ScopedChange",
+    "append_records",
+    "change_authorisation",
+    "change_document",
+    "check_base",
+    "commit_across",
+    "commit_changes",
+    "content_digest",
+    "effective_content",
+    "effective_records",
+    "field_value",
+    "freeze",
+    "manifest",
+    "manifest_document",
+    "mutation_contract",
+    "new_context",
+    "project_head",
+    "revision_contract",
 ]

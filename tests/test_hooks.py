@@ -27,6 +27,7 @@ from ctxspec.reference.effective import (
     manifest,
     new_context,
 )
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
 from ctxspec.reference.hooks import (
     BudgetRoom,
     ChainOutcome,
@@ -42,6 +43,7 @@ from ctxspec.reference.hooks import (
     run_chain,
 )
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
+from ctxspec.reference.view import EffectiveRecord
 from tests.builders import ref, uuid
 
 CTX, RUN, OP, CALL = uuid(1), uuid(2), uuid(3), uuid(4)
@@ -532,3 +534,82 @@ def test_request_parameters_live_in_the_effective_payload() -> None:
     later = append_records(outcome.states[CTX], [], mutation_id=uuid(35),
                            source_kind=MutationSourceKind.RUNTIME, source_ref="summary")
     assert later.state.head.revision == 3 and outcome.payload["params"] == {"temperature": 0.2}
+
+
+# --- what the shell stores, and the request re-measured -----------------------------------------
+
+
+@pytest.mark.covers("CTX-3.19", "CTX-3.24", "CTX-3.25", "CTX-3.26", "CTX-3.28")
+def test_committed_mutation_and_revision_as_contracts() -> None:
+    from datetime import UTC, datetime
+
+    from ctxspec.reference.contracts import RoleContext
+    from ctxspec.reference.effective import mutation_contract, project_head, revision_contract
+
+    outcome = decide(HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "b.md"),)))
+    state, now = outcome.states[CTX], datetime(2026, 11, 29, tzinfo=UTC)
+    mutation = mutation_contract(state, uuid(40), cause_operation_id=OP, created_at=now)
+    assert (mutation.base_revision, mutation.committed_revision, mutation.source_kind.value,
+            mutation.source_ref) == (2, 3, "hook", str(uuid(90)))
+    revision = revision_contract(state, 3, commit_ref="commit-1", created_at=now)
+    assert (revision.revision, revision.parent_revision, revision.record_watermark,
+            revision.mutation_ids) == (3, 2, 2, (uuid(40),))
+    # The manifest is content references and sources, not text: the raw words never appear.
+    assert revision.effective_manifest_ref != revision_contract(
+        state, 2, commit_ref="commit-0", created_at=now).effective_manifest_ref
+    head = project_head(RoleContext(context_id=CTX, invocation_id=uuid(5),
+                                    owner_node_task_id=uuid(6), role_key="react",
+                                    record_head=0, effective_revision=1,
+                                    active_snapshot_id=None, last_model_operation_id=None),
+                        state)
+    assert (head.record_head, head.effective_revision) == (2, 3)
+
+
+@pytest.mark.covers("CTX-7.25", "CTX-5.6", "CTX-3.14")
+def test_the_request_after_hooks_is_rebuilt_and_re_measured() -> None:
+    from ctxspec.reference.history import project_history
+    from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+    from ctxspec.reference.tokens import ByteEstimator
+    from ctxspec.reference.view import ModelView, estimation_request
+
+    def request_of(state: ContextState) -> ModelView:
+        # The write(...) call is still open (no result yet): this request shows the rest.
+        view = project_history(ended_runs=[], recent_runs=2, source=_NoHistory(),
+                               current_run_id=RUN, current_records=[
+                                   r for r in effective_records(state)
+                                   if r.record.message_kind != "assistant"
+                                   or not r.tool_calls],
+                               protected_input_ids={uuid(20)})
+        assert isinstance(view, ModelView)
+        return view
+
+    registry = FieldRegistry("model.pre_request", "1", (FieldSpec("text", None, "string"),))
+    call = HookCall(operation_id=OP, hook_point="model.pre_request", stage="pre",
+                    actor_role="react", actor_context_id=CTX, call_id=None, call_record_id=None)
+    state = append_records(root_context(), [RawRecord(
+        record(uuid(13), 3, MessageRole.ASSISTANT, "assistant"), {"text": "short note"})],
+        mutation_id=uuid(31), source_kind=MutationSourceKind.RUNTIME, source_ref="r").state
+    before = request_of(state)
+    outcome = decide(HookProposal(uuid(90), "allow", (), CTX, 3, (
+        ContextOp(uuid(13), "text", Op.REPLACE_VALUE, "a much longer note " * 20),)),
+        states={CTX: state}, call=call, registry=registry)
+    after = request_of(outcome.states[CTX])
+    estimator = ByteEstimator()
+    grew = estimator.estimate(estimation_request(after)).tokens - \
+        estimator.estimate(estimation_request(before)).tokens
+    # Byte estimate: the text grew from 10 to 380 bytes, everything else is the same.
+    assert grew == len("a much longer note " * 20) - len("short note")
+    assert check_protected_inputs(after, [ProtectedInput(uuid(20), 1, "写一份报告")]) == ()
+
+
+class _NoHistory:
+    """A Session with no ended Run; every input was received and delivered in this one."""
+
+    def user_inputs(self, run: EndedRun) -> list[InputOccurrence]:
+        return []
+
+    def root_records(self, run: EndedRun) -> list[EffectiveRecord]:
+        return []
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        return InputPlacement(RUN, RUN)
