@@ -2,9 +2,11 @@
 questions, supplements, freezes, retries, first outputs and Run ends, the invariants checked
 after every step."""
 
+import os
+
 import pytest
 
-from ctxspec.models.delivery_machine import QUICK, DeliveryMachine
+from ctxspec.models.delivery_machine import QUICK, THOROUGH, DeliveryMachine
 
 pytestmark = [pytest.mark.covers(
     "CTX-2.2", "CTX-2.3", "CTX-2.7", "CTX-2.19", "CTX-2.22", "CTX-2.27", "CTX-5.14",
@@ -12,4 +14,5 @@ pytestmark = [pytest.mark.covers(
     "CTX-5.32", "CTX-11.6")]
 
 TestDeliveryLifecycle = DeliveryMachine.TestCase
-TestDeliveryLifecycle.settings = QUICK
+PROFILE = THOROUGH if os.environ.get("CTXSPEC_PROFILE") == "thorough" else QUICK
+TestDeliveryLifecycle.settings = PROFILE

@@ -1,0 +1,207 @@
+"""A Hypothesis state machine over effective revisions and hook items (§3).
+
+The machine appends model decisions (runtime records), runs hook items with random payload and
+context patches against the current head or a stale base, repeats mutation ids, freezes
+requests, and records what every step should have done. After every step it checks:
+
+- no partial item is ever visible: a committed item's every change is in its revision, an item
+  that did not commit changed nothing;
+- raw records never change;
+- every revision is immutable (its materialisation never changes) and traceable to mutations
+  and their sources;
+- a frozen request's records keep the content they had when it froze;
+- a deny is never turned into an allow, and a replayed mutation id returns its first revision.
+"""
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from ctxspec.reference.contracts import ContextRecord, MessageRole, MutationSourceKind, PayloadRef
+from ctxspec.reference.contracts import PatchOperationKind as Op
+from ctxspec.reference.effective import (
+    ContextState,
+    RawRecord,
+    Scope,
+    append_records,
+    effective_content,
+    field_value,
+    freeze,
+    new_context,
+)
+from ctxspec.reference.hooks import ContextOp, HookCall, HookProposal, PayloadOp, evaluate
+from ctxspec.reference.registry import ABSENT, JSON, FieldRegistry, FieldSpec
+
+CONTEXT = UUID(int=1)
+RUN = UUID(int=2)
+REF = PayloadRef(digest="sha256:" + "0" * 64, size_bytes=0)
+REGISTRY = FieldRegistry("tool.pre_call", "1", (
+    FieldSpec("tool_call:{call_id}.arguments", "arguments", "object"),
+    FieldSpec("text", None, "string"),
+))
+VALUES = st.sampled_from(["a.md", "b.md", "c.md", "w", "r"])
+NAMES = st.sampled_from(["path", "mode"])
+QUICK = settings(max_examples=60, stateful_step_count=30, deadline=None)
+THOROUGH = settings(max_examples=1000, stateful_step_count=60, deadline=None)
+
+
+@dataclass(frozen=True)
+class Decision:
+    record_id: UUID
+    call_id: UUID
+
+
+class EffectiveContextMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.state: ContextState = new_context(CONTEXT, Scope("private", owner_role="react"))
+        self.next_id = 1000
+        self.decisions: list[Decision] = []
+        self.raw: dict[UUID, dict[str, JSON]] = {}
+        self.materialised: dict[int, dict[UUID, dict[str, JSON]]] = {1: {}}
+        self.frozen_content: dict[UUID, dict[str, JSON]] = {}
+        self.used_mutations: list[UUID] = []
+        self.touched: dict[int, set[tuple[UUID, str]]] = {}
+        """revision → the fields the hook mutation committed there changed (shadow record)."""
+
+    def fresh(self) -> UUID:
+        self.next_id += 1
+        return UUID(int=self.next_id)
+
+    def snapshot(self) -> dict[UUID, dict[str, JSON]]:
+        return {raw.record_id: effective_content(self.state, raw.record_id)
+                for raw in self.state.records}
+
+    def remember_head(self) -> None:
+        self.materialised.setdefault(self.state.head.revision, self.snapshot())
+
+    # --- rules --------------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.decisions) < 3)  # few targets: items collide often
+    @rule(path=VALUES)
+    def model_decides(self, path: str) -> None:
+        """The model proposes write(path=...): a runtime append."""
+        record_id, call_id = self.fresh(), self.fresh()
+        seq = len(self.state.records) + 1
+        content: dict[str, JSON] = {"text": "", f"tool_call:{call_id}": {
+            "name": "write", "action_ordinal": 1, "arguments": {"path": path, "mode": "w"}}}
+        record = ContextRecord(record_id=record_id, context_id=CONTEXT, context_seq=seq,
+                               run_id=RUN, role=MessageRole.ASSISTANT, message_kind="assistant",
+                               payload_ref=REF, operation_id=None, call_id=None,
+                               origin_input_id=None)
+        self.state = append_records(self.state, [RawRecord(record, content)],
+                                    mutation_id=self.fresh(),
+                                    source_kind=MutationSourceKind.RUNTIME,
+                                    source_ref="model").state
+        self.raw[record_id] = content
+        self.decisions.append(Decision(record_id, call_id))
+        self.remember_head()
+
+    @precondition(lambda self: bool(self.decisions))
+    @rule(data=st.data())
+    def hook_item(self, data: st.DataObject) -> None:
+        target = data.draw(st.sampled_from(self.decisions))
+        payload_ops = tuple(
+            PayloadOp(f"arguments.{name}", data.draw(VALUES | st.just(ABSENT)))
+            for name in data.draw(st.lists(NAMES, max_size=2)))
+        context_ops = []
+        for _ in range(data.draw(st.integers(0, 2))):
+            other = data.draw(st.sampled_from(self.decisions))
+            whole = data.draw(st.booleans())
+            key = f"tool_call:{other.call_id}.arguments"
+            value: JSON = {"path": data.draw(VALUES)} if whole else data.draw(VALUES)
+            context_ops.append(ContextOp(other.record_id,
+                                         key if whole else f"{key}.{data.draw(NAMES)}",
+                                         Op.REPLACE_VALUE, value))
+        if data.draw(st.booleans()):
+            context_ops.append(ContextOp(target.record_id, "note", Op.APPEND_ANNOTATION,
+                                         "sourced note"))
+        head = self.state.head.revision
+        base = data.draw(st.integers(max(1, head - 3), head))
+        decision = data.draw(st.sampled_from(["allow", "allow", "deny", "maybe"]))
+        replay = bool(self.used_mutations) and data.draw(st.booleans())
+        mutation_id = data.draw(st.sampled_from(self.used_mutations)) if replay else self.fresh()
+        call = HookCall(operation_id=self.fresh(), hook_point="tool.pre_call", stage="pre",
+                        actor_role="react", actor_context_id=CONTEXT, call_id=target.call_id,
+                        call_record_id=target.record_id)
+        payload = effective_content(self.state, target.record_id)[f"tool_call:{target.call_id}"]
+        before = self.state
+        outcome = evaluate(HookProposal(self.fresh(), decision, payload_ops, CONTEXT, base,
+                                        tuple(context_ops),
+                                        handler_failed=data.draw(st.booleans())
+                                        and decision == "allow" and not payload_ops),
+                           call, REGISTRY, {CONTEXT: self.state},
+                           payload if isinstance(payload, dict) else {},
+                           chain_position=0, mutation_id=mutation_id,
+                           annotation_ids=lambda _: self.fresh())
+        self.state = outcome.states[CONTEXT]
+        # A deny is never an allow; a failed or illegal item and a deny commit nothing.
+        if decision == "deny":
+            assert outcome.control == "blocked" and self.state is before
+        if decision == "maybe" or outcome.invocation.decision.value == "failed":
+            assert outcome.control == "continue" and self.state is before
+        if not outcome.invocation.patch_valid:
+            assert self.state is before and outcome.committed == {}
+        if replay and mutation_id in before.mutations:
+            # A replayed mutation id returns its original revision and applies nothing.
+            assert self.state.revisions == before.revisions
+        mine = {(c.record_id, c.field_key) for _, c in outcome.changes.context_changes}
+        changed_since_base = set().union(*(fields for number, fields in self.touched.items()
+                                           if number > base))
+        stale = any(record == theirs_record and (key == theirs or key.startswith(theirs + ".")
+                                                 or theirs.startswith(key + "."))
+                    for record, key in mine for theirs_record, theirs in changed_since_base)
+        if stale and mutation_id not in before.mutations:
+            # CAS: a field changed since the item's base is never silently overwritten.
+            assert self.state is before and outcome.committed == {}
+        if outcome.committed and self.state is not before:
+            revision = outcome.committed[CONTEXT]
+            self.touched[revision] = mine
+            for _, change in outcome.changes.context_changes:
+                assert field_value(self.state, change.record_id, change.field_key,
+                                   revision) == change.value
+        if mutation_id not in self.used_mutations:
+            self.used_mutations.append(mutation_id)
+        self.remember_head()
+
+    @precondition(lambda self: bool(self.decisions))
+    @rule(data=st.data())
+    def freeze_a_request(self, data: st.DataObject) -> None:
+        target = data.draw(st.sampled_from(self.decisions))
+        self.state = freeze(self.state, [target.record_id])
+        self.frozen_content.setdefault(target.record_id,
+                                       effective_content(self.state, target.record_id))
+
+    # --- invariants -----------------------------------------------------------------------------
+
+    @invariant()
+    def raw_never_changes(self) -> None:
+        for raw in self.state.records:
+            if raw.record_id in self.raw:
+                assert raw.content == self.raw[raw.record_id]
+
+    @invariant()
+    def revisions_are_immutable(self) -> None:
+        for number, expected in self.materialised.items():
+            for record_id, content in expected.items():
+                assert effective_content(self.state, record_id, number) == content
+
+    @invariant()
+    def revisions_trace_to_their_mutations(self) -> None:
+        for revision in self.state.revisions[1:]:
+            for mutation_id in revision.mutation_ids:
+                done = self.state.mutations[mutation_id]
+                assert done.committed_revision == revision.revision
+                assert done.base_revision <= revision.parent if revision.parent else True
+                assert done.source_ref
+            for (_, _), override in revision.overrides.items():
+                assert self.state.mutations[override.mutation_id].committed_revision <= \
+                    revision.revision
+
+    @invariant()
+    def frozen_requests_keep_their_content(self) -> None:
+        for record_id, content in self.frozen_content.items():
+            assert effective_content(self.state, record_id) == content
