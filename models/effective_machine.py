@@ -32,7 +32,14 @@ from ctxspec.reference.effective import (
     freeze,
     new_context,
 )
-from ctxspec.reference.hooks import ContextOp, HookCall, HookProposal, PayloadOp, evaluate
+from ctxspec.reference.hooks import (
+    ContextOp,
+    HookCall,
+    HookProposal,
+    PayloadOp,
+    evaluate,
+    mutation_id_for,
+)
 from ctxspec.reference.registry import ABSENT, JSON, FieldRegistry, FieldSpec
 
 CONTEXT = UUID(int=1)
@@ -63,7 +70,8 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         self.raw: dict[UUID, dict[str, JSON]] = {}
         self.materialised: dict[int, dict[UUID, dict[str, JSON]]] = {1: {}}
         self.frozen_content: dict[UUID, dict[str, JSON]] = {}
-        self.used_mutations: list[UUID] = []
+        self.used_hooks: list[UUID] = []
+        """Hook invocation ids seen: reusing one is a recovered item (a replayed mutation)."""
         self.touched: dict[int, set[tuple[UUID, str]]] = {}
         """revision → the fields the hook mutation committed there changed (shadow record)."""
 
@@ -122,21 +130,21 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         head = self.state.head.revision
         base = data.draw(st.integers(max(1, head - 3), head))
         decision = data.draw(st.sampled_from(["allow", "allow", "deny", "maybe"]))
-        replay = bool(self.used_mutations) and data.draw(st.booleans())
-        mutation_id = data.draw(st.sampled_from(self.used_mutations)) if replay else self.fresh()
+        replay = bool(self.used_hooks) and data.draw(st.booleans())
+        hook_id = data.draw(st.sampled_from(self.used_hooks)) if replay else self.fresh()
+        mutation_id = mutation_id_for(hook_id, CONTEXT)
         call = HookCall(operation_id=self.fresh(), hook_point="tool.pre_call", stage="pre",
                         actor_role="react", actor_context_id=CONTEXT, call_id=target.call_id,
                         call_record_id=target.record_id)
         payload = effective_content(self.state, target.record_id)[f"tool_call:{target.call_id}"]
         before = self.state
-        outcome = evaluate(HookProposal(self.fresh(), decision, payload_ops, CONTEXT, base,
+        outcome = evaluate(HookProposal(hook_id, decision, payload_ops, CONTEXT, base,
                                         tuple(context_ops),
                                         handler_failed=data.draw(st.booleans())
                                         and decision == "allow" and not payload_ops),
                            call, REGISTRY, {CONTEXT: self.state},
                            payload if isinstance(payload, dict) else {},
-                           chain_position=0, mutation_id=mutation_id,
-                           annotation_ids=lambda _: self.fresh())
+                           chain_position=0, annotation_ids=lambda _: self.fresh())
         self.state = outcome.states[CONTEXT]
         # A deny is never an allow; a failed or illegal item and a deny commit nothing.
         if decision == "deny":
@@ -163,8 +171,8 @@ class EffectiveContextMachine(RuleBasedStateMachine):
             for _, change in outcome.changes.context_changes:
                 assert field_value(self.state, change.record_id, change.field_key,
                                    revision) == change.value
-        if mutation_id not in self.used_mutations:
-            self.used_mutations.append(mutation_id)
+        if hook_id not in self.used_hooks:
+            self.used_hooks.append(hook_id)
         self.remember_head()
 
     @precondition(lambda self: bool(self.decisions))

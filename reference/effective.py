@@ -317,14 +317,15 @@ def check_base(state: ContextState, changes: Sequence[FieldChange],
     head is safe (nothing committed since touched these fields, authorisation unchanged);
     otherwise the conflict.  CTX-3.77, CTX-3.82, CTX-3.83"""
     head = state.head
-    if base_revision == head.revision:
-        return False
-    if base_revision > head.revision:
+    if not 1 <= base_revision <= head.revision:
         return RevisionConflict(state.context_id, base_revision, head.revision,
-                                "the base revision is ahead of the head")
+                                f"revision {base_revision} does not exist (head is "
+                                f"{head.revision})")
     if state.revision(base_revision).authorisation_version != state.authorisation_version:
         return RevisionConflict(state.context_id, base_revision, head.revision,
                                 "the scope's authorisation changed since the base revision")
+    if base_revision == head.revision:
+        return False
     for later in state.revisions[base_revision:]:
         for mutation_id in later.mutation_ids:
             done = state.mutations[mutation_id]
@@ -387,20 +388,23 @@ class ScopedChange:
 
 
 def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedChange], *,
-                  mutation_id: UUID, source_kind: MutationSourceKind, source_ref: str
-                  ) -> dict[UUID, Committed] | RevisionConflict:
+                  mutation_ids: Mapping[UUID, UUID], source_kind: MutationSourceKind,
+                  source_ref: str) -> dict[UUID, Committed] | RevisionConflict:
     """One change spanning several scopes: every part is checked first; only if all pass are
-    all committed (each scope keeps its own revisions).  CTX-3.80, CTX-3.81"""
+    all committed. Each scope keeps its own revisions and gets its own mutation id
+    (``mutation_ids``: context_id → id); ``source_ref`` links them.  CTX-3.80, CTX-3.81"""
     for part in parts:
-        if mutation_id in states[part.context_id].mutations:
+        state = states[part.context_id]
+        if mutation_ids[part.context_id] in state.mutations:
             continue  # a replay: commit_changes returns the original revision
-        verdict = check_base(states[part.context_id], part.changes, part.base_revision)
+        verdict = check_base(state, part.changes, part.base_revision)
         if isinstance(verdict, RevisionConflict):
             return verdict
     results: dict[UUID, Committed] = {}
     for part in parts:
         result = commit_changes(states[part.context_id], part.changes, part.annotations,
-                                base_revision=part.base_revision, mutation_id=mutation_id,
+                                base_revision=part.base_revision,
+                                mutation_id=mutation_ids[part.context_id],
                                 source_kind=source_kind, source_ref=source_ref)
         if isinstance(result, RevisionConflict):
             raise AssertionError("checked above: a part cannot conflict after the check")

@@ -28,10 +28,10 @@ never lifts a missing permission, an exhausted quota, a passed deadline or a sto
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Literal
-from uuid import UUID
+from uuid import UUID, uuid5
 
 from ctxspec.reference.contracts import (
     ContextRecord,
@@ -50,6 +50,7 @@ from ctxspec.reference.effective import (
     RawRecord,
     RevisionConflict,
     ScopedChange,
+    check_base,
     commit_across,
 )
 from ctxspec.reference.errors import ErrorCode
@@ -57,11 +58,13 @@ from ctxspec.reference.registry import (
     ABSENT,
     JSON,
     FieldRegistry,
+    FieldSpec,
     _Absent,
     forbidden,
     is_within,
     kind_accepts,
     value_at,
+    well_formed,
     with_value,
 )
 
@@ -118,18 +121,32 @@ class HookCall:
     """The record that holds this call's fields: the decision (pre) or the result (post)."""
     authorised_scopes: frozenset[UUID] = frozenset()
     """Shared scopes this actor may write."""
+    read_revision: int | None = None
+    """The revision of the actor's context the item read (default: the head when evaluated):
+    the base of its payload-mapped writes (CTX-3.45)."""
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """An append_annotation operation as normalised: where, on what, its text."""
+
+    context_id: UUID | None
+    target_record_id: UUID
+    field_key: str
+    text: JSON
 
 
 @dataclass(frozen=True)
 class ChangeSet:
     """The normalised change set of one hook item."""
 
-    context_changes: tuple[tuple[UUID, FieldChange], ...]
-    """(context_id, change), sorted by context, record and field."""
+    context_changes: tuple[tuple[UUID | None, FieldChange], ...]
+    """(context_id, change), sorted by context, record and field. A context operation that
+    names no context keeps None here, for validation to refuse."""
     payload_only: tuple[tuple[str, FieldValue, tuple[str, ...]], ...]
     """Payload fields with no context field (e.g. a request parameter): path, value, sources."""
-    annotations: tuple[tuple[UUID, UUID, str], ...]
-    """(context_id, target_record_id, text) in the order the item gave them."""
+    annotations: tuple[Annotation, ...]
+    """In the order the item gave them."""
 
     def digest(self) -> str:
         def show(value: FieldValue) -> JSON:
@@ -140,7 +157,8 @@ class ChangeSet:
                          list(c.source_paths)] for cid, c in self.context_changes],
             "payload": [[path, show(value), list(sources)]
                         for path, value, sources in self.payload_only],
-            "annotations": [[str(cid), str(rid), text] for cid, rid, text in self.annotations],
+            "annotations": [[str(a.context_id), str(a.target_record_id), a.field_key, a.text]
+                            for a in self.annotations],
         }
         canonical = json.dumps(document, sort_keys=True, ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
@@ -170,49 +188,46 @@ def _diag(code: str, field_key: str | None, detail: str) -> HookDiagnostic:
 # --- 1. normalisation -------------------------------------------------------------------------
 
 
+def same_value(a: FieldValue, b: FieldValue) -> bool:
+    """Equality of final values as JSON (so True is not 1, and 1 is not 1.0)."""
+    if isinstance(a, _Absent) or isinstance(b, _Absent):
+        return isinstance(a, _Absent) and isinstance(b, _Absent)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def _consistent(a: _Write, b: _Write, expandable: Callable[[_Write], bool]) -> bool | None:
     """Whether two overlapping writes agree on every final value; None if unprovable."""
     if a.key == b.key:
-        return a.value == b.value
+        return same_value(a.value, b.value)
     parent, child = (a, b) if is_within(b.key, a.key) else (b, a)
     if not expandable(parent):
         return None
     rest = child.key[len(parent.key) + 1:].split(".")
     under = value_at(parent.value, rest) if isinstance(parent.value, dict) else ABSENT
-    return under == child.value
+    return same_value(under, child.value)
 
 
 def normalise(proposal: HookProposal, call: HookCall,
               registry: FieldRegistry) -> ChangeSet | tuple[HookDiagnostic, ...]:
-    """One semantic change set from both patches, or the diagnostics that invalidate the item
-    (HOOK_PATCH_CONFLICT, or a payload path the registry does not know).  CTX-3.41 to CTX-3.50
-    """
+    """One semantic change set from both patches, or HOOK_PATCH_CONFLICT. Nothing else is
+    judged here: registration, schema and authorisation come after, on a conflict-free set
+    (CTX-3.51).  CTX-3.41 to CTX-3.50"""
     writes: list[_Write] = []
-    problems: list[HookDiagnostic] = []
     for op in proposal.payload_ops:
         key = registry.context_key_of_payload(op.path, call.call_id)
         if key is not None:
             writes.append(_Write(call.actor_context_id, call.call_record_id, key, op.value,
                                  f"payload:{op.path}"))
-        elif registry.payload_spec(op.path) is not None:
+        else:  # a payload-only field, or one validation will refuse as unregistered
             writes.append(_Write(None, None, op.path, op.value, f"payload:{op.path}"))
-        else:
-            problems.append(_diag("FIELD_NOT_REGISTERED", op.path,
-                                  f"payload path {op.path!r} is not registered at "
-                                  f"{registry.hook_point}@{registry.version}"))
-    annotations: list[tuple[UUID, UUID, str]] = []
+    annotations: list[Annotation] = []
     for cop in proposal.context_ops:
         if cop.operation is PatchOperationKind.APPEND_ANNOTATION:
-            if proposal.context_id is None or not isinstance(cop.value, str):
-                problems.append(_diag("INVALID_ANNOTATION", cop.field_key,
-                                      "an annotation is text in a named context"))
-                continue
-            annotations.append((proposal.context_id, cop.target_record_id, cop.value))
+            annotations.append(Annotation(proposal.context_id, cop.target_record_id,
+                                          cop.field_key, cop.value))
         else:
             writes.append(_Write(proposal.context_id, cop.target_record_id, cop.field_key,
                                  cop.value, f"context:{cop.field_key}"))
-    if problems:
-        return tuple(problems)
 
     def expandable(parent: _Write) -> bool:
         """A parent can be expanded only through a registered object schema (CTX-3.49)."""
@@ -239,22 +254,19 @@ def normalise(proposal: HookProposal, call: HookCall,
     if conflicts:
         return tuple(conflicts)
 
-    survivors = []
+    merged: dict[tuple[UUID | None, UUID | None, str], tuple[_Write, tuple[str, ...]]] = {}
     for write in writes:
         if any(other.target == write.target and other.key != write.key
                and is_within(write.key, other.key) for other in writes):
             continue  # within a parent replacement that agrees with it
         sources = tuple(sorted({w.source for w in writes if w.target == write.target
                                 and is_within(w.key, write.key)}))
-        survivors.append((write, sources))
-    unique: dict[tuple[UUID | None, UUID | None, str], tuple[_Write, tuple[str, ...]]] = {}
-    for write, sources in survivors:
-        unique.setdefault((write.scope, write.target, write.key), (write, sources))
+        merged.setdefault((write.scope, write.target, write.key), (write, sources))
     context_changes = sorted(
         ((w.scope, FieldChange(w.target, w.key, w.value, sources))
-         for w, sources in unique.values() if w.target is not None and w.scope is not None),
+         for w, sources in merged.values() if w.target is not None),
         key=lambda item: (str(item[0]), str(item[1].record_id), item[1].field_key))
-    payload_only = sorted((w.key, w.value, sources) for w, sources in unique.values()
+    payload_only = sorted((w.key, w.value, sources) for w, sources in merged.values()
                           if w.target is None)
     return ChangeSet(tuple(context_changes), tuple(payload_only), tuple(annotations))
 
@@ -283,37 +295,50 @@ def _may_write(state: ContextState, call: HookCall) -> bool:
 def validate(changes: ChangeSet, call: HookCall, registry: FieldRegistry,
              states: Mapping[UUID, ContextState], read_revisions: Mapping[UUID, int],
              budget: BudgetRoom | None = None) -> tuple[HookDiagnostic, ...]:
-    """Validate the whole candidate; empty means every change may be committed.
+    """Validate the whole conflict-free candidate; empty means every change may be committed.
+    ``read_revisions`` are the revisions the item read (each within 1..head).
     CTX-3.32, CTX-3.39, CTX-3.40, CTX-3.46, CTX-3.51, CTX-3.55, CTX-3.56, CTX-3.78, CTX-3.92,
     CTX-3.93, CTX-7.30"""
     found: list[HookDiagnostic] = []
-    for context_id, change in changes.context_changes:
-        key = change.field_key
+
+    def target_of(context_id: UUID | None, record_id: UUID, key: str,
+                  what: str) -> tuple[ContextState, RawRecord] | None:
+        if context_id is None:
+            found.append(_diag("INVALID_PATCH", key, f"a context {what} names its context"))
+            return None
         state = states.get(context_id)
-        if forbidden(key):
-            found.append(_diag("FORBIDDEN_FIELD", key, "identities, raw text, permissions, "
-                               "quotas, deadlines and stopped state are never writable"))
-            continue
         if state is None or not _may_write(state, call):
             found.append(_diag("UNAUTHORISED_SCOPE", key,
                                f"context {context_id} is not this actor's to write"))
-            continue
-        raw = state.record(change.record_id)
+            return None
+        raw = state.record(record_id)
         revision = state.revision(read_revisions.get(context_id, state.head.revision))
         if raw is None or raw.record.context_seq > revision.record_watermark:
-            found.append(_diag("UNKNOWN_TARGET", key, f"record {change.record_id} is not in "
+            found.append(_diag("UNKNOWN_TARGET", key, f"record {record_id} is not in "
                                f"revision {revision.revision} of context {context_id}"))
-            continue
-        if state.scope.kind == "shared" and not state.scope.registers(change.record_id, key):
+            return None
+        if state.scope.kind == "shared" and not state.scope.registers(record_id, key):
             found.append(_diag("FIELD_NOT_REGISTERED", key, "not a registered shared field"))
+            return None
+        return state, raw
+
+    for context_id, change in changes.context_changes:
+        key = change.field_key
+        if not well_formed(key) or forbidden(key):
+            found.append(_diag("FORBIDDEN_FIELD", key, "identities, raw text, permissions, "
+                               "quotas, deadlines and stopped state are never writable, and a "
+                               "field key is root.name.name, never a view path"))
             continue
+        target = target_of(context_id, change.record_id, key, "operation")
+        if target is None:
+            continue
+        state, raw = target
         spec = registry.spec_for_context(key, call.call_id)
         if spec is None:
             found.append(_diag("FIELD_NOT_REGISTERED", key, f"not writable at "
                                f"{registry.hook_point}@{registry.version}"))
             continue
-        if spec[1] == key and not kind_accepts(spec[0].kind, change.value):
-            found.append(_diag("SCHEMA_MISMATCH", key, f"expected {spec[0].kind}"))
+        found.extend(_schema(spec[0], spec[1] == key, key, change.value))
         if raw.record.message_kind == "user_ref":
             found.append(_diag("PROTECTED_INPUT", key, "a user input is never overwritten"))
         if change.record_id in state.frozen:
@@ -324,15 +349,20 @@ def validate(changes: ChangeSet, call: HookCall, registry: FieldRegistry,
                                "this call's undelivered response"))
     for path, value, _ in changes.payload_only:
         payload_spec = registry.payload_spec(path)
-        if forbidden(path) or payload_spec is None:
+        if not well_formed(path) or forbidden(path):
             found.append(_diag("FORBIDDEN_FIELD", path, "not a writable payload field"))
-        elif payload_spec.payload_path == path and not kind_accepts(payload_spec.kind, value):
-            found.append(_diag("SCHEMA_MISMATCH", path, f"expected {payload_spec.kind}"))
-    for context_id, target, _ in changes.annotations:
-        state = states.get(context_id)
-        if state is None or not _may_write(state, call) or state.record(target) is None:
-            found.append(_diag("UNAUTHORISED_SCOPE", None,
-                               f"cannot annotate record {target} in context {context_id}"))
+        elif payload_spec is None:
+            found.append(_diag("FIELD_NOT_REGISTERED", path, f"payload path not registered "
+                               f"at {registry.hook_point}@{registry.version}"))
+        else:
+            found.extend(_schema(payload_spec, payload_spec.payload_path == path, path, value))
+    for note in changes.annotations:
+        if not isinstance(note.text, str):
+            found.append(_diag("INVALID_ANNOTATION", note.field_key, "an annotation is text"))
+        elif forbidden(note.field_key):
+            found.append(_diag("FORBIDDEN_FIELD", note.field_key, "never annotatable"))
+        else:
+            target_of(note.context_id, note.target_record_id, note.field_key, "annotation")
     if budget is not None and not found:
         added = budget.measure(changes)
         if budget.fixed_before + added > budget.input_budget:
@@ -340,6 +370,18 @@ def validate(changes: ChangeSet, call: HookCall, registry: FieldRegistry,
                                f"its own fixed material ({added} tokens) cannot fit: "
                                f"{budget.fixed_before} + {added} > B = {budget.input_budget}"))
     return tuple(found)
+
+
+def _schema(spec: FieldSpec, whole: bool, key: str,
+            value: FieldValue) -> list[HookDiagnostic]:
+    """The value against the registered schema: the field's kind for a whole-field write (the
+    children of an object field have no schema of their own); a required field is never
+    deleted."""
+    if isinstance(value, _Absent) and spec.required and whole:
+        return [_diag("SCHEMA_MISMATCH", key, "a required field is never deleted")]
+    if whole and not kind_accepts(spec.kind, value):
+        return [_diag("SCHEMA_MISMATCH", key, f"expected {spec.kind}")]
+    return []
 
 
 # --- 3. the decision with its patch -------------------------------------------------------------
@@ -386,22 +428,25 @@ def apply_to_payload(payload: Mapping[str, JSON], changes: ChangeSet, call: Hook
 def _annotation_records(changes: ChangeSet, states: Mapping[UUID, ContextState],
                         proposal: HookProposal, call: HookCall,
                         new_id: Callable[[int], UUID]) -> dict[UUID, list[RawRecord]]:
-    """System-assigned records for the item's annotations, sourced to its HookInvocation; never
-    a user input (CTX-3.37, CTX-3.38)."""
+    """System-assigned records for the item's (validated) annotations, sourced to its
+    HookInvocation; never a user input (CTX-3.37, CTX-3.38)."""
     by_context: dict[UUID, list[RawRecord]] = {}
-    for index, (context_id, target, text) in enumerate(changes.annotations):
-        state = states[context_id]
-        pending = by_context.setdefault(context_id, [])
+    for index, note in enumerate(changes.annotations):
+        annotated = states[note.context_id].record(note.target_record_id) \
+            if note.context_id is not None else None
+        if note.context_id is None or annotated is None or not isinstance(note.text, str):
+            raise AssertionError("validate() checked every annotation")
+        state = states[note.context_id]
+        pending = by_context.setdefault(note.context_id, [])
         seq = (state.records[-1].record.context_seq if state.records else 0) + len(pending) + 1
-        annotated = state.record(target)
-        if annotated is None:
-            raise AssertionError("validate() checked that the annotated record exists")
         record = ContextRecord(
-            record_id=new_id(index), context_id=context_id, context_seq=seq,
+            record_id=new_id(index), context_id=note.context_id, context_seq=seq,
             run_id=annotated.record.run_id, role=MessageRole.SYSTEM, message_kind="annotation",
-            payload_ref=_text_ref(text), operation_id=call.operation_id, call_id=None,
+            payload_ref=_text_ref(note.text), operation_id=call.operation_id, call_id=None,
             origin_input_id=None)
-        pending.append(RawRecord(record, {"text": text, "annotates": str(target)},
+        pending.append(RawRecord(record, {"text": note.text,
+                                          "annotates": str(note.target_record_id),
+                                          "field_key": note.field_key},
                                  source=f"hook:{proposal.hook_invocation_id}"))
     return by_context
 
@@ -411,15 +456,38 @@ def _text_ref(text: str) -> PayloadRef:
     return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(), size_bytes=len(data))
 
 
+MUTATION_NAMESPACE = UUID("5b0c8f1e-3c2a-4d6e-9f10-c7a5e2d4b831")
+
+
+def mutation_id_for(hook_invocation_id: UUID, context_id: UUID) -> UUID:
+    """The mutation id of a hook item's change to one scope, derived from the item's identity:
+    a recovered item commits under the same id and is not applied twice (CTX-3.30, CTX-3.65).
+    """
+    return uuid5(MUTATION_NAMESPACE, f"{hook_invocation_id}/{context_id}")
+
+
+def _replayed(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
+              states: Mapping[UUID, ContextState],
+              payload: Mapping[str, JSON]) -> tuple[ChangeSet, dict[UUID, int]] | None:
+    """The change set and revisions of an item whose mutations were committed already."""
+    done = {cid: state.mutations[mutation_id_for(proposal.hook_invocation_id, cid)]
+            for cid, state in states.items()
+            if mutation_id_for(proposal.hook_invocation_id, cid) in state.mutations}
+    if not done:
+        return None
+    changes = tuple(sorted(((cid, c) for cid, m in done.items() for c in m.changes),
+                           key=lambda item: (str(item[0]), str(item[1].record_id),
+                                             item[1].field_key)))
+    return (ChangeSet(changes, (), ()),
+            {cid: m.committed_revision for cid, m in done.items()})
+
+
 def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
              states: Mapping[UUID, ContextState], payload: Mapping[str, JSON], *,
-             chain_position: int, mutation_id: UUID, annotation_ids: Callable[[int], UUID],
+             chain_position: int, annotation_ids: Callable[[int], UUID],
              budget: BudgetRoom | None = None) -> HookItemOutcome:
     """Decide one hook item: control decision and patch are validated separately.
-    CTX-3.52, CTX-3.59, CTX-3.60, CTX-3.61, CTX-3.70, CTX-3.71, CTX-3.84, CTX-3.85"""
-    read = {cid: s.head.revision for cid, s in states.items()}
-    if proposal.base_revision is not None and proposal.context_id is not None:
-        read[proposal.context_id] = proposal.base_revision
+    CTX-3.52, CTX-3.59, CTX-3.60, CTX-3.61, CTX-3.65, CTX-3.70, CTX-3.71, CTX-3.84, CTX-3.85"""
 
     def outcome(decision: HookDecision, control: Control, changes: ChangeSet,
                 diagnostics: Sequence[HookDiagnostic], valid: bool,
@@ -446,24 +514,46 @@ def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
                               f"{proposal.decision!r} is not allow or deny")], valid=False)
     decision = HookDecision(proposal.decision)
     control: Control = "blocked" if decision is HookDecision.DENY else "continue"
+    replay = _replayed(proposal, call, registry, states, payload)
+    if replay is not None and decision is HookDecision.ALLOW:
+        # Committed before (a recovery): reuse it, never validate or apply it again.
+        changes, revisions = replay
+        after = apply_to_payload(payload, changes, call, registry)
+        return outcome(decision, control, changes, (), valid=True, new_payload=after,
+                       candidate=after, committed=revisions)
+
+    read = {cid: s.head.revision for cid, s in states.items()}
+    if call.actor_context_id is not None and call.read_revision is not None:
+        read[call.actor_context_id] = call.read_revision
+    if proposal.context_id is not None and proposal.base_revision is not None:
+        read[proposal.context_id] = proposal.base_revision
+    out_of_range = [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None,
+                          f"revision {number} of context {cid} does not exist")
+                    for cid, number in read.items()
+                    if cid in states and not 1 <= number <= states[cid].head.revision]
+    if out_of_range:
+        return outcome(decision, control, EMPTY_CHANGES, out_of_range, valid=False)
     normalised = normalise(proposal, call, registry)
     if not isinstance(normalised, ChangeSet):
         return outcome(decision, control, EMPTY_CHANGES, normalised, valid=False)
     problems = validate(normalised, call, registry, states, read, budget)
     if problems:
         return outcome(decision, control, normalised, problems, valid=False)
+    parts = _parts(normalised, states, read, proposal, call, annotation_ids)
     candidate = apply_to_payload(payload, normalised, call, registry)
     if decision is HookDecision.DENY:
-        return outcome(decision, control, normalised, (), valid=True, candidate=candidate)
-    annotations = _annotation_records(normalised, states, proposal, call, annotation_ids)
-    scopes = sorted({cid for cid, _ in normalised.context_changes} | set(annotations), key=str)
-    parts = [ScopedChange(cid, read.get(cid, states[cid].head.revision),
-                          tuple(c for scope, c in normalised.context_changes if scope == cid),
-                          tuple(annotations.get(cid, ())))
-             for cid in scopes]
-    committed = commit_across(states, parts, mutation_id=mutation_id,
-                              source_kind=MutationSourceKind.HOOK,
-                              source_ref=str(proposal.hook_invocation_id))
+        # A deny commits nothing; a stale base is still diagnosed, the deny stands.
+        stale = [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None, verdict.reason)
+                 for part in parts
+                 if isinstance(verdict := check_base(states[part.context_id], part.changes,
+                                                     part.base_revision), RevisionConflict)]
+        return outcome(decision, control, normalised, stale, valid=not stale,
+                       candidate=candidate)
+    committed = commit_across(
+        states, parts,
+        mutation_ids={p.context_id: mutation_id_for(proposal.hook_invocation_id, p.context_id)
+                      for p in parts},
+        source_kind=MutationSourceKind.HOOK, source_ref=str(proposal.hook_invocation_id))
     if isinstance(committed, RevisionConflict):
         return outcome(decision, control, normalised,
                        [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None,
@@ -472,6 +562,18 @@ def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
     return outcome(decision, control, normalised, (), valid=True, new_states=new_states,
                    new_payload=candidate, candidate=candidate,
                    committed={cid: c.revision for cid, c in committed.items()})
+
+
+def _parts(changes: ChangeSet, states: Mapping[UUID, ContextState], read: Mapping[UUID, int],
+           proposal: HookProposal, call: HookCall,
+           annotation_ids: Callable[[int], UUID]) -> list[ScopedChange]:
+    """The validated change split by scope, each part based on the revision the item read."""
+    annotations = _annotation_records(changes, states, proposal, call, annotation_ids)
+    scopes = {cid for cid, _ in changes.context_changes if cid is not None} | set(annotations)
+    return [ScopedChange(cid, read[cid],
+                         tuple(c for scope, c in changes.context_changes if scope == cid),
+                         tuple(annotations.get(cid, ())))
+            for cid in sorted(scopes, key=str)]
 
 
 # --- the ordered chain and the gate -------------------------------------------------------------
@@ -487,19 +589,24 @@ class ChainOutcome:
 
 def run_chain(proposals: Sequence[HookProposal], call: HookCall, registry: FieldRegistry,
               states: Mapping[UUID, ContextState], payload: Mapping[str, JSON], *,
-              mutation_ids: Sequence[UUID], annotation_ids: Callable[[int, int], UUID],
-              budget: BudgetRoom | None = None, start: int = 0) -> ChainOutcome:
+              annotation_ids: Callable[[int, int], UUID], budget: BudgetRoom | None = None,
+              start: int = 0) -> ChainOutcome:
     """Run hook items in order from ``start`` (the cursor); each reads the previous item's
-    effective payload and revisions; a deny stops the chain.  CTX-3.62, CTX-3.63"""
+    effective payload and revisions, and the fixed material earlier items added counts against
+    later ones; a deny stops the chain.  CTX-3.62, CTX-3.63, CTX-7.30"""
     items: list[HookItemOutcome] = []
     for position, proposal in enumerate(proposals[start:], start=start):
         def ids_of_item(index: int, position: int = position) -> UUID:
             return annotation_ids(position, index)
 
-        item = evaluate(proposal, call, registry, states, payload, chain_position=position,
-                        mutation_id=mutation_ids[position], annotation_ids=ids_of_item,
-                        budget=budget)
+        # The first item read what the call says; each later one reads the previous item's head.
+        item_call = call if position == start else replace(call, read_revision=None)
+        item = evaluate(proposal, item_call, registry, states, payload,
+                        chain_position=position, annotation_ids=ids_of_item, budget=budget)
         items.append(item)
+        if item.committed and budget is not None:
+            budget = replace(budget, fixed_before=budget.fixed_before
+                             + budget.measure(item.changes))
         states, payload = item.states, item.payload
         if item.control == "blocked":
             return ChainOutcome(tuple(items), states, payload, blocked=True)

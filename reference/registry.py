@@ -36,16 +36,23 @@ def split(field_key: str) -> tuple[str, tuple[str, ...]]:
     return root, tuple(names)
 
 
+def well_formed(field_key: str) -> bool:
+    """A root and names, none of them empty, and never a view path such as /messages/3."""
+    return bool(field_key) and not field_key.startswith("/") and \
+        all(part for part in field_key.split("."))
+
+
 def is_within(key: str, ancestor: str) -> bool:
     """Whether ``key`` is ``ancestor`` or one of its descendants."""
     return key == ancestor or key.startswith(ancestor + ".")
 
 
 def forbidden(field_key: str) -> bool:
-    """Identities, raw text, permissions, quotas, deadlines and stopped state are never writable.
-    """
+    """Identities, raw text, permissions, quotas, deadlines and stopped state are never writable,
+    at whatever depth they appear."""
     root, names = split(field_key)
-    return root.split(":")[0] in FORBIDDEN_ROOTS or any(n in IDENTITY_NAMES for n in names)
+    return root.split(":")[0] in FORBIDDEN_ROOTS or \
+        any(n in IDENTITY_NAMES or n in FORBIDDEN_ROOTS for n in names)
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,8 @@ class FieldSpec:
     payload_path: str | None
     """The payload path of the same fact, e.g. ``arguments``; None for a context-only field."""
     kind: FieldKind
+    required: bool = False
+    """A required field may be replaced but never deleted."""
 
     def __post_init__(self) -> None:
         if self.context_key is None and self.payload_path is None:
@@ -85,38 +94,41 @@ class FieldRegistry:
 
     def spec_for_context(self, field_key: str,
                          call_id: UUID | None) -> tuple[FieldSpec, str] | None:
-        """The spec covering a context field key, and the spec's own key: the field itself or
-        an ancestor of ``object`` kind. None when the field is not registered here."""
+        """The most specific spec covering a context field key, and the spec's own key: the
+        field itself or an ancestor of ``object`` kind. None when the field is not registered."""
+        best: tuple[FieldSpec, str] | None = None
         for spec in self.fields:
             declared = spec.context_key_for(call_id)
             if declared is None:
                 continue
-            if field_key == declared or (spec.kind == "object" and is_within(field_key, declared)):
-                return spec, declared
-        return None
+            covers = field_key == declared or (spec.kind == "object"
+                                               and is_within(field_key, declared))
+            if covers and (best is None or len(declared) > len(best[1])):
+                best = spec, declared
+        return best
 
     def context_key_of_payload(self, payload_path: str, call_id: UUID | None) -> str | None:
         """The context field that a payload path expresses (``arguments.path`` →
         ``tool_call:<call_id>.arguments.path``), or None for a payload-only or unknown path."""
-        for spec in self.fields:
-            if spec.payload_path is None or not is_within(payload_path, spec.payload_path):
-                continue
-            if payload_path != spec.payload_path and spec.kind != "object":
-                continue
-            declared = spec.context_key_for(call_id)
-            if declared is None:
-                return None
-            return declared + payload_path[len(spec.payload_path):]
-        return None
+        spec = self.payload_spec(payload_path)
+        if spec is None or spec.payload_path is None:
+            return None
+        declared = spec.context_key_for(call_id)
+        if declared is None:
+            return None
+        return declared + payload_path[len(spec.payload_path):]
 
     def payload_spec(self, payload_path: str) -> FieldSpec | None:
+        """The most specific spec covering a payload path."""
+        best: FieldSpec | None = None
         for spec in self.fields:
             if spec.payload_path is None:
                 continue
-            if payload_path == spec.payload_path or (
-                    spec.kind == "object" and is_within(payload_path, spec.payload_path)):
-                return spec
-        return None
+            covers = payload_path == spec.payload_path or (
+                spec.kind == "object" and is_within(payload_path, spec.payload_path))
+            if covers and (best is None or len(spec.payload_path) > len(best.payload_path or "")):
+                best = spec
+        return best
 
     def payload_path_of_context(self, field_key: str, call_id: UUID | None) -> str | None:
         """The payload path of a context field of the current call, if the payload has one."""

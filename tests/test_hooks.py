@@ -40,6 +40,7 @@ from ctxspec.reference.hooks import (
     denial_feedback,
     evaluate,
     execution_gate,
+    mutation_id_for,
     run_chain,
 )
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
@@ -91,11 +92,14 @@ class Ids:
 
 def decide(proposal: HookProposal, states: Mapping[UUID, ContextState] | None = None,
            call: HookCall = PRE, registry: FieldRegistry = PRE_CALL,
-           payload: Mapping[str, JSON] = PAYLOAD, budget: BudgetRoom | None = None,
-           mutation: int = 40) -> HookItemOutcome:
+           payload: Mapping[str, JSON] = PAYLOAD,
+           budget: BudgetRoom | None = None) -> HookItemOutcome:
     return evaluate(proposal, call, registry, states or {CTX: root_context()}, payload,
-                    chain_position=0, mutation_id=uuid(mutation), annotation_ids=Ids(),
-                    budget=budget)
+                    chain_position=0, annotation_ids=Ids(), budget=budget)
+
+
+def mutation_of(hook: int, context: UUID = CTX) -> UUID:
+    return mutation_id_for(uuid(hook), context)
 
 
 def codes(outcome: HookItemOutcome) -> list[str]:
@@ -121,7 +125,7 @@ def test_payload_path_change_reaches_handler_and_effective_record_raw_keeps_a_md
         "name": "write", "action_ordinal": 1, "arguments": {"path": "a.md"}}
     assert field_value(state, DECISION, PATH, revision=2) == "a.md"
     assert outcome.committed == {CTX: 3}
-    mutation = state.mutations[uuid(40)]
+    mutation = state.mutations[mutation_of(90)]
     assert (mutation.source_kind, mutation.source_ref) == (MutationSourceKind.HOOK, str(uuid(90)))
     assert mutation.changes == (FieldChange(DECISION, PATH, "reports/a.md",
                                             ("payload:arguments.path",)),)
@@ -290,7 +294,6 @@ def test_an_item_is_dropped_only_when_its_own_fixed_material_cannot_fit() -> Non
 def chain(*proposals: HookProposal, states: Mapping[UUID, ContextState] | None = None
           ) -> ChainOutcome:
     return run_chain(proposals, PRE, PRE_CALL, states or {CTX: root_context()}, PAYLOAD,
-                     mutation_ids=[uuid(40 + i) for i in range(len(proposals))],
                      annotation_ids=Ids())
 
 
@@ -375,7 +378,7 @@ def test_appends_never_conflict_and_an_untouched_field_rebases() -> None:
     outcome = decide(HookProposal(uuid(90), "allow", (), CTX, 2, (
         ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "b.md"),)), states={CTX: state})
     assert outcome.committed == {CTX: 4}
-    done = outcome.states[CTX].mutations[uuid(40)]
+    done = outcome.states[CTX].mutations[mutation_of(90)]
     assert (done.base_revision, done.committed_revision, done.rebased) == (2, 4, True)
 
 
@@ -385,7 +388,7 @@ def test_a_stale_patch_on_a_changed_field_is_a_revision_conflict() -> None:
         ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "b.md"),)))
     second = decide(HookProposal(uuid(91), "allow", (), CTX, 2, (
         ContextOp(DECISION, f"tool_call:{CALL}.arguments", Op.REPLACE_VALUE,
-                  {"path": "c.md"}),)), states=first.states, mutation=41,
+                  {"path": "c.md"}),)), states=first.states,
         payload=first.payload)
     assert codes(second) == ["CONTEXT_REVISION_CONFLICT"]
     # No winner chosen anew: the committed b.md stands, nothing rolled back, allow continues.
@@ -475,11 +478,11 @@ def test_a_change_across_scopes_commits_whole_or_not_at_all() -> None:
     # The shared scope moved on (its field changed) since revision 2 this item read.
     moved = decide(HookProposal(uuid(89), "allow", (), SHARED, 2, (
         ContextOp(FACT, "text", Op.REPLACE_VALUE, "budget: 4"),)),
-        states={SHARED: shared_scope()}, call=both, registry=TEXT, mutation=39).states[SHARED]
+        states={SHARED: shared_scope()}, call=both, registry=TEXT).states[SHARED]
     states = {CTX: root_context(), SHARED: moved}
     item = HookProposal(uuid(90), "allow", (), SHARED, 2, (
         ContextOp(FACT, "text", Op.REPLACE_VALUE, "budget: 1"),
-        ContextOp(FACT, "note", Op.APPEND_ANNOTATION, "lowered"),))
+        ContextOp(FACT, "text", Op.APPEND_ANNOTATION, "lowered"),))
     outcome = decide(item, states=states, call=both, registry=TEXT)
     assert codes(outcome) == ["CONTEXT_REVISION_CONFLICT"]
     assert outcome.states == states  # neither scope changed
@@ -496,7 +499,7 @@ def test_argument_change_a_to_b_is_what_the_next_model_request_sees() -> None:
     records = effective_records(outcome.states[CTX])
     decision = records[1]
     assert json.loads(decision.tool_calls[0].arguments) == {"path": "B.md"}
-    assert decision.modified_by == (str(uuid(40)),)
+    assert decision.modified_by == (str(mutation_of(90)),)
     raw_view = effective_records(outcome.states[CTX], revision=2)[1]
     assert json.loads(raw_view.tool_calls[0].arguments) == {"path": "a.md"}
 
@@ -517,7 +520,7 @@ def test_prompt_projection_items_keep_their_resource_version() -> None:
         ContextOp(system_id, "text", Op.REPLACE_VALUE, "You are terse."),)),
         states={CTX: state}, call=call, registry=TEXT)
     entry = manifest(outcome.states[CTX])[0]
-    assert entry.source == "prompt:system@3" and entry.modified_fields == {"text": uuid(40)}
+    assert entry.source == "prompt:system@3" and entry.modified_fields == {"text": mutation_of(90)}
     assert effective_content(outcome.states[CTX], system_id) == {"text": "You are terse."}
     assert release["system_prompt"]["text"] == "You are helpful."  # the release is untouched
 
@@ -548,12 +551,12 @@ def test_committed_mutation_and_revision_as_contracts() -> None:
 
     outcome = decide(HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "b.md"),)))
     state, now = outcome.states[CTX], datetime(2026, 11, 29, tzinfo=UTC)
-    mutation = mutation_contract(state, uuid(40), cause_operation_id=OP, created_at=now)
+    mutation = mutation_contract(state, mutation_of(90), cause_operation_id=OP, created_at=now)
     assert (mutation.base_revision, mutation.committed_revision, mutation.source_kind.value,
             mutation.source_ref) == (2, 3, "hook", str(uuid(90)))
     revision = revision_contract(state, 3, commit_ref="commit-1", created_at=now)
     assert (revision.revision, revision.parent_revision, revision.record_watermark,
-            revision.mutation_ids) == (3, 2, 2, (uuid(40),))
+            revision.mutation_ids) == (3, 2, 2, (mutation_of(90),))
     # The manifest is content references and sources, not text: the raw words never appear.
     assert revision.effective_manifest_ref != revision_contract(
         state, 2, commit_ref="commit-0", created_at=now).effective_manifest_ref
@@ -613,3 +616,106 @@ class _NoHistory:
 
     def placement(self, input_id: UUID) -> InputPlacement:
         return InputPlacement(RUN, RUN)
+
+
+# --- edge cases found in review -----------------------------------------------------------------
+
+
+@pytest.mark.covers("CTX-3.60", "CTX-3.83")
+def test_a_base_revision_that_does_not_exist_is_a_conflict_and_a_deny_stands() -> None:
+    for base in (0, 9):
+        for decision, control in (("deny", "blocked"), ("allow", "continue")):
+            outcome = decide(HookProposal(uuid(90), decision, (), CTX, base, (
+                ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "b.md"),)))
+            assert (outcome.control, codes(outcome)) == \
+                (control, ["CONTEXT_REVISION_CONFLICT"])
+
+
+@pytest.mark.covers("CTX-3.45", "CTX-3.83")
+def test_payload_writes_are_checked_against_the_revision_the_item_read() -> None:
+    moved = decide(HookProposal(uuid(89), "allow", (), CTX, 2, (
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "x.md"),)))
+    stale_reader = HookCall(operation_id=OP, hook_point="tool.pre_call", stage="pre",
+                            actor_role="react", actor_context_id=CTX, call_id=CALL,
+                            call_record_id=DECISION, read_revision=2)
+    outcome = decide(HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "y.md"),)),
+                     states=moved.states, call=stale_reader, payload=moved.payload)
+    assert codes(outcome) == ["CONTEXT_REVISION_CONFLICT"]
+    assert field_value(outcome.states[CTX], DECISION, PATH) == "x.md"
+
+
+@pytest.mark.covers("CTX-3.65", "CTX-3.30")
+def test_a_recovered_item_reuses_its_committed_change_and_is_not_validated_again() -> None:
+    proposal = HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "b.md"),))
+    first = decide(proposal)
+    frozen = freeze(first.states[CTX], [DECISION])  # executed since; a new patch would be refused
+    again = decide(proposal, states={CTX: frozen})
+    assert again.invocation.patch_valid and codes(again) == []
+    assert again.committed == first.committed and again.states[CTX] is frozen
+    assert again.payload == {"name": "write", "arguments": {"path": "b.md"}}
+
+
+def test_malformed_and_contextless_operations_are_refused() -> None:
+    nameless = decide(HookProposal(uuid(90), "allow", (), None, None, (
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "b.md"),)))
+    assert codes(nameless) == ["INVALID_PATCH"]
+    empty_segment = decide(HookProposal(uuid(90), "allow", (), CTX, 2, (
+        ContextOp(DECISION, f"tool_call:{CALL}.arguments..path", Op.REPLACE_VALUE, "b.md"),)))
+    assert codes(empty_segment) == ["FORBIDDEN_FIELD"]
+
+
+@pytest.mark.covers("CTX-3.83")
+def test_an_authorisation_change_at_the_same_head_is_a_conflict() -> None:
+    state = change_authorisation(root_context(), Scope("private", owner_role="react"))
+    outcome = decide(HookProposal(uuid(90), "allow", (), CTX, 2, (
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "b.md"),)), states={CTX: state})
+    assert codes(outcome) == ["CONTEXT_REVISION_CONFLICT"]
+
+
+@pytest.mark.covers("CTX-3.47", "CTX-3.48")
+def test_values_compare_as_json_so_true_is_not_one() -> None:
+    clash = decide(HookProposal(uuid(90), "allow", (), CTX, 2, (
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, 1),
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, True))))
+    assert codes(clash) == ["HOOK_PATCH_CONFLICT"]
+
+
+@pytest.mark.covers("CTX-3.51")
+def test_conflicts_are_judged_before_registration_and_schema() -> None:
+    outcome = decide(HookProposal(uuid(90), "allow", (
+        PayloadOp("unknown.field", 1), PayloadOp("arguments.path", "b.md")), CTX, 2, (
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "c.md"),)))
+    assert codes(outcome) == ["HOOK_PATCH_CONFLICT"]
+    unregistered = decide(HookProposal(uuid(90), "allow", (PayloadOp("unknown.field", 1),)))
+    assert codes(unregistered) == ["FIELD_NOT_REGISTERED"]
+
+
+@pytest.mark.covers("CTX-3.93", "CTX-3.46")
+def test_limits_are_never_writable_at_any_depth() -> None:
+    for key in ("limits.quota", "run.deadline", "state.stopped", "settings.permissions.x"):
+        with pytest.raises(ValueError, match="never writable"):
+            FieldSpec(None, key, "number")
+
+
+def test_the_most_specific_spec_decides_the_schema_and_required_fields_stay() -> None:
+    registry = FieldRegistry("tool.pre_call", "3", (
+        FieldSpec("tool_call:{call_id}.arguments", "arguments", "object", required=True),
+        FieldSpec("tool_call:{call_id}.arguments.path", "arguments.path", "string")))
+    for proposal in (HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", 7),)),
+                     HookProposal(uuid(90), "allow", (PayloadOp("arguments", ABSENT),))):
+        assert codes(decide(proposal, registry=registry)) == ["SCHEMA_MISMATCH"]
+
+
+@pytest.mark.covers("CTX-7.30")
+def test_fixed_material_added_along_the_chain_adds_up() -> None:
+    def measure(changes: object) -> int:
+        return 3000
+
+    budget = BudgetRoom(96_000, 100_000, measure)
+    outcome = run_chain((HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "b.md"),)),
+                         HookProposal(uuid(91), "allow", (PayloadOp("arguments.path", "c.md"),))),
+                        PRE, PRE_CALL, {CTX: root_context()}, PAYLOAD, annotation_ids=Ids(),
+                        budget=budget)
+    # 96000 + 3000 fits; the second item would bring it to 102000 > B.
+    assert [codes(i) for i in outcome.items] == [[], ["ITEM_DOES_NOT_FIT"]]
+    assert outcome.payload["arguments"] == {"path": "b.md"}
