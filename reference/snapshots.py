@@ -201,6 +201,13 @@ def view_with_snapshot(view: ModelView, snapshot: tuple[UUID, SourceManifest, st
     return apply_snapshot(view, manifest, text, snapshot_id), snapshot_id, verdict
 
 
+def usable_for(snapshot: ContextSnapshot, context_id: UUID) -> bool:
+    """Only the role context that owns a snapshot applies it: a new Run's first view is
+    rebuilt from the records by the §4 projection, never from another Run's (or role's)
+    summary.  CTX-4.21, CTX-4.22"""
+    return snapshot.context_id == context_id
+
+
 @dataclass(frozen=True)
 class ActivePointer:
     """RoleContext.active_snapshot_id with the lease epoch of the Run's owner."""

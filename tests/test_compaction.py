@@ -342,3 +342,27 @@ def test_section8_rows_through_split_plan_and_recheck(
     assert isinstance(started, CompactionEpisode)
     second = episode(existing=(started,), material=split.material_tokens)
     assert isinstance(second, EpisodeRefused) and second.code == "EPISODE_EXISTS"
+
+
+@pytest.mark.covers("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.12", "CTX-9.25")
+def test_a_new_question_that_triggers_compaction_stays_verbatim() -> None:
+    # §12 "新问题本身触发压缩": the new question (and its supplement) are protected: never
+    # material, and the request after compaction carries them word for word, not only a summary.
+    from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+    from ctxspec.reference.snapshots import apply_snapshot, build_manifest
+
+    question = message(MessageRole.USER, "请完整阅读并回答：" + "细节" * 3000, 30,
+                       input_id=uuid(20))
+    supplement = message(MessageRole.USER, "只用 Docker", 31, input_id=uuid(21))
+    history = tuple(message(MessageRole.ASSISTANT, "old work " * 400, n) for n in range(1, 6))
+    parts = RequestParts(system=(message(MessageRole.SYSTEM, "sys", 10),), tool_schemas=(),
+                         history=(*history, question, supplement), hook_increments=(), tail=(),
+                         protected_input_ids=frozenset({uuid(20), uuid(21)}))
+    split = split_request(parts, ByteEstimator())
+    assert question not in split.material and supplement not in split.material
+    manifest = build_manifest(list(split.material), {}, {}, chunk_capacity=1, chunk_count=1)
+    after = apply_snapshot(parts.view(), manifest, "summary of old work", uuid(60))
+    assert check_protected_inputs(after, [ProtectedInput(uuid(20), 1, question.text),
+                                          ProtectedInput(uuid(21), 2, "只用 Docker")]) == ()
+    assert [m.kind for m in after.messages] == [ViewKind.SYSTEM_PROMPT, ViewKind.SUMMARY,
+                                                ViewKind.USER_REF, ViewKind.USER_REF]

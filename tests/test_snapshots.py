@@ -19,6 +19,7 @@ from ctxspec.reference.snapshots import (
     make_snapshot,
     source_ranges,
     switch_active,
+    usable_for,
     view_with_snapshot,
 )
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
@@ -163,3 +164,26 @@ def test_a_supplement_after_the_cutoff_is_outside_the_coverage_and_joins_as_it_i
     assert material_key(late) not in manifest.keys
     applied = apply_snapshot(ModelView((*VIEW.messages, late)), manifest, "S", uuid(60))
     assert applied.messages[-1] == late
+
+
+@pytest.mark.covers("CTX-4.21", "CTX-4.22")
+def test_a_new_runs_view_never_uses_another_runs_summary() -> None:
+    manifest = manifest_of([OLD, A, B])
+    snapshot = make_snapshot(snapshot_id=uuid(60), context_id=CURRENT, generation=1,
+                             manifest=manifest, seqs_by_context={}, source_revisions=REVISIONS,
+                             protected_input_ids=[], summary_ref=ref("s"), summary_tokens=1)
+    assert usable_for(snapshot, CURRENT)
+    assert not usable_for(snapshot, uuid(9))  # the next Run's root context
+
+
+@pytest.mark.covers("CTX-9.18", "CTX-8.76")
+def test_a_crash_before_the_snapshot_commit_leaves_the_old_snapshot_in_use() -> None:
+    # §12 "摘要提交前宕机": the chunks were summarised, the commit of the new snapshot and its
+    # pointer did not happen; the old snapshot is still the active one and still applies.
+    old_manifest = manifest_of([OLD])
+    pointer = ActivePointer(uuid(59), 1)
+    view, used, _ = view_with_snapshot(VIEW, (pointer.snapshot_id or uuid(0), old_manifest,
+                                              "OLD SUMMARY"))
+    assert used == uuid(59)
+    assert view.messages[0].text.endswith("OLD SUMMARY")
+    assert [m.text for m in view.messages[1:]] == [m.text for m in (Q, A, S, B, C)]
