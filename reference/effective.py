@@ -221,33 +221,38 @@ def manifest(state: ContextState, revision: int | None = None) -> tuple[Manifest
 
 def effective_records(state: ContextState, revision: int | None = None) -> list[EffectiveRecord]:
     """The revision as the history projection consumes it (§4: rebuilt from the effective
-    revision, never from raw): effective text, tool calls with their effective arguments, the
-    mutations behind each record, the source of an annotation.  CTX-3.69, CTX-4.10"""
+    revision, never from raw).  CTX-3.69, CTX-4.10"""
     rev = state.head if revision is None else state.revision(revision)
-    records = []
-    for raw in state.records:
-        if raw.record.context_seq > rev.record_watermark:
-            break
-        content = effective_content(state, raw.record_id, rev.revision)
-        calls = []
-        for root, value in content.items():
-            if root.startswith("tool_call:") and isinstance(value, dict):
-                ordinal = value.get("action_ordinal")
-                calls.append(ToolCall(
-                    call_id=UUID(root.split(":", 1)[1]),
-                    action_ordinal=ordinal if isinstance(ordinal, int) else 1,
-                    name=str(value.get("name", "")),
-                    arguments=json.dumps(value.get("arguments", {}), sort_keys=True,
-                                         ensure_ascii=False)))
-        calls.sort(key=lambda call: call.action_ordinal)
-        modified = tuple(sorted({str(o.mutation_id) for (rid, _), o in rev.overrides.items()
-                                 if rid == raw.record_id}))
-        text = content.get("text", "")
-        records.append(EffectiveRecord(
-            record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
-            tool_calls=tuple(calls), modified_by=modified,
-            annotation_source=raw.source if raw.record.message_kind == "annotation" else None))
-    return records
+    return [effective_record(raw, {key: o for (rid, key), o in rev.overrides.items()
+                                   if rid == raw.record_id})
+            for raw in state.records if raw.record.context_seq <= rev.record_watermark]
+
+
+def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> EffectiveRecord:
+    """One raw record with the overrides in force for it (field key → override): effective text,
+    tool calls with their effective arguments, the mutations behind it, an annotation's source.
+    A store that pages records applies this per record."""
+    content: dict[str, JSON] = dict(raw.content)
+    for key in sorted(overrides, key=lambda k: (len(split(k)[1]), k)):
+        root, names = split(key)
+        content = with_value(content, (root, *names), overrides[key].value)
+    calls = []
+    for root, value in content.items():
+        if root.startswith("tool_call:") and isinstance(value, dict):
+            ordinal = value.get("action_ordinal")
+            calls.append(ToolCall(
+                call_id=UUID(root.split(":", 1)[1]),
+                action_ordinal=ordinal if isinstance(ordinal, int) else 1,
+                name=str(value.get("name", "")),
+                arguments=json.dumps(value.get("arguments", {}), sort_keys=True,
+                                     ensure_ascii=False)))
+    calls.sort(key=lambda call: call.action_ordinal)
+    text = content.get("text", "")
+    return EffectiveRecord(
+        record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
+        tool_calls=tuple(calls),
+        modified_by=tuple(sorted({str(o.mutation_id) for o in overrides.values()})),
+        annotation_source=raw.source if raw.record.message_kind == "annotation" else None)
 
 
 def content_digest(content: Mapping[str, JSON]) -> str:
