@@ -241,3 +241,33 @@ def schemas_command(check: bool, out: Path | None) -> None:
         return
     written = schemas.write(directory)
     click.echo(f"wrote {len(written)} schemas to {directory}")
+
+
+# --- replay ------------------------------------------------------------------------------
+
+
+@main.command("replay")
+@click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the neutral trace as JSON.")
+def replay_command(scenario_file: Path, as_json: bool) -> None:
+    """Run a scenario on the reference runtime and print what happened, request by request."""
+    from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+    from ctxspec.conformance.scenario import ScenarioError, load_scenario
+    from ctxspec.conformance.timeline import timeline
+    from ctxspec.reference.runtime.runtime import ScriptExhausted
+
+    try:
+        scenario = load_scenario(scenario_file)
+    except ScenarioError as error:
+        raise click.UsageError(f"malformed scenario: {error}") from error
+    driver = ReferenceDriver()
+    try:
+        run_scenario(scenario, lambda: driver)
+    except ScriptExhausted as error:
+        raise click.ClickException(f"the scenario's script ran out: {error}") from error
+    if as_json:
+        click.echo(json.dumps(driver.trace(), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
+    for line in timeline(driver.raw_trace().events):
+        click.echo(line)

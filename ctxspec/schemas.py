@@ -31,6 +31,9 @@ def published_schemas() -> dict[str, dict[str, Any]]:
     for contract in CONTRACTS:
         schema = _open_to_additional_properties(contract.model_json_schema())
         schemas[f"{contract.__name__}.json"] = {"$schema": JSON_SCHEMA_DIALECT, **schema}
+    from ctxspec.conformance.scenario import scenario_schema
+
+    schemas["Scenario.json"] = {"$schema": JSON_SCHEMA_DIALECT, **scenario_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

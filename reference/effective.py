@@ -39,7 +39,7 @@ from ctxspec.reference.contracts import (
     RoleContext,
 )
 from ctxspec.reference.registry import ABSENT, JSON, _Absent, is_within, split, value_at, with_value
-from ctxspec.reference.view import EffectiveRecord, ToolCall
+from ctxspec.reference.view import EffectiveRecord, ToolCall, Truncation
 
 FieldValue = JSON | _Absent
 
@@ -248,9 +248,15 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> Effec
                                      ensure_ascii=False)))
     calls.sort(key=lambda call: call.action_ordinal)
     text = content.get("text", "")
+    reasoning = content.get("reasoning")
+    truncation = content.get("truncation")
     return EffectiveRecord(
         record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
-        tool_calls=tuple(calls),
+        tool_calls=() if content.get("incomplete") is True else tuple(calls),
+        incomplete=content.get("incomplete") is True,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        truncation=Truncation.model_validate(truncation) if isinstance(truncation, dict)
+        else None,
         modified_by=tuple(sorted({str(o.mutation_id) for o in overrides.values()})),
         annotation_source=raw.source if raw.record.message_kind == "annotation" else None)
 

@@ -50,6 +50,9 @@ class ViewKind(StrEnum):
     SUMMARY = "summary"
     """A compaction summary standing in for the material it covers (§8, §9)."""
     SYSTEM_PROMPT = "system_prompt"
+    PROMPT = "prompt"
+    """A message of a request that is not a business request (a compaction chunk's prompt
+    or data block), shown as sent."""
 
 
 class ToolCall(Contract):

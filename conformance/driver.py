@@ -1,0 +1,145 @@
+"""The Driver: the small interface through which the conformance harness and the models drive
+any runtime (ARCHITECTURE.md "The conformance suite"), and the reference runtime's Driver.
+
+A driver is configured with an Agent (a scenario's ``agent``) and the ports the harness
+injects (scripted model, tools and hooks, the token estimator); then it is given stimuli —
+ask, supplement, stop, advance — and finally asked for its neutral trace. It declares its
+capabilities; a case needing one it lacks is reported unsupported, never passed.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ctxspec.conformance.scenario import (
+    Scenario,
+    ScriptedHooks,
+    ScriptedModel,
+    ScriptedTools,
+    StepDoc,
+    Triggers,
+)
+from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
+from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime, ToolSpec
+from ctxspec.reference.runtime.trace import Trace
+from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
+
+CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
+                          "triggers"})
+"""What the reference driver supports today; Planner/Executor, outer workflows, crash points,
+commit-failure injection, shared scopes and workspaces follow in later issues."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    model: ModelPort
+    tools: ToolPort
+    hooks: HookPort
+    estimator: TokenEstimator
+
+
+class Driver(Protocol):
+    capabilities: frozenset[str]
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None: ...
+
+    def ask(self, text: str) -> None: ...
+
+    def supplement(self, text: str) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def advance(self) -> None: ...
+
+    def trace(self) -> list[dict[str, Any]]:
+        """The neutral trace as JSON-ready objects (the events of runtime/trace.py)."""
+        ...
+
+
+class CharEstimator:
+    """One token per character, no overhead: a deterministic estimator scenarios can inject so
+    every runtime is measured alike."""
+
+    name = "chars"
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        tokens = sum(len(m.text) for m in request.messages) + sum(map(len,
+                                                                      request.tool_schemas))
+        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+
+ESTIMATORS: dict[str, Callable[[], TokenEstimator]] = {"bytes": ByteEstimator,
+                                                       "chars": CharEstimator}
+
+
+class ReferenceDriver:
+    """The reference runtime behind the Driver interface."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self) -> None:
+        self.runtime: ReferenceRuntime | None = None
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None:
+        agent = scenario.agent
+        import json
+
+        self.runtime = ReferenceRuntime(
+            AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(),
+                        tools=tuple(ToolSpec(t.name, json.dumps(
+                            {"name": t.name, "parameters": t.schema_}, sort_keys=True))
+                            for t in agent.tools),
+                        recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
+                        run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
+                        custom_compaction_prompt=agent.custom_compaction_prompt),
+            model=ports.model, tools=ports.tools, hooks=ports.hooks, estimator=ports.estimator,
+            clock=LogicalClock(), seed=scenario.name)
+
+    def _runtime(self) -> ReferenceRuntime:
+        if self.runtime is None:
+            raise RuntimeError("configure the driver first")
+        return self.runtime
+
+    def ask(self, text: str) -> None:
+        self._runtime().ask(text)
+
+    def supplement(self, text: str) -> None:
+        self._runtime().supplement(text)
+
+    def stop(self) -> None:
+        self._runtime().stop()
+
+    def advance(self) -> None:
+        self._runtime().advance()
+
+    def trace(self) -> list[dict[str, Any]]:
+        return self._runtime().trace.to_json()
+
+    def raw_trace(self) -> Trace:
+        return self._runtime().trace
+
+
+def perform(driver: Driver, step: StepDoc) -> None:
+    if step.ask is not None:
+        driver.ask(step.ask)
+    elif step.supplement is not None:
+        driver.supplement(step.supplement)
+    elif step.stop:
+        driver.stop()
+    else:
+        driver.advance()
+
+
+def run_scenario(scenario: Scenario,
+                 driver_factory: Callable[[], Driver] = ReferenceDriver) -> Driver:
+    """Build the scripted ports, configure a driver, perform the steps; the driver holds the
+    trace afterwards."""
+    triggers = Triggers(scenario.triggers)
+    ports = Ports(ScriptedModel(scenario.model, triggers), ScriptedTools(scenario.tools, triggers),
+                  ScriptedHooks(scenario.hooks), ESTIMATORS[scenario.agent.estimator]())
+    driver = driver_factory()
+    driver.configure(scenario, ports)
+    triggers.act = lambda step: perform(driver, step)
+    for step in scenario.steps:
+        perform(driver, step)
+    return driver

@@ -1,0 +1,331 @@
+"""Scenarios: a declarative, JSON-serialisable description of an agent, the user's stimuli and
+the scripted model, tool and hook responses, plus triggers that fire on events (§12 needs
+"when compaction chunk 2 is requested, supplement X" and "when tool T starts, stop").
+
+Scripted model responses are keyed by purpose (business, compaction) and taken in order, so
+inserting a compaction never shifts the business script; a script that runs out raises
+:class:`ScriptExhausted` naming the purpose and the request number. A malformed document is
+refused with the path of the offending field (:class:`ScenarioError`). The JSON Schema of the
+format is published as spec/schemas/Scenario.json; docs/scenarios.md documents it.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ctxspec.reference.budget import BudgetConfig
+from ctxspec.reference.contracts import PatchOperationKind
+from ctxspec.reference.hooks import ContextOp, PayloadOp
+from ctxspec.reference.registry import ABSENT, JSON
+from ctxspec.reference.runtime.ports import (
+    Complete,
+    ContextLengthExceeded,
+    Failed,
+    HookContext,
+    HookPoint,
+    HookReply,
+    ModelCall,
+    ModelOutcome,
+    PartialThenFailed,
+    ProposedCall,
+    ToolOutcome,
+)
+from ctxspec.reference.runtime.runtime import ScriptExhausted
+
+SCENARIO_VERSION = 1
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolDoc(_Doc):
+    name: str = Field(min_length=1)
+    schema_: dict[str, Any] = Field(default_factory=lambda: {"type": "object"}, alias="schema")
+
+
+class AgentDoc(_Doc):
+    """The Agent's resolved configuration (the platform's job is out of scope)."""
+
+    system_prompt: str = "You are a helpful agent."
+    window: int = Field(gt=0)
+    output_reserve: int | None = Field(default=None, gt=0)
+    max_output: int | None = Field(default=None, gt=0)
+    safety_margin: int | None = Field(default=None, gt=0)
+    trigger_ratio: str = "0.80"
+    summary_target: int | None = Field(default=None, gt=0)
+    provider_output_limit: int | None = Field(default=None, gt=0)
+    recent_runs: int = Field(default=2, ge=0)
+    loop_limit: int = Field(default=8, ge=1)
+    run_deadline: int | None = Field(default=None, ge=1)
+    model_attempts: int = Field(default=2, ge=1)
+    custom_compaction_prompt: str | None = None
+    tools: tuple[ToolDoc, ...] = ()
+    estimator: Literal["bytes", "chars"] = "bytes"
+
+    def budget(self) -> BudgetConfig:
+        return BudgetConfig(window=self.window, output_reserve=self.output_reserve,
+                            known_max_output=self.max_output, safety_margin=self.safety_margin,
+                            trigger_ratio=self.trigger_ratio, summary_target=self.summary_target,
+                            provider_output_limit=self.provider_output_limit)
+
+
+class CallDoc(_Doc):
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelDoc(_Doc):
+    """One scripted model response: exactly one of text, fail (optionally after partial), or
+    context_length_exceeded."""
+
+    text: str | None = None
+    tool_calls: tuple[CallDoc, ...] = ()
+    reasoning: str | None = None
+    fail: str | None = None
+    partial: str | None = None
+    context_length_exceeded: bool = False
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ModelDoc":
+        kinds = [self.text is not None, self.fail is not None, self.context_length_exceeded]
+        if sum(kinds) != 1:
+            raise ValueError("a model response is exactly one of: text, fail, "
+                             "context_length_exceeded")
+        if self.partial is not None and self.fail is None:
+            raise ValueError("partial goes with fail: a partial stream then a failure")
+        if self.tool_calls and self.text is None:
+            raise ValueError("tool_calls belong to a response with text")
+        return self
+
+    def outcome(self) -> ModelOutcome:
+        if self.context_length_exceeded:
+            return ContextLengthExceeded()
+        if self.fail is not None:
+            return PartialThenFailed(self.partial, self.fail) if self.partial is not None \
+                else Failed(self.fail)
+        return Complete(self.text or "", tuple(ProposedCall(c.name, c.arguments)
+                                               for c in self.tool_calls), self.reasoning)
+
+
+class ScriptDoc(_Doc):
+    business: tuple[ModelDoc, ...] = ()
+    compaction: tuple[ModelDoc, ...] = ()
+
+
+class ToolResultDoc(_Doc):
+    text: str = ""
+    error: str | None = None
+
+
+class PayloadPatchDoc(_Doc):
+    path: str = Field(min_length=1)
+    value: Any = None
+    delete: bool = False
+
+
+class ContextPatchDoc(_Doc):
+    target: str = Field(min_length=1,
+                        description="call | question | last | a record uuid")
+    field: str = Field(min_length=1, description="a field key; {call_id} is replaced")
+    operation: Literal["replace_value", "append_annotation"] = "replace_value"
+    value: Any = None
+
+
+class HookItemDoc(_Doc):
+    decision: str = "allow"
+    payload_patch: tuple[PayloadPatchDoc, ...] = ()
+    context_patch: tuple[ContextPatchDoc, ...] = ()
+    fails: bool = False
+    stale_base: bool = False
+
+
+class HookDoc(_Doc):
+    point: Literal["model.pre_request", "model.post_response", "tool.pre_call",
+                   "tool.post_call"]
+    ordinal: int | None = Field(default=None, ge=1,
+                                description="the n-th invocation of the point; None: every one")
+    items: tuple[HookItemDoc, ...] = Field(min_length=1)
+
+
+class StepDoc(_Doc):
+    ask: str | None = None
+    supplement: str | None = None
+    advance: bool = False
+    stop: bool = False
+
+    @model_validator(mode="after")
+    def _one(self) -> "StepDoc":
+        if sum([self.ask is not None, self.supplement is not None, self.advance,
+                self.stop]) != 1:
+            raise ValueError("a step is exactly one of: ask, supplement, advance, stop")
+        return self
+
+
+class OnDoc(_Doc):
+    purpose: Literal["business", "compaction"] | None = None
+    tool: str | None = None
+    ordinal: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _one(self) -> "OnDoc":
+        if (self.purpose is None) == (self.tool is None):
+            raise ValueError("a trigger fires on a model request (purpose) or a tool (tool)")
+        return self
+
+
+class TriggerDoc(_Doc):
+    on: OnDoc
+    do: StepDoc
+
+
+class Scenario(_Doc):
+    """A scenario document (JSON)."""
+
+    scenario_version: Literal[1]
+    name: str = Field(min_length=1)
+    description: str = ""
+    agent: AgentDoc
+    steps: tuple[StepDoc, ...] = Field(min_length=1)
+    model: ScriptDoc = ScriptDoc()
+    tools: dict[str, tuple[ToolResultDoc, ...]] = Field(default_factory=dict)
+    hooks: tuple[HookDoc, ...] = ()
+    triggers: tuple[TriggerDoc, ...] = ()
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario: every problem with the path of its field."""
+
+
+def parse_scenario(document: Mapping[str, Any] | str | bytes) -> Scenario:
+    try:
+        if isinstance(document, str | bytes):
+            return Scenario.model_validate_json(document)
+        return Scenario.model_validate(document)
+    except ValidationError as error:
+        problems = []
+        for issue in error.errors():
+            path = "scenario" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                                        for p in issue["loc"])
+            problems.append(f"{path}: {issue['msg']}")
+        raise ScenarioError("; ".join(problems)) from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as error:
+        raise ScenarioError(f"{path}: {error.strerror}") from None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ScenarioError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
+    return parse_scenario(text)
+
+
+# --- scripted ports ---------------------------------------------------------------------------
+
+
+class Triggers:
+    """Fires scenario triggers on events; ``act`` performs a step on the driver."""
+
+    def __init__(self, triggers: Sequence[TriggerDoc]) -> None:
+        self.triggers = triggers
+        self.act: Any = None
+
+    def fire(self, *, purpose: str | None = None, tool: str | None = None,
+             ordinal: int) -> None:
+        for trigger in self.triggers:
+            on = trigger.on
+            matches = on.ordinal == ordinal and ((purpose is not None and on.purpose == purpose)
+                                                 or (tool is not None and on.tool == tool))
+            if matches and self.act is not None:
+                self.act(trigger.do)
+
+
+class ScriptedModel:
+    def __init__(self, script: ScriptDoc, triggers: Triggers) -> None:
+        self.script = {"business": list(script.business), "compaction": list(script.compaction)}
+        self.used = {"business": 0, "compaction": 0}
+        self.triggers = triggers
+
+    def call(self, request: ModelCall) -> ModelOutcome:
+        self.triggers.fire(purpose=request.purpose, ordinal=request.ordinal)
+        queue = self.script[request.purpose]
+        index = self.used[request.purpose]
+        if index >= len(queue):
+            raise ScriptExhausted(f"the {request.purpose} model script ran out at request "
+                                  f"#{index + 1} ({request.purpose_key}, attempt "
+                                  f"{request.attempt})")
+        self.used[request.purpose] = index + 1
+        return queue[index].outcome()
+
+
+class ScriptedTools:
+    def __init__(self, script: Mapping[str, Sequence[ToolResultDoc]], triggers: Triggers) -> None:
+        self.script = {name: list(results) for name, results in script.items()}
+        self.triggers = triggers
+
+    def run(self, name: str, arguments: Mapping[str, JSON], ordinal: int) -> ToolOutcome:
+        self.triggers.fire(tool=name, ordinal=ordinal)
+        results = self.script.get(name, [])
+        if ordinal > len(results):
+            raise ScriptExhausted(f"the script of tool {name!r} ran out at call #{ordinal}")
+        result = results[ordinal - 1]
+        return ToolOutcome(result.text, result.error)
+
+
+class ScriptedHooks:
+    def __init__(self, hooks: Sequence[HookDoc]) -> None:
+        self.hooks = hooks
+
+    def items(self, context: HookContext) -> tuple[HookReply, ...]:
+        replies: list[HookReply] = []
+        for hook in self.hooks:
+            if hook.point != context.point or hook.ordinal not in (None, context.ordinal):
+                continue
+            replies.extend(_reply(item, context) for item in hook.items)
+        return tuple(replies)
+
+
+def _reply(item: HookItemDoc, context: HookContext) -> HookReply:
+    call = str(context.call_id) if context.call_id else ""
+    payload = tuple(PayloadOp(p.path, ABSENT if p.delete else p.value)
+                    for p in item.payload_patch)
+    ops = []
+    for patch in item.context_patch:
+        if patch.target == "call":
+            target = context.record_id
+        elif patch.target in context.records:
+            target = context.records[patch.target]
+        else:
+            target = UUID(patch.target)
+        if target is None:
+            raise ScenarioError(f"context_patch target {patch.target!r} does not exist here")
+        ops.append(ContextOp(target, patch.field.replace("{call_id}", call),
+                             PatchOperationKind(patch.operation), patch.value))
+    base = context.revision - 1 if item.stale_base and context.revision else None
+    return HookReply(item.decision, payload, tuple(ops), base, item.fails)
+
+
+def scenario_schema() -> dict[str, Any]:
+    return Scenario.model_json_schema(by_alias=True)
+
+
+__all__ = [
+    "SCENARIO_VERSION",
+    "HookPoint",
+    "Scenario",
+    "ScenarioError",
+    "ScriptedHooks",
+    "ScriptedModel",
+    "ScriptedTools",
+    "Triggers",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_schema",
+]

@@ -1,0 +1,56 @@
+"""A readable timeline of a trace, for reviewers of the design (`ctxspec replay`): for each
+model request what was sent and the budget figures, whether and why it compacted, which hooks
+changed what, which tools ran with which arguments, how inputs moved and how Runs ended."""
+
+import json
+from collections.abc import Iterable
+
+from ctxspec.reference.runtime import trace as tr
+
+
+def _short(text: str, width: int = 70) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
+def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
+    lines: list[str] = []
+    for event in events:
+        if isinstance(event, tr.ClientEvent):
+            if event.event in ("run_started", "run_ended"):
+                lines.append(f"[run_seq {event.run_seq}] {event.event.replace('_', ' ')}: "
+                             f"{event.detail}")
+        elif isinstance(event, tr.ModelRequestSent):
+            figures = (f"I={event.estimated_input_tokens} max_output={event.max_output_tokens} "
+                       f"W={event.window} O={event.output_reserve} S={event.safety_margin} "
+                       f"B={event.input_budget} trigger={event.trigger_threshold}")
+            why = f"; §8: {event.compaction}" if event.compaction else ""
+            lines.append(f"  model request ({event.purpose}, {event.purpose_key}, attempt "
+                         f"{event.attempt}): {figures}{why}")
+            if event.snapshot_id:
+                lines.append(f"    summary in use: snapshot {event.snapshot_id}")
+            for message in event.view.messages:
+                lines.append(f"    {message.role.value:<9} {message.kind.value:<13} "
+                             f"{_short(message.text)}")
+                for call in message.tool_calls:
+                    lines.append(f"    {'':<9} {'tool_call':<13} #{call.action_ordinal} "
+                                 f"{call.name}{_short(call.arguments, 50)}")
+        elif isinstance(event, tr.HookDecided):
+            changed = ", ".join(event.changes) or "no change"
+            problems = f" [{', '.join(event.diagnostics)}]" if event.diagnostics else ""
+            lines.append(f"  hook {event.point} #{event.chain_position}: {event.decision}, "
+                         f"{changed}{problems}")
+        elif isinstance(event, tr.ToolExecuted):
+            arguments = json.dumps(dict(event.effective_arguments), ensure_ascii=False)
+            proposed = json.dumps(dict(event.proposed_arguments), ensure_ascii=False)
+            note = "" if arguments == proposed else f" (the model proposed {proposed})"
+            lines.append(f"  tool {event.name}{arguments}{note} → {event.outcome}")
+        elif isinstance(event, tr.CompactionStep):
+            lines.append(f"  compaction {event.step}: {event.detail}")
+        elif isinstance(event, tr.DeliveryChanged):
+            lines.append(f"  input {str(event.input_id)[:8]} {event.state}")
+        elif isinstance(event, tr.RunEnded):
+            code = f" {event.error_code}" if event.error_code else ""
+            why = f" — {event.message}" if event.message else ""
+            lines.append(f"run {event.run_no} ended: {event.status}{code}{why}")
+    return lines

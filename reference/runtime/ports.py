@@ -1,0 +1,147 @@
+"""The ports the reference runtime is driven through (§3 "可替换端口", §7, §8): the model, the
+tools, the hooks, the clock and the token estimator come from outside. The runtime never
+decides what a model says or what a tool returns; scripted ports (conformance/scenario.py)
+and a production runtime's adapters implement these.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+from uuid import UUID
+
+from ctxspec.reference.hooks import ContextOp, PayloadOp
+from ctxspec.reference.registry import JSON
+from ctxspec.reference.tokens import PromptMessage
+
+Purpose = Literal["business", "compaction"]
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One attempt of a model Operation as the port sees it."""
+
+    purpose: Purpose
+    operation_id: UUID
+    purpose_key: str
+    attempt: int
+    messages: tuple[PromptMessage, ...]
+    tool_schemas: tuple[str, ...]
+    max_output_tokens: int
+    ordinal: int
+    """The n-th request of this purpose in the Run (1-based): how scripts are keyed."""
+
+
+@dataclass(frozen=True)
+class ProposedCall:
+    name: str
+    arguments: Mapping[str, JSON]
+
+
+@dataclass(frozen=True)
+class Complete:
+    """A complete model response."""
+
+    text: str
+    tool_calls: tuple[ProposedCall, ...] = ()
+    reasoning: str | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The attempt failed before any output."""
+
+    code: str
+
+
+@dataclass(frozen=True)
+class PartialThenFailed:
+    """Some output arrived (a first output), then the stream broke: never a decision (§6)."""
+
+    fragment: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ContextLengthExceeded:
+    """The provider itself refused the request as over its window (§7): never retried."""
+
+
+ModelOutcome = Complete | Failed | PartialThenFailed | ContextLengthExceeded
+
+
+class ModelPort(Protocol):
+    def call(self, request: ModelCall) -> ModelOutcome: ...
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool's result: its text, or a business error (a structured error result, §6)."""
+
+    text: str = ""
+    error: str | None = None
+
+
+class ToolPort(Protocol):
+    def run(self, name: str, arguments: Mapping[str, JSON], ordinal: int) -> ToolOutcome: ...
+
+
+HookPoint = Literal["model.pre_request", "model.post_response", "tool.pre_call",
+                    "tool.post_call", "compaction.pre_request", "compaction.post_response"]
+
+
+@dataclass(frozen=True)
+class HookReply:
+    """What a hook returned: a decision and patches, or a handler failure / timeout."""
+
+    decision: str = "allow"
+    payload_ops: tuple[PayloadOp, ...] = ()
+    context_ops: tuple[ContextOp, ...] = ()
+    base_revision: int | None = None
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class HookContext:
+    """What a hook item reads: the point, the payload, the stable ids it may address."""
+
+    point: HookPoint
+    payload: Mapping[str, JSON]
+    context_id: UUID | None
+    revision: int | None
+    call_id: UUID | None
+    record_id: UUID | None
+    ordinal: int
+    """The n-th invocation of this hook point in the Run (1-based)."""
+    records: Mapping[str, UUID] = field(default_factory=dict)
+    """Named stable record ids a script may address (e.g. "system_prompt", "question")."""
+
+
+class HookPort(Protocol):
+    def items(self, context: HookContext) -> tuple[HookReply, ...]:
+        """The chain's items for this invocation, in order (empty: no hook registered)."""
+        ...
+
+
+class NoHooks:
+    def items(self, context: HookContext) -> tuple[HookReply, ...]:
+        return ()
+
+
+class Clock(Protocol):
+    def now(self) -> int:
+        """Logical time in ticks; every model call and tool run advances it by one."""
+        ...
+
+    def tick(self) -> None: ...
+
+
+class LogicalClock:
+    def __init__(self) -> None:
+        self._now = 0
+
+    def now(self) -> int:
+        return self._now
+
+    def tick(self) -> None:
+        self._now += 1

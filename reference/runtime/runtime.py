@@ -1,0 +1,756 @@
+"""The reference runtime: the imperative shell that runs the ReAct root role's common loop by
+composing the pure core (§1 to §11). It loads facts, calls the core, keeps what the core returns
+and calls the ports; it decides nothing the core decides.
+
+One Session of one Agent, one Run per question. A business loop is (§3, §5, §6, §7, §8):
+
+    prepare context at a fixed input cutoff → request hooks → measure → a compaction episode
+    when triggered → hard-window check → T_FREEZE → model attempts on the same frozen request
+    → first output (T_FIRST_OUTPUT) → raw result → response hooks → effective result → the
+    tool batch (per call: pre-hook, the handler with the effective arguments, post-hook) →
+    one feedback commit in action order → next loop.
+
+The Run ends with a final answer, a stop, the loop limit, the deadline (a logical clock), or an
+error with the design's code; APP-FINALIZE then carries undelivered supplements. A compaction
+never counts as a business loop. This first runtime keeps the pure-core values in memory;
+storage and crash recovery are layered on in issues #6 and #8.
+"""
+
+import json
+import uuid as uuidlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+from uuid import UUID
+
+from ctxspec.reference import delivery as dl
+from ctxspec.reference.budget import (
+    BudgetConfig,
+    ResolvedBudget,
+    evaluate_compaction,
+    fits_hard_window,
+    resolve_budget,
+)
+from ctxspec.reference.compaction import (
+    CompactionPlan,
+    RequestParts,
+    plan_compaction,
+    split_request,
+    start_episode,
+)
+from ctxspec.reference.compaction import commit_chunk as commit_episode_chunk
+from ctxspec.reference.compaction import complete_episode as finish_episode
+from ctxspec.reference.compaction import fail_episode as fail_compaction
+from ctxspec.reference.compaction import fits_window as compaction_fits
+from ctxspec.reference.contracts import (
+    CompactionEpisode,
+    ContextRecord,
+    InputKind,
+    MessageRole,
+    MutationSourceKind,
+    PayloadRef,
+    RunStatus,
+    UserInput,
+)
+from ctxspec.reference.effective import (
+    ContextState,
+    RawRecord,
+    Scope,
+    append_records,
+    effective_records,
+    new_context,
+)
+from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
+from ctxspec.reference.hooks import (
+    ChainOutcome,
+    GateChecks,
+    HookCall,
+    HookProposal,
+    denial_feedback,
+    execution_gate,
+    run_chain,
+)
+from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+from ctxspec.reference.protocol import UnsettledBatch, bounded_preview, structured_error
+from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.ports import (
+    Clock,
+    Complete,
+    ContextLengthExceeded,
+    HookContext,
+    HookPoint,
+    HookPort,
+    ModelCall,
+    ModelOutcome,
+    ModelPort,
+    PartialThenFailed,
+    Purpose,
+    ToolPort,
+)
+from ctxspec.reference.snapshots import (
+    ActivePointer,
+    SourceManifest,
+    build_manifest,
+    switch_active,
+    view_hash,
+    view_with_snapshot,
+)
+from ctxspec.reference.tokens import PromptMessage, TokenEstimator
+from ctxspec.reference.view import (
+    EffectiveRecord,
+    ModelView,
+    ViewKind,
+    ViewMessage,
+    estimation_request,
+)
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
+ROOT_ROLE = "root"
+DEFAULT_AGENT_ID = UUID(int=1)
+DEFAULT_RELEASE_ID = UUID(int=2)
+
+REGISTRIES: dict[HookPoint, FieldRegistry] = {
+    "model.pre_request": FieldRegistry("model.pre_request", "1", (
+        FieldSpec("text", None, "string"),
+        FieldSpec(None, "params.temperature", "number"))),
+    "model.post_response": FieldRegistry("model.post_response", "1", (
+        FieldSpec("text", "text", "string"),)),
+    "tool.pre_call": FieldRegistry("tool.pre_call", "1", (
+        FieldSpec("tool_call:{call_id}.arguments", "arguments", "object", required=True),)),
+    "tool.post_call": FieldRegistry("tool.post_call", "1", (
+        FieldSpec(None, "result", "string"),)),
+}
+"""The field registries of the reference hook points (versioned; recorded with decisions)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    schema: str
+    """The tool's JSON schema as canonical JSON text (what the model request carries)."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """An Agent's resolved configuration, frozen for every Run (§7: the platform resolves it)."""
+
+    system_prompt: str
+    budget: BudgetConfig
+    tools: tuple[ToolSpec, ...] = ()
+    recent_runs: int = 2
+    loop_limit: int = 8
+    run_deadline: int | None = None
+    """Logical ticks from the Run's start; None for no deadline."""
+    model_attempts: int = 2
+    custom_compaction_prompt: str | None = None
+    preview_chars: int = 4000
+    """A tool result longer than this reaches the model as a bounded, marked preview (§6)."""
+    agent_id: UUID = DEFAULT_AGENT_ID
+    release_id: UUID = DEFAULT_RELEASE_ID
+
+
+@dataclass
+class RunState:
+    run_id: UUID
+    run_no: int
+    question_input_id: UUID
+    context_id: UUID
+    started_at_tick: int
+    status: RunStatus = RunStatus.RUNNING
+    error_code: str | None = None
+    message: str | None = None
+    loops: int = 0
+    final_record_id: UUID | None = None
+    stop_requested: bool = False
+    episodes: list[CompactionEpisode] = field(default_factory=list)
+    snapshot: tuple[UUID, SourceManifest, str] | None = None
+    pointer: ActivePointer = field(default_factory=lambda: ActivePointer(None, 1))
+    run_seq: int = 0
+
+
+class ScriptExhausted(RuntimeError):
+    """A scripted port ran out: the scenario did not say what should happen next."""
+
+
+class ReferenceRuntime:
+    """The reference runtime of one Session."""
+
+    def __init__(self, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
+                 hooks: HookPort, estimator: TokenEstimator, clock: Clock,
+                 seed: str = "ctxspec") -> None:
+        budget = resolve_budget(agent.budget)
+        if not isinstance(budget, ResolvedBudget):
+            raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
+        self.agent = agent
+        self.budget = budget
+        self.model, self.tools, self.hooks = model, tools, hooks
+        self.estimator, self.clock = estimator, clock
+        self._seed = seed
+        self._counter = 0
+        self.session_id = self._id()
+        self.book = dl.empty_book(self.session_id)
+        self.runs: dict[UUID, RunState] = {}
+        self.contexts: dict[UUID, ContextState] = {}
+        self.texts: dict[UUID, str] = {}
+        self.blobs: dict[str, str] = {}
+        """digest → the whole body of a tool result (content-addressed)."""
+        """input_id → the original text of every UserInput."""
+        self.trace = tr.Trace()
+        self._ordinals: dict[str, int] = {}
+
+    # --- identities and small helpers ---------------------------------------------------------
+
+    def _id(self) -> UUID:
+        self._counter += 1
+        return uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"ctxspec:{self._seed}:{self._counter}")
+
+    def _time(self) -> datetime:
+        return EPOCH + timedelta(seconds=self.clock.now())
+
+    def _ordinal(self, key: str) -> int:
+        self._ordinals[key] = self._ordinals.get(key, 0) + 1
+        return self._ordinals[key]
+
+    @staticmethod
+    def _ref(text: str) -> PayloadRef:
+        import hashlib
+
+        data = text.encode("utf-8", "surrogatepass")
+        return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(),
+                          size_bytes=len(data))
+
+    def _event(self, run: RunState, event: ClientEventKind, detail: str) -> None:
+        run.run_seq += 1
+        self.trace.add(tr.ClientEvent(run.run_id, run.run_seq, event, detail))
+
+    def _trace_deliveries(self, writes: dl.WriteSet) -> None:
+        for delivery in (*writes.inserted, *writes.updated):
+            self.trace.add(tr.DeliveryChanged(delivery.input_id, delivery.delivery_id,
+                                              delivery.state.value, delivery.target_run_id,
+                                              delivery.previous_delivery_id))
+
+    @property
+    def active_run(self) -> RunState | None:
+        run_id = dl.active_run(self.book)
+        return self.runs.get(run_id) if run_id is not None else None
+
+    # --- stimuli ------------------------------------------------------------------------------
+
+    def ask(self, text: str) -> UUID:
+        """A question: APP-INPUT creates its Run and binds waiting supplements (§2, §5)."""
+        if self.active_run is not None:
+            raise RuntimeError("a Run is active; a new question waits until it ends")
+        run_id, context_id = self._id(), self._id()
+        received = self._input(InputKind.QUESTION, text, run_id)
+        applied = dl.app_input(self.book, received, delivery_id=self._id(), run_id=run_id)
+        if isinstance(applied, dl.DeliveryRejected):
+            raise RuntimeError(f"{applied.code}: {applied.reason}")
+        self.book, writes = applied
+        self._trace_deliveries(writes)
+        run = RunState(run_id, len(self.runs) + 1, received.input_id, context_id,
+                       self.clock.now())
+        self.runs[run_id] = run
+        self.contexts[context_id] = new_context(context_id, Scope("private", ROOT_ROLE))
+        # The question, with the carried supplements bound to it in receive order, is a fact of
+        # its Run from the start: a Run stopped before its first request still shows it (§4).
+        self._append_inputs(run, [u for u in self.book.inputs if any(
+            d.target_run_id == run_id for d in dl.deliveries_of(self.book, u.input_id))])
+        self._event(run, "run_started", f"run {run.run_no}")
+        return run_id
+
+    def supplement(self, text: str) -> UUID:
+        """A supplement: another UserInput, never a Run (§2, §5)."""
+        run = self.active_run
+        received = self._input(InputKind.SUPPLEMENT, text, run.run_id if run else None)
+        applied = dl.app_input(self.book, received, delivery_id=self._id())
+        if isinstance(applied, dl.DeliveryRejected):
+            raise RuntimeError(f"{applied.code}: {applied.reason}")
+        self.book, writes = applied
+        self._trace_deliveries(writes)
+        if run is not None:
+            self._event(run, "input_received", "supplement")
+        return received.input_id
+
+    def _input(self, kind: InputKind, text: str, run_id: UUID | None) -> UserInput:
+        input_id = self._id()
+        self.texts[input_id] = text
+        return UserInput(input_id=input_id, session_id=self.session_id,
+                         input_seq=len(self.book.inputs) + 1, origin_run_id=run_id, kind=kind,
+                         body_ref=self._ref(text), received_at=self._time())
+
+    def stop(self) -> None:
+        """The user stops the active Run: no new compaction or business attempt starts (§11)."""
+        run = self.active_run
+        if run is not None:
+            run.stop_requested = True
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def advance(self) -> None:
+        """Run the active Run until it ends."""
+        run = self.active_run
+        while run is not None and run.status is RunStatus.RUNNING:
+            self._loop(run)
+
+    def _end(self, run: RunState, status: RunStatus, error: ErrorCode | str | None = None,
+             message: str | None = None) -> None:
+        run.status = status
+        run.error_code = error.value if isinstance(error, ErrorCode) else error
+        run.message = message
+        carry = dl.to_carry(self.book, run.run_id)
+        applied = dl.finalize(self.book, run_id=run.run_id,
+                              carry_ids=[self._id() for _ in carry])
+        if isinstance(applied, dl.DeliveryRejected):
+            raise RuntimeError(f"{applied.code}: {applied.reason}")
+        self.book, writes = applied
+        self._trace_deliveries(writes)
+        self.trace.add(tr.RunEnded(run.run_id, run.run_no, status.value, run.error_code,
+                                   message))
+        self._event(run, "run_ended", status.value)
+
+    def _stopped_or_out_of_time(self, run: RunState) -> bool:
+        if run.stop_requested:
+            self._end(run, RunStatus.STOPPED)
+            return True
+        deadline = self.agent.run_deadline
+        if deadline is not None and self.clock.now() - run.started_at_tick >= deadline:
+            self._end(run, RunStatus.TIMED_OUT)
+            return True
+        return False
+
+    def _loop(self, run: RunState) -> None:
+        if self._stopped_or_out_of_time(run):
+            return
+        if run.loops >= self.agent.loop_limit:
+            self._end(run, RunStatus.LOOP_EXHAUSTED)
+            return
+        run.loops += 1
+        operation_id = self._id()
+        cutoff = self.book.inputs[-1].input_seq
+        protected = self._prepare_inputs(run, cutoff)
+        view = self._view(run, protected)
+        if isinstance(view, UnsettledBatch):
+            raise AssertionError("the shell settles every batch before the next loop")
+        chain = self._hooks("model.pre_request", run, {"params": {}}, None, None)
+        if chain is not None and chain.items:
+            view = self._view(run, protected)
+            if isinstance(view, UnsettledBatch):
+                raise AssertionError("hooks never unsettle a batch")
+        prepared = self._fit(run, operation_id, view, protected)
+        if prepared is None:
+            return
+        view, decision, snapshot_id = prepared
+        frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
+                           input_cutoff=cutoff)
+        if isinstance(frozen, dl.DeliveryRejected):
+            raise RuntimeError(f"{frozen.code}: {frozen.reason}")
+        self.book, writes, _ = frozen
+        self._trace_deliveries(writes)
+        self._call_business_model(run, operation_id, view, protected, cutoff, decision,
+                                  snapshot_id)
+
+    def _prepare_inputs(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
+        """The protected inputs of this request (the Run's inputs up to the cutoff), their
+        user_ref records appended to the Run's context once (§5)."""
+        state = self.contexts[run.context_id]
+        shown = {raw.record.origin_input_id for raw in state.records
+                 if raw.record.message_kind == "user_ref"}
+        bound = [u for u in self.book.inputs if u.input_seq <= cutoff and any(
+            d.target_run_id == run.run_id for d in dl.deliveries_of(self.book, u.input_id))]
+        self._append_inputs(run, [u for u in bound if u.input_id not in shown])
+        return tuple(ProtectedInput(u.input_id, u.input_seq, self.texts[u.input_id])
+                     for u in bound)
+
+    def _append_inputs(self, run: RunState, inputs: Sequence[UserInput]) -> None:
+        if not inputs:
+            return
+        state = self.contexts[run.context_id]
+        seq = len(state.records)
+        records = [RawRecord(ContextRecord(
+            record_id=self._id(), context_id=run.context_id, context_seq=seq + i,
+            run_id=run.run_id, role=MessageRole.USER, message_kind="user_ref",
+            payload_ref=u.body_ref, operation_id=None, call_id=None,
+            origin_input_id=u.input_id), {"text": self.texts[u.input_id]})
+            for i, u in enumerate(inputs, start=1)]
+        self.contexts[run.context_id] = append_records(
+            state, records, mutation_id=self._id(), source_kind=MutationSourceKind.USER,
+            source_ref="inputs").state
+
+    def _view(self, run: RunState, protected: Sequence[ProtectedInput]
+              ) -> ModelView | UnsettledBatch:
+        ended = [EndedRun(r.run_id, r.run_no, r.status, self._final(r))
+                 for r in self.runs.values() if r.run_no < run.run_no]
+        return project_history(
+            ended_runs=ended, recent_runs=self.agent.recent_runs, source=_MemoryHistory(self),
+            current_run_id=run.run_id,
+            current_records=effective_records(self.contexts[run.context_id]),
+            protected_input_ids={p.input_id for p in protected})
+
+    def _final(self, run: RunState) -> EffectiveRecord | None:
+        if run.final_record_id is None:
+            return None
+        for record in effective_records(self.contexts[run.context_id]):
+            if record.record_id == run.final_record_id:
+                return record
+        return None
+
+    def _system(self) -> ViewMessage:
+        return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT,
+                           text=self.agent.system_prompt)
+
+    def _schemas(self) -> tuple[str, ...]:
+        return tuple(tool.schema for tool in self.agent.tools)
+
+    def _fit(self, run: RunState, operation_id: UUID, view: ModelView,
+             protected: Sequence[ProtectedInput]
+             ) -> tuple[ModelView, str, UUID | None] | None:
+        """§7/§8: apply the active snapshot if it still applies, measure, compact once when
+        triggered, then the hard window. None when the Run ended on the way."""
+        view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
+        parts = RequestParts((self._system(),), self._schemas(), view.messages, (), (),
+                             frozenset(p.input_id for p in protected))
+        split = split_request(parts, self.estimator)
+        verdict = evaluate_compaction(self.budget, split.fixed_tokens, split.material_tokens)
+        decision = verdict.decision
+        if decision == "error":
+            self._end(run, RunStatus.FAILED, verdict.error_code,
+                      self._window_message(split.input_tokens, "preparing the request"))
+            return None
+        if decision == "compact":
+            if verdict.summary_target is None:
+                raise AssertionError("a compact decision has a summary target")
+            compacted = self._compact(run, operation_id, view, split.material,
+                                      verdict.summary_target, split.input_tokens,
+                                      split.material_tokens)
+            if compacted is None:
+                return None
+            view, snapshot_id = compacted
+        final = ModelView((self._system(), *view.messages))
+        tokens = self.estimator.estimate(estimation_request(final, self._schemas())).tokens
+        if check_protected_inputs(final, protected):
+            raise AssertionError("a protected input is missing from the request")
+        if not fits_hard_window(tokens, self.budget.output_reserve, self.budget.safety_margin,
+                                self.budget.window):
+            self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_WINDOW_EXCEEDED,
+                      self._window_message(tokens, "after compaction" if decision == "compact"
+                                           else "preparing the request"))
+            return None
+        return final, decision, snapshot_id
+
+    def _window_message(self, tokens: int, stage: str) -> str:
+        """§11: numbers, configuration sources and the stage; never the prompt or secrets."""
+        b = self.budget
+        return (f"the request needs {tokens} input tokens {stage}; the window is {b.window} "
+                f"(output reserve {b.output_reserve} [{b.output_reserve_source}], safety margin "
+                f"{b.safety_margin} [{b.safety_margin_source}], input budget {b.input_budget})")
+
+    # --- compaction -----------------------------------------------------------------------------
+
+    def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
+                 material: Sequence[ViewMessage], target: int, input_tokens: int,
+                 material_tokens: int) -> tuple[ModelView, UUID | None] | None:
+        episode = start_episode(
+            episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
+            triggering_model_operation_id=operation_id, existing=run.episodes,
+            material_tokens=material_tokens, source_view_hash=view_hash(view),
+            source_manifest_ref=self._ref("manifest"), source_effective_revisions={},
+            release_id=self.agent.release_id, input_tokens=input_tokens,
+            created_at=self._time())
+        if not isinstance(episode, CompactionEpisode):
+            return view, None
+        run.episodes.append(episode)
+        plan = plan_compaction(material, episode_id=episode.episode_id,
+                               window=self.budget.window, summary_target=target,
+                               safety_margin=self.budget.safety_margin,
+                               estimator=self.estimator,
+                               custom_prompt=self.agent.custom_compaction_prompt)
+        if not isinstance(plan, CompactionPlan):
+            self._end(run, RunStatus.FAILED, ErrorCode.COMPACTION_FAILED, plan.reason)
+            return None
+        self.trace.add(tr.CompactionStep(
+            episode.episode_id, "planned",
+            f"I={input_tokens} ≥ trigger {self.budget.trigger_threshold}; M={material_tokens} "
+            f"compressible; T={target}; {len(plan.chunks.chunks)} chunk(s) of at most "
+            f"{plan.chunks.capacity} tokens"))
+        summary: str | None = None
+        for ordinal in range(1, len(plan.chunks.chunks) + 1):
+            if run.stop_requested:
+                self._end(run, RunStatus.STOPPED)
+                return None
+            request = plan.request(ordinal, summary)
+            if not compaction_fits(plan, request, self.estimator):
+                failed, code = fail_compaction(episode)
+                self._end(run, RunStatus.FAILED, code, "a compaction request would not fit")
+                return None
+            chunk_operation = self._id()
+            sent = ModelView(tuple(ViewMessage(
+                role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
+                else ViewKind.PROMPT, text=m.text) for m in request.messages))
+            outcome = self._model(run, "compaction", chunk_operation, request.purpose_key, 1,
+                                  request.messages, (), target, sent,
+                                  compaction=None, snapshot_id=None, protected=(),
+                                  cutoff=None, estimation=self.estimator.estimate(
+                                      request.estimation()).tokens)
+            if not isinstance(outcome, Complete):
+                failed, code = fail_compaction(episode)
+                run.episodes[-1] = failed
+                self._end(run, RunStatus.FAILED, code, "a compaction chunk failed")
+                return None
+            summary = outcome.text
+            committed = commit_episode_chunk(episode, ordinal, self._ref(summary),
+                                             chunk_operation)
+            if not isinstance(committed, CompactionEpisode):
+                raise AssertionError(committed.reason)
+            episode = committed
+            run.episodes[-1] = episode
+            self.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
+                                             f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
+        if summary is None:
+            raise AssertionError("a plan has at least one chunk")
+        manifest = build_manifest(material, {}, {}, plan.chunks.capacity,
+                                  len(plan.chunks.chunks),
+                                  previous=[(run.snapshot[0], run.snapshot[1])]
+                                  if run.snapshot else [])
+        snapshot_id = self._id()
+        switched = switch_active(run.pointer, expected_active=run.pointer.snapshot_id,
+                                 lease_epoch=run.pointer.lease_epoch,
+                                 new_snapshot_id=snapshot_id, manifest=manifest,
+                                 current_view=view)
+        done = finish_episode(episode, len(plan.chunks.chunks), snapshot_id)
+        if not isinstance(done, CompactionEpisode):
+            raise AssertionError(done.reason)
+        run.episodes[-1] = done
+        if isinstance(switched, ActivePointer):
+            run.pointer = switched
+            run.snapshot = (snapshot_id, manifest, summary)
+            self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
+                                             str(snapshot_id)))
+        new_view, used, _ = view_with_snapshot(view, run.snapshot)
+        return new_view, used
+
+    # --- the model ------------------------------------------------------------------------------
+
+    def _model(self, run: RunState, purpose: Purpose, operation_id: UUID, purpose_key: str,
+               attempt: int, messages: tuple[PromptMessage, ...], schemas: tuple[str, ...],
+               max_output: int, view: ModelView, *, compaction: str | None,
+               snapshot_id: UUID | None, protected: Sequence[ProtectedInput],
+               cutoff: int | None, estimation: int) -> ModelOutcome:
+        ordinal = self._ordinal(purpose)
+        self.trace.add(tr.ModelRequestSent(
+            purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
+            attempt=attempt, view=view,
+            estimated_input_tokens=estimation, max_output_tokens=max_output,
+            window=self.budget.window, output_reserve=self.budget.output_reserve,
+            safety_margin=self.budget.safety_margin, input_budget=self.budget.input_budget,
+            trigger_threshold=self.budget.trigger_threshold,
+            frozen_revisions={str(run.context_id):
+                              self.contexts[run.context_id].head.revision},
+            snapshot_id=snapshot_id, protected_input_ids=tuple(p.input_id for p in protected),
+            input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction))
+        self.clock.tick()
+        return self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt, messages,
+                                         schemas, max_output, ordinal))
+
+    def _call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,
+                             protected: Sequence[ProtectedInput], cutoff: int, decision: str,
+                             snapshot_id: UUID | None) -> None:
+        messages = estimation_request(view).messages
+        estimation = self.estimator.estimate(estimation_request(view, self._schemas())).tokens
+        delivered = False
+        for attempt in range(1, self.agent.model_attempts + 1):
+            outcome = self._model(run, "business", operation_id, f"model:{operation_id}",
+                                  attempt, messages, self._schemas(),
+                                  self.budget.output_reserve, view, compaction=decision,
+                                  snapshot_id=snapshot_id, protected=protected, cutoff=cutoff,
+                                  estimation=estimation)
+            if isinstance(outcome, ContextLengthExceeded):
+                self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
+                          self._window_message(estimation, "sent; the provider refused it"))
+                return
+            if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered:
+                first = dl.first_output(self.book, operation_id=operation_id,
+                                        receipt_ref=self._ref(f"first-output:{operation_id}"),
+                                        delivered_at=self._time())
+                if isinstance(first, dl.DeliveryRejected):
+                    raise RuntimeError(f"{first.code}: {first.reason}")
+                self.book, writes = first
+                self._trace_deliveries(writes)
+                delivered = True
+            if isinstance(outcome, Complete):
+                self._accept(run, operation_id, outcome)
+                return
+            if isinstance(outcome, PartialThenFailed):
+                self._append(run, MessageRole.ASSISTANT, "assistant",
+                             {"text": outcome.fragment}, incomplete=True)
+        last_fragment = isinstance(outcome, PartialThenFailed)
+        self._end(run, RunStatus.FAILED, "MODEL_FAILED",
+                  "the model failed " + ("after a partial output" if last_fragment
+                                         else "before any output"))
+
+    def _append(self, run: RunState, role: MessageRole, kind: str, content: dict[str, JSON],
+                call_id: UUID | None = None, operation_id: UUID | None = None,
+                incomplete: bool = False) -> UUID:
+        state = self.contexts[run.context_id]
+        record_id = self._id()
+        if incomplete:
+            content = {**content, "incomplete": True}
+        record = ContextRecord(record_id=record_id, context_id=run.context_id,
+                               context_seq=len(state.records) + 1, run_id=run.run_id, role=role,
+                               message_kind=kind, payload_ref=self._ref(json.dumps(
+                                   content, sort_keys=True, ensure_ascii=False)),
+                               operation_id=operation_id, call_id=call_id,
+                               origin_input_id=None)
+        self.contexts[run.context_id] = append_records(
+            state, [RawRecord(record, content)], mutation_id=self._id(),
+            source_kind=MutationSourceKind.RUNTIME, source_ref=kind).state
+        return record_id
+
+    def _accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> None:
+        """The raw result is kept; response hooks make the effective one; then the batch."""
+        calls = [(self._id(), call) for call in outcome.tool_calls]
+        content: dict[str, JSON] = {"text": outcome.text}
+        if outcome.reasoning is not None:
+            content["reasoning"] = outcome.reasoning
+        for ordinal, (call_id, call) in enumerate(calls, start=1):
+            content[f"tool_call:{call_id}"] = {"name": call.name, "action_ordinal": ordinal,
+                                               "arguments": dict(call.arguments)}
+        record_id = self._append(run, MessageRole.ASSISTANT, "assistant", content,
+                                 operation_id=operation_id)
+        self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
+                    stage="post")
+        if not calls:
+            run.final_record_id = record_id
+            self._end(run, RunStatus.SUCCEEDED)
+            return
+        self._batch(run, record_id, [call_id for call_id, _ in calls])
+
+    def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID]) -> None:
+        """§6, §10: every call settles (pre-hook, handler with the effective arguments,
+        post-hook); the results are fed back once, in action order."""
+        results: list[tuple[UUID, dict[str, JSON]]] = []
+        for call_id in call_ids:
+            state = self.contexts[run.context_id]
+            current = next(r for r in effective_records(state) if r.record_id == decision_id)
+            call = next(c for c in current.tool_calls if c.call_id == call_id)
+            arguments: dict[str, JSON] = json.loads(call.arguments)
+            proposed = dict(arguments)
+            payload: dict[str, JSON] = {"name": call.name, "arguments": arguments}
+            chain = self._hooks("tool.pre_call", run, payload, call_id, decision_id)
+            if chain is not None:
+                effective_payload = dict(chain.payload)
+                raw_arguments = effective_payload.get("arguments")
+                arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
+            verdict = execution_gate(chain or ChainOutcome((), {}, {}, False), GateChecks(
+                tool_allowed=any(t.name == call.name for t in self.agent.tools),
+                quota_left=1, deadline_passed=False, stopped=run.stop_requested))
+            if verdict == "stopped":
+                break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
+            if verdict != "execute":
+                if verdict == "denied" and chain is not None:
+                    text = denial_feedback("pre", chain.items[-1].invocation.hook_invocation_id,
+                                           chain.items[-1].candidate_payload)
+                else:
+                    text = structured_error(verdict.upper(), f"{call.name} was not run")
+                results.append((call_id, {"text": text}))
+                continue
+            self.clock.tick()
+            outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
+            self.trace.add(tr.ToolExecuted(call_id, call.name, arguments, proposed,
+                                           "error" if outcome.error else "ok"))
+            text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
+                else outcome.text
+            post = self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
+                               stage="post")
+            if post is not None and post.blocked:
+                text = denial_feedback("post", post.items[-1].invocation.hook_invocation_id, {})
+            elif post is not None and isinstance(post.payload.get("result"), str):
+                text = str(post.payload["result"])
+            results.append((call_id, self._result_content(text)))
+        for call_id, content in results:  # in action order: one feedback
+            self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
+        if run.stop_requested:
+            self._end(run, RunStatus.STOPPED)
+
+    def _result_content(self, text: str) -> dict[str, JSON]:
+        """A large result becomes a bounded preview with its range and result_ref; the whole
+        body stays in its blob (§6)."""
+        preview, truncation = bounded_preview(text, self.agent.preview_chars, self._ref(text))
+        self.blobs[truncation.result_ref.digest if truncation else self._ref(text).digest] = text
+        if truncation is None:
+            return {"text": text}
+        return {"text": preview, "truncation": truncation.model_dump(mode="json")}
+
+    # --- hooks ----------------------------------------------------------------------------------
+
+    def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
+               call_id: UUID | None, record_id: UUID | None,
+               stage: str = "pre") -> ChainOutcome | None:
+        state = self.contexts[run.context_id]
+        named = {"last": state.records[-1].record_id} if state.records else {}
+        assistants = [raw.record_id for raw in state.records
+                      if raw.record.message_kind == "assistant"]
+        if assistants:
+            named["first_assistant"] = assistants[0]
+        for raw in state.records:
+            if raw.record.message_kind == "user_ref" and raw.record.origin_input_id is not None \
+                    and raw.record.origin_input_id == run.question_input_id:
+                named["question"] = raw.record_id
+        context = HookContext(point, payload, run.context_id, state.head.revision, call_id,
+                              record_id, self._ordinal(f"hook:{point}"), named)
+        replies = self.hooks.items(context)
+        if not replies:
+            return None
+        proposals = [HookProposal(self._id(), r.decision, r.payload_ops, run.context_id,
+                                  r.base_revision, r.context_ops, r.failed) for r in replies]
+        call = HookCall(operation_id=self._id(), hook_point=point,
+                        stage="post" if stage == "post" else "pre", actor_role=ROOT_ROLE,
+                        actor_context_id=run.context_id, call_id=call_id,
+                        call_record_id=record_id)
+        chain = run_chain(proposals, call, REGISTRIES[point], {run.context_id: state}, payload,
+                          annotation_ids=lambda _p, _i: self._id())
+        self.contexts[run.context_id] = chain.states[run.context_id]
+        for item in chain.items:
+            inv = item.invocation
+            self.trace.add(tr.HookDecided(
+                point, inv.chain_position, inv.decision.value, inv.patch_valid,
+                tuple(d.code for d in inv.diagnostics),
+                tuple(f"{c.field_key}={json.dumps(c.value, ensure_ascii=False, default=str)}"
+                      for _, c in item.changes.context_changes)))
+        return chain
+
+
+
+class _MemoryHistory:
+    """The runtime's HistorySource over its in-memory Session."""
+
+    def __init__(self, runtime: ReferenceRuntime) -> None:
+        self.runtime = runtime
+
+    def _run(self, run: EndedRun) -> RunState:
+        return self.runtime.runs[run.run_id]
+
+    def user_inputs(self, run: EndedRun) -> Iterable[InputOccurrence]:
+        book = self.runtime.book
+        for received in book.inputs:
+            related = received.origin_run_id == run.run_id or any(
+                d.target_run_id == run.run_id for d in dl.deliveries_of(book, received.input_id))
+            if related:
+                yield InputOccurrence(received.input_id, received.input_seq, received.kind,
+                                      self.runtime.texts[received.input_id],
+                                      self.placement(received.input_id))
+
+    def root_records(self, run: EndedRun) -> Iterable[EffectiveRecord]:
+        return effective_records(self.runtime.contexts[self._run(run).context_id])
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        book = self.runtime.book
+        return InputPlacement(dl.receive_position(book, input_id),
+                              dl.last_delivered_run(book, input_id))
+
+
+__all__ = ["REGISTRIES", "AgentConfig", "ReferenceRuntime", "RunState", "ScriptExhausted",
+           "ToolSpec"]

@@ -1,0 +1,143 @@
+"""The neutral trace: what the design makes observable of a runtime, recorded as events
+(ARCHITECTURE.md "The conformance suite"). The conformance cases assert over these, never over
+the reference's internals: model requests as sent, tools executed with their effective
+arguments, deliveries, operation states, run terminal states and error codes, client events
+(run_seq: lifecycle, progress, terminal; never model tokens, §2), hook decisions.
+"""
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+from ctxspec.reference.view import ModelView
+
+
+@dataclass(frozen=True)
+class ModelRequestSent:
+    """One attempt of a model request, exactly as sent, with its budget figures."""
+
+    purpose: Literal["business", "compaction"]
+    operation_id: UUID
+    purpose_key: str
+    attempt: int
+    view: ModelView
+    estimated_input_tokens: int
+    max_output_tokens: int
+    window: int
+    output_reserve: int
+    safety_margin: int
+    input_budget: int
+    trigger_threshold: int
+    frozen_revisions: Mapping[str, int]
+    snapshot_id: UUID | None
+    protected_input_ids: tuple[UUID, ...]
+    input_cutoff: int | None
+    view_hash: str
+    compaction: str | None = None
+    """For a business request: what the §8 evaluation decided before it was frozen."""
+    kind: Literal["model_request"] = "model_request"
+
+
+@dataclass(frozen=True)
+class ToolExecuted:
+    call_id: UUID
+    name: str
+    effective_arguments: Mapping[str, Any]
+    proposed_arguments: Mapping[str, Any]
+    outcome: str
+    kind: Literal["tool_executed"] = "tool_executed"
+
+
+@dataclass(frozen=True)
+class HookDecided:
+    point: str
+    chain_position: int
+    decision: str
+    patch_valid: bool
+    diagnostics: tuple[str, ...]
+    changes: tuple[str, ...]
+    kind: Literal["hook_decided"] = "hook_decided"
+
+
+@dataclass(frozen=True)
+class DeliveryChanged:
+    input_id: UUID
+    delivery_id: UUID
+    state: str
+    target_run_id: UUID | None
+    previous_delivery_id: UUID | None
+    kind: Literal["delivery"] = "delivery"
+
+
+@dataclass(frozen=True)
+class OperationState:
+    operation_id: UUID
+    purpose_key: str
+    state: str
+    kind: Literal["operation"] = "operation"
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    run_id: UUID
+    run_no: int
+    status: str
+    error_code: str | None
+    message: str | None
+    kind: Literal["run_ended"] = "run_ended"
+
+
+@dataclass(frozen=True)
+class ClientEvent:
+    """A low-frequency client event with its run_seq (§2)."""
+
+    run_id: UUID
+    run_seq: int
+    event: Literal["run_started", "input_received", "progress", "run_ended"]
+    detail: str
+    kind: Literal["client_event"] = "client_event"
+
+
+@dataclass(frozen=True)
+class CompactionStep:
+    episode_id: UUID
+    step: str
+    detail: str
+    kind: Literal["compaction"] = "compaction"
+
+
+TraceEvent = (ModelRequestSent | ToolExecuted | HookDecided | DeliveryChanged | OperationState
+              | RunEnded | ClientEvent | CompactionStep)
+
+
+@dataclass
+class Trace:
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def add(self, event: TraceEvent) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def model_requests(self, purpose: str | None = None) -> list[ModelRequestSent]:
+        return [e for e in self.of(ModelRequestSent) if purpose in (None, e.purpose)]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [_jsonable(asdict(event)) for event in self.events]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, UUID):
+        return str(value)
+    if hasattr(value, "value") and not isinstance(value, int | float | str | bool):
+        return value.value
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
+
