@@ -325,3 +325,41 @@ def test_malformed_scenarios_name_the_field(change: Any, message: str) -> None:
     with pytest.raises(ScenarioError) as caught:
         parse_scenario(broken)
     assert message in str(caught.value)
+
+
+# --- row 20: the old summary's material was modified ----------------------------------------------
+
+
+@pytest.mark.covers("CTX-9.26", "CTX-9.27", "CTX-9.28", "CTX-9.32", "CTX-6.16")
+def test_row20_a_modified_covered_record_retires_the_old_summary() -> None:
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                     {"text": "C", "tool_calls": [{"name": "t"}]},
+                     {"text": "done"}],
+        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
+    # Before the fourth request a hook corrects the first decision, which SUM1 covers.
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 4, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": "A, corrected"}]}]}]
+    requests = run(document).model_requests()
+    # Loop 3 crosses the trigger (I = 3 + 2 + 1506 + 1500 + 706 + 200 + 47 = 3964 ≥ 3600) and
+    # compacts in two chunks (3882 compressible tokens, chunks of at most 3299).
+    assert [r.purpose for r in requests] == ["business", "business", "compaction", "compaction",
+                                             "business", "business"]
+    third, fourth = requests[4], requests[5]
+    assert third.snapshot_id is not None
+    assert [m.kind.value for m in third.view.messages][:3] == ["system_prompt", "user_ref",
+                                                              "summary"]
+    assert third.view.messages[2].text.endswith("SUM2")
+    # Loop 4: the correction changed a record SUM2 covers, so the snapshot no longer stands for
+    # anything; the covered records come back as they are now. I = 3 + 2 + (12 + 6) + 1500 +
+    # (700 + 6) + 200 + (1 + 6) + 1 + 47 = 2484, below the trigger: no new episode needed.
+    assert fourth.snapshot_id is None and fourth.compaction == "below_trigger"
+    assert fourth.estimated_input_tokens == 2484
+    texts = [m.text for m in fourth.view.messages]
+    assert "A, corrected" in texts and "r" * 1500 in texts and "B" * 700 in texts
+    assert not any("SUM" in text for text in texts)
