@@ -146,7 +146,7 @@ class HookItemDoc(_Doc):
 
 class HookDoc(_Doc):
     point: Literal["model.pre_request", "model.post_response", "tool.pre_call",
-                   "tool.post_call"]
+                   "tool.post_call", "compaction.pre_request", "compaction.post_response"]
     ordinal: int | None = Field(default=None, ge=1,
                                 description="the n-th invocation of the point; None: every one")
     items: tuple[HookItemDoc, ...] = Field(min_length=1)

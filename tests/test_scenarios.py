@@ -363,3 +363,20 @@ def test_row20_a_modified_covered_record_retires_the_old_summary() -> None:
     texts = [m.text for m in fourth.view.messages]
     assert "A, corrected" in texts and "r" * 1500 in texts and "B" * 700 in texts
     assert not any("SUM" in text for text in texts)
+
+
+@pytest.mark.covers("CTX-8.19", "CTX-8.20", "CTX-8.21", "CTX-8.22", "CTX-8.9", "CTX-11.2")
+def test_compaction_calls_pass_through_hooks_and_a_deny_fails_the_episode() -> None:
+    document = boundary(1573)
+    document["hooks"] = [{"point": "compaction.post_response", "items": [
+        {"fails": True},
+        {"payload_patch": [{"path": "summary", "value": "SUMMARY (redacted)"}]}]}]
+    trace = run(document)
+    business = trace.model_requests("business")[-1]
+    assert business.view.messages[1].text.endswith("SUMMARY (redacted)")
+    assert [(d.point, d.decision) for d in trace.of(tr.HookDecided)] == [
+        ("compaction.post_response", "failed"), ("compaction.post_response", "allow")]
+    document["hooks"] = [{"point": "compaction.pre_request", "items": [{"decision": "deny"}]}]
+    denied = run(document)
+    assert ended(denied)[-1] == (2, "failed", "COMPACTION_FAILED")
+    assert [r.purpose for r in denied.model_requests()] == ["business"]  # nothing summarised

@@ -123,6 +123,9 @@ REGISTRIES: dict[HookPoint, FieldRegistry] = {
         FieldSpec("tool_call:{call_id}.arguments", "arguments", "object", required=True),)),
     "tool.post_call": FieldRegistry("tool.post_call", "1", (
         FieldSpec(None, "result", "string"),)),
+    "compaction.pre_request": FieldRegistry("compaction.pre_request", "1", ()),
+    "compaction.post_response": FieldRegistry("compaction.post_response", "1", (
+        FieldSpec(None, "summary", "string"),)),
 }
 """The field registries of the reference hook points (versioned; recorded with decisions)."""
 
@@ -487,6 +490,13 @@ class ReferenceRuntime:
                 self._end(run, RunStatus.FAILED, code, "a compaction request would not fit")
                 return None
             chunk_operation = self._id()
+            before = self._hooks("compaction.pre_request", run, {"purpose": "compaction"},
+                                 None, None)
+            if before is not None and before.blocked:
+                failed, code = fail_compaction(episode)
+                run.episodes[-1] = failed
+                self._end(run, RunStatus.FAILED, code, "a hook denied a compaction request")
+                return None
             sent = ModelView(tuple(ViewMessage(
                 role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
                 else ViewKind.PROMPT, text=m.text) for m in request.messages))
@@ -501,6 +511,15 @@ class ReferenceRuntime:
                 self._end(run, RunStatus.FAILED, code, "a compaction chunk failed")
                 return None
             summary = outcome.text
+            after = self._hooks("compaction.post_response", run, {"summary": summary}, None,
+                                None, stage="post")
+            if after is not None and after.blocked:
+                failed, code = fail_compaction(episode)
+                run.episodes[-1] = failed
+                self._end(run, RunStatus.FAILED, code, "a hook denied a compaction response")
+                return None
+            if after is not None and isinstance(after.payload.get("summary"), str):
+                summary = str(after.payload["summary"])
             committed = commit_episode_chunk(episode, ordinal, self._ref(summary),
                                              chunk_operation)
             if not isinstance(committed, CompactionEpisode):
