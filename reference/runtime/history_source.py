@@ -1,0 +1,136 @@
+"""The history projection's port over the store (§4 "历史投影", §5 de-duplication inputs):
+:class:`StoredHistory` answers the pure core's
+:class:`~ctxspec.reference.history.HistorySource` for one Session with paged queries.
+
+Memory does not grow with the Session (CTX-4.23): a Run's root records are streamed one page at
+a time (:meth:`Store.iter_records`) and turned into effective records on the way, with the head
+revision's overrides applied by the core's ``effective_record`` (§3: history is rebuilt from the
+effective revision, never from raw; CTX-3.69, CTX-4.10). What is held besides the page is per Run
+and small: the Run's inputs, its head overrides, its final answer.
+
+Decisions (where the design leaves the stored form open):
+
+- **Final answer of an ended Run** (``EndedRun.final_answer``, §4 ``append_final_or_incomplete``):
+  only a Run that ended ``succeeded`` has one, and it is the *last* ``assistant`` record of the
+  Run's root context, as the head revision shows it, provided that record makes no tool call and
+  is not an incomplete stream. An earlier text between tool calls is process, not a result, so
+  when the last assistant record is a tool decision there is no final answer. A failed, stopped,
+  timed-out or loop-exhausted Run has none either: older Runs then show their inputs and the
+  terminal marker "no final result" (CTX-4.14; §11: a partial output "不当作最终答案").
+- **Which inputs belong to a Run** (``user_inputs``): those received while it was active
+  (``origin_run_id``) and those bound, claimed, delivered or carried to it (a delivery with
+  ``target_run_id`` = the Run), in input_seq order, each with its original text from its
+  ``body_ref`` blob (a hook never edits a user input's body).
+- **Placement**: an input's body belongs to the Run of its (last) ``delivered`` delivery, else to
+  its receive position ``origin_run_id`` (CTX-5.25, CTX-5.26).
+- **Which records a root context shows**: every stored record of the context, each with the
+  overrides of the stored head revision. A record is committed together with the revision that
+  includes it, so the head's watermark covers every stored record.
+"""
+
+from collections.abc import Iterator, Mapping
+from uuid import UUID
+
+from ctxspec.reference.contracts import (
+    TERMINAL_RUN_STATUSES,
+    MessageRole,
+    Run,
+    RunStatus,
+    UserInput,
+)
+from ctxspec.reference.effective import Override, effective_record
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
+from ctxspec.reference.runtime.store import Store
+from ctxspec.reference.view import EffectiveRecord
+
+_NO_OVERRIDES: Mapping[str, Override] = {}
+
+
+class StoredHistory:
+    """A :class:`~ctxspec.reference.history.HistorySource` for one Session of a :class:`Store`.
+
+    CTX-4.2, CTX-4.10, CTX-4.23, CTX-5.24, CTX-5.25, CTX-5.26
+    """
+
+    def __init__(self, store: Store, session_id: UUID, page_size: int = 500) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.page_size = page_size
+
+    # --- what the projection is given ------------------------------------------------------
+
+    def ended_runs(self, before_run_no: int) -> list[EndedRun]:
+        """The Session's Runs ended before ``before_run_no``, by run_no, each with its final
+        answer (see the module docstring).  CTX-4.3, CTX-4.12, CTX-4.13"""
+        statuses = sorted(status.value for status in TERMINAL_RUN_STATUSES)
+        rows = self.store.query(
+            "SELECT doc FROM runs WHERE session_id = ? AND run_no < ? AND status IN "
+            f"({', '.join('?' for _ in statuses)}) ORDER BY run_no",
+            (str(self.session_id), before_run_no, *statuses))
+        ended = []
+        for row in rows:
+            run = Run.model_validate_json(row["doc"])
+            ended.append(EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run)))
+        return ended
+
+    def final_answer(self, run: Run) -> EffectiveRecord | None:
+        """The effective final answer of a succeeded Run, else None."""
+        if run.status is not RunStatus.SUCCEEDED:
+            return None
+        context_id = self.store.root_context_of_run(run.run_id)
+        if context_id is None:
+            return None
+        raw = self.store.last_record_of(context_id, role=MessageRole.ASSISTANT.value,
+                                        message_kind="assistant")
+        if raw is None:
+            return None
+        _, overrides = self.store.head_revision(context_id)
+        answer = effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES))
+        if answer.tool_calls or answer.incomplete:
+            return None
+        return answer
+
+    def effective_records(self, context_id: UUID) -> Iterator[EffectiveRecord]:
+        """A context's records as its head revision shows them, by context_seq, paged."""
+        _, overrides = self.store.head_revision(context_id)
+        for raw in self.store.iter_records(context_id, self.page_size):
+            yield effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES))
+
+    def current_records(self, run_id: UUID) -> Iterator[EffectiveRecord]:
+        """The current Run's root-role effective records (the projection's
+        ``current_records``)."""
+        context_id = self.store.root_context_of_run(run_id)
+        if context_id is not None:
+            yield from self.effective_records(context_id)
+
+    # --- HistorySource -----------------------------------------------------------------------
+
+    def user_inputs(self, run: EndedRun) -> Iterator[InputOccurrence]:
+        """Every input received during, bound to or carried to ``run``, by input_seq."""
+        rows = self.store.query(
+            "SELECT doc FROM user_inputs WHERE session_id = ? AND (origin_run_id = ? OR "
+            "input_id IN (SELECT input_id FROM deliveries WHERE target_run_id = ?)) "
+            "ORDER BY input_seq", (str(self.session_id), str(run.run_id), str(run.run_id)))
+        for row in rows:
+            received = UserInput.model_validate_json(row["doc"])
+            yield InputOccurrence(received.input_id, received.input_seq, received.kind,
+                                  self.store.text(received.body_ref),
+                                  self.placement(received.input_id))
+
+    def root_records(self, run: EndedRun) -> Iterator[EffectiveRecord]:
+        """The root role's effective records of ``run`` by context_seq, one page at a time."""
+        return self.current_records(run.run_id)
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        row = self.store.query(
+            "SELECT origin_run_id, (SELECT target_run_id FROM deliveries AS d WHERE "
+            "d.input_id = i.input_id AND d.state = 'delivered' ORDER BY d.rowid DESC LIMIT 1) "
+            "AS delivered_run_id FROM user_inputs AS i WHERE i.input_id = ?", (str(input_id),))
+        if not row:
+            raise KeyError(f"no user input {input_id}")
+        origin, delivered = row[0]["origin_run_id"], row[0]["delivered_run_id"]
+        return InputPlacement(None if origin is None else UUID(origin),
+                              None if delivered is None else UUID(delivered))
+
+
+__all__ = ["StoredHistory"]
