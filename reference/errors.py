@@ -29,6 +29,9 @@ class ErrorCode(StrEnum):
     # §7: the provider itself answered context_length_exceeded; never retried over the network.
     CONTEXT_LENGTH_EXCEEDED = "CONTEXT_LENGTH_EXCEEDED"
 
+    # ctxspec: a business model call finally failed (before or after a partial output); §11
+    # names the behaviour, not a code.
+    MODEL_FAILED = "MODEL_FAILED"
     # ctxspec: a §7/§8 budget configuration breaks a rule of the design (the result names the
     # field and the rule), including "T not positive is a configuration error" of §8.
     BUDGET_CONFIGURATION_INVALID = "BUDGET_CONFIGURATION_INVALID"

@@ -206,7 +206,8 @@ def test_row8_huge_result_is_a_preview_and_a_read_is_a_new_record() -> None:
 # --- row 11: the summary succeeds but the request is still over the window ------------------------
 
 
-@pytest.mark.covers("CTX-8.53", "CTX-8.77", "CTX-8.15", "CTX-11.3", "CTX-7.17")
+@pytest.mark.covers("CTX-8.53", "CTX-8.77", "CTX-8.15", "CTX-11.4", "CTX-11.11", "CTX-11.14",
+                    "CTX-7.17")
 def test_row11_still_over_the_window_after_the_summary_ends_the_run() -> None:
     trace = run(json.loads((EXAMPLES / "compaction-three-chunks-window-exceeded.json")
                            .read_text("utf-8")))
@@ -365,7 +366,8 @@ def test_row20_a_modified_covered_record_retires_the_old_summary() -> None:
     assert not any("SUM" in text for text in texts)
 
 
-@pytest.mark.covers("CTX-8.19", "CTX-8.20", "CTX-8.21", "CTX-8.22", "CTX-8.9", "CTX-11.2")
+@pytest.mark.covers("CTX-8.19", "CTX-8.20", "CTX-8.21", "CTX-8.22", "CTX-8.9", "CTX-11.2",
+                    "CTX-11.3")
 def test_compaction_calls_pass_through_hooks_and_a_deny_fails_the_episode() -> None:
     document = boundary(1573)
     document["hooks"] = [{"point": "compaction.post_response", "items": [

@@ -18,11 +18,13 @@ storage and crash recovery are layered on in issues #6 and #8.
 
 import json
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 from uuid import UUID
+
+from pydantic import BaseModel
 
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.budget import (
@@ -44,12 +46,18 @@ from ctxspec.reference.compaction import complete_episode as finish_episode
 from ctxspec.reference.compaction import fail_episode as fail_compaction
 from ctxspec.reference.compaction import fits_window as compaction_fits
 from ctxspec.reference.contracts import (
+    TERMINAL_RUN_STATUSES,
     CompactionEpisode,
     ContextRecord,
     InputKind,
     MessageRole,
     MutationSourceKind,
+    Operation,
+    OperationPurpose,
+    OperationState,
     PayloadRef,
+    RoleContext,
+    Run,
     RunStatus,
     UserInput,
 )
@@ -59,10 +67,12 @@ from ctxspec.reference.effective import (
     Scope,
     append_records,
     effective_records,
+    mutation_contract,
     new_context,
+    revision_contract,
 )
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
+from ctxspec.reference.history import project_history
 from ctxspec.reference.hooks import (
     ChainOutcome,
     GateChecks,
@@ -76,6 +86,7 @@ from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
 from ctxspec.reference.protocol import UnsettledBatch, bounded_preview, structured_error
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.ports import (
     Clock,
     Complete,
@@ -90,17 +101,30 @@ from ctxspec.reference.runtime.ports import (
     Purpose,
     ToolPort,
 )
+from ctxspec.reference.runtime.store import (
+    CommitCoordinator,
+    Store,
+    Write,
+    blob_write,
+    event_write,
+    insert,
+    insert_doc,
+    payload_ref,
+    record_write,
+    revision_write,
+    update_doc,
+)
 from ctxspec.reference.snapshots import (
     ActivePointer,
     SourceManifest,
     build_manifest,
+    make_snapshot,
     switch_active,
     view_hash,
     view_with_snapshot,
 )
-from ctxspec.reference.tokens import PromptMessage, TokenEstimator
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TokenEstimator
 from ctxspec.reference.view import (
-    EffectiveRecord,
     ModelView,
     ViewKind,
     ViewMessage,
@@ -167,12 +191,13 @@ class RunState:
     error_code: str | None = None
     message: str | None = None
     loops: int = 0
-    final_record_id: UUID | None = None
     stop_requested: bool = False
     episodes: list[CompactionEpisode] = field(default_factory=list)
     snapshot: tuple[UUID, SourceManifest, str] | None = None
     pointer: ActivePointer = field(default_factory=lambda: ActivePointer(None, 1))
     run_seq: int = 0
+    ended_at_tick: int = 0
+    last_model_operation_id: UUID | None = None
 
 
 class ScriptExhausted(RuntimeError):
@@ -184,7 +209,8 @@ class ReferenceRuntime:
 
     def __init__(self, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
                  hooks: HookPort, estimator: TokenEstimator, clock: Clock,
-                 seed: str = "ctxspec") -> None:
+                 seed: str = "ctxspec", store: Store | None = None,
+                 coordinator: CommitCoordinator | None = None) -> None:
         budget = resolve_budget(agent.budget)
         if not isinstance(budget, ResolvedBudget):
             raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
@@ -204,6 +230,19 @@ class ReferenceRuntime:
         """input_id → the original text of every UserInput."""
         self.trace = tr.Trace()
         self._ordinals: dict[str, int] = {}
+        self.store = store or Store()
+        self.coordinator = coordinator or CommitCoordinator(self.store)
+        self.operations: dict[UUID, Operation] = {}
+        self._stored: dict[tuple[object, ...], object] = {}
+        """What the store already has (last written version per key), so each named commit
+        writes exactly what changed since the previous one."""
+        self._pending_blobs: dict[str, bytes] = {}
+        self._commit("SESSION_OPENED", [
+            insert("agents", agent_id=agent.agent_id, config=json.dumps(
+                {"system_prompt": agent.system_prompt, "recent_runs": agent.recent_runs,
+                 "loop_limit": agent.loop_limit, "window": budget.window},
+                sort_keys=True)),
+            insert("sessions", session_id=self.session_id, agent_id=agent.agent_id)])
 
     # --- identities and small helpers ---------------------------------------------------------
 
@@ -218,13 +257,121 @@ class ReferenceRuntime:
         self._ordinals[key] = self._ordinals.get(key, 0) + 1
         return self._ordinals[key]
 
-    @staticmethod
-    def _ref(text: str) -> PayloadRef:
-        import hashlib
-
+    def _ref(self, text: str) -> PayloadRef:
+        """A content-addressed blob of ``text``, written with the next commit."""
         data = text.encode("utf-8", "surrogatepass")
-        return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(),
-                          size_bytes=len(data))
+        ref = payload_ref(data)
+        self._pending_blobs[ref.digest] = data
+        return ref
+
+    # --- the store: every change through one named commit ----------------------------------
+
+    def _commit(self, name: str, writes: Sequence[Write]) -> None:
+        """One RuntimeCommit: ``writes`` and everything that changed since the previous commit,
+        in one transaction. A failure is a runtime fault (CommitFailed propagates), never a
+        hook failure, and nothing continues on a value storage does not have (CTX-3.90)."""
+        all_writes = [*self._changes(), *writes]
+        blobs = self._pending_blobs
+        self._pending_blobs = {}
+        blob_writes = [blob_write(data)[1] for data in blobs.values()]
+        self.coordinator.commit(name, [*blob_writes, *all_writes])
+        self._mark_stored()
+
+    def _versions(self) -> dict[tuple[object, ...], object]:
+        versions: dict[tuple[object, ...], object] = {}
+        for received in self.book.inputs:
+            versions[("input", received.input_id)] = received
+        for delivery in self.book.deliveries:
+            versions[("delivery", delivery.delivery_id)] = delivery
+        for run in self.runs.values():
+            versions[("run", run.run_id)] = self._run_contract(run)
+            versions[("context", run.context_id)] = self._role_context(run)
+            for episode in run.episodes:
+                versions[("episode", episode.episode_id)] = episode
+            for seq in range(1, run.run_seq + 1):
+                versions[("event", run.run_id, seq)] = seq
+        for operation in self.operations.values():
+            versions[("operation", operation.operation_id)] = operation
+        for context_id, state in self.contexts.items():
+            versions[("records", context_id)] = len(state.records)
+            versions[("revisions", context_id)] = len(state.revisions)
+        return versions
+
+    def _changes(self) -> list[Write]:
+        writes: list[Write] = []
+        for key, value in self._versions().items():
+            before = self._stored.get(key)
+            if before == value:
+                continue
+            if key[0] in ("records", "revisions"):
+                writes.extend(self._context_changes(key, before, value))
+            elif key[0] == "event" and isinstance(key[1], UUID):
+                writes.append(event_write(key[1], int(str(value)), {"run_seq": str(value)}))
+            elif isinstance(value, RoleContext):
+                writes.append(insert_doc(value, run_id=value.invocation_id) if before is None
+                              else update_doc(value))
+            elif isinstance(value, BaseModel):
+                writes.append(insert_doc(value) if before is None else update_doc(value))
+        return writes
+
+    def _context_changes(self, key: tuple[object, ...], before: object,
+                         value: object) -> list[Write]:
+        context_id = key[1]
+        if not isinstance(context_id, UUID) or not isinstance(value, int):
+            raise AssertionError("context versions are counts")
+        state = self.contexts[context_id]
+        done = before if isinstance(before, int) else 0
+        if key[0] == "records":
+            return [record_write(raw) for raw in state.records[done:value]]
+        writes: list[Write] = []
+        for revision in state.revisions[done:value]:
+            for mutation_id in revision.mutation_ids:
+                writes.append(insert_doc(mutation_contract(
+                    state, mutation_id, cause_operation_id=None, created_at=self._time())))
+            writes.append(revision_write(revision_contract(
+                state, revision.revision, commit_ref=f"rev:{context_id}:{revision.revision}",
+                created_at=self._time()), revision.overrides))
+        return writes
+
+    def _mark_stored(self) -> None:
+        self._stored = self._versions()
+
+    def _operation(self, operation_id: UUID, run: RunState, purpose: OperationPurpose,
+                   purpose_key: str, state: OperationState, raw: PayloadRef | None = None,
+                   effective: PayloadRef | None = None) -> None:
+        self.operations[operation_id] = Operation(
+            operation_id=operation_id, run_id=run.run_id, node_task_id=run.context_id,
+            purpose=purpose, purpose_key=purpose_key, state=state, raw_result_ref=raw,
+            effective_result_ref=effective)
+
+    def _record_seqs(self) -> dict[UUID, tuple[UUID, int]]:
+        return {raw.record_id: (context_id, raw.record.context_seq)
+                for context_id, state in self.contexts.items() for raw in state.records}
+
+    def _seqs(self) -> dict[UUID, list[int]]:
+        return {context_id: [raw.record.context_seq for raw in state.records]
+                for context_id, state in self.contexts.items()}
+
+    def _heads(self) -> dict[UUID, int]:
+        return {context_id: state.head.revision for context_id, state in self.contexts.items()}
+
+    def _run_contract(self, run: RunState) -> Run:
+        ended = run.status in TERMINAL_RUN_STATUSES
+        return Run(run_id=run.run_id, session_id=self.session_id, run_no=run.run_no,
+                   question_input_id=run.question_input_id, status=run.status,
+                   error_code=run.error_code if ended and run.status is not RunStatus.SUCCEEDED
+                   else None, owner_epoch=run.pointer.lease_epoch,
+                   started_at=EPOCH + timedelta(seconds=run.started_at_tick),
+                   ended_at=EPOCH + timedelta(seconds=run.ended_at_tick) if ended else None)
+
+    def _role_context(self, run: RunState) -> RoleContext:
+        state = self.contexts[run.context_id]
+        return RoleContext(context_id=run.context_id, invocation_id=run.run_id,
+                           owner_node_task_id=run.context_id, role_key=ROOT_ROLE,
+                           record_head=state.head.record_watermark,
+                           effective_revision=state.head.revision,
+                           active_snapshot_id=run.pointer.snapshot_id,
+                           last_model_operation_id=run.last_model_operation_id)
 
     def _event(self, run: RunState, event: ClientEventKind, detail: str) -> None:
         run.run_seq += 1
@@ -263,6 +410,7 @@ class ReferenceRuntime:
         self._append_inputs(run, [u for u in self.book.inputs if any(
             d.target_run_id == run_id for d in dl.deliveries_of(self.book, u.input_id))])
         self._event(run, "run_started", f"run {run.run_no}")
+        self._commit("APP-INPUT", [])
         return run_id
 
     def supplement(self, text: str) -> UUID:
@@ -276,6 +424,7 @@ class ReferenceRuntime:
         self._trace_deliveries(writes)
         if run is not None:
             self._event(run, "input_received", "supplement")
+        self._commit("APP-INPUT", [])
         return received.input_id
 
     def _input(self, kind: InputKind, text: str, run_id: UUID | None) -> UserInput:
@@ -299,10 +448,10 @@ class ReferenceRuntime:
         while run is not None and run.status is RunStatus.RUNNING:
             self._loop(run)
 
-    def _end(self, run: RunState, status: RunStatus, error: ErrorCode | str | None = None,
+    def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None) -> None:
         run.status = status
-        run.error_code = error.value if isinstance(error, ErrorCode) else error
+        run.error_code = error.value if error is not None else None
         run.message = message
         carry = dl.to_carry(self.book, run.run_id)
         applied = dl.finalize(self.book, run_id=run.run_id,
@@ -313,7 +462,9 @@ class ReferenceRuntime:
         self._trace_deliveries(writes)
         self.trace.add(tr.RunEnded(run.run_id, run.run_no, status.value, run.error_code,
                                    message))
+        run.ended_at_tick = self.clock.now()
         self._event(run, "run_ended", status.value)
+        self._commit("APP-FINALIZE", [])
 
     def _stopped_or_out_of_time(self, run: RunState) -> bool:
         if run.stop_requested:
@@ -353,6 +504,10 @@ class ReferenceRuntime:
             raise RuntimeError(f"{frozen.code}: {frozen.reason}")
         self.book, writes, _ = frozen
         self._trace_deliveries(writes)
+        self._operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
+                        OperationState.RUNNING)
+        run.last_model_operation_id = operation_id
+        self._commit("T_FREEZE", [])
         self._call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
 
@@ -385,21 +540,14 @@ class ReferenceRuntime:
 
     def _view(self, run: RunState, protected: Sequence[ProtectedInput]
               ) -> ModelView | UnsettledBatch:
-        ended = [EndedRun(r.run_id, r.run_no, r.status, self._final(r))
-                 for r in self.runs.values() if r.run_no < run.run_no]
+        """The §4 projection: ended Runs read from the store page by page (the facts), the
+        current role's context from its effective state."""
+        history = StoredHistory(self.store, self.session_id)
         return project_history(
-            ended_runs=ended, recent_runs=self.agent.recent_runs, source=_MemoryHistory(self),
-            current_run_id=run.run_id,
+            ended_runs=history.ended_runs(run.run_no), recent_runs=self.agent.recent_runs,
+            source=history, current_run_id=run.run_id,
             current_records=effective_records(self.contexts[run.context_id]),
             protected_input_ids={p.input_id for p in protected})
-
-    def _final(self, run: RunState) -> EffectiveRecord | None:
-        if run.final_record_id is None:
-            return None
-        for record in effective_records(self.contexts[run.context_id]):
-            if record.record_id == run.final_record_id:
-                return record
-        return None
 
     def _system(self) -> ViewMessage:
         return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT,
@@ -466,6 +614,7 @@ class ReferenceRuntime:
         if not isinstance(episode, CompactionEpisode):
             return view, None
         run.episodes.append(episode)
+        self._commit("EPISODE_STARTED", [])
         plan = plan_compaction(material, episode_id=episode.episode_id,
                                window=self.budget.window, summary_target=target,
                                safety_margin=self.budget.safety_margin,
@@ -526,11 +675,16 @@ class ReferenceRuntime:
                 raise AssertionError(committed.reason)
             episode = committed
             run.episodes[-1] = episode
+            self._operation(chunk_operation, run, OperationPurpose.COMPACTION,
+                            request.purpose_key, OperationState.SUCCEEDED,
+                            self._ref(outcome.text), self._ref(summary))
+            self._commit("CHUNK_COMMITTED", [])
             self.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
                                              f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
         if summary is None:
             raise AssertionError("a plan has at least one chunk")
-        manifest = build_manifest(material, {}, {}, plan.chunks.capacity,
+        manifest = build_manifest(material, self._record_seqs(), self._heads(),
+                                  plan.chunks.capacity,
                                   len(plan.chunks.chunks),
                                   previous=[(run.snapshot[0], run.snapshot[1])]
                                   if run.snapshot else [])
@@ -543,11 +697,21 @@ class ReferenceRuntime:
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
         run.episodes[-1] = done
+        snapshot_rows = []
+        if any(piece.context_seq is not None for piece in manifest.pieces):
+            snapshot_rows.append(insert_doc(make_snapshot(
+                snapshot_id=snapshot_id, context_id=run.context_id, generation=len(run.episodes),
+                manifest=manifest, seqs_by_context=self._seqs(),
+                source_revisions=self._heads(), protected_input_ids=[],
+                summary_ref=self._ref(summary), summary_tokens=self.estimator.estimate(
+                    EstimationRequest(messages=(PromptMessage(role="system", text=summary),))
+                ).tokens)))
         if isinstance(switched, ActivePointer):
             run.pointer = switched
             run.snapshot = (snapshot_id, manifest, summary)
             self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
                                              str(snapshot_id)))
+        self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
         new_view, used, _ = view_with_snapshot(view, run.snapshot)
         return new_view, used
 
@@ -599,14 +763,22 @@ class ReferenceRuntime:
                 self.book, writes = first
                 self._trace_deliveries(writes)
                 delivered = True
+                self._commit("T_FIRST_OUTPUT", [])
             if isinstance(outcome, Complete):
+                raw = self._ref(json.dumps({"text": outcome.text, "tool_calls": [
+                    {"name": c.name, "arguments": dict(c.arguments)} for c in outcome.tool_calls]},
+                    sort_keys=True, ensure_ascii=False))
+                self._operation(operation_id, run, OperationPurpose.MODEL,
+                                f"model:{operation_id}", OperationState.RUNNING, raw)
+                self._commit("RAW_RESULT_SAVED", [])
                 self._accept(run, operation_id, outcome)
                 return
             if isinstance(outcome, PartialThenFailed):
                 self._append(run, MessageRole.ASSISTANT, "assistant",
                              {"text": outcome.fragment}, incomplete=True)
+                self._commit("ATTEMPT_FAILED", [])
         last_fragment = isinstance(outcome, PartialThenFailed)
-        self._end(run, RunStatus.FAILED, "MODEL_FAILED",
+        self._end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
 
@@ -639,10 +811,14 @@ class ReferenceRuntime:
                                                "arguments": dict(call.arguments)}
         record_id = self._append(run, MessageRole.ASSISTANT, "assistant", content,
                                  operation_id=operation_id)
+        operation = self.operations[operation_id]
+        self._operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
+                        OperationState.SUCCEEDED, operation.raw_result_ref,
+                        self._ref(outcome.text))
+        self._commit("EFFECTIVE_RESULT", [])
         self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
                     stage="post")
         if not calls:
-            run.final_record_id = record_id
             self._end(run, RunStatus.SUCCEEDED)
             return
         self._batch(run, record_id, [call_id for call_id, _ in calls])
@@ -682,6 +858,11 @@ class ReferenceRuntime:
                                            "error" if outcome.error else "ok"))
             text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
                 else outcome.text
+            tool_operation = self._id()
+            self._operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
+                            OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
+                            self._ref(text), self._ref(text))
+            self._commit("TOOL_SETTLED", [])
             post = self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
                                stage="post")
             if post is not None and post.blocked:
@@ -691,6 +872,7 @@ class ReferenceRuntime:
             results.append((call_id, self._result_content(text)))
         for call_id, content in results:  # in action order: one feedback
             self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
+        self._commit("BATCH_FEEDBACK", [])
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
 
@@ -732,6 +914,7 @@ class ReferenceRuntime:
         chain = run_chain(proposals, call, REGISTRIES[point], {run.context_id: state}, payload,
                           annotation_ids=lambda _p, _i: self._id())
         self.contexts[run.context_id] = chain.states[run.context_id]
+        self._commit("HOOK_DECISION", [insert_doc(item.invocation) for item in chain.items])
         for item in chain.items:
             inv = item.invocation
             self.trace.add(tr.HookDecided(
@@ -741,34 +924,6 @@ class ReferenceRuntime:
                       for _, c in item.changes.context_changes)))
         return chain
 
-
-
-class _MemoryHistory:
-    """The runtime's HistorySource over its in-memory Session."""
-
-    def __init__(self, runtime: ReferenceRuntime) -> None:
-        self.runtime = runtime
-
-    def _run(self, run: EndedRun) -> RunState:
-        return self.runtime.runs[run.run_id]
-
-    def user_inputs(self, run: EndedRun) -> Iterable[InputOccurrence]:
-        book = self.runtime.book
-        for received in book.inputs:
-            related = received.origin_run_id == run.run_id or any(
-                d.target_run_id == run.run_id for d in dl.deliveries_of(book, received.input_id))
-            if related:
-                yield InputOccurrence(received.input_id, received.input_seq, received.kind,
-                                      self.runtime.texts[received.input_id],
-                                      self.placement(received.input_id))
-
-    def root_records(self, run: EndedRun) -> Iterable[EffectiveRecord]:
-        return effective_records(self.runtime.contexts[self._run(run).context_id])
-
-    def placement(self, input_id: UUID) -> InputPlacement:
-        book = self.runtime.book
-        return InputPlacement(dl.receive_position(book, input_id),
-                              dl.last_delivered_run(book, input_id))
 
 
 __all__ = ["REGISTRIES", "AgentConfig", "ReferenceRuntime", "RunState", "ScriptExhausted",
