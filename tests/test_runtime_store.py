@@ -77,3 +77,33 @@ def test_a_failed_commit_stops_the_runtime_and_leaves_nothing_half_written() -> 
     assert [row["state"] for row in store.query("SELECT state FROM deliveries")] == ["pending"]
     assert store.count("operations") == 0
     assert rt.trace.model_requests() == []
+
+
+@pytest.mark.covers("CTX-3.9", "CTX-3.10", "CTX-7.17")
+def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
+    from ctxspec.conformance.driver import CharEstimator
+    from ctxspec.reference.budget import BudgetConfig, CompactionEvaluation, ResolvedBudget
+    from ctxspec.reference.runtime.ports import Complete, ModelCall, ModelOutcome, NoHooks
+    from ctxspec.reference.runtime.trace import RunEnded
+
+    def never_compact(budget: ResolvedBudget, fixed: int, material: int) -> CompactionEvaluation:
+        return CompactionEvaluation(fixed + material, "below_trigger")
+
+    class Model:
+        def call(self, request: ModelCall) -> ModelOutcome:
+            return Complete("x" * 600)
+
+    class Tools:
+        def run(self, name: str, arguments: Any, ordinal: int) -> Any:
+            raise AssertionError("no tools here")
+
+    rt = ReferenceRuntime(AgentConfig(system_prompt="s", budget=BudgetConfig(
+        window=2000, output_reserve=200, safety_margin=100)), model=Model(), tools=Tools(),
+        hooks=NoHooks(), estimator=CharEstimator(), clock=LogicalClock(), policy=never_compact)
+    for question in ("q" * 600, "r" * 600):
+        rt.ask(question)
+        rt.advance()
+    # The second request would be 1 + 600 + 600 + 24 + 600 = 1825 > B = 1700: the policy said
+    # "no compaction", the runtime still refuses to send it.
+    assert [e.error_code for e in rt.trace.of(RunEnded)] == [None, "CONTEXT_WINDOW_EXCEEDED"]
+    assert len(rt.trace.model_requests()) == 1

@@ -18,7 +18,7 @@ storage and crash recovery are layered on in issues #6 and #8.
 
 import json
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.budget import (
     BudgetConfig,
+    CompactionEvaluation,
     ResolvedBudget,
     evaluate_compaction,
     fits_hard_window,
@@ -132,6 +133,7 @@ from ctxspec.reference.view import (
 )
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+CompactionPolicy = Callable[[ResolvedBudget, int, int], CompactionEvaluation]
 ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
 ROOT_ROLE = "root"
 DEFAULT_AGENT_ID = UUID(int=1)
@@ -210,7 +212,8 @@ class ReferenceRuntime:
     def __init__(self, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
                  hooks: HookPort, estimator: TokenEstimator, clock: Clock,
                  seed: str = "ctxspec", store: Store | None = None,
-                 coordinator: CommitCoordinator | None = None) -> None:
+                 coordinator: CommitCoordinator | None = None,
+                 policy: CompactionPolicy = evaluate_compaction) -> None:
         budget = resolve_budget(agent.budget)
         if not isinstance(budget, ResolvedBudget):
             raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
@@ -218,6 +221,9 @@ class ReferenceRuntime:
         self.budget = budget
         self.model, self.tools, self.hooks = model, tools, hooks
         self.estimator, self.clock = estimator, clock
+        self.policy = policy
+        """The CompactionPolicy port (§3): replaceable; whatever it decides, the runtime still
+        re-checks the protected inputs and the hard window before anything is sent."""
         self._seed = seed
         self._counter = 0
         self.session_id = self._id()
@@ -343,6 +349,7 @@ class ReferenceRuntime:
             operation_id=operation_id, run_id=run.run_id, node_task_id=run.context_id,
             purpose=purpose, purpose_key=purpose_key, state=state, raw_result_ref=raw,
             effective_result_ref=effective)
+        self.trace.add(tr.OperationState(operation_id, purpose_key, state.value))
 
     def _record_seqs(self) -> dict[UUID, tuple[UUID, int]]:
         return {raw.record_id: (context_id, raw.record.context_seq)
@@ -565,7 +572,7 @@ class ReferenceRuntime:
         parts = RequestParts((self._system(),), self._schemas(), view.messages, (), (),
                              frozenset(p.input_id for p in protected))
         split = split_request(parts, self.estimator)
-        verdict = evaluate_compaction(self.budget, split.fixed_tokens, split.material_tokens)
+        verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
         decision = verdict.decision
         if decision == "error":
             self._end(run, RunStatus.FAILED, verdict.error_code,
