@@ -7,6 +7,7 @@ ask, supplement, stop, advance — and finally asked for its neutral trace. It d
 capabilities; a case needing one it lacks is reported unsupported, never passed.
 """
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,12 +21,23 @@ from ctxspec.conformance.scenario import (
     Triggers,
 )
 from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
-from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime, ToolSpec
+from ctxspec.reference.runtime.runtime import (
+    DELEGATE_TOOL,
+    AgentConfig,
+    ExecutorConfig,
+    ReferenceRuntime,
+    SharedField,
+    ToolSpec,
+)
 from ctxspec.reference.runtime.trace import Trace
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
-                          "triggers"})
+                          "triggers", "planner_executor"})
+DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
+    "type": "object", "properties": {"task": {"type": "string"},
+                                     "constraints": {"type": "array"},
+                                     "materials": {"type": "array"}}}}, sort_keys=True)
 """What the reference driver supports today; Planner/Executor, outer workflows, crash points,
 commit-failure injection, shared scopes and workspaces follow in later issues."""
 
@@ -82,13 +94,16 @@ class ReferenceDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         agent = scenario.agent
-        import json
-
+        executor = None if agent.executor is None else ExecutorConfig(
+            agent.executor.system_prompt, tuple(t.spec() for t in agent.executor.tools))
+        tools = tuple(t.spec() for t in agent.tools)
+        if executor is not None and not any(t.name == DELEGATE_TOOL for t in tools):
+            tools += (ToolSpec(DELEGATE_TOOL, DELEGATE_SCHEMA),)
         self.runtime = ReferenceRuntime(
             AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(),
-                        tools=tuple(ToolSpec(t.name, json.dumps(
-                            {"name": t.name, "parameters": t.schema_}, sort_keys=True))
-                            for t in agent.tools),
+                        tools=tools, executor=executor,
+                        shared=tuple(SharedField(f.name, f.text, f.consumers)
+                                     for f in agent.shared),
                         recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
                         run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
                         custom_compaction_prompt=agent.custom_compaction_prompt),

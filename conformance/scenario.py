@@ -34,7 +34,7 @@ from ctxspec.reference.runtime.ports import (
     ProposedCall,
     ToolOutcome,
 )
-from ctxspec.reference.runtime.runtime import ScriptExhausted
+from ctxspec.reference.runtime.runtime import ScriptExhausted, ToolSpec
 
 SCENARIO_VERSION = 1
 
@@ -46,6 +46,22 @@ class _Doc(BaseModel):
 class ToolDoc(_Doc):
     name: str = Field(min_length=1)
     schema_: dict[str, Any] = Field(default_factory=lambda: {"type": "object"}, alias="schema")
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, json.dumps({"name": self.name, "parameters": self.schema_},
+                                              sort_keys=True))
+
+
+class SharedFieldDoc(_Doc):
+    name: str = Field(min_length=1)
+    text: str
+    consumers: tuple[str, ...] = Field(min_length=1,
+                                       description="roles that read and may write it")
+
+
+class ExecutorDoc(_Doc):
+    system_prompt: str = "You carry out one task the Planner handed over."
+    tools: tuple[ToolDoc, ...] = ()
 
 
 class AgentDoc(_Doc):
@@ -65,6 +81,10 @@ class AgentDoc(_Doc):
     model_attempts: int = Field(default=2, ge=1)
     custom_compaction_prompt: str | None = None
     tools: tuple[ToolDoc, ...] = ()
+    shared: tuple[SharedFieldDoc, ...] = ()
+    """Run-level shared fields, each registered for named consumer roles (§3)."""
+    executor: "ExecutorDoc | None" = None
+    """Set for a Planner: its ``delegate`` calls (task, constraints, materials) run Executors."""
     estimator: Literal["bytes", "chars"] = "bytes"
 
     def budget(self) -> BudgetConfig:
@@ -113,7 +133,11 @@ class ModelDoc(_Doc):
 
 
 class ScriptDoc(_Doc):
+    """Responses by purpose and role: ``business`` for the root role (or Planner),
+    ``executor`` for Executor executions, ``compaction`` for chunks of any role."""
+
     business: tuple[ModelDoc, ...] = ()
+    executor: tuple[ModelDoc, ...] = ()
     compaction: tuple[ModelDoc, ...] = ()
 
 
@@ -134,6 +158,7 @@ class ContextPatchDoc(_Doc):
     field: str = Field(min_length=1, description="a field key; {call_id} is replaced")
     operation: Literal["replace_value", "append_annotation"] = "replace_value"
     value: Any = None
+    scope: Literal["own", "shared"] = "own"
 
 
 class HookItemDoc(_Doc):
@@ -249,19 +274,21 @@ class Triggers:
 
 class ScriptedModel:
     def __init__(self, script: ScriptDoc, triggers: Triggers) -> None:
-        self.script = {"business": list(script.business), "compaction": list(script.compaction)}
-        self.used = {"business": 0, "compaction": 0}
+        self.script = {"business": list(script.business), "executor": list(script.executor),
+                       "compaction": list(script.compaction)}
+        self.used = dict.fromkeys(self.script, 0)
         self.triggers = triggers
 
     def call(self, request: ModelCall) -> ModelOutcome:
         self.triggers.fire(purpose=request.purpose, ordinal=request.ordinal)
-        queue = self.script[request.purpose]
-        index = self.used[request.purpose]
+        key = "executor" if request.purpose == "business" and request.role == "executor" \
+            else request.purpose
+        queue = self.script[key]
+        index = self.used[key]
         if index >= len(queue):
-            raise ScriptExhausted(f"the {request.purpose} model script ran out at request "
-                                  f"#{index + 1} ({request.purpose_key}, attempt "
-                                  f"{request.attempt})")
-        self.used[request.purpose] = index + 1
+            raise ScriptExhausted(f"the {key} model script ran out at request #{index + 1} "
+                                  f"({request.purpose_key}, attempt {request.attempt})")
+        self.used[key] = index + 1
         return queue[index].outcome()
 
 
@@ -309,7 +336,11 @@ def _reply(item: HookItemDoc, context: HookContext) -> HookReply:
         ops.append(ContextOp(target, patch.field.replace("{call_id}", call),
                              PatchOperationKind(patch.operation), patch.value))
     base = context.revision - 1 if item.stale_base and context.revision else None
-    return HookReply(item.decision, payload, tuple(ops), base, item.fails)
+    scopes = {patch.scope for patch in item.context_patch}
+    if len(scopes) > 1:
+        raise ScenarioError("one hook item's context_patch addresses one scope")
+    return HookReply(item.decision, payload, tuple(ops), base, item.fails,
+                     scopes.pop() if scopes else "own")
 
 
 def scenario_schema() -> dict[str, Any]:

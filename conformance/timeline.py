@@ -25,7 +25,8 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
                        f"W={event.window} O={event.output_reserve} S={event.safety_margin} "
                        f"B={event.input_budget} trigger={event.trigger_threshold}")
             why = f"; §8: {event.compaction}" if event.compaction else ""
-            lines.append(f"  model request ({event.purpose}, {event.purpose_key}, attempt "
+            who = "" if event.role == "root" else f"{event.role}, "
+            lines.append(f"  model request ({who}{event.purpose}, {event.purpose_key}, attempt "
                          f"{event.attempt}): {figures}{why}")
             if event.snapshot_id:
                 lines.append(f"    summary in use: snapshot {event.snapshot_id}")

@@ -50,6 +50,8 @@ class ViewKind(StrEnum):
     SUMMARY = "summary"
     """A compaction summary standing in for the material it covers (§8, §9)."""
     SYSTEM_PROMPT = "system_prompt"
+    SHARED = "shared"
+    """A field of the Run's shared scope, shown to its authorised consumers (§3)."""
     PROMPT = "prompt"
     """A message of a request that is not a business request (a compaction chunk's prompt
     or data block), shown as sent."""

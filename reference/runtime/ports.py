@@ -28,7 +28,10 @@ class ModelCall:
     tool_schemas: tuple[str, ...]
     max_output_tokens: int
     ordinal: int
-    """The n-th request of this purpose in the Run (1-based): how scripts are keyed."""
+    """The n-th request of this purpose and role in the Session (1-based): how scripts are
+    keyed."""
+    role: str = "root"
+    """The role making the request: root (or Planner), executor."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class HookReply:
     context_ops: tuple[ContextOp, ...] = ()
     base_revision: int | None = None
     failed: bool = False
+    scope: Literal["own", "shared"] = "own"
+    """Which scope the context operations address: the role's own context, or the Run's
+    shared scope (valid only for an authorised consumer, §3)."""
 
 
 @dataclass(frozen=True)

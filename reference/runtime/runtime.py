@@ -73,7 +73,7 @@ from ctxspec.reference.effective import (
     revision_contract,
 )
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.history import project_history
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
 from ctxspec.reference.hooks import (
     ChainOutcome,
     GateChecks,
@@ -126,6 +126,7 @@ from ctxspec.reference.snapshots import (
 )
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TokenEstimator
 from ctxspec.reference.view import (
+    EffectiveRecord,
     ModelView,
     ViewKind,
     ViewMessage,
@@ -164,6 +165,27 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ExecutorConfig:
+    """The Executor role of a Planner Agent: its own system prompt and tools (§1, §2, §5)."""
+
+    system_prompt: str = "You carry out one task the Planner handed over."
+    tools: tuple[ToolSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class SharedField:
+    """A Run-level shared field registered for named consumer roles (§3 作用域)."""
+
+    name: str
+    text: str
+    consumers: tuple[str, ...]
+
+
+DELEGATE_TOOL = "delegate"
+"""The Planner's call that starts an Executor: arguments task, constraints, materials."""
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """An Agent's resolved configuration, frozen for every Run (§7: the platform resolves it)."""
 
@@ -176,6 +198,9 @@ class AgentConfig:
     """Logical ticks from the Run's start; None for no deadline."""
     model_attempts: int = 2
     custom_compaction_prompt: str | None = None
+    shared: tuple[SharedField, ...] = ()
+    executor: ExecutorConfig | None = None
+    """Set for a Planner Agent: a ``delegate`` call in its batch runs an Executor."""
     preview_chars: int = 4000
     """A tool result longer than this reaches the model as a bounded, marked preview (§6)."""
     agent_id: UUID = DEFAULT_AGENT_ID
@@ -198,6 +223,13 @@ class RunState:
     snapshot: tuple[UUID, SourceManifest, str] | None = None
     pointer: ActivePointer = field(default_factory=lambda: ActivePointer(None, 1))
     run_seq: int = 0
+    role: str = ROOT_ROLE
+    parent: "RunState | None" = None
+    """For an Executor execution: the Planner's task it belongs to (same Run)."""
+    handover: tuple[ProtectedInput, ...] = ()
+    final_text: str | None = None
+    shared_context_id: UUID | None = None
+    """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
     ended_at_tick: int = 0
     last_model_operation_id: UUID | None = None
 
@@ -239,6 +271,8 @@ class ReferenceRuntime:
         self.store = store or Store()
         self.coordinator = coordinator or CommitCoordinator(self.store)
         self.operations: dict[UUID, Operation] = {}
+        self.tasks: list[RunState] = []
+        """Executor executions (each a NodeTask with its own RoleContext)."""
         self._stored: dict[tuple[object, ...], object] = {}
         """What the store already has (last written version per key), so each named commit
         writes exactly what changed since the previous one."""
@@ -296,6 +330,8 @@ class ReferenceRuntime:
                 versions[("episode", episode.episode_id)] = episode
             for seq in range(1, run.run_seq + 1):
                 versions[("event", run.run_id, seq)] = seq
+        for task in self.tasks:
+            versions[("context", task.context_id)] = self._role_context(task)
         for operation in self.operations.values():
             versions[("operation", operation.operation_id)] = operation
         for context_id, state in self.contexts.items():
@@ -315,7 +351,7 @@ class ReferenceRuntime:
                 writes.append(event_write(key[1], int(str(value)), {"run_seq": str(value)}))
             elif isinstance(value, RoleContext):
                 writes.append(insert_doc(value, run_id=value.invocation_id) if before is None
-                              else update_doc(value))
+                              else update_doc(value, run_id=value.invocation_id))
             elif isinstance(value, BaseModel):
                 writes.append(insert_doc(value) if before is None else update_doc(value))
         return writes
@@ -374,7 +410,7 @@ class ReferenceRuntime:
     def _role_context(self, run: RunState) -> RoleContext:
         state = self.contexts[run.context_id]
         return RoleContext(context_id=run.context_id, invocation_id=run.run_id,
-                           owner_node_task_id=run.context_id, role_key=ROOT_ROLE,
+                           owner_node_task_id=run.context_id, role_key=run.role,
                            record_head=state.head.record_watermark,
                            effective_revision=state.head.revision,
                            active_snapshot_id=run.pointer.snapshot_id,
@@ -416,6 +452,8 @@ class ReferenceRuntime:
         # its Run from the start: a Run stopped before its first request still shows it (§4).
         self._append_inputs(run, [u for u in self.book.inputs if any(
             d.target_run_id == run_id for d in dl.deliveries_of(self.book, u.input_id))])
+        if self.agent.shared:
+            run.shared_context_id = self._shared_scope(run)
         self._event(run, "run_started", f"run {run.run_no}")
         self._commit("APP-INPUT", [])
         return run_id
@@ -457,6 +495,12 @@ class ReferenceRuntime:
 
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None) -> None:
+        if run.parent is not None:
+            # An Executor execution ends; its outcome becomes the Planner's batch member result.
+            run.status, run.message = status, message
+            run.error_code = error.value if error is not None else None
+            self._commit("EXECUTION_ENDED", [])
+            return
         run.status = status
         run.error_code = error.value if error is not None else None
         run.message = message
@@ -474,7 +518,7 @@ class ReferenceRuntime:
         self._commit("APP-FINALIZE", [])
 
     def _stopped_or_out_of_time(self, run: RunState) -> bool:
-        if run.stop_requested:
+        if run.stop_requested or (run.parent is not None and run.parent.stop_requested):
             self._end(run, RunStatus.STOPPED)
             return True
         deadline = self.agent.run_deadline
@@ -492,7 +536,7 @@ class ReferenceRuntime:
         run.loops += 1
         operation_id = self._id()
         cutoff = self.book.inputs[-1].input_seq
-        protected = self._prepare_inputs(run, cutoff)
+        protected = run.handover if run.parent is not None else self._prepare_inputs(run, cutoff)
         view = self._view(run, protected)
         if isinstance(view, UnsettledBatch):
             raise AssertionError("the shell settles every batch before the next loop")
@@ -505,12 +549,13 @@ class ReferenceRuntime:
         if prepared is None:
             return
         view, decision, snapshot_id = prepared
-        frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
-                           input_cutoff=cutoff)
-        if isinstance(frozen, dl.DeliveryRejected):
-            raise RuntimeError(f"{frozen.code}: {frozen.reason}")
-        self.book, writes, _ = frozen
-        self._trace_deliveries(writes)
+        if run.parent is None:  # an Executor claims no user input: it has its hand-over
+            frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
+                               input_cutoff=cutoff)
+            if isinstance(frozen, dl.DeliveryRejected):
+                raise RuntimeError(f"{frozen.code}: {frozen.reason}")
+            self.book, writes, _ = frozen
+            self._trace_deliveries(writes)
         self._operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
                         OperationState.RUNNING)
         run.last_model_operation_id = operation_id
@@ -549,6 +594,20 @@ class ReferenceRuntime:
               ) -> ModelView | UnsettledBatch:
         """The §4 projection: ended Runs read from the store page by page (the facts), the
         current role's context from its effective state."""
+        view = self._projection(run, protected)
+        shared = self._shared_messages(run)
+        if isinstance(view, UnsettledBatch) or not shared:
+            return view
+        return ModelView((*shared, *view.messages))
+
+    def _projection(self, run: RunState, protected: Sequence[ProtectedInput]
+                    ) -> ModelView | UnsettledBatch:
+        if run.parent is not None:  # an Executor sees no history: only its own context
+            return project_history(
+                ended_runs=[], recent_runs=0, source=_HandoverOnly(),
+                current_run_id=run.run_id,
+                current_records=effective_records(self.contexts[run.context_id]),
+                protected_input_ids={p.input_id for p in protected})
         history = StoredHistory(self.store, self.session_id)
         return project_history(
             ended_runs=history.ended_runs(run.run_no), recent_runs=self.agent.recent_runs,
@@ -556,12 +615,19 @@ class ReferenceRuntime:
             current_records=effective_records(self.contexts[run.context_id]),
             protected_input_ids={p.input_id for p in protected})
 
-    def _system(self) -> ViewMessage:
-        return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT,
-                           text=self.agent.system_prompt)
+    def _system(self, run: RunState) -> ViewMessage:
+        executor = self.agent.executor
+        text = executor.system_prompt if run.parent is not None and executor else \
+            self.agent.system_prompt
+        return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT, text=text)
 
-    def _schemas(self) -> tuple[str, ...]:
-        return tuple(tool.schema for tool in self.agent.tools)
+    def _tools(self, run: RunState) -> tuple[ToolSpec, ...]:
+        """The role's own tools: an Executor never gets the Planner's, nor ``delegate``."""
+        executor = self.agent.executor
+        return executor.tools if run.parent is not None and executor else self.agent.tools
+
+    def _schemas(self, run: RunState) -> tuple[str, ...]:
+        return tuple(tool.schema for tool in self._tools(run))
 
     def _fit(self, run: RunState, operation_id: UUID, view: ModelView,
              protected: Sequence[ProtectedInput]
@@ -569,7 +635,7 @@ class ReferenceRuntime:
         """§7/§8: apply the active snapshot if it still applies, measure, compact once when
         triggered, then the hard window. None when the Run ended on the way."""
         view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
-        parts = RequestParts((self._system(),), self._schemas(), view.messages, (), (),
+        parts = RequestParts((self._system(run),), self._schemas(run), view.messages, (), (),
                              frozenset(p.input_id for p in protected))
         split = split_request(parts, self.estimator)
         verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
@@ -587,8 +653,8 @@ class ReferenceRuntime:
             if compacted is None:
                 return None
             view, snapshot_id = compacted
-        final = ModelView((self._system(), *view.messages))
-        tokens = self.estimator.estimate(estimation_request(final, self._schemas())).tokens
+        final = ModelView((self._system(run), *view.messages))
+        tokens = self.estimator.estimate(estimation_request(final, self._schemas(run))).tokens
         if check_protected_inputs(final, protected):
             raise AssertionError("a protected input is missing from the request")
         if not fits_hard_window(tokens, self.budget.output_reserve, self.budget.safety_margin,
@@ -729,7 +795,7 @@ class ReferenceRuntime:
                max_output: int, view: ModelView, *, compaction: str | None,
                snapshot_id: UUID | None, protected: Sequence[ProtectedInput],
                cutoff: int | None, estimation: int) -> ModelOutcome:
-        ordinal = self._ordinal(purpose)
+        ordinal = self._ordinal(f"{purpose}:{run.role}")
         self.trace.add(tr.ModelRequestSent(
             purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
             attempt=attempt, view=view,
@@ -740,20 +806,21 @@ class ReferenceRuntime:
             frozen_revisions={str(run.context_id):
                               self.contexts[run.context_id].head.revision},
             snapshot_id=snapshot_id, protected_input_ids=tuple(p.input_id for p in protected),
-            input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction))
+            input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
+            role=run.role))
         self.clock.tick()
         return self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt, messages,
-                                         schemas, max_output, ordinal))
+                                         schemas, max_output, ordinal, run.role))
 
     def _call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,
                              protected: Sequence[ProtectedInput], cutoff: int, decision: str,
                              snapshot_id: UUID | None) -> None:
         messages = estimation_request(view).messages
-        estimation = self.estimator.estimate(estimation_request(view, self._schemas())).tokens
+        estimation = self.estimator.estimate(estimation_request(view, self._schemas(run))).tokens
         delivered = False
         for attempt in range(1, self.agent.model_attempts + 1):
             outcome = self._model(run, "business", operation_id, f"model:{operation_id}",
-                                  attempt, messages, self._schemas(),
+                                  attempt, messages, self._schemas(run),
                                   self.budget.output_reserve, view, compaction=decision,
                                   snapshot_id=snapshot_id, protected=protected, cutoff=cutoff,
                                   estimation=estimation)
@@ -761,7 +828,8 @@ class ReferenceRuntime:
                 self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
                           self._window_message(estimation, "sent; the provider refused it"))
                 return
-            if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered:
+            if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered \
+                    and run.parent is None:
                 first = dl.first_output(self.book, operation_id=operation_id,
                                         receipt_ref=self._ref(f"first-output:{operation_id}"),
                                         delivered_at=self._time())
@@ -826,6 +894,7 @@ class ReferenceRuntime:
         self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
                     stage="post")
         if not calls:
+            run.final_text = outcome.text
             self._end(run, RunStatus.SUCCEEDED)
             return
         self._batch(run, record_id, [call_id for call_id, _ in calls])
@@ -847,7 +916,7 @@ class ReferenceRuntime:
                 raw_arguments = effective_payload.get("arguments")
                 arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
             verdict = execution_gate(chain or ChainOutcome((), {}, {}, False), GateChecks(
-                tool_allowed=any(t.name == call.name for t in self.agent.tools),
+                tool_allowed=any(t.name == call.name for t in self._tools(run)),
                 quota_left=1, deadline_passed=False, stopped=run.stop_requested))
             if verdict == "stopped":
                 break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
@@ -858,6 +927,9 @@ class ReferenceRuntime:
                 else:
                     text = structured_error(verdict.upper(), f"{call.name} was not run")
                 results.append((call_id, {"text": text}))
+                continue
+            if call.name == DELEGATE_TOOL and run.parent is None and self.agent.executor:
+                results.append((call_id, {"text": self._delegate(run, call_id, arguments)}))
                 continue
             self.clock.tick()
             outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
@@ -892,6 +964,83 @@ class ReferenceRuntime:
             return {"text": text}
         return {"text": preview, "truncation": truncation.model_dump(mode="json")}
 
+    # --- shared scope ----------------------------------------------------------------------------
+
+    def _shared_scope(self, run: RunState) -> UUID:
+        """The Run's shared scope: one record per shared field, registered for its consumers."""
+        context_id = self._id()
+        records = [RawRecord(ContextRecord(
+            record_id=self._id(), context_id=context_id, context_seq=i, run_id=run.run_id,
+            role=MessageRole.SYSTEM, message_kind="shared", payload_ref=self._ref(f.text),
+            operation_id=None, call_id=None, origin_input_id=None),
+            {"text": f.text, "name": f.name, "consumers": list(f.consumers)})
+            for i, f in enumerate(self.agent.shared, start=1)]
+        consumers = frozenset(c for f in self.agent.shared for c in f.consumers)
+        state = new_context(context_id, Scope(
+            "shared", registered_fields=frozenset((r.record_id, "text") for r in records),
+            consumers=consumers))
+        self.contexts[context_id] = append_records(
+            state, records, mutation_id=self._id(), source_kind=MutationSourceKind.RUNTIME,
+            source_ref="shared-fields").state
+        return context_id
+
+    def _shared_messages(self, run: RunState) -> tuple[ViewMessage, ...]:
+        """The shared fields this role may read, at the shared scope's current revision; a
+        request already frozen keeps what it had (CTX-3.75, CTX-3.87)."""
+        owner = run.parent or run
+        if owner.shared_context_id is None:
+            return ()
+        state = self.contexts[owner.shared_context_id]
+        messages = []
+        for record in effective_records(state):
+            raw = state.record(record.record_id)
+            consumers = raw.content.get("consumers") if raw is not None else None
+            if isinstance(consumers, list) and run.role in consumers:
+                name = raw.content.get("name") if raw is not None else ""
+                messages.append(ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SHARED,
+                                            text=f"[shared {name}] {record.text}",
+                                            record_id=record.record_id,
+                                            source_run_id=run.run_id))
+        return tuple(messages)
+
+    # --- Planner and Executors -----------------------------------------------------------------
+
+    def _delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON]) -> str:
+        """One Executor execution for a ``delegate`` call: its own NodeTask and RoleContext,
+        its protected inputs exactly the hand-over (task, constraints, material refs), never the
+        Planner's messages, prompt or undelivered supplements. Its final answer, or its failure,
+        is this batch member's result (§1, §2, §5, §10).  CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
+        items: list[tuple[str, str]] = [("task", str(arguments.get("task", "")))]
+        constraints = arguments.get("constraints", [])
+        materials = arguments.get("materials", [])
+        for kind, values in (("constraint", constraints), ("material_ref", materials)):
+            if isinstance(values, list):
+                items.extend((kind, str(v)) for v in values)
+        handover = tuple(ProtectedInput(self._id(), position, f"{kind}: {text}")
+                         for position, (kind, text) in enumerate(items, start=1))
+        task = RunState(planner.run_id, planner.run_no, planner.question_input_id, self._id(),
+                        self.clock.now(), role="executor", parent=planner, handover=handover)
+        self.tasks.append(task)
+        self.contexts[task.context_id] = new_context(task.context_id,
+                                                     Scope("private", "executor"))
+        state = self.contexts[task.context_id]
+        records = [RawRecord(ContextRecord(
+            record_id=self._id(), context_id=task.context_id, context_seq=i,
+            run_id=planner.run_id, role=MessageRole.USER, message_kind="user_ref",
+            payload_ref=self._ref(item.text), operation_id=None, call_id=None,
+            origin_input_id=item.input_id), {"text": item.text})
+            for i, item in enumerate(handover, start=1)]
+        self.contexts[task.context_id] = append_records(
+            state, records, mutation_id=self._id(), source_kind=MutationSourceKind.RUNTIME,
+            source_ref=f"delegate:{call_id}").state
+        self._commit("EXECUTION_STARTED", [])
+        while task.status is RunStatus.RUNNING:
+            self._loop(task)
+        if task.status is RunStatus.SUCCEEDED and task.final_text is not None:
+            return task.final_text
+        return structured_error(task.error_code or task.status.value.upper(),
+                                task.message or f"the Executor ended {task.status.value}")
+
     # --- hooks ----------------------------------------------------------------------------------
 
     def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
@@ -899,6 +1048,10 @@ class ReferenceRuntime:
                stage: str = "pre") -> ChainOutcome | None:
         state = self.contexts[run.context_id]
         named = {"last": state.records[-1].record_id} if state.records else {}
+        shared_id = (run.parent or run).shared_context_id
+        if shared_id is not None:
+            for raw in self.contexts[shared_id].records:
+                named[f"shared:{raw.content.get('name')}"] = raw.record_id
         assistants = [raw.record_id for raw in state.records
                       if raw.record.message_kind == "assistant"]
         if assistants:
@@ -912,15 +1065,24 @@ class ReferenceRuntime:
         replies = self.hooks.items(context)
         if not replies:
             return None
-        proposals = [HookProposal(self._id(), r.decision, r.payload_ops, run.context_id,
-                                  r.base_revision, r.context_ops, r.failed) for r in replies]
+        shared_id = (run.parent or run).shared_context_id
+        states = {run.context_id: state}
+        if shared_id is not None:
+            states[shared_id] = self.contexts[shared_id]
+        proposals = [HookProposal(self._id(), r.decision, r.payload_ops,
+                                  shared_id if r.scope == "shared" and shared_id else
+                                  run.context_id, r.base_revision, r.context_ops, r.failed)
+                     for r in replies]
+        authorised = frozenset({shared_id}) if shared_id is not None and \
+            self.contexts[shared_id].scope.may_read(run.role) else frozenset()
         call = HookCall(operation_id=self._id(), hook_point=point,
-                        stage="post" if stage == "post" else "pre", actor_role=ROOT_ROLE,
+                        stage="post" if stage == "post" else "pre", actor_role=run.role,
                         actor_context_id=run.context_id, call_id=call_id,
-                        call_record_id=record_id)
-        chain = run_chain(proposals, call, REGISTRIES[point], {run.context_id: state}, payload,
+                        call_record_id=record_id, authorised_scopes=authorised)
+        chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
                           annotation_ids=lambda _p, _i: self._id())
-        self.contexts[run.context_id] = chain.states[run.context_id]
+        for context_id in states:
+            self.contexts[context_id] = chain.states[context_id]
         self._commit("HOOK_DECISION", [insert_doc(item.invocation) for item in chain.items])
         for item in chain.items:
             inv = item.invocation
@@ -931,6 +1093,20 @@ class ReferenceRuntime:
                       for _, c in item.changes.context_changes)))
         return chain
 
+
+
+class _HandoverOnly:
+    """The history an Executor's view reads: none. Its hand-over items are its own inputs,
+    not the Session's UserInputs."""
+
+    def user_inputs(self, run: EndedRun) -> list[InputOccurrence]:
+        return []
+
+    def root_records(self, run: EndedRun) -> list[EffectiveRecord]:
+        return []
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        return InputPlacement(None, None)
 
 
 __all__ = ["REGISTRIES", "AgentConfig", "ReferenceRuntime", "RunState", "ScriptExhausted",

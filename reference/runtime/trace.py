@@ -36,6 +36,7 @@ class ModelRequestSent:
     view_hash: str
     compaction: str | None = None
     """For a business request: what the §8 evaluation decided before it was frozen."""
+    role: str = "root"
     kind: Literal["model_request"] = "model_request"
 
 
