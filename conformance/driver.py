@@ -106,6 +106,7 @@ class ReferenceDriver:
                                      for f in agent.shared),
                         recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
                         run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
+                        tool_quota=agent.tool_quota,
                         custom_compaction_prompt=agent.custom_compaction_prompt),
             model=ports.model, tools=ports.tools, hooks=ports.hooks, estimator=ports.estimator,
             clock=LogicalClock(), seed=scenario.name)

@@ -79,6 +79,7 @@ class AgentDoc(_Doc):
     loop_limit: int = Field(default=8, ge=1)
     run_deadline: int | None = Field(default=None, ge=1)
     model_attempts: int = Field(default=2, ge=1)
+    tool_quota: int | None = Field(default=None, ge=0)
     custom_compaction_prompt: str | None = None
     tools: tuple[ToolDoc, ...] = ()
     shared: tuple[SharedFieldDoc, ...] = ()

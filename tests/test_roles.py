@@ -93,3 +93,25 @@ def test_row19_private_and_shared_scopes() -> None:
     # The Executor is no consumer of the shared field and never sees the Planner's context.
     for request in executor:
         assert not any("budget" in t or "plan v1" in t for t in texts(request))
+
+
+@pytest.mark.covers("CTX-3.93")
+def test_an_allow_never_grants_a_tool_or_quota_the_role_lacks() -> None:
+    document = {
+        "scenario_version": 1, "name": "authority",
+        "agent": {"system_prompt": "plan", "window": 16384, "estimator": "chars",
+                  "tools": [{"name": "ls"}], "tool_quota": 1,
+                  "executor": {"system_prompt": "execute", "tools": [{"name": "cat"}]}},
+        "steps": [{"ask": "go"}, {"advance": True}],
+        "model": {"business": [{"text": "", "tool_calls": [
+            {"name": "ls"}, {"name": "ls"}, {"name": "cat"}]}, {"text": "done"}]},
+        "tools": {"ls": [{"text": "a b"}]},
+        "hooks": [{"point": "tool.pre_call", "items": [{"decision": "allow"}]}]}
+    trace = run(document)
+    assert [e.name for e in trace.of(tr.ToolExecuted)] == ["ls"]  # one call of quota 1
+    results = [m.text for m in trace.model_requests("business")[-1].view.messages
+               if m.kind.value == "tool_result"]
+    assert results[0] == "a b"
+    assert json.loads(results[1])["error"]["code"] == "QUOTA_EXHAUSTED"
+    # cat is the Executor's tool, not the Planner's: an allow does not grant it.
+    assert json.loads(results[2])["error"]["code"] == "NOT_PERMITTED"

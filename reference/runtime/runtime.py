@@ -199,6 +199,8 @@ class AgentConfig:
     model_attempts: int = 2
     custom_compaction_prompt: str | None = None
     shared: tuple[SharedField, ...] = ()
+    tool_quota: int | None = None
+    """Tool calls a Run may make (its roles together); None for no quota."""
     executor: ExecutorConfig | None = None
     """Set for a Planner Agent: a ``delegate`` call in its batch runs an Executor."""
     preview_chars: int = 4000
@@ -228,6 +230,7 @@ class RunState:
     """For an Executor execution: the Planner's task it belongs to (same Run)."""
     handover: tuple[ProtectedInput, ...] = ()
     final_text: str | None = None
+    tool_calls_made: int = 0
     shared_context_id: UUID | None = None
     """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
     ended_at_tick: int = 0
@@ -915,9 +918,15 @@ class ReferenceRuntime:
                 effective_payload = dict(chain.payload)
                 raw_arguments = effective_payload.get("arguments")
                 arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
+            owner = run.parent or run
+            quota = self.agent.tool_quota
+            deadline = self.agent.run_deadline
             verdict = execution_gate(chain or ChainOutcome((), {}, {}, False), GateChecks(
                 tool_allowed=any(t.name == call.name for t in self._tools(run)),
-                quota_left=1, deadline_passed=False, stopped=run.stop_requested))
+                quota_left=1 if quota is None else quota - owner.tool_calls_made,
+                deadline_passed=deadline is not None
+                and self.clock.now() - owner.started_at_tick >= deadline,
+                stopped=run.stop_requested or owner.stop_requested))
             if verdict == "stopped":
                 break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
             if verdict != "execute":
@@ -932,6 +941,7 @@ class ReferenceRuntime:
                 results.append((call_id, {"text": self._delegate(run, call_id, arguments)}))
                 continue
             self.clock.tick()
+            owner.tool_calls_made += 1
             outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
             self.trace.add(tr.ToolExecuted(call_id, call.name, arguments, proposed,
                                            "error" if outcome.error else "ok"))
