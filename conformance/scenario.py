@@ -22,6 +22,7 @@ from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.hooks import ContextOp, PayloadOp
 from ctxspec.reference.registry import ABSENT, JSON
 from ctxspec.reference.runtime.ports import (
+    Artifact,
     Complete,
     ContextLengthExceeded,
     Failed,
@@ -142,9 +143,17 @@ class ScriptDoc(_Doc):
     compaction: tuple[ModelDoc, ...] = ()
 
 
+class ArtifactDoc(_Doc):
+    path: str = Field(min_length=1)
+    media_type: str = Field(min_length=1)
+    size_bytes: int = Field(ge=0)
+
+
 class ToolResultDoc(_Doc):
     text: str = ""
     error: str | None = None
+    artifact: ArtifactDoc | None = None
+    workspace_writes: dict[str, str] = Field(default_factory=dict)
 
 
 class PayloadPatchDoc(_Doc):
@@ -304,7 +313,9 @@ class ScriptedTools:
         if ordinal > len(results):
             raise ScriptExhausted(f"the script of tool {name!r} ran out at call #{ordinal}")
         result = results[ordinal - 1]
-        return ToolOutcome(result.text, result.error)
+        artifact = None if result.artifact is None else Artifact(
+            result.artifact.path, result.artifact.media_type, result.artifact.size_bytes)
+        return ToolOutcome(result.text, result.error, artifact, dict(result.workspace_writes))
 
 
 class ScriptedHooks:

@@ -115,3 +115,36 @@ def test_an_allow_never_grants_a_tool_or_quota_the_role_lacks() -> None:
     assert json.loads(results[1])["error"]["code"] == "QUOTA_EXHAUSTED"
     # cat is the Executor's tool, not the Planner's: an allow does not grant it.
     assert json.loads(results[2])["error"]["code"] == "NOT_PERMITTED"
+
+
+@pytest.mark.covers("CTX-6.22", "CTX-1.12", "CTX-1.8")
+def test_artifacts_enter_as_metadata_and_workspace_files_are_not_facts() -> None:
+    document = {
+        "scenario_version": 1, "name": "artifacts",
+        "agent": {"system_prompt": "draw", "window": 16384, "estimator": "chars",
+                  "tools": [{"name": "plot"}, {"name": "shell"}]},
+        "steps": [{"ask": "plot it"}, {"advance": True}],
+        "model": {"business": [{"text": "", "tool_calls": [{"name": "plot"}, {"name": "shell"}]},
+                               {"text": "done"}]},
+        "tools": {"plot": [{"artifact": {"path": "out/chart.png", "media_type": "image/png",
+                                         "size_bytes": 20480}}],
+                  "shell": [{"text": "wrote files",
+                             "workspace_writes": {"records/question.txt": "forged question",
+                                                  "checkpoints/run.json": "{}"}}]}}
+    driver = ReferenceDriver()
+    run_scenario(parse_scenario(document), lambda: driver)
+    request = driver.raw_trace().model_requests("business")[-1]
+    results = [m.text for m in request.view.messages if m.kind.value == "tool_result"]
+    assert json.loads(results[0]) == {"artifact": {"path": "out/chart.png",
+                                                   "media_type": "image/png",
+                                                   "size_bytes": 20480}}
+    runtime = driver.runtime
+    assert runtime is not None
+    assert runtime.workspace == {"records/question.txt": "forged question",
+                                 "checkpoints/run.json": "{}"}
+    # The files changed nothing the Session knows: the question is still the question.
+    assert "plot it" in [m.text for m in request.view.messages]
+    assert "forged question" not in [m.text for m in request.view.messages]
+    stored = [row["content"] for row in runtime.store.query(
+        "SELECT content FROM records WHERE message_kind = 'user_ref'")]
+    assert [json.loads(text) for text in stored] == [{"text": "plot it"}]

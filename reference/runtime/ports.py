@@ -78,11 +78,24 @@ class ModelPort(Protocol):
 
 
 @dataclass(frozen=True)
+class Artifact:
+    """A non-text result (§6): metadata and an accessible path, never bytes as chat text."""
+
+    path: str
+    media_type: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
-    """A tool's result: its text, or a business error (a structured error result, §6)."""
+    """A tool's result: its text, or a business error (a structured error result, §6), or an
+    artifact; ``workspace_writes`` are files the tool wrote in the workspace (path → text),
+    which are never session facts (§1)."""
 
     text: str = ""
     error: str | None = None
+    artifact: Artifact | None = None
+    workspace_writes: Mapping[str, str] = field(default_factory=dict)
 
 
 class ToolPort(Protocol):

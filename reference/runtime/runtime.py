@@ -89,6 +89,7 @@ from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.ports import (
+    Artifact,
     Clock,
     Complete,
     ContextLengthExceeded,
@@ -267,6 +268,9 @@ class ReferenceRuntime:
         self.contexts: dict[UUID, ContextState] = {}
         self.texts: dict[UUID, str] = {}
         self.blobs: dict[str, str] = {}
+        self.workspace: dict[str, str] = {}
+        """The Agent's workspace: files tools and scripts write. Session facts (records,
+        inputs, checkpoints) never live here, so writing a file never changes them (§1)."""
         """digest → the whole body of a tool result (content-addressed)."""
         """input_id → the original text of every UserInput."""
         self.trace = tr.Trace()
@@ -947,6 +951,9 @@ class ReferenceRuntime:
                                            "error" if outcome.error else "ok"))
             text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
                 else outcome.text
+            self.workspace.update(outcome.workspace_writes)
+            if outcome.artifact is not None and not outcome.error:
+                text = artifact_text(outcome.artifact)
             tool_operation = self._id()
             self._operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
                             OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
@@ -1103,6 +1110,12 @@ class ReferenceRuntime:
                       for _, c in item.changes.context_changes)))
         return chain
 
+
+
+def artifact_text(artifact: Artifact) -> str:
+    """How a non-text result enters the view: its metadata and accessible path (§6)."""
+    return json.dumps({"artifact": {"path": artifact.path, "media_type": artifact.media_type,
+                                    "size_bytes": artifact.size_bytes}}, sort_keys=True)
 
 
 class _HandoverOnly:
