@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ctxspec.conformance.scenario import (
+    AgentDoc,
+    NodeDoc,
     Scenario,
     ScriptedHooks,
     ScriptedModel,
@@ -29,7 +31,14 @@ from ctxspec.reference.runtime.runtime import (
     SharedField,
     ToolSpec,
 )
-from ctxspec.reference.runtime.trace import Trace
+from ctxspec.reference.runtime.trace import NodeEnded, Trace
+from ctxspec.reference.runtime.workflow import (
+    AgentNode,
+    CapabilityNode,
+    Workflow,
+    WorkflowRun,
+    run_workflow,
+)
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
@@ -91,25 +100,14 @@ class ReferenceDriver:
 
     def __init__(self) -> None:
         self.runtime: ReferenceRuntime | None = None
+        self.workflow_trace: Trace | None = None
+        self.workflow_run: WorkflowRun | None = None
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
-        agent = scenario.agent
-        executor = None if agent.executor is None else ExecutorConfig(
-            agent.executor.system_prompt, tuple(t.spec() for t in agent.executor.tools))
-        tools = tuple(t.spec() for t in agent.tools)
-        if executor is not None and not any(t.name == DELEGATE_TOOL for t in tools):
-            tools += (ToolSpec(DELEGATE_TOOL, DELEGATE_SCHEMA),)
         self.runtime = ReferenceRuntime(
-            AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(),
-                        tools=tools, executor=executor,
-                        shared=tuple(SharedField(f.name, f.text, f.consumers)
-                                     for f in agent.shared),
-                        recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
-                        run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
-                        tool_quota=agent.tool_quota,
-                        custom_compaction_prompt=agent.custom_compaction_prompt),
-            model=ports.model, tools=ports.tools, hooks=ports.hooks, estimator=ports.estimator,
-            clock=LogicalClock(), seed=scenario.name)
+            _agent_config(scenario.agent), model=ports.model, tools=ports.tools,
+            hooks=ports.hooks, estimator=ports.estimator, clock=LogicalClock(),
+            seed=scenario.name)
 
     def _runtime(self) -> ReferenceRuntime:
         if self.runtime is None:
@@ -129,10 +127,70 @@ class ReferenceDriver:
         self._runtime().advance()
 
     def trace(self) -> list[dict[str, Any]]:
-        return self._runtime().trace.to_json()
+        return self.raw_trace().to_json()
 
     def raw_trace(self) -> Trace:
-        return self._runtime().trace
+        return self.workflow_trace if self.workflow_trace is not None else self._runtime().trace
+
+    def run_workflow(self, scenario: Scenario) -> None:
+        """Run the scenario's workflow: each AgentNode an AgentInvocation of its own Agent with
+        its own scripted model; the trace is each node's events, then how the node ended."""
+        document = scenario.workflow
+        if document is None:
+            raise ValueError("the scenario has no workflow")
+        triggers = Triggers(())
+        tools = ScriptedTools(scenario.tools, triggers)
+        agents = {node.agent_node.name: node.agent_node for stage in document.stages
+                  for node in stage if node.agent_node is not None}
+
+        def invoke(node: AgentNode) -> ReferenceRuntime:
+            doc = agents[node.name]
+            return ReferenceRuntime(node.agent, model=ScriptedModel(doc.model, triggers),
+                                    tools=tools, hooks=ScriptedHooks(()),
+                                    estimator=ESTIMATORS[doc.agent.estimator](),
+                                    clock=LogicalClock(), seed=f"{scenario.name}:{node.name}")
+
+        stages = tuple(tuple(_node(n) for n in stage) for stage in document.stages)
+        result = run_workflow(Workflow(stages, document.input_mapping), document.input,
+                              tools=tools, hooks=ScriptedHooks(scenario.hooks), invoke=invoke,
+                              stop_after=document.stop_after)
+        trace = Trace()
+        for node_result in result.results:
+            runtime = result.invocations.get(node_result.node)
+            if runtime is not None:
+                trace.events.extend(runtime.trace.events)
+            trace.add(NodeEnded(node_result.node, node_result.status, node_result.route,
+                                node_result.error_code))
+        self.workflow_trace = trace
+        self.workflow_run = result
+
+
+def _node(node: NodeDoc) -> AgentNode | CapabilityNode:
+    if node.agent_node is not None:
+        doc = node.agent_node
+        return AgentNode(doc.name, _agent_config(doc.agent), doc.question_key, doc.output_key,
+                         doc.on_error)
+    if node.capability_node is None:
+        raise ValueError("a node is an agent_node or a capability_node")
+    capability = node.capability_node
+    return CapabilityNode(capability.name, capability.tool, capability.input,
+                          capability.output_key)
+
+
+def _agent_config(agent: AgentDoc) -> AgentConfig:
+    executor = None if agent.executor is None else ExecutorConfig(
+        agent.executor.system_prompt, tuple(t.spec() for t in agent.executor.tools))
+    tools = tuple(t.spec() for t in agent.tools)
+    if executor is not None and not any(t.name == DELEGATE_TOOL for t in tools):
+        tools += (ToolSpec(DELEGATE_TOOL, DELEGATE_SCHEMA),)
+    return AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(), tools=tools,
+                       executor=executor,
+                       shared=tuple(SharedField(f.name, f.text, f.consumers)
+                                    for f in agent.shared),
+                       recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
+                       run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
+                       tool_quota=agent.tool_quota,
+                       custom_compaction_prompt=agent.custom_compaction_prompt)
 
 
 def perform(driver: Driver, step: StepDoc) -> None:
@@ -148,8 +206,14 @@ def perform(driver: Driver, step: StepDoc) -> None:
 
 def run_scenario(scenario: Scenario,
                  driver_factory: Callable[[], Driver] = ReferenceDriver) -> Driver:
-    """Build the scripted ports, configure a driver, perform the steps; the driver holds the
-    trace afterwards."""
+    """Build the scripted ports, configure a driver, perform the steps (or run the workflow);
+    the driver holds the trace afterwards."""
+    if scenario.workflow is not None:
+        driver = driver_factory()
+        if not isinstance(driver, ReferenceDriver):
+            raise NotImplementedError("outer workflows run on the reference driver only")
+        driver.run_workflow(scenario)
+        return driver
     triggers = Triggers(scenario.triggers)
     ports = Ports(ScriptedModel(scenario.model, triggers), ScriptedTools(scenario.tools, triggers),
                   ScriptedHooks(scenario.hooks), ESTIMATORS[scenario.agent.estimator]())

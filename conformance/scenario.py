@@ -181,10 +181,48 @@ class HookItemDoc(_Doc):
 
 class HookDoc(_Doc):
     point: Literal["model.pre_request", "model.post_response", "tool.pre_call",
-                   "tool.post_call", "compaction.pre_request", "compaction.post_response"]
+                   "tool.post_call", "compaction.pre_request", "compaction.post_response",
+                   "capability.pre_call"]
     ordinal: int | None = Field(default=None, ge=1,
                                 description="the n-th invocation of the point; None: every one")
     items: tuple[HookItemDoc, ...] = Field(min_length=1)
+
+
+class AgentNodeDoc(_Doc):
+    name: str = Field(min_length=1)
+    agent: AgentDoc
+    model: ScriptDoc = ScriptDoc()
+    question_key: str = Field(min_length=1)
+    output_key: str = Field(min_length=1)
+    on_error: str = "error"
+
+
+class CapabilityNodeDoc(_Doc):
+    name: str = Field(min_length=1)
+    tool: str = Field(min_length=1)
+    input: dict[str, str] = Field(default_factory=dict,
+                                  description="tool argument → graph state key")
+    output_key: str = Field(min_length=1)
+
+
+class NodeDoc(_Doc):
+    agent_node: AgentNodeDoc | None = None
+    capability_node: CapabilityNodeDoc | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "NodeDoc":
+        if (self.agent_node is None) == (self.capability_node is None):
+            raise ValueError("a node is exactly one of: agent_node, capability_node")
+        return self
+
+
+class WorkflowDoc(_Doc):
+    """A WorkflowSession: its inputs go through the outer input mapping (§2)."""
+
+    input: dict[str, Any] = Field(default_factory=dict)
+    input_mapping: dict[str, str] = Field(default_factory=dict)
+    stages: tuple[tuple[NodeDoc, ...], ...] = Field(min_length=1)
+    stop_after: str | None = None
 
 
 class StepDoc(_Doc):
@@ -225,11 +263,18 @@ class Scenario(_Doc):
     name: str = Field(min_length=1)
     description: str = ""
     agent: AgentDoc
-    steps: tuple[StepDoc, ...] = Field(min_length=1)
+    steps: tuple[StepDoc, ...] = ()
+    workflow: WorkflowDoc | None = None
     model: ScriptDoc = ScriptDoc()
     tools: dict[str, tuple[ToolResultDoc, ...]] = Field(default_factory=dict)
     hooks: tuple[HookDoc, ...] = ()
     triggers: tuple[TriggerDoc, ...] = ()
+
+    @model_validator(mode="after")
+    def _steps_or_workflow(self) -> "Scenario":
+        if bool(self.steps) == (self.workflow is not None):
+            raise ValueError("a scenario has either steps (one Agent's Session) or a workflow")
+        return self
 
 
 class ScenarioError(ValueError):

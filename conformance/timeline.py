@@ -50,6 +50,10 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
             lines.append(f"  compaction {event.step}: {event.detail}")
         elif isinstance(event, tr.DeliveryChanged):
             lines.append(f"  input {str(event.input_id)[:8]} {event.state}")
+        elif isinstance(event, tr.NodeEnded):
+            route = f" → route {event.route}" if event.route else ""
+            code = f" {event.error_code}" if event.error_code else ""
+            lines.append(f"node {event.node}: {event.status}{code}{route}")
         elif isinstance(event, tr.RunEnded):
             code = f" {event.error_code}" if event.error_code else ""
             why = f" — {event.message}" if event.message else ""

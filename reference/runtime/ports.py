@@ -103,7 +103,8 @@ class ToolPort(Protocol):
 
 
 HookPoint = Literal["model.pre_request", "model.post_response", "tool.pre_call",
-                    "tool.post_call", "compaction.pre_request", "compaction.post_response"]
+                    "tool.post_call", "compaction.pre_request", "compaction.post_response",
+                    "capability.pre_call"]
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,19 @@ class CompactionStep:
     kind: Literal["compaction"] = "compaction"
 
 
+@dataclass(frozen=True)
+class NodeEnded:
+    """An outer workflow node finished (or was not run): its status and the route taken."""
+
+    node: str
+    status: str
+    route: str | None
+    error_code: str | None
+    kind: Literal["node_ended"] = "node_ended"
+
+
 TraceEvent = (ModelRequestSent | ToolExecuted | HookDecided | DeliveryChanged | OperationState
-              | RunEnded | ClientEvent | CompactionStep)
+              | RunEnded | ClientEvent | CompactionStep | NodeEnded)
 
 
 @dataclass

@@ -1,0 +1,93 @@
+"""Outer workflow nodes through the Driver (§1, §2, §11): expectations derived by hand."""
+
+import json
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.reference.runtime import trace as tr
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / \
+    "workflow-sibling-failure.json"
+
+
+def run(document: dict[str, Any]) -> ReferenceDriver:
+    driver = ReferenceDriver()
+    run_scenario(parse_scenario(document), lambda: driver)
+    return driver
+
+
+def example() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(EXAMPLE.read_text("utf-8"))
+    return document
+
+
+@pytest.mark.covers("CTX-11.11", "CTX-11.12", "CTX-11.1", "CTX-2.21", "CTX-1.16", "CTX-1.17")
+def test_a_failing_agent_node_routes_its_failure_and_its_sibling_completes() -> None:
+    driver = run(example())
+    result = driver.workflow_run
+    assert result is not None
+    assert [(n.node, n.status, n.route, n.error_code) for n in result.results] == [
+        ("analyst", "failed", "error", "CONTEXT_PROTECTED_INPUT_TOO_LARGE"),
+        ("reporter", "succeeded", None, None),
+        ("publish", "succeeded", None, None)]
+    # The WorkflowSession's inputs reached the graph state through the input mapping, and the
+    # results only through each node's output mapping.
+    assert result.state["topic"] == "What changed this week?"
+    assert result.state["report"] == "Three fixes shipped; no incidents."
+    failure = result.state["analysis.error"]
+    assert isinstance(failure, dict)
+    assert (failure["status"], failure["error_code"]) == \
+        ("failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE")
+    assert "analysis" not in result.state
+    assert result.state["published"] == "posted to #weekly"
+    # The analyst's question (3500 characters) never fit B = 2048 − 256 − 256 = 1536: no model
+    # request was sent for it; the reporter's was.
+    requests = driver.raw_trace().model_requests()
+    assert [r.view.messages[0].text for r in requests] == ["Report."]
+
+
+@pytest.mark.covers("CTX-1.17", "CTX-1.18", "CTX-3.40", "CTX-1.16")
+def test_an_outer_nodes_hook_changes_its_operations_input_not_a_context() -> None:
+    driver = run(example())
+    result = driver.workflow_run
+    assert result is not None
+    ((operation, proposed, effective),) = result.operations
+    assert proposed == {"text": "Three fixes shipped; no incidents."}
+    assert effective == {"text": "Three fixes shipped; no incidents.", "channel": "#weekly"}
+    assert operation.purpose_key == "capability:publish:3"
+    # A context_patch without an authorised scope is invalid: the item fails open and the
+    # input stays as it was; no private chat context is made up for the node.
+    document = example()
+    document["hooks"] = [{"point": "capability.pre_call", "items": [{
+        "payload_patch": [{"path": "input.channel", "value": "#weekly"}],
+        "context_patch": [{"target": "00000000-0000-0000-0000-000000000001",
+                           "field": "text", "value": "x"}]}]}]
+    refused = run(document).workflow_run
+    assert refused is not None
+    ((_, _, effective),) = refused.operations
+    assert effective == {"text": "Three fixes shipped; no incidents."}
+
+
+@pytest.mark.covers("CTX-11.13")
+def test_a_stop_of_the_workflow_stops_every_node_not_yet_run() -> None:
+    document = deepcopy(example())
+    document["workflow"]["stop_after"] = "analyst"
+    driver = run(document)
+    result = driver.workflow_run
+    assert result is not None
+    assert [(n.node, n.status) for n in result.results] == [
+        ("analyst", "failed"), ("reporter", "not_run"), ("publish", "not_run")]
+    assert [e.node for e in driver.raw_trace().of(tr.NodeEnded)] == \
+        ["analyst", "reporter", "publish"]
+
+
+def test_a_scenario_is_steps_or_a_workflow() -> None:
+    document = example()
+    document["steps"] = [{"ask": "x"}]
+    with pytest.raises(ValueError, match="either steps"):
+        parse_scenario(document)
