@@ -148,3 +148,74 @@ def test_artifacts_enter_as_metadata_and_workspace_files_are_not_facts() -> None
     stored = [row["content"] for row in runtime.store.query(
         "SELECT content FROM records WHERE message_kind = 'user_ref'")]
     assert [json.loads(text) for text in stored] == [{"text": "plot it"}]
+
+
+# --- identities and orders in the stored facts --------------------------------------------------
+
+
+@pytest.mark.covers("CTX-2.1", "CTX-2.5", "CTX-2.14", "CTX-2.17", "CTX-2.18")
+def test_roles_and_identities_in_the_stored_facts() -> None:
+    driver = ReferenceDriver()
+    run_scenario(parse_scenario(json.loads(
+        (EXAMPLES / "planner-two-executors.json").read_text("utf-8"))), lambda: driver)
+    runtime = driver.runtime
+    assert runtime is not None
+    store = runtime.store
+    sessions = store.query("SELECT agent_id FROM sessions")
+    assert [row["agent_id"] for row in sessions] == [str(runtime.agent.agent_id)]
+    contexts = store.query("SELECT context_id, run_id, role_key FROM role_contexts")
+    roles = sorted(row["role_key"] for row in contexts)
+    assert roles == ["executor", "executor", "root", "root"]  # 2 Runs, 2 executions
+    # A record's role is the protocol role; the configured role is its context's role_key.
+    by_context = {row["context_id"]: row["role_key"] for row in contexts}
+    for row in store.query("SELECT context_id, role FROM records"):
+        if row["context_id"] in by_context:
+            assert row["role"] in ("user", "assistant", "tool", "system")
+    # Every loop of one execution keeps its context: the Planner's two requests of Run 1
+    # froze revisions of one and the same context.
+    planner = [r for r in driver.raw_trace().model_requests("business") if r.role == "root"]
+    assert set(planner[0].frozen_revisions) == set(planner[1].frozen_revisions)
+    # The model Operation runs on the NodeTask of the role that got the input.
+    owners = {row["context_id"]: json.loads(row["doc"])["owner_node_task_id"]
+              for row in store.query("SELECT context_id, doc FROM role_contexts")}
+    for row in store.query("SELECT doc FROM operations WHERE purpose = 'model'"):
+        assert json.loads(row["doc"])["node_task_id"] in owners.values()
+    from ctxspec.reference.contracts import Run
+
+    assert "root_node_task_id" not in Run.model_fields
+
+
+@pytest.mark.covers("CTX-2.32", "CTX-2.35", "CTX-1.11", "CTX-3.71")
+def test_a_changed_response_never_passes_for_the_providers_and_a_post_deny_is_explicit() -> None:
+    document = {
+        "scenario_version": 1, "name": "post-hooks",
+        "agent": {"system_prompt": "s", "window": 16384, "estimator": "chars",
+                  "tools": [{"name": "fetch"}]},
+        "steps": [{"ask": "go"}, {"advance": True}],
+        "model": {"business": [{"text": "calling", "tool_calls": [{"name": "fetch"}]},
+                               {"text": "the secret is 42"}]},
+        "tools": {"fetch": [{"text": "payload"}]},
+        "hooks": [{"point": "tool.post_call", "items": [{"decision": "deny"}]},
+                  {"point": "model.post_response", "ordinal": 2, "items": [
+                      {"payload_patch": [{"path": "text", "value": "the secret is [redacted]"}]}]}]}
+    driver = ReferenceDriver()
+    run_scenario(parse_scenario(document), lambda: driver)
+    runtime = driver.runtime
+    assert runtime is not None
+    results = [m.text for m in driver.raw_trace().model_requests("business")[-1].view.messages
+               if m.kind.value == "tool_result"]
+    denied = json.loads(results[0])
+    assert (denied["status"], denied["stage"], denied["executed"], denied["result_delivered"]) \
+        == ("denied", "post", True, False)
+    # The provider's words stay in the raw result; what consumers read is the effective text,
+    # marked as modified, never presented as the provider's.
+    refs = [op.raw_result_ref for op in runtime.operations.values()
+            if op.purpose.value == "model" and op.raw_result_ref is not None]
+    raws = [runtime.store.text(ref) for ref in refs]
+    assert any("the secret is 42" in raw for raw in raws)
+    from ctxspec.reference.effective import effective_records
+
+    run = next(iter(runtime.runs.values()))
+    final = [r for r in effective_records(runtime.contexts[run.context_id])
+             if r.kind == "assistant"][-1]
+    assert final.text == "the secret is [redacted]" and final.modified_by

@@ -382,3 +382,28 @@ def test_compaction_calls_pass_through_hooks_and_a_deny_fails_the_episode() -> N
     denied = run(document)
     assert ended(denied)[-1] == (2, "failed", "COMPACTION_FAILED")
     assert [r.purpose for r in denied.model_requests()] == ["business"]  # nothing summarised
+
+
+@pytest.mark.covers("CTX-2.29", "CTX-2.33", "CTX-5.19", "CTX-5.20", "CTX-11.7", "CTX-11.8",
+                    "CTX-6.8")
+def test_partial_stream_then_failure_is_no_decision_and_no_client_fragment() -> None:
+    # §12 "partial 流后重试": attempt 1 streams "I will wri" then breaks; attempt 2 fails before
+    # any output. No attempt is spliced onto another; the first output was recorded once; the
+    # client sees lifecycle events only; the next question's history shows a marked fragment.
+    document = base()
+    document["steps"] = [{"ask": "write it"}, {"advance": True}, {"ask": "again"},
+                         {"advance": True}]
+    document["model"] = {"business": [{"partial": "I will wri", "fail": "reset"},
+                                      {"fail": "reset"}, {"text": "ok"}]}
+    trace = run(document)
+    assert ended(trace) == [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)]
+    assert [r.attempt for r in trace.model_requests("business")] == [1, 2, 1]
+    states = [e.state for e in trace.of(tr.DeliveryChanged)][:3]
+    assert states == ["pending", "claimed", "delivered"]  # delivered once, by the first output
+    events = {e.event for e in trace.of(tr.ClientEvent)}
+    assert events <= {"run_started", "input_received", "progress", "run_ended"}
+    assert not any("wri" in e.detail for e in trace.of(tr.ClientEvent))
+    history = lines(trace.model_requests("business")[-1])
+    assert ("system", "fragment", "[incomplete model output, not a decision] I will wri") in \
+        history
+    assert ("system", "outcome", "[run 1 ended: failed; no final result]") in history

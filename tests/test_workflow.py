@@ -26,7 +26,8 @@ def example() -> dict[str, Any]:
     return document
 
 
-@pytest.mark.covers("CTX-11.11", "CTX-11.12", "CTX-11.1", "CTX-2.21", "CTX-1.16", "CTX-1.17")
+@pytest.mark.covers("CTX-11.11", "CTX-11.12", "CTX-11.1", "CTX-2.21", "CTX-1.16", "CTX-1.17",
+                    "CTX-1.19")
 def test_a_failing_agent_node_routes_its_failure_and_its_sibling_completes() -> None:
     driver = run(example())
     result = driver.workflow_run
@@ -49,6 +50,12 @@ def test_a_failing_agent_node_routes_its_failure_and_its_sibling_completes() -> 
     # request was sent for it; the reporter's was.
     requests = driver.raw_trace().model_requests()
     assert [r.view.messages[0].text for r in requests] == ["Report."]
+    # The AgentNode's invocation follows every root rule: its question went pending → claimed
+    # → delivered, and is protected in its request.
+    reporter = result.invocations["reporter"]
+    assert [e.state for e in reporter.trace.of(tr.DeliveryChanged)] == \
+        ["pending", "claimed", "delivered"]
+    assert requests[0].protected_input_ids == (reporter.book.inputs[0].input_id,)
 
 
 @pytest.mark.covers("CTX-1.17", "CTX-1.18", "CTX-3.40", "CTX-1.16")
