@@ -153,7 +153,7 @@ def test_artifacts_enter_as_metadata_and_workspace_files_are_not_facts() -> None
 # --- identities and orders in the stored facts --------------------------------------------------
 
 
-@pytest.mark.covers("CTX-2.1", "CTX-2.5", "CTX-2.14", "CTX-2.17", "CTX-2.18")
+@pytest.mark.covers("CTX-2.1", "CTX-2.5", "CTX-2.14", "CTX-2.16", "CTX-2.17", "CTX-2.18")
 def test_roles_and_identities_in_the_stored_facts() -> None:
     driver = ReferenceDriver()
     run_scenario(parse_scenario(json.loads(
