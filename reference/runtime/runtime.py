@@ -100,6 +100,7 @@ from ctxspec.reference.runtime.ports import (
     ModelOutcome,
     ModelPort,
     PartialThenFailed,
+    ProposedCall,
     Purpose,
     ToolPort,
 )
@@ -108,6 +109,7 @@ from ctxspec.reference.runtime.store import (
     Store,
     Write,
     blob_write,
+    checkpoint_write,
     event_write,
     insert,
     insert_doc,
@@ -202,6 +204,9 @@ class AgentConfig:
     shared: tuple[SharedField, ...] = ()
     tool_quota: int | None = None
     """Tool calls a Run may make (its roles together); None for no quota."""
+    retry_unknown_tools: bool = False
+    """After a takeover, run again a tool that started but whose result was never saved (its
+    side effect is unknown, §10); by default its outcome is reported as unknown."""
     executor: ExecutorConfig | None = None
     """Set for a Planner Agent: a ``delegate`` call in its batch runs an Executor."""
     preview_chars: int = 4000
@@ -238,6 +243,19 @@ class RunState:
     last_model_operation_id: UUID | None = None
 
 
+class Crash(BaseException):
+    """A simulated process death at a commit boundary: the runtime object is abandoned."""
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    """Crash just before or just after the n-th commit of a name (in this incarnation)."""
+
+    commit: str
+    occurrence: int = 1
+    when: Literal["before", "after"] = "after"
+
+
 class ScriptExhausted(RuntimeError):
     """A scripted port ran out: the scenario did not say what should happen next."""
 
@@ -249,7 +267,8 @@ class ReferenceRuntime:
                  hooks: HookPort, estimator: TokenEstimator, clock: Clock,
                  seed: str = "ctxspec", store: Store | None = None,
                  coordinator: CommitCoordinator | None = None,
-                 policy: CompactionPolicy = evaluate_compaction) -> None:
+                 policy: CompactionPolicy = evaluate_compaction,
+                 crash: CrashPlan | None = None, restoring: bool = False) -> None:
         budget = resolve_budget(agent.budget)
         if not isinstance(budget, ResolvedBudget):
             raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
@@ -284,6 +303,12 @@ class ReferenceRuntime:
         """What the store already has (last written version per key), so each named commit
         writes exactly what changed since the previous one."""
         self._pending_blobs: dict[str, bytes] = {}
+        self.crash = crash
+        self._commit_counts: dict[str, int] = {}
+        self._resume: dict[UUID, dict[str, JSON]] = {}
+        """run_id → the loop checkpoint a restored runtime continues from (§10)."""
+        if restoring:
+            return
         self._commit("SESSION_OPENED", [
             insert("agents", agent_id=agent.agent_id, config=json.dumps(
                 {"system_prompt": agent.system_prompt, "recent_runs": agent.recent_runs,
@@ -317,12 +342,26 @@ class ReferenceRuntime:
         """One RuntimeCommit: ``writes`` and everything that changed since the previous commit,
         in one transaction. A failure is a runtime fault (CommitFailed propagates), never a
         hook failure, and nothing continues on a value storage does not have (CTX-3.90)."""
+        count = self._commit_counts.get(name, 0) + 1
+        self._commit_counts[name] = count
+        plan = self.crash
+        hit = plan is not None and plan.commit == name and plan.occurrence == count
+        if hit and plan is not None and plan.when == "before":
+            raise Crash(f"before {name} #{count}")
         all_writes = [*self._changes(), *writes]
         blobs = self._pending_blobs
         self._pending_blobs = {}
         blob_writes = [blob_write(data)[1] for data in blobs.values()]
         self.coordinator.commit(name, [*blob_writes, *all_writes])
         self._mark_stored()
+        if hit:
+            raise Crash(f"after {name} #{count}")
+
+    def _checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
+        """The root loop's position, committed with the step that reached it (§10: where the
+        role is, which operation, what is settled; never copies of messages)."""
+        return checkpoint_write(run.run_id, "loop", {"stage": stage, "loops": run.loops,
+                                                      "tick": self.clock.now(), **facts})
 
     def _versions(self) -> dict[tuple[object, ...], object]:
         versions: dict[tuple[object, ...], object] = {}
@@ -495,10 +534,45 @@ class ReferenceRuntime:
     # --- the loop -----------------------------------------------------------------------------
 
     def advance(self) -> None:
-        """Run the active Run until it ends."""
+        """Run the active Run until it ends (continuing a restored Run where it stopped)."""
         run = self.active_run
+        if run is not None and run.run_id in self._resume:
+            self._continue(run, self._resume.pop(run.run_id))
         while run is not None and run.status is RunStatus.RUNNING:
             self._loop(run)
+
+    def _continue(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
+        """§10: continue from the last committed step, from stored facts alone. A saved raw
+        result goes on to post-processing (no new model call); settled batch members are
+        reused and only the rest run; a committed feedback is not appended again; a frozen
+        request whose result was never saved is asked again as a new attempt of the same
+        Operation with the same frozen inputs."""
+        stage = checkpoint.get("stage")
+        operation = checkpoint.get("operation_id")
+        if stage == "raw_saved" and isinstance(operation, str):
+            op = self.operations[UUID(operation)]
+            if op.raw_result_ref is None:
+                raise AssertionError("a raw_saved checkpoint has its raw result")
+            raw = json.loads(self.store.text(op.raw_result_ref))
+            self._accept(run, op.operation_id, Complete(raw["text"], tuple(
+                ProposedCall(c["name"], c["arguments"]) for c in raw["tool_calls"])))
+        elif stage == "batch":
+            decision = checkpoint.get("decision")
+            settled = checkpoint.get("settled")
+            if not isinstance(decision, str):
+                raise AssertionError("a batch checkpoint names its decision")
+            record = next(r for r in effective_records(self.contexts[run.context_id])
+                          if r.record_id == UUID(decision))
+            if not record.tool_calls:
+                self._end(run, RunStatus.SUCCEEDED)
+                return
+            started = checkpoint.get("started")
+            self._batch(run, record.record_id, [c.call_id for c in record.tool_calls],
+                        settled if isinstance(settled, dict) else {},
+                        started if isinstance(started, str) else None)
+        elif stage == "frozen" and isinstance(operation, str):
+            run.loops -= 1  # the frozen request is the same loop, asked again
+            self._loop(run, resume_operation=UUID(operation))
 
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None) -> None:
@@ -534,14 +608,14 @@ class ReferenceRuntime:
             return True
         return False
 
-    def _loop(self, run: RunState) -> None:
+    def _loop(self, run: RunState, resume_operation: UUID | None = None) -> None:
         if self._stopped_or_out_of_time(run):
             return
         if run.loops >= self.agent.loop_limit:
             self._end(run, RunStatus.LOOP_EXHAUSTED)
             return
         run.loops += 1
-        operation_id = self._id()
+        operation_id = resume_operation or self._id()
         cutoff = self.book.inputs[-1].input_seq
         protected = run.handover if run.parent is not None else self._prepare_inputs(run, cutoff)
         view = self._view(run, protected)
@@ -556,17 +630,21 @@ class ReferenceRuntime:
         if prepared is None:
             return
         view, decision, snapshot_id = prepared
+        checkpoint: list[Write] = []
         if run.parent is None:  # an Executor claims no user input: it has its hand-over
             frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
                                input_cutoff=cutoff)
             if isinstance(frozen, dl.DeliveryRejected):
                 raise RuntimeError(f"{frozen.code}: {frozen.reason}")
-            self.book, writes, _ = frozen
+            self.book, writes, manifest = frozen
             self._trace_deliveries(writes)
+            checkpoint.append(self._checkpoint(
+                run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
+                manifest=json.loads(manifest.model_dump_json())))
         self._operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
                         OperationState.RUNNING)
         run.last_model_operation_id = operation_id
-        self._commit("T_FREEZE", [])
+        self._commit("T_FREEZE", checkpoint)
         self._call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
 
@@ -852,7 +930,8 @@ class ReferenceRuntime:
                     sort_keys=True, ensure_ascii=False))
                 self._operation(operation_id, run, OperationPurpose.MODEL,
                                 f"model:{operation_id}", OperationState.RUNNING, raw)
-                self._commit("RAW_RESULT_SAVED", [])
+                self._commit("RAW_RESULT_SAVED", [] if run.parent is not None else [
+                    self._checkpoint(run, "raw_saved", operation_id=str(operation_id))])
                 self._accept(run, operation_id, outcome)
                 return
             if isinstance(outcome, PartialThenFailed):
@@ -897,7 +976,8 @@ class ReferenceRuntime:
         self._operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
                         OperationState.SUCCEEDED, operation.raw_result_ref,
                         self._ref(outcome.text))
-        self._commit("EFFECTIVE_RESULT", [])
+        self._commit("EFFECTIVE_RESULT", [] if run.parent is not None else [
+            self._checkpoint(run, "batch", decision=str(record_id), settled={})])
         self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
                     stage="post")
         if not calls:
@@ -906,11 +986,27 @@ class ReferenceRuntime:
             return
         self._batch(run, record_id, [call_id for call_id, _ in calls])
 
-    def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID]) -> None:
+    def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
+               settled: Mapping[str, JSON] | None = None, started: str | None = None) -> None:
         """§6, §10: every call settles (pre-hook, handler with the effective arguments,
-        post-hook); the results are fed back once, in action order."""
+        post-hook); the results are fed back once, in action order. ``settled`` holds the
+        members a crashed incarnation settled already: they are reused, never run again."""
         results: list[tuple[UUID, dict[str, JSON]]] = []
+        done: dict[str, JSON] = dict(settled or {})
         for call_id in call_ids:
+            reused = done.get(str(call_id))
+            if isinstance(reused, dict):
+                results.append((call_id, reused))
+                continue
+            if started == str(call_id) and not self.agent.retry_unknown_tools:
+                # It started before the crash and its result was never saved: its external
+                # effect is unknown; never reported as a success (§10).
+                unknown: dict[str, JSON] = {"text": structured_error(
+                    "UNKNOWN_OUTCOME", "the call started before a takeover and its result "
+                    "was never saved; whether it took effect is unknown")}
+                results.append((call_id, unknown))
+                done[str(call_id)] = unknown
+                continue
             state = self.contexts[run.context_id]
             current = next(r for r in effective_records(state) if r.record_id == decision_id)
             call = next(c for c in current.tool_calls if c.call_id == call_id)
@@ -944,6 +1040,10 @@ class ReferenceRuntime:
             if call.name == DELEGATE_TOOL and run.parent is None and self.agent.executor:
                 results.append((call_id, {"text": self._delegate(run, call_id, arguments)}))
                 continue
+            if run.parent is None:
+                self._commit("TOOL_STARTED", [self._checkpoint(
+                    run, "batch", decision=str(decision_id), settled=done,
+                    started=str(call_id))])
             self.clock.tick()
             owner.tool_calls_made += 1
             outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
@@ -958,17 +1058,22 @@ class ReferenceRuntime:
             self._operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
                             OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
                             self._ref(text), self._ref(text))
-            self._commit("TOOL_SETTLED", [])
+            self._commit("TOOL_SETTLED", [] if run.parent is not None else [
+                self._checkpoint(run, "batch", decision=str(decision_id),
+                                 settled={**done, str(call_id): self._result_content(text)})])
             post = self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
                                stage="post")
             if post is not None and post.blocked:
                 text = denial_feedback("post", post.items[-1].invocation.hook_invocation_id, {})
             elif post is not None and isinstance(post.payload.get("result"), str):
                 text = str(post.payload["result"])
-            results.append((call_id, self._result_content(text)))
+            content = self._result_content(text)
+            results.append((call_id, content))
+            done[str(call_id)] = content
         for call_id, content in results:  # in action order: one feedback
             self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
-        self._commit("BATCH_FEEDBACK", [])
+        self._commit("BATCH_FEEDBACK", [] if run.parent is not None else [
+            self._checkpoint(run, "loop_done")])
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
 

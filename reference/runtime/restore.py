@@ -1,0 +1,158 @@
+"""Recovery (§10 "上下文与执行现场的边界"): a new runtime built on the same store continues from
+stored facts alone — no Python call stack is restored.
+
+:func:`restore` reads back the Session: its inputs and deliveries (with the input manifests of
+frozen Operations), its Runs, each root role's records, revisions and mutations, the
+Operations and the compaction episodes, and the loop checkpoint of the active Run. The active
+Run is taken over: its owner epoch moves on, so a late result of the previous owner cannot
+advance it (CTX-10.23, CTX-10.24), and its loop count, deadline and quota are the stored ones,
+not renewed. :meth:`ReferenceRuntime.advance` then continues where the last commit left it.
+
+What is restored today: the root role of each Run. Executor executions in flight, shared scopes
+and an active snapshot's summary text are not yet rebuilt (docs/recovery.md).
+"""
+
+import json
+from uuid import UUID
+
+from ctxspec.reference import delivery as dl
+from ctxspec.reference.contracts import (
+    CompactionEpisode,
+    ContextMutation,
+    Operation,
+    Run,
+    RunStatus,
+    UserInput,
+    UserInputDelivery,
+)
+from ctxspec.reference.effective import (
+    CommittedMutation,
+    ContextState,
+    FieldChange,
+    Revision,
+    Scope,
+)
+from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.ports import Clock, HookPort, ModelPort, ToolPort
+from ctxspec.reference.runtime.runtime import (
+    EPOCH,
+    ROOT_ROLE,
+    AgentConfig,
+    CrashPlan,
+    ReferenceRuntime,
+    RunState,
+)
+from ctxspec.reference.runtime.store import Store, checkpoint_write, decode_overrides
+from ctxspec.reference.snapshots import ActivePointer
+from ctxspec.reference.tokens import TokenEstimator
+
+
+def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
+            hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str = "ctxspec",
+            crash: CrashPlan | None = None) -> ReferenceRuntime:
+    """A new runtime on ``store`` that continues its Session from the stored facts."""
+    sessions = store.query("SELECT session_id FROM sessions")
+    if len(sessions) != 1:
+        raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
+    session_id = UUID(sessions[0]["session_id"])
+    incarnation = _incarnation(store, session_id)
+    runtime = ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks,
+                               estimator=estimator, clock=clock,
+                               seed=f"{seed}:takeover:{incarnation}", store=store,
+                               crash=crash, restoring=True)
+    runtime.session_id = session_id
+    inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(
+        "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",
+        (str(session_id),))]
+    deliveries = [UserInputDelivery.model_validate_json(row["doc"])
+                  for row in store.query("SELECT doc FROM deliveries ORDER BY rowid")]
+    runs = [Run.model_validate_json(row["doc"]) for row in store.query(
+        "SELECT doc FROM runs WHERE session_id = ? ORDER BY run_no", (str(session_id),))]
+    loops: dict[UUID, dict[str, JSON]] = {}
+    for run in runs:
+        checkpoint = store.checkpoint(run.run_id, "loop")
+        if isinstance(checkpoint, dict):
+            loops[run.run_id] = checkpoint
+    manifests = tuple(dl.InputManifest.model_validate(loop["manifest"])
+                      for loop in loops.values() if isinstance(loop.get("manifest"), dict))
+    active = next((r.run_id for r in runs if r.status is RunStatus.RUNNING), None)
+    runtime.book = dl.DeliveryBook(session_id, tuple(inputs), tuple(deliveries),
+                                   tuple(r.run_id for r in runs), active, manifests)
+    runtime.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
+    episodes = [CompactionEpisode.model_validate_json(row["doc"])
+                for row in store.query("SELECT doc FROM episodes")]
+    for run in runs:
+        context_id = store.root_context_of_run(run.run_id)
+        if context_id is None:
+            raise ValueError(f"run {run.run_no} has no root context")
+        role_context = store.role_context(context_id)
+        loop = loops.get(run.run_id, {})
+        count = loop.get("loops")
+        taken_over = run.status is RunStatus.RUNNING
+        state = RunState(
+            run.run_id, run.run_no, run.question_input_id, context_id,
+            int((run.started_at - EPOCH).total_seconds()), status=run.status,
+            error_code=run.error_code,
+            loops=count if isinstance(count, int) else 0,
+            episodes=[e for e in episodes if e.run_id == run.run_id],
+            pointer=ActivePointer(
+                role_context.active_snapshot_id if role_context else None,
+                run.owner_epoch + (1 if taken_over else 0)),
+            run_seq=store.last_run_seq(run.run_id),
+            last_model_operation_id=role_context.last_model_operation_id
+            if role_context else None)
+        runtime.runs[run.run_id] = state
+        runtime.contexts[context_id] = _context(store, context_id)
+        if taken_over and loop:
+            runtime._resume[run.run_id] = loop
+    runtime.operations = {op.operation_id: op for op in (
+        Operation.model_validate_json(row["doc"]) for row in store.query(
+            "SELECT doc FROM operations"))}
+    runtime._stored = runtime._versions()
+    runtime._commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
+                                                  {"incarnation": incarnation})])
+    return runtime
+
+
+def _incarnation(store: Store, session_id: UUID) -> int:
+    previous = store.checkpoint(session_id, "incarnation")
+    number = previous.get("incarnation") if isinstance(previous, dict) else None
+    return number + 1 if isinstance(number, int) else 1
+
+
+def _context(store: Store, context_id: UUID) -> ContextState:
+    """A root role's context from its stored records, revisions and mutations."""
+    records = tuple(store.iter_records(context_id))
+    mutations = {m.mutation_id: m for m in (
+        ContextMutation.model_validate_json(row["doc"]) for row in store.query(
+            "SELECT doc FROM mutations WHERE context_id = ?", (str(context_id),)))}
+    revisions: list[Revision] = []
+    committed: dict[UUID, CommittedMutation] = {}
+    rows = store.query("SELECT revision, parent, record_watermark, overrides, doc FROM revisions "
+                       "WHERE context_id = ? ORDER BY revision", (str(context_id),))
+    previous_watermark = 0
+    for row in rows:
+        overrides = {(rid, key): o for rid, by_key in decode_overrides(row["overrides"]).items()
+                     for key, o in by_key.items()}
+        mutation_ids = tuple(UUID(m) for m in json.loads(row["doc"])["mutation_ids"])
+        revisions.append(Revision(row["revision"], row["parent"], row["record_watermark"],
+                                  overrides, mutation_ids, 0))
+        for mutation_id in mutation_ids:
+            doc = mutations[mutation_id]
+            changes = tuple(FieldChange(rid, key, o.value, ())
+                            for (rid, key), o in overrides.items()
+                            if o.mutation_id == mutation_id)
+            appended = tuple(r.record_id for r in records
+                             if previous_watermark < r.record.context_seq
+                             <= row["record_watermark"])
+            committed[mutation_id] = CommittedMutation(
+                mutation_id, doc.source_kind, doc.source_ref, doc.base_revision,
+                doc.committed_revision, changes, appended if not changes else (),
+                rebased=doc.base_revision != (row["parent"] or 0))
+        previous_watermark = row["record_watermark"]
+    role = store.role_context(context_id)
+    return ContextState(context_id, Scope("private", role.role_key if role else ROOT_ROLE),
+                        records, tuple(revisions), committed)
+
+
+__all__ = ["restore"]

@@ -1,0 +1,127 @@
+"""Crash at a commit boundary, build a new runtime on the same store, continue from stored facts
+alone (§10, §12 rows 21-23): no model or tool call repeated for a saved result, no record lost,
+no feedback appended twice."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxspec.conformance.driver import ESTIMATORS, CharEstimator, _agent_config
+from ctxspec.conformance.scenario import (
+    Scenario,
+    ScriptedHooks,
+    ScriptedModel,
+    ScriptedTools,
+    Triggers,
+    parse_scenario,
+)
+from ctxspec.reference.runtime.ports import LogicalClock, ModelCall, ModelOutcome, ToolOutcome
+from ctxspec.reference.runtime.restore import restore
+from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
+from ctxspec.reference.runtime.store import Store
+from ctxspec.reference.runtime.trace import RunEnded
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+class Counting:
+    """Scripted ports that count every external call across incarnations."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        triggers = Triggers(())
+        self.model = ScriptedModel(scenario.model, triggers)
+        self.tools = ScriptedTools(scenario.tools, triggers)
+        self.hooks = ScriptedHooks(scenario.hooks)
+        self.model_calls: list[str] = []
+        self.tool_calls: list[str] = []
+        self.answers: dict[str, ModelOutcome] = {}
+
+    def call(self, request: ModelCall) -> ModelOutcome:
+        """A deterministic model: asked the same Operation again, it answers the same."""
+        self.model_calls.append(request.purpose_key)
+        if request.purpose_key not in self.answers:
+            self.answers[request.purpose_key] = self.model.call(request)
+        return self.answers[request.purpose_key]
+
+    def run(self, name: str, arguments: Any, ordinal: int) -> ToolOutcome:
+        self.tool_calls.append(name)
+        return self.tools.run(name, arguments, ordinal)
+
+
+def scenario() -> Scenario:
+    return parse_scenario(json.loads((EXAMPLES / "tool-batch-hook.json").read_text("utf-8")))
+
+
+def start(store: Store, ports: Counting, crash: CrashPlan | None, clock: LogicalClock
+          ) -> ReferenceRuntime:
+    return ReferenceRuntime(_agent_config(scenario().agent), model=ports, tools=ports,
+                            hooks=ports.hooks, estimator=ESTIMATORS["chars"](), clock=clock,
+                            store=store, crash=crash)
+
+
+def crash_and_recover(plan: CrashPlan, tmp_path: Path) -> tuple[Counting, Store, ReferenceRuntime]:
+    store = Store(tmp_path / "crash.db")
+    ports, clock = Counting(scenario()), LogicalClock()
+    first = start(store, ports, plan, clock)
+    with pytest.raises(Crash):
+        first.ask("Write the report and read my notes.")
+        first.advance()
+    del first  # abandoned mid-step: nothing of it is used again
+    second = restore(store, _agent_config(scenario().agent), model=ports, tools=ports,
+                     hooks=ports.hooks, estimator=CharEstimator(), clock=clock)
+    second.advance()
+    return ports, store, second
+
+
+BOUNDARIES = [CrashPlan("APP-INPUT", 1, "after"), CrashPlan("T_FREEZE", 1, "after"),
+              CrashPlan("T_FIRST_OUTPUT", 1, "after"), CrashPlan("TOOL_STARTED", 1),
+              CrashPlan("RAW_RESULT_SAVED", 1, "after"), CrashPlan("EFFECTIVE_RESULT", 1),
+              CrashPlan("HOOK_DECISION", 1), CrashPlan("TOOL_SETTLED", 1),
+              CrashPlan("TOOL_SETTLED", 2), CrashPlan("BATCH_FEEDBACK", 1),
+              CrashPlan("RAW_RESULT_SAVED", 2), CrashPlan("EFFECTIVE_RESULT", 2),
+              CrashPlan("TOOL_SETTLED", 1, "before"), CrashPlan("BATCH_FEEDBACK", 1, "before")]
+
+
+@pytest.mark.covers("CTX-10.2", "CTX-10.6", "CTX-10.7", "CTX-10.9", "CTX-10.10", "CTX-10.12",
+                    "CTX-10.14", "CTX-10.17", "CTX-10.19", "CTX-10.25", "CTX-8.74")
+@pytest.mark.parametrize("plan", BOUNDARIES, ids=lambda p: f"{p.when}-{p.commit}-{p.occurrence}")
+def test_a_crash_at_any_boundary_repeats_no_saved_call_and_loses_no_record(
+        plan: CrashPlan, tmp_path: Path) -> None:
+    ports, store, runtime = crash_and_recover(plan, tmp_path)
+    # The run completes; each tool ran once; the model answered each saved request once (a
+    # request frozen but never answered is asked again as a new attempt of the same operation).
+    assert [e.status for e in runtime.trace.of(RunEnded)] == ["succeeded"]
+    unknown = plan in (CrashPlan("TOOL_STARTED", 1), CrashPlan("TOOL_SETTLED", 1, "before"))
+    assert sorted(set(ports.tool_calls)) == (["read"] if plan == CrashPlan("TOOL_STARTED", 1)
+                                             else ["read", "write"])
+    assert len(ports.tool_calls) == len(set(ports.tool_calls))  # no tool ran twice
+    assert len(set(ports.model_calls)) == 2
+    saved_before_crash = plan.commit in ("RAW_RESULT_SAVED", "EFFECTIVE_RESULT",
+                                         "HOOK_DECISION", "TOOL_SETTLED", "BATCH_FEEDBACK")
+    if saved_before_crash and plan.occurrence == 1 and plan.when == "after":
+        assert len(ports.model_calls) == 2  # the saved first answer was never asked again
+    # Nothing lost, nothing appended twice: question, decision, two results, final answer.
+    kinds = [row["message_kind"] for row in store.query(
+        "SELECT message_kind FROM records ORDER BY context_seq")]
+    assert kinds == ["user_ref", "assistant", "tool_result", "tool_result", "assistant"]
+    assert store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+    # The effective argument the hook set before the crash is the one that ran; a call that
+    # started but whose result was never saved is reported as unknown, never run twice.
+    results = [json.loads(row["content"])["text"] for row in store.query(
+        "SELECT content FROM records WHERE message_kind = 'tool_result' ORDER BY context_seq")]
+    if unknown:
+        assert json.loads(results[0])["error"]["code"] == "UNKNOWN_OUTCOME"
+        assert results[1] == "ship on Friday"
+    else:
+        assert results == ["wrote 6 bytes to reports/a.md", "ship on Friday"]
+
+
+@pytest.mark.covers("CTX-10.24")
+def test_a_takeover_moves_the_owner_epoch_and_renews_no_budget(tmp_path: Path) -> None:
+    _, store, runtime = crash_and_recover(CrashPlan("TOOL_SETTLED", 1), tmp_path)
+    epochs = [row["owner_epoch"] for row in store.query("SELECT owner_epoch FROM runs")]
+    assert epochs == [2]
+    run = next(iter(runtime.runs.values()))
+    assert run.loops == 2  # the two loops of the Run, not restarted from zero
