@@ -348,11 +348,16 @@ class ScriptedModel:
 
 
 class ScriptedTools:
+    """Scripted tool results per tool, in call order. The port counts the calls itself, so a
+    runtime that runs a tool again after a takeover takes the next result (or runs out)."""
+
     def __init__(self, script: Mapping[str, Sequence[ToolResultDoc]], triggers: Triggers) -> None:
         self.script = {name: list(results) for name, results in script.items()}
         self.triggers = triggers
+        self.calls: dict[str, int] = {}
 
     def run(self, name: str, arguments: Mapping[str, JSON], ordinal: int) -> ToolOutcome:
+        ordinal = self.calls[name] = self.calls.get(name, 0) + 1
         self.triggers.fire(tool=name, ordinal=ordinal)
         results = self.script.get(name, [])
         if ordinal > len(results):
@@ -364,13 +369,17 @@ class ScriptedTools:
 
 
 class ScriptedHooks:
+    """Scripted hook items per point; the port counts each point's invocations itself."""
+
     def __init__(self, hooks: Sequence[HookDoc]) -> None:
         self.hooks = hooks
+        self.invocations: dict[str, int] = {}
 
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
+        ordinal = self.invocations[context.point] = self.invocations.get(context.point, 0) + 1
         replies: list[HookReply] = []
         for hook in self.hooks:
-            if hook.point != context.point or hook.ordinal not in (None, context.ordinal):
+            if hook.point != context.point or hook.ordinal not in (None, ordinal):
                 continue
             replies.extend(_reply(item, context) for item in hook.items)
         return tuple(replies)

@@ -107,6 +107,8 @@ def test_a_crash_at_any_boundary_repeats_no_saved_call_and_loses_no_record(
         "SELECT message_kind FROM records ORDER BY context_seq")]
     assert kinds == ["user_ref", "assistant", "tool_result", "tool_result", "assistant"]
     assert store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
+    # The pre-call hook ran once for the write (its committed decision is reused, never re-run).
+    assert store.count("hook_invocations") == 1
     # The effective argument the hook set before the crash is the one that ran; a call that
     # started but whose result was never saved is reported as unknown, never run twice.
     results = [json.loads(row["content"])["text"] for row in store.query(

@@ -567,9 +567,11 @@ class ReferenceRuntime:
                 self._end(run, RunStatus.SUCCEEDED)
                 return
             started = checkpoint.get("started")
+            hooked = checkpoint.get("hooked")
             self._batch(run, record.record_id, [c.call_id for c in record.tool_calls],
                         settled if isinstance(settled, dict) else {},
-                        started if isinstance(started, str) else None)
+                        started if isinstance(started, str) else None,
+                        hooked if isinstance(hooked, dict) else {})
         elif stage == "frozen" and isinstance(operation, str):
             run.loops -= 1  # the frozen request is the same loop, asked again
             self._loop(run, resume_operation=UUID(operation))
@@ -987,12 +989,22 @@ class ReferenceRuntime:
         self._batch(run, record_id, [call_id for call_id, _ in calls])
 
     def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
-               settled: Mapping[str, JSON] | None = None, started: str | None = None) -> None:
+               settled: Mapping[str, JSON] | None = None, started: str | None = None,
+               hooked: Mapping[str, JSON] | None = None) -> None:
         """§6, §10: every call settles (pre-hook, handler with the effective arguments,
         post-hook); the results are fed back once, in action order. ``settled`` holds the
         members a crashed incarnation settled already: they are reused, never run again."""
         results: list[tuple[UUID, dict[str, JSON]]] = []
         done: dict[str, JSON] = dict(settled or {})
+        decided: dict[str, JSON] = dict(hooked or {})
+        """call_id → its committed pre-call decision (blocked, hook id, candidate)."""
+
+        def position(**facts: JSON) -> list[Write]:
+            if run.parent is not None:  # Executor recovery is not checkpointed yet
+                return []
+            return [self._checkpoint(run, "batch", decision=str(decision_id), settled=done,
+                                     hooked=decided, **facts)]
+
         for call_id in call_ids:
             reused = done.get(str(call_id))
             if isinstance(reused, dict):
@@ -1013,15 +1025,33 @@ class ReferenceRuntime:
             arguments: dict[str, JSON] = json.loads(call.arguments)
             proposed = dict(arguments)
             payload: dict[str, JSON] = {"name": call.name, "arguments": arguments}
-            chain = self._hooks("tool.pre_call", run, payload, call_id, decision_id)
-            if chain is not None:
-                effective_payload = dict(chain.payload)
-                raw_arguments = effective_payload.get("arguments")
-                arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
+            earlier = decided.get(str(call_id))
+            blocked: dict[str, JSON] | None = None
+            if isinstance(earlier, dict):
+                # Decided before a takeover: reuse the committed decision; the effective
+                # arguments are already in the effective record.
+                if earlier.get("blocked") is True:
+                    blocked = earlier
+            else:
+                def remember(chain: ChainOutcome, key: str = str(call_id)) -> list[Write]:
+                    last = chain.items[-1]
+                    decided[key] = {"blocked": chain.blocked,
+                                    "hook_invocation_id": str(last.invocation.hook_invocation_id),
+                                    "candidate": dict(last.candidate_payload)}
+                    return position()
+
+                chain = self._hooks("tool.pre_call", run, payload, call_id, decision_id,
+                                    extra=remember)
+                if chain is not None:
+                    raw_arguments = dict(chain.payload).get("arguments")
+                    arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
+                    entry = decided[str(call_id)]
+                    if chain.blocked and isinstance(entry, dict):
+                        blocked = entry
             owner = run.parent or run
             quota = self.agent.tool_quota
             deadline = self.agent.run_deadline
-            verdict = execution_gate(chain or ChainOutcome((), {}, {}, False), GateChecks(
+            verdict = execution_gate(ChainOutcome((), {}, {}, blocked is not None), GateChecks(
                 tool_allowed=any(t.name == call.name for t in self._tools(run)),
                 quota_left=1 if quota is None else quota - owner.tool_calls_made,
                 deadline_passed=deadline is not None
@@ -1030,9 +1060,10 @@ class ReferenceRuntime:
             if verdict == "stopped":
                 break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
             if verdict != "execute":
-                if verdict == "denied" and chain is not None:
-                    text = denial_feedback("pre", chain.items[-1].invocation.hook_invocation_id,
-                                           chain.items[-1].candidate_payload)
+                if verdict == "denied" and blocked is not None:
+                    candidate = blocked.get("candidate")
+                    text = denial_feedback("pre", UUID(str(blocked["hook_invocation_id"])),
+                                           candidate if isinstance(candidate, dict) else {})
                 else:
                     text = structured_error(verdict.upper(), f"{call.name} was not run")
                 results.append((call_id, {"text": text}))
@@ -1040,10 +1071,7 @@ class ReferenceRuntime:
             if call.name == DELEGATE_TOOL and run.parent is None and self.agent.executor:
                 results.append((call_id, {"text": self._delegate(run, call_id, arguments)}))
                 continue
-            if run.parent is None:
-                self._commit("TOOL_STARTED", [self._checkpoint(
-                    run, "batch", decision=str(decision_id), settled=done,
-                    started=str(call_id))])
+            self._commit("TOOL_STARTED", position(started=str(call_id)))
             self.clock.tick()
             owner.tool_calls_made += 1
             outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
@@ -1058,18 +1086,26 @@ class ReferenceRuntime:
             self._operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
                             OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
                             self._ref(text), self._ref(text))
-            self._commit("TOOL_SETTLED", [] if run.parent is not None else [
-                self._checkpoint(run, "batch", decision=str(decision_id),
-                                 settled={**done, str(call_id): self._result_content(text)})])
-            post = self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
-                               stage="post")
-            if post is not None and post.blocked:
-                text = denial_feedback("post", post.items[-1].invocation.hook_invocation_id, {})
-            elif post is not None and isinstance(post.payload.get("result"), str):
-                text = str(post.payload["result"])
-            content = self._result_content(text)
+            done[str(call_id)] = self._result_content(text)
+            self._commit("TOOL_SETTLED", position())
+
+            def after_post(chain: ChainOutcome, key: str = str(call_id),
+                           raw_text: str = text) -> list[Write]:
+                if chain.blocked:
+                    final = denial_feedback(
+                        "post", chain.items[-1].invocation.hook_invocation_id, {})
+                else:
+                    changed = chain.payload.get("result")
+                    final = changed if isinstance(changed, str) else raw_text
+                done[key] = self._result_content(final)
+                return position()
+
+            self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
+                        stage="post", extra=after_post)
+            content = done[str(call_id)]
+            if not isinstance(content, dict):
+                raise AssertionError("a settled member has its result content")
             results.append((call_id, content))
-            done[str(call_id)] = content
         for call_id, content in results:  # in action order: one feedback
             self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
         self._commit("BATCH_FEEDBACK", [] if run.parent is not None else [
@@ -1166,8 +1202,12 @@ class ReferenceRuntime:
     # --- hooks ----------------------------------------------------------------------------------
 
     def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
-               call_id: UUID | None, record_id: UUID | None,
-               stage: str = "pre") -> ChainOutcome | None:
+               call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
+               extra: Callable[[ChainOutcome], Sequence[Write]] | None = None
+               ) -> ChainOutcome | None:
+        """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
+        writes made from the outcome, e.g. the loop checkpoint that records it (§10: a
+        committed decision is reused by hook_invocation_id, never re-run)."""
         state = self.contexts[run.context_id]
         named = {"last": state.records[-1].record_id} if state.records else {}
         shared_id = (run.parent or run).shared_context_id
@@ -1205,7 +1245,8 @@ class ReferenceRuntime:
                           annotation_ids=lambda _p, _i: self._id())
         for context_id in states:
             self.contexts[context_id] = chain.states[context_id]
-        self._commit("HOOK_DECISION", [insert_doc(item.invocation) for item in chain.items])
+        self._commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
+                                       *(extra(chain) if extra is not None else ())])
         for item in chain.items:
             inv = item.invocation
             self.trace.add(tr.HookDecided(
