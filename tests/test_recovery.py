@@ -17,7 +17,14 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.reference.runtime.ports import LogicalClock, ModelCall, ModelOutcome, ToolOutcome
+from ctxspec.reference.runtime.ports import (
+    HookContext,
+    HookReply,
+    LogicalClock,
+    ModelCall,
+    ModelOutcome,
+    ToolOutcome,
+)
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
 from ctxspec.reference.runtime.store import Store
@@ -37,6 +44,7 @@ class Counting:
         self.model_calls: list[str] = []
         self.tool_calls: list[str] = []
         self.answers: dict[str, ModelOutcome] = {}
+        self.hook_calls: list[tuple[str, Any]] = []
 
     def call(self, request: ModelCall) -> ModelOutcome:
         """A deterministic model: asked the same Operation again, it answers the same."""
@@ -49,6 +57,10 @@ class Counting:
         self.tool_calls.append(name)
         return self.tools.run(name, arguments, ordinal)
 
+    def items(self, context: HookContext) -> tuple[HookReply, ...]:
+        self.hook_calls.append((context.point, context.call_id))
+        return self.hooks.items(context)
+
 
 def scenario() -> Scenario:
     return parse_scenario(json.loads((EXAMPLES / "tool-batch-hook.json").read_text("utf-8")))
@@ -57,7 +69,7 @@ def scenario() -> Scenario:
 def start(store: Store, ports: Counting, crash: CrashPlan | None, clock: LogicalClock
           ) -> ReferenceRuntime:
     return ReferenceRuntime(_agent_config(scenario().agent), model=ports, tools=ports,
-                            hooks=ports.hooks, estimator=ESTIMATORS["chars"](), clock=clock,
+                            hooks=ports, estimator=ESTIMATORS["chars"](), clock=clock,
                             store=store, crash=crash)
 
 
@@ -70,7 +82,7 @@ def crash_and_recover(plan: CrashPlan, tmp_path: Path) -> tuple[Counting, Store,
         first.advance()
     del first  # abandoned mid-step: nothing of it is used again
     second = restore(store, _agent_config(scenario().agent), model=ports, tools=ports,
-                     hooks=ports.hooks, estimator=CharEstimator(), clock=clock)
+                     hooks=ports, estimator=CharEstimator(), clock=clock)
     second.advance()
     return ports, store, second
 
@@ -107,7 +119,10 @@ def test_a_crash_at_any_boundary_repeats_no_saved_call_and_loses_no_record(
         "SELECT message_kind FROM records ORDER BY context_seq")]
     assert kinds == ["user_ref", "assistant", "tool_result", "tool_result", "assistant"]
     assert store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
-    # The pre-call hook ran once for the write (its committed decision is reused, never re-run).
+    # A committed hook decision is reused, never asked again: each call's pre-call hook (and
+    # post-call hook, once its result is settled) was invoked at most once.
+    tool_hooks = [call for call in ports.hook_calls if call[0].startswith("tool.")]
+    assert len(tool_hooks) == len(set(tool_hooks))
     assert store.count("hook_invocations") == 1
     # The effective argument the hook set before the crash is the one that ran; a call that
     # started but whose result was never saved is reported as unknown, never run twice.
