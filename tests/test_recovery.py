@@ -27,7 +27,7 @@ from ctxspec.reference.runtime.ports import (
 )
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
-from ctxspec.reference.runtime.store import Store
+from ctxspec.reference.runtime.store import CommitFailed, Store
 from ctxspec.reference.runtime.trace import RunEnded
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
@@ -142,3 +142,27 @@ def test_a_takeover_moves_the_owner_epoch_and_renews_no_budget(tmp_path: Path) -
     assert epochs == [2]
     run = next(iter(runtime.runs.values()))
     assert run.loops == 2  # the two loops of the Run, not restarted from zero
+
+
+@pytest.mark.covers("CTX-10.23", "CTX-10.24")
+def test_the_previous_owner_cannot_advance_a_taken_over_run(tmp_path: Path) -> None:
+    store = Store(tmp_path / "late.db")
+    ports, clock = Counting(scenario()), LogicalClock()
+    old = start(store, ports, CrashPlan("TOOL_SETTLED", 1), clock)
+    with pytest.raises(Crash):
+        old.ask("Write the report and read my notes.")
+        old.advance()
+    new = restore(store, _agent_config(scenario().agent), model=ports, tools=ports, hooks=ports,
+                  estimator=CharEstimator(), clock=clock)
+    records = store.count("records")
+    # The old owner wakes up and tries to go on (its late result): its commit matches no row
+    # of the Run at its epoch and fails; nothing it did reaches the store.
+    old.crash = None
+    old.runs[next(iter(old.runs))].loops += 1  # some progress of its own to write
+    with pytest.raises(CommitFailed, match="update of 'runs' matched 0 rows"):
+        old._commit("TOOL_SETTLED", [])
+    assert store.count("records") == records
+    new.advance()
+    assert [e.status for e in new.trace.of(RunEnded)] == ["succeeded"]
+    run = next(iter(new.runs.values()))
+    assert run.tool_calls_made == 2  # the quota already used is not given back

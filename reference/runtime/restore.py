@@ -13,6 +13,7 @@ and an active snapshot's summary text are not yet rebuilt (docs/recovery.md).
 """
 
 import json
+from dataclasses import replace
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
@@ -88,16 +89,17 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
         role_context = store.role_context(context_id)
         loop = loops.get(run.run_id, {})
         count = loop.get("loops")
+        made = loop.get("tool_calls_made")
         taken_over = run.status is RunStatus.RUNNING
         state = RunState(
             run.run_id, run.run_no, run.question_input_id, context_id,
             int((run.started_at - EPOCH).total_seconds()), status=run.status,
             error_code=run.error_code,
             loops=count if isinstance(count, int) else 0,
+            tool_calls_made=made if isinstance(made, int) else 0,
             episodes=[e for e in episodes if e.run_id == run.run_id],
             pointer=ActivePointer(
-                role_context.active_snapshot_id if role_context else None,
-                run.owner_epoch + (1 if taken_over else 0)),
+                role_context.active_snapshot_id if role_context else None, run.owner_epoch),
             run_seq=store.last_run_seq(run.run_id),
             last_model_operation_id=role_context.last_model_operation_id
             if role_context else None)
@@ -109,6 +111,9 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
         Operation.model_validate_json(row["doc"]) for row in store.query(
             "SELECT doc FROM operations"))}
     runtime._stored = runtime._versions()
+    for state in runtime.runs.values():
+        if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on
+            state.pointer = replace(state.pointer, lease_epoch=state.pointer.lease_epoch + 1)
     runtime._commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
                                                   {"incarnation": incarnation})])
     return runtime

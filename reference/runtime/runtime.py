@@ -116,6 +116,7 @@ from ctxspec.reference.runtime.store import (
     payload_ref,
     record_write,
     revision_write,
+    update,
     update_doc,
 )
 from ctxspec.reference.snapshots import (
@@ -348,7 +349,7 @@ class ReferenceRuntime:
         hit = plan is not None and plan.commit == name and plan.occurrence == count
         if hit and plan is not None and plan.when == "before":
             raise Crash(f"before {name} #{count}")
-        all_writes = [*self._changes(), *writes]
+        all_writes = [*self._owner_guard(), *self._changes(), *writes]
         blobs = self._pending_blobs
         self._pending_blobs = {}
         blob_writes = [blob_write(data)[1] for data in blobs.values()]
@@ -357,11 +358,26 @@ class ReferenceRuntime:
         if hit:
             raise Crash(f"after {name} #{count}")
 
+    def _owner_guard(self) -> list[Write]:
+        """A takeover moved the owner epoch on: a commit of the previous owner of the active
+        Run matches no row and fails, so its late result can never advance the Run
+        (CTX-10.23, CTX-10.24)."""
+        run = self.active_run
+        if run is None or ("run", run.run_id) not in self._stored:
+            return []
+        stored = self._stored.get(("run", run.run_id))
+        if not isinstance(stored, Run):
+            return []
+        # Sets the status it already has: the write matters only for its WHERE clause.
+        return [update("runs", ("run_id", "owner_epoch"), run_id=run.run_id,
+                       owner_epoch=stored.owner_epoch, status=stored.status)]
+
     def _checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
         """The root loop's position, committed with the step that reached it (§10: where the
         role is, which operation, what is settled; never copies of messages)."""
-        return checkpoint_write(run.run_id, "loop", {"stage": stage, "loops": run.loops,
-                                                      "tick": self.clock.now(), **facts})
+        return checkpoint_write(run.run_id, "loop", {
+            "stage": stage, "loops": run.loops, "tool_calls_made": run.tool_calls_made,
+            "tick": self.clock.now(), **facts})
 
     def _versions(self) -> dict[tuple[object, ...], object]:
         versions: dict[tuple[object, ...], object] = {}
@@ -906,6 +922,9 @@ class ReferenceRuntime:
         estimation = self.estimator.estimate(estimation_request(view, self._schemas(run))).tokens
         delivered = False
         for attempt in range(1, self.agent.model_attempts + 1):
+            if attempt > 1 and (run.stop_requested or (run.parent and run.parent.stop_requested)):
+                self._end(run, RunStatus.STOPPED)  # no new business attempt after a stop
+                return
             outcome = self._model(run, "business", operation_id, f"model:{operation_id}",
                                   attempt, messages, self._schemas(run),
                                   self.budget.output_reserve, view, compaction=decision,
