@@ -22,11 +22,12 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from ctxspec.reference.compaction import material_key, summary_message, transcript
 from ctxspec.reference.contracts import ContextSnapshot, ContextSourceRange, PayloadRef
+from ctxspec.reference.registry import JSON
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
 
@@ -78,6 +79,31 @@ class SourceManifest:
                     "previous": [str(s) for s in self.previous_snapshots]}
         data = json.dumps(document, sort_keys=True).encode("utf-8")
         return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def manifest_document(manifest: SourceManifest) -> JSON:
+    """A manifest as JSON, for the source_manifest blob or a checkpoint."""
+    return {"pieces": [{"key": p.key, "context_id": str(p.context_id) if p.context_id else None,
+                        "context_seq": p.context_seq, "source_revision": p.source_revision,
+                        "content_hash": p.content_hash, "mutation_ids": list(p.mutation_ids),
+                        "input_id": str(p.input_id) if p.input_id else None}
+                       for p in manifest.pieces],
+            "chunk_capacity": manifest.chunk_capacity, "chunk_count": manifest.chunk_count,
+            "previous_snapshots": [str(s) for s in manifest.previous_snapshots]}
+
+
+def manifest_from_document(document: Mapping[str, Any]) -> SourceManifest:
+    pieces = document.get("pieces")
+    previous = document.get("previous_snapshots")
+    capacity, count = document.get("chunk_capacity"), document.get("chunk_count")
+    if not isinstance(pieces, list) or not isinstance(previous, list) or \
+            not isinstance(capacity, int) or not isinstance(count, int):
+        raise ValueError("not a source manifest document")
+    return SourceManifest(tuple(CoveredPiece(
+        str(p["key"]), UUID(p["context_id"]) if p["context_id"] else None, p["context_seq"],
+        p["source_revision"], str(p["content_hash"]), tuple(p["mutation_ids"]),
+        UUID(p["input_id"]) if p["input_id"] else None) for p in pieces),
+        capacity, count, tuple(UUID(str(s)) for s in previous))
 
 
 def build_manifest(material: Sequence[ViewMessage], record_seq: Mapping[UUID, tuple[UUID, int]],

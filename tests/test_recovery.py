@@ -166,3 +166,53 @@ def test_the_previous_owner_cannot_advance_a_taken_over_run(tmp_path: Path) -> N
     assert [e.status for e in new.trace.of(RunEnded)] == ["succeeded"]
     run = next(iter(new.runs.values()))
     assert run.tool_calls_made == 2  # the quota already used is not given back
+
+
+def compaction_scenario() -> Scenario:
+    return parse_scenario(json.loads(
+        (EXAMPLES / "compaction-three-chunks-window-exceeded.json").read_text("utf-8")))
+
+
+def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, ReferenceRuntime]:
+    """The three-chunk example's two questions, with an optional crash and a takeover."""
+    scenario_doc = compaction_scenario()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    store = Store(tmp_path / "compaction.db")
+    ports, clock = Counting(scenario_doc), LogicalClock()
+    agent = _agent_config(scenario_doc.agent)
+
+    def fresh() -> ReferenceRuntime:
+        return ReferenceRuntime(agent, model=ports, tools=ports, hooks=ports,
+                                estimator=CharEstimator(), clock=clock, store=store, crash=plan)
+
+    runtime = fresh()
+    try:
+        runtime.ask("Collect the three reports.")
+        runtime.advance()
+        runtime.ask(str(scenario_doc.steps[2].ask))
+        runtime.advance()
+    except Crash:
+        runtime = restore(store, agent, model=ports, tools=ports, hooks=ports,
+                          estimator=CharEstimator(), clock=clock)
+        runtime.advance()
+    return ports, runtime
+
+
+@pytest.mark.covers("CTX-9.38", "CTX-9.39", "CTX-9.40", "CTX-8.73", "CTX-8.74", "CTX-8.78",
+                    "CTX-9.18", "CTX-8.3")
+@pytest.mark.parametrize("plan", [CrashPlan("CHUNK_COMMITTED", 2), CrashPlan("CHUNK_COMMITTED", 1),
+                                  CrashPlan("EPISODE_STARTED", 1),
+                                  CrashPlan("SNAPSHOT_COMMITTED", 1, "before")],
+                         ids=lambda p: f"{p.when}-{p.commit}-{p.occurrence}")
+def test_a_crash_during_compaction_resumes_the_same_episode_at_its_cursor(
+        plan: CrashPlan, tmp_path: Path) -> None:
+    # §12 rows 9 and 10: after the second chunk the episode goes on with the third; before the
+    # snapshot commit nothing is lost and no chunk is asked again. The outcome is the one of
+    # the run without a crash: CONTEXT_WINDOW_EXCEEDED after three chunks.
+    clean, _ = run_compaction(None, tmp_path / "clean")
+    ports, runtime = run_compaction(plan, tmp_path / "crash")
+    chunks = [key for key in ports.model_calls if key.startswith("compaction:")]
+    assert [key.rsplit(":", 1)[-1] for key in chunks] == ["1", "2", "3"]
+    assert len({key.rsplit(":", 2)[0] for key in chunks}) == 1  # one episode, one identity
+    assert len(ports.model_calls) == len(clean.model_calls)  # no business loop repeated
+    assert [e.error_code for e in runtime.trace.of(RunEnded)][-1] == "CONTEXT_WINDOW_EXCEEDED"

@@ -44,7 +44,7 @@ from ctxspec.reference.runtime.runtime import (
     RunState,
 )
 from ctxspec.reference.runtime.store import Store, checkpoint_write, decode_overrides
-from ctxspec.reference.snapshots import ActivePointer
+from ctxspec.reference.snapshots import ActivePointer, manifest_from_document
 from ctxspec.reference.tokens import TokenEstimator
 
 
@@ -103,6 +103,13 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             run_seq=store.last_run_seq(run.run_id),
             last_model_operation_id=role_context.last_model_operation_id
             if role_context else None)
+        saved = store.checkpoint(run.run_id, "snapshot")
+        if isinstance(saved, dict) and role_context is not None and \
+                str(role_context.active_snapshot_id) == saved.get("snapshot_id"):
+            manifest, summary = saved.get("manifest"), saved.get("summary")
+            if isinstance(manifest, dict) and isinstance(summary, str):
+                state.snapshot = (UUID(str(saved["snapshot_id"])),
+                                  manifest_from_document(manifest), summary)
         runtime.runs[run.run_id] = state
         runtime.contexts[context_id] = _context(store, context_id)
         if taken_over and loop:

@@ -50,6 +50,7 @@ from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
     CompactionEpisode,
     ContextRecord,
+    EpisodeStatus,
     InputKind,
     MessageRole,
     MutationSourceKind,
@@ -124,6 +125,7 @@ from ctxspec.reference.snapshots import (
     SourceManifest,
     build_manifest,
     make_snapshot,
+    manifest_document,
     switch_active,
     view_hash,
     view_with_snapshot,
@@ -588,7 +590,7 @@ class ReferenceRuntime:
                         settled if isinstance(settled, dict) else {},
                         started if isinstance(started, str) else None,
                         hooked if isinstance(hooked, dict) else {})
-        elif stage == "frozen" and isinstance(operation, str):
+        elif stage in ("frozen", "compacting") and isinstance(operation, str):
             run.loops -= 1  # the frozen request is the same loop, asked again
             self._loop(run, resume_operation=UUID(operation))
 
@@ -780,17 +782,29 @@ class ReferenceRuntime:
     def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
                  material: Sequence[ViewMessage], target: int, input_tokens: int,
                  material_tokens: int) -> tuple[ModelView, UUID | None] | None:
-        episode = start_episode(
-            episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
-            triggering_model_operation_id=operation_id, existing=run.episodes,
-            material_tokens=material_tokens, source_view_hash=view_hash(view),
-            source_manifest_ref=self._ref("manifest"), source_effective_revisions={},
-            release_id=self.agent.release_id, input_tokens=input_tokens,
-            created_at=self._time())
-        if not isinstance(episode, CompactionEpisode):
-            return view, None
-        run.episodes.append(episode)
-        self._commit("EPISODE_STARTED", [])
+        """One episode for this business operation: started, or resumed at its cursor after a
+        takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
+        or — when it already finished — no second one (§8, §9)."""
+        existing = next((e for e in run.episodes
+                         if e.triggering_model_operation_id == operation_id), None)
+        if existing is not None and existing.status is not EpisodeStatus.RUNNING:
+            applied, used, _ = view_with_snapshot(view, run.snapshot)
+            return applied, used
+        if existing is None:
+            started = start_episode(
+                episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
+                triggering_model_operation_id=operation_id, existing=run.episodes,
+                material_tokens=material_tokens, source_view_hash=view_hash(view),
+                source_manifest_ref=self._ref("manifest"), source_effective_revisions={},
+                release_id=self.agent.release_id, input_tokens=input_tokens,
+                created_at=self._time())
+            if not isinstance(started, CompactionEpisode):
+                return view, None
+            run.episodes.append(started)
+            self._commit("EPISODE_STARTED", [] if run.parent is not None else [
+                self._checkpoint(run, "compacting", operation_id=str(operation_id))])
+        episode = next(e for e in run.episodes
+                       if e.triggering_model_operation_id == operation_id)
         plan = plan_compaction(material, episode_id=episode.episode_id,
                                window=self.budget.window, summary_target=target,
                                safety_margin=self.budget.safety_margin,
@@ -805,13 +819,16 @@ class ReferenceRuntime:
             f"compressible; T={target}; {len(plan.chunks.chunks)} chunk(s) of at most "
             f"{plan.chunks.capacity} tokens"))
         summary: str | None = None
-        for ordinal in range(1, len(plan.chunks.chunks) + 1):
+        if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
+            summary = self.store.text(episode.accumulated_summary_ref)
+        for ordinal in range(episode.chunk_cursor + 1, len(plan.chunks.chunks) + 1):
             if run.stop_requested:
                 self._end(run, RunStatus.STOPPED)
                 return None
             request = plan.request(ordinal, summary)
             if not compaction_fits(plan, request, self.estimator):
                 failed, code = fail_compaction(episode)
+                run.episodes[-1] = failed
                 self._end(run, RunStatus.FAILED, code, "a compaction request would not fit")
                 return None
             chunk_operation = self._id()
@@ -850,7 +867,8 @@ class ReferenceRuntime:
             if not isinstance(committed, CompactionEpisode):
                 raise AssertionError(committed.reason)
             episode = committed
-            run.episodes[-1] = episode
+            run.episodes = [episode if e.episode_id == episode.episode_id else e
+                            for e in run.episodes]
             self._operation(chunk_operation, run, OperationPurpose.COMPACTION,
                             request.purpose_key, OperationState.SUCCEEDED,
                             self._ref(outcome.text), self._ref(summary))
@@ -872,8 +890,8 @@ class ReferenceRuntime:
         done = finish_episode(episode, len(plan.chunks.chunks), snapshot_id)
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
-        run.episodes[-1] = done
-        snapshot_rows = []
+        run.episodes = [done if e.episode_id == done.episode_id else e for e in run.episodes]
+        snapshot_rows: list[Write] = []
         if any(piece.context_seq is not None for piece in manifest.pieces):
             snapshot_rows.append(insert_doc(make_snapshot(
                 snapshot_id=snapshot_id, context_id=run.context_id, generation=len(run.episodes),
@@ -885,6 +903,10 @@ class ReferenceRuntime:
         if isinstance(switched, ActivePointer):
             run.pointer = switched
             run.snapshot = (snapshot_id, manifest, summary)
+            if run.parent is None:
+                snapshot_rows.append(checkpoint_write(run.run_id, "snapshot", {
+                    "snapshot_id": str(snapshot_id), "summary": summary,
+                    "manifest": manifest_document(manifest)}))
             self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
                                              str(snapshot_id)))
         self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
