@@ -190,6 +190,7 @@ def _agent_config(agent: AgentDoc) -> AgentConfig:
                        recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
                        run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
                        tool_quota=agent.tool_quota,
+                       persistent_sandbox=agent.persistent_sandbox,
                        custom_compaction_prompt=agent.custom_compaction_prompt)
 
 

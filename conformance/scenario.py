@@ -81,6 +81,8 @@ class AgentDoc(_Doc):
     run_deadline: int | None = Field(default=None, ge=1)
     model_attempts: int = Field(default=2, ge=1)
     tool_quota: int | None = Field(default=None, ge=0)
+    persistent_sandbox: bool = False
+    """Keep the workspace files when a Run ends (without it they are deleted, §1)."""
     custom_compaction_prompt: str | None = None
     tools: tuple[ToolDoc, ...] = ()
     shared: tuple[SharedFieldDoc, ...] = ()

@@ -122,6 +122,7 @@ def test_artifacts_enter_as_metadata_and_workspace_files_are_not_facts() -> None
     document = {
         "scenario_version": 1, "name": "artifacts",
         "agent": {"system_prompt": "draw", "window": 16384, "estimator": "chars",
+                  "persistent_sandbox": True,  # keep the files to look at them afterwards
                   "tools": [{"name": "plot"}, {"name": "shell"}]},
         "steps": [{"ask": "plot it"}, {"advance": True}],
         "model": {"business": [{"text": "", "tool_calls": [{"name": "plot"}, {"name": "shell"}]},

@@ -111,12 +111,14 @@ from ctxspec.reference.runtime.store import (
     Write,
     blob_write,
     checkpoint_write,
+    delete,
     event_write,
     insert,
     insert_doc,
     payload_ref,
     record_write,
     revision_write,
+    sweep_blobs,
     update,
     update_doc,
 )
@@ -207,6 +209,9 @@ class AgentConfig:
     shared: tuple[SharedField, ...] = ()
     tool_quota: int | None = None
     """Tool calls a Run may make (its roles together); None for no quota."""
+    persistent_sandbox: bool = False
+    """Without a persistent sandbox the workspace files are deleted when a Run ends; history,
+    context and blobs stay (§1)."""
     retry_unknown_tools: bool = False
     """After a takeover, run again a tool that started but whose result was never saved (its
     side effect is unknown, §10); by default its outcome is reported as unknown."""
@@ -244,6 +249,20 @@ class RunState:
     """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
     ended_at_tick: int = 0
     last_model_operation_id: UUID | None = None
+
+
+@dataclass(frozen=True)
+class HistoryCaller:
+    """Who asks the history API: a Session, and a role, authorised audit or a workspace
+    script."""
+
+    session_id: UUID
+    kind: Literal["role", "audit", "script"]
+    role: str | None = None
+
+
+class AccessDenied(PermissionError):
+    """The history API refused a caller; the message names nothing of what exists."""
 
 
 class Crash(BaseException):
@@ -616,6 +635,8 @@ class ReferenceRuntime:
                                    message))
         run.ended_at_tick = self.clock.now()
         self._event(run, "run_ended", status.value)
+        if not self.agent.persistent_sandbox:
+            self.workspace.clear()  # working files only: no session fact lives there
         self._commit("APP-FINALIZE", [])
 
     def _stopped_or_out_of_time(self, run: RunState) -> bool:
@@ -1163,6 +1184,51 @@ class ReferenceRuntime:
             return {"text": text}
         return {"text": preview, "truncation": truncation.model_dump(mode="json")}
 
+    # --- access and retention --------------------------------------------------------------------
+
+    def read_history(self, caller: "HistoryCaller") -> list[RawRecord]:
+        """The history API: raw context records, for a caller of this Session with a role that
+        may read them — the root role, or authorised audit. Other Sessions, other roles and
+        workspace scripts are refused, and the refusal says nothing of what exists (§1, §11).
+        CTX-11.15, CTX-4.11"""
+        allowed = caller.session_id == self.session_id and (
+            caller.kind == "audit" or (caller.kind == "role" and caller.role == ROOT_ROLE))
+        if not allowed:
+            raise AccessDenied("not authorised to read this history")
+        contexts = [run.context_id for run in self.runs.values()]
+        if caller.kind == "audit":
+            contexts += [task.context_id for task in self.tasks]
+        return [raw for context_id in contexts
+                for raw in self.store.iter_records(context_id)]
+
+    def delete_agent(self) -> None:
+        """Deleting the Agent removes every record it owns: Sessions, Runs, inputs, contexts,
+        records, revisions, operations, episodes, snapshots, checkpoints, events (§12 row 24)."""
+        run_ids = [str(run.run_id) for run in self.runs.values()]
+        contexts = [str(c) for c in self.contexts]
+        writes: list[Write] = []
+        for table, column, values in (
+                ("records", "context_id", contexts), ("revisions", "context_id", contexts),
+                ("mutations", "context_id", contexts), ("snapshots", "context_id", contexts),
+                ("role_contexts", "run_id", run_ids), ("operations", "run_id", run_ids),
+                ("batches", "run_id", run_ids), ("checkpoints", "run_id", run_ids),
+                ("events", "run_id", run_ids)):
+            writes.extend(delete(table, **{column: value}) for value in values)
+        writes += [delete(table, operation_id=str(operation_id))
+                   for operation_id in self.operations
+                   for table in ("attempts", "hook_invocations")]
+        writes += [delete("deliveries", input_id=str(u.input_id)) for u in self.book.inputs]
+        writes += [delete("episodes", episode_id=str(e.episode_id))
+                   for run in self.runs.values() for e in run.episodes]
+        writes += [delete("user_inputs", session_id=str(self.session_id)),
+                   delete("runs", session_id=str(self.session_id)),
+                   delete("checkpoints", run_id=str(self.session_id)),
+                   delete("sessions", session_id=str(self.session_id)),
+                   delete("agents", agent_id=str(self.agent.agent_id)),
+                   sweep_blobs()]
+        self.coordinator.commit("AGENT_DELETED", writes)
+        self.workspace.clear()
+
     # --- shared scope ----------------------------------------------------------------------------
 
     def _shared_scope(self, run: RunState) -> UUID:
@@ -1278,7 +1344,14 @@ class ReferenceRuntime:
                      for r in replies]
         authorised = frozenset({shared_id}) if shared_id is not None and \
             self.contexts[shared_id].scope.may_read(run.role) else frozenset()
-        call = HookCall(operation_id=self._id(), hook_point=point,
+        chain_operation = self._id()
+        # The chain is an Operation of its own (purpose hook) so its invocations belong to the
+        # Run in the store; the trace shows its decisions (HookDecided), not its state.
+        self.operations[chain_operation] = Operation(
+            operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
+            purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
+            state=OperationState.SUCCEEDED)
+        call = HookCall(operation_id=chain_operation, hook_point=point,
                         stage="post" if stage == "post" else "pre", actor_role=run.role,
                         actor_context_id=run.context_id, call_id=call_id,
                         call_record_id=record_id, authorised_scopes=authorised)

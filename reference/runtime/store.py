@@ -234,7 +234,7 @@ def decode_overrides(text: str) -> dict[UUID, dict[str, Override]]:
 
 # --- writes ---------------------------------------------------------------------------------
 
-WriteKind = Literal["insert", "update", "upsert", "ensure"]
+WriteKind = Literal["insert", "update", "upsert", "ensure", "delete", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -264,6 +264,17 @@ def insert(table: str, **row: object) -> Write:
 def update(table: str, key: str | Sequence[str], **row: object) -> Write:
     """Update the row identified by the ``key`` column(s), whose values are in ``row``."""
     return Write(table, "update", row, (key,) if isinstance(key, str) else tuple(key))
+
+
+def delete(table: str, **match: object) -> Write:
+    """Delete every row whose columns equal ``match`` (an Agent's records when it is deleted)."""
+    return Write(table, "delete", match)
+
+
+def sweep_blobs() -> Write:
+    """Delete every blob no remaining row mentions: the payloads that belonged only to deleted
+    records (blobs are content-addressed, so another Agent's row may still share one)."""
+    return Write("blobs", "sweep", {})
 
 
 def upsert(table: str, key: str | Sequence[str], **row: object) -> Write:
@@ -395,10 +406,22 @@ def event_write(run_id: UUID, run_seq: int, doc: JSON | BaseModel) -> Write:
                   doc=doc if isinstance(doc, BaseModel) else dumps(doc))
 
 
+def _unreferenced_blob() -> str:
+    """SQL condition: no text column of any other table contains the blob's digest (a digest is
+    ``sha256:<64 hex>``, so a substring match is a reference and nothing else)."""
+    mentions = [f"SELECT 1 FROM [{table}] WHERE instr([{column}], blobs.digest) > 0"
+                for table, spec in TABLES.items() if table != "blobs"
+                for column, kind in spec.columns.items() if kind is str]
+    return " AND ".join(f"NOT EXISTS ({query})" for query in mentions)
+
+
 def _apply(conn: sqlite3.Connection, write: Write) -> None:
     spec = TABLES.get(write.table)
     if spec is None:
         raise ValueError(f"unknown table {write.table!r}")
+    if write.kind == "sweep":
+        conn.execute("DELETE FROM blobs WHERE " + _unreferenced_blob())
+        return
     columns = list(write.row)
     unknown = [c for c in columns if c not in spec.columns]
     if unknown or not columns:
@@ -409,6 +432,10 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
     marks = ", ".join("?" for _ in columns)
     if write.kind == "insert":
         conn.execute(f"INSERT INTO [{write.table}] ({names}) VALUES ({marks})", values)
+        return
+    if write.kind == "delete":  # every row matching all the given columns
+        where = " AND ".join(f"[{c}] = ?" for c in columns)
+        conn.execute(f"DELETE FROM [{write.table}] WHERE {where}", values)
         return
     key = write.key or (spec.pk if write.kind == "ensure" else ())
     if not key or any(k not in write.row for k in key):
@@ -835,6 +862,7 @@ __all__ = [
     "blob_write",
     "checkpoint_write",
     "decode_overrides",
+    "delete",
     "dumps",
     "encode_overrides",
     "event_write",
@@ -844,6 +872,7 @@ __all__ = [
     "record_write",
     "revision_write",
     "sql_value",
+    "sweep_blobs",
     "update",
     "update_doc",
     "upsert",
