@@ -23,15 +23,19 @@ from ctxspec.conformance.scenario import (
     Triggers,
 )
 from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
+from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
     DELEGATE_TOOL,
     AgentConfig,
+    Crash,
+    CrashPlan,
     ExecutorConfig,
     ReferenceRuntime,
     SharedField,
     ToolSpec,
 )
-from ctxspec.reference.runtime.trace import NodeEnded, Trace
+from ctxspec.reference.runtime.store import Store
+from ctxspec.reference.runtime.trace import NodeEnded, Restarted, Trace
 from ctxspec.reference.runtime.workflow import (
     AgentNode,
     CapabilityNode,
@@ -42,13 +46,13 @@ from ctxspec.reference.runtime.workflow import (
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
-                          "triggers", "planner_executor"})
+                          "triggers", "planner_executor", "crash_points"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
                                      "materials": {"type": "array"}}}}, sort_keys=True)
-"""What the reference driver supports today; Planner/Executor, outer workflows, crash points,
-commit-failure injection, shared scopes and workspaces follow in later issues."""
+"""What the reference driver supports. ``crash_points``: the driver honours a scenario's
+``crash`` (die at a named commit, restart on the same store) and marks it in the trace."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,11 @@ ESTIMATORS: dict[str, Callable[[], TokenEstimator]] = {"bytes": ByteEstimator,
 
 
 class ReferenceDriver:
-    """The reference runtime behind the Driver interface."""
+    """The reference runtime behind the Driver interface. A scenario's ``crash`` kills the
+    runtime at its commit: the object is dropped, a new one restores the Session from the same
+    store (no Python state carried over) and the interrupted step continues — an ``advance`` is
+    performed again, an input the dead runtime never committed is sent again, as a client
+    whose request failed would."""
 
     capabilities = CAPABILITIES
 
@@ -102,35 +110,87 @@ class ReferenceDriver:
         self.runtime: ReferenceRuntime | None = None
         self.workflow_trace: Trace | None = None
         self.workflow_run: WorkflowRun | None = None
+        self.earlier = Trace()
+        """The events of incarnations that died, each followed by its Restarted marker."""
+        self.depth = 0
+        """Driver calls in progress: a trigger's step runs inside another call, and only the
+        outermost call may restart (the process dies under all of them)."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
-        self.runtime = ReferenceRuntime(
-            _agent_config(scenario.agent), model=ports.model, tools=ports.tools,
-            hooks=ports.hooks, estimator=ports.estimator, clock=LogicalClock(),
-            seed=scenario.name)
+        self.agent, self.ports, self.seed = _agent_config(scenario.agent), ports, scenario.name
+        self.store, self.clock = Store(), LogicalClock()
+        crash = scenario.crash
+        self.crash = None if crash is None else CrashPlan(crash.commit, crash.occurrence,
+                                                          crash.when)
+        try:
+            self.runtime = self._new(self.crash)
+        except Crash:
+            self._restart()
+
+    def _new(self, crash: CrashPlan | None) -> ReferenceRuntime:
+        return ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
+                                hooks=self.ports.hooks, estimator=self.ports.estimator,
+                                clock=self.clock, seed=self.seed, store=self.store, crash=crash)
+
+    def _restart(self) -> None:
+        """Drop the dead runtime; a Session the store does not know yet is opened afresh."""
+        if self.runtime is not None:
+            self.earlier.events.extend(self.runtime.trace.events)
+        plan = self.crash
+        assert plan is not None  # only a planned crash restarts
+        self.earlier.add(Restarted(plan.commit, plan.occurrence, plan.when))
+        if self.store.count("sessions") == 0:
+            self.runtime = self._new(None)
+            return
+        self.runtime = restore(self.store, self.agent, model=self.ports.model,
+                               tools=self.ports.tools, hooks=self.ports.hooks,
+                               estimator=self.ports.estimator, clock=self.clock, seed=self.seed)
 
     def _runtime(self) -> ReferenceRuntime:
         if self.runtime is None:
             raise RuntimeError("configure the driver first")
         return self.runtime
 
+    def _outermost(self, step: Callable[[], object], again: Callable[[], object]) -> None:
+        """Perform ``step``; if the process dies in it, restart and perform ``again``."""
+        self.depth += 1
+        try:
+            step()
+        except Crash:
+            if self.depth > 1:
+                raise
+            self._restart()
+            again()
+        finally:
+            self.depth -= 1
+
+    def _input(self, text: str, send: Callable[[ReferenceRuntime, str], object]) -> None:
+        inputs = self.store.count("user_inputs")
+
+        def resend() -> None:  # an input the dead runtime never committed is sent again
+            if self.store.count("user_inputs") == inputs:
+                send(self._runtime(), text)
+        self._outermost(lambda: send(self._runtime(), text), resend)
+
     def ask(self, text: str) -> None:
-        self._runtime().ask(text)
+        self._input(text, ReferenceRuntime.ask)
 
     def supplement(self, text: str) -> None:
-        self._runtime().supplement(text)
+        self._input(text, ReferenceRuntime.supplement)
 
     def stop(self) -> None:
         self._runtime().stop()
 
     def advance(self) -> None:
-        self._runtime().advance()
+        self._outermost(lambda: self._runtime().advance(), lambda: self._runtime().advance())
 
     def trace(self) -> list[dict[str, Any]]:
         return self.raw_trace().to_json()
 
     def raw_trace(self) -> Trace:
-        return self.workflow_trace if self.workflow_trace is not None else self._runtime().trace
+        if self.workflow_trace is not None:
+            return self.workflow_trace
+        return Trace([*self.earlier.events, *self._runtime().trace.events])
 
     def run_workflow(self, scenario: Scenario) -> None:
         """Run the scenario's workflow: each AgentNode an AgentInvocation of its own Agent with

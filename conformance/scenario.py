@@ -35,7 +35,7 @@ from ctxspec.reference.runtime.ports import (
     ProposedCall,
     ToolOutcome,
 )
-from ctxspec.reference.runtime.runtime import ScriptExhausted, ToolSpec
+from ctxspec.reference.runtime.runtime import COMMIT_NAMES, ScriptExhausted, ToolSpec
 
 SCENARIO_VERSION = 1
 
@@ -258,6 +258,21 @@ class TriggerDoc(_Doc):
     do: StepDoc
 
 
+class CrashDoc(_Doc):
+    """Kill the runtime just before or after the n-th commit of a name, then restart it on the
+    same store (§10); docs/recovery.md lists the commit names."""
+
+    commit: str = Field(min_length=1)
+    occurrence: int = Field(default=1, ge=1)
+    when: Literal["before", "after"] = "after"
+
+    @model_validator(mode="after")
+    def _known(self) -> "CrashDoc":
+        if self.commit not in COMMIT_NAMES:
+            raise ValueError(f"commit {self.commit!r} is not one of {', '.join(COMMIT_NAMES)}")
+        return self
+
+
 class Scenario(_Doc):
     """A scenario document (JSON)."""
 
@@ -271,6 +286,7 @@ class Scenario(_Doc):
     tools: dict[str, tuple[ToolResultDoc, ...]] = Field(default_factory=dict)
     hooks: tuple[HookDoc, ...] = ()
     triggers: tuple[TriggerDoc, ...] = ()
+    crash: CrashDoc | None = None
 
     @model_validator(mode="after")
     def _steps_or_workflow(self) -> "Scenario":
@@ -330,13 +346,25 @@ class Triggers:
 
 
 class ScriptedModel:
+    """Scripted answers per purpose, in request order. Within one runtime an attempt is never
+    asked twice, so the same (purpose_key, attempt) asked again is a restarted runtime asking
+    for an answer its dead predecessor received but never saved: the world gives the same answer
+    again (and fires no trigger twice) rather than the next line of the script."""
+
     def __init__(self, script: ScriptDoc, triggers: Triggers) -> None:
         self.script = {"business": list(script.business), "executor": list(script.executor),
                        "compaction": list(script.compaction)}
         self.used = dict.fromkeys(self.script, 0)
         self.triggers = triggers
+        self.answered: dict[tuple[str, int], ModelOutcome] = {}
+        self.replays = 0
+        """Answers given again: a runtime that re-asks a saved answer shows up here."""
 
     def call(self, request: ModelCall) -> ModelOutcome:
+        asked = (request.purpose_key, request.attempt)
+        if asked in self.answered:
+            self.replays += 1
+            return self.answered[asked]
         self.triggers.fire(purpose=request.purpose, ordinal=request.ordinal)
         key = "executor" if request.purpose == "business" and request.role == "executor" \
             else request.purpose
@@ -346,7 +374,8 @@ class ScriptedModel:
             raise ScriptExhausted(f"the {key} model script ran out at request #{index + 1} "
                                   f"({request.purpose_key}, attempt {request.attempt})")
         self.used[key] = index + 1
-        return queue[index].outcome()
+        self.answered[asked] = queue[index].outcome()
+        return self.answered[asked]
 
 
 class ScriptedTools:

@@ -103,6 +103,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             run_seq=store.last_run_seq(run.run_id),
             last_model_operation_id=role_context.last_model_operation_id
             if role_context else None)
+        state.stop_requested = store.checkpoint(run.run_id, "stop") is not None
         saved = store.checkpoint(run.run_id, "snapshot")
         if isinstance(saved, dict) and role_context is not None and \
                 str(role_context.active_snapshot_id) == saved.get("snapshot_id"):

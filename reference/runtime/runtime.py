@@ -249,6 +249,10 @@ class RunState:
     """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
     ended_at_tick: int = 0
     last_model_operation_id: UUID | None = None
+    resume_attempt: int = 1
+    """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
+    resume_partial: bool = False
+    """Whether the last stored failed attempt had shown a partial output."""
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,15 @@ class HistoryCaller:
 
 class AccessDenied(PermissionError):
     """The history API refused a caller; the message names nothing of what exists."""
+
+
+COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_FIRST_OUTPUT",
+                "RAW_RESULT_SAVED", "HOOK_DECISION", "EFFECTIVE_RESULT", "TOOL_STARTED",
+                "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED", "CHUNK_COMMITTED",
+                "SNAPSHOT_COMMITTED", "EXECUTION_STARTED", "EXECUTION_ENDED", "APP-FINALIZE",
+                "TAKEOVER")
+"""The named RuntimeCommits a crash can be placed before or after (docs/recovery.md says what
+each persists and how recovery continues from it)."""
 
 
 class Crash(BaseException):
@@ -565,8 +578,13 @@ class ReferenceRuntime:
     def stop(self) -> None:
         """The user stops the active Run: no new compaction or business attempt starts (§11)."""
         run = self.active_run
-        if run is not None:
+        if run is not None and not run.stop_requested:
             run.stop_requested = True
+            # A stop is durable the moment it is accepted, so a takeover does not resume a Run
+            # the user stopped. Only the request is written: the step in flight commits itself.
+            self.coordinator.commit("STOP_REQUESTED", [
+                *self._owner_guard(), checkpoint_write(run.run_id, "stop",
+                                                       {"tick": self.clock.now()})])
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -611,6 +629,11 @@ class ReferenceRuntime:
                         hooked if isinstance(hooked, dict) else {})
         elif stage in ("frozen", "compacting") and isinstance(operation, str):
             run.loops -= 1  # the frozen request is the same loop, asked again
+            attempts = self.store.checkpoint(run.run_id, "attempts")
+            if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
+                failed = attempts.get("failed")
+                run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
+                run.resume_partial = attempts.get("partial") is True
             self._loop(run, resume_operation=UUID(operation))
 
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
@@ -964,7 +987,9 @@ class ReferenceRuntime:
         messages = estimation_request(view).messages
         estimation = self.estimator.estimate(estimation_request(view, self._schemas(run))).tokens
         delivered = False
-        for attempt in range(1, self.agent.model_attempts + 1):
+        first_attempt, run.resume_attempt = run.resume_attempt, 1
+        last_fragment, run.resume_partial = run.resume_partial, False
+        for attempt in range(first_attempt, self.agent.model_attempts + 1):
             if attempt > 1 and (run.stop_requested or (run.parent and run.parent.stop_requested)):
                 self._end(run, RunStatus.STOPPED)  # no new business attempt after a stop
                 return
@@ -1001,8 +1026,12 @@ class ReferenceRuntime:
             if isinstance(outcome, PartialThenFailed):
                 self._append(run, MessageRole.ASSISTANT, "assistant",
                              {"text": outcome.fragment}, incomplete=True)
-                self._commit("ATTEMPT_FAILED", [])
-        last_fragment = isinstance(outcome, PartialThenFailed)
+            # A failed attempt is a fact: a takeover goes on with the next one, never renews
+            # the attempts (§10).
+            last_fragment = isinstance(outcome, PartialThenFailed)
+            self._commit("ATTEMPT_FAILED", [checkpoint_write(run.run_id, "attempts", {
+                "operation_id": str(operation_id), "failed": attempt,
+                "partial": last_fragment})])
         self._end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
@@ -1392,5 +1421,5 @@ class _HandoverOnly:
         return InputPlacement(None, None)
 
 
-__all__ = ["REGISTRIES", "AgentConfig", "ReferenceRuntime", "RunState", "ScriptExhausted",
-           "ToolSpec"]
+__all__ = ["COMMIT_NAMES", "REGISTRIES", "AccessDenied", "AgentConfig", "Crash", "CrashPlan",
+           "HistoryCaller", "ReferenceRuntime", "RunState", "ScriptExhausted", "ToolSpec"]

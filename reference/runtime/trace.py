@@ -119,8 +119,19 @@ class NodeEnded:
     kind: Literal["node_ended"] = "node_ended"
 
 
+@dataclass(frozen=True)
+class Restarted:
+    """The process died at a commit boundary and a new runtime took the Session over from the
+    store (§10): the events before it are the dead incarnation's."""
+
+    commit: str
+    occurrence: int
+    when: Literal["before", "after"]
+    kind: Literal["restarted"] = "restarted"
+
+
 TraceEvent = (ModelRequestSent | ToolExecuted | HookDecided | DeliveryChanged | OperationState
-              | RunEnded | ClientEvent | CompactionStep | NodeEnded)
+              | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted)
 
 
 @dataclass
