@@ -10,7 +10,8 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from uuid import UUID
 
 from ctxspec.conformance.scenario import (
     AgentDoc,
@@ -30,11 +31,12 @@ from ctxspec.reference.runtime.runtime import (
     Crash,
     CrashPlan,
     ExecutorConfig,
+    HistoryCaller,
     ReferenceRuntime,
     SharedField,
     ToolSpec,
 )
-from ctxspec.reference.runtime.store import Store
+from ctxspec.reference.runtime.store import TABLES, Store
 from ctxspec.reference.runtime.trace import NodeEnded, Restarted, Trace
 from ctxspec.reference.runtime.workflow import (
     AgentNode,
@@ -46,13 +48,16 @@ from ctxspec.reference.runtime.workflow import (
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
-                          "triggers", "planner_executor", "crash_points"})
+                          "triggers", "planner_executor", "crash_points", "retention",
+                          "history_api"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
                                      "materials": {"type": "array"}}}}, sort_keys=True)
 """What the reference driver supports. ``crash_points``: the driver honours a scenario's
-``crash`` (die at a named commit, restart on the same store) and marks it in the trace."""
+``crash`` (die at a named commit, restart on the same store) and marks it in the trace.
+``retention``: ``workspace()`` and ``delete_agent()``; ``history_api``:
+``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,29 @@ class ReferenceDriver:
 
     def trace(self) -> list[dict[str, Any]]:
         return self.raw_trace().to_json()
+
+    # --- retention and access (optional capabilities) ---------------------------------------
+
+    def workspace(self) -> dict[str, str]:
+        """The working files the Session's tools wrote that are still there."""
+        return dict(self._runtime().workspace)
+
+    def stored_rows(self) -> int:
+        """How many rows the store holds, all tables together."""
+        return sum(self.store.count(table) for table in TABLES)
+
+    def delete_agent(self) -> None:
+        self._runtime().delete_agent()
+
+    def session_id(self) -> UUID:
+        return self._runtime().session_id
+
+    def read_history(self, session_id: UUID, kind: Literal["role", "audit", "script"],
+                     role: str | None = None) -> list[dict[str, Any]]:
+        """The history API: the raw records a caller may read, as JSON; a refusal raises
+        ``AccessDenied``."""
+        return [{"message_kind": raw.record.message_kind, "content": dict(raw.content)}
+                for raw in self._runtime().read_history(HistoryCaller(session_id, kind, role))]
 
     def raw_trace(self) -> Trace:
         if self.workflow_trace is not None:
