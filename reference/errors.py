@@ -37,3 +37,6 @@ class ErrorCode(StrEnum):
     BUDGET_CONFIGURATION_INVALID = "BUDGET_CONFIGURATION_INVALID"
     # ctxspec: §7 forbids publishing with a guessed window; no verified or explicit W was given.
     CONTEXT_WINDOW_UNKNOWN = "CONTEXT_WINDOW_UNKNOWN"
+    # ctxspec: a tool call started before a takeover and its result was never saved; its side
+    # effect is unknown (§10 "未知"), reported as the call's structured error, never success.
+    UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"

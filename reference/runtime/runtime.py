@@ -1105,7 +1105,7 @@ class ReferenceRuntime:
                 # It started before the crash and its result was never saved: its external
                 # effect is unknown; never reported as a success (§10).
                 unknown: dict[str, JSON] = {"text": structured_error(
-                    "UNKNOWN_OUTCOME", "the call started before a takeover and its result "
+                    ErrorCode.UNKNOWN_OUTCOME, "the call started before a takeover and its result "
                     "was never saved; whether it took effect is unknown")}
                 results.append((call_id, unknown))
                 done[str(call_id)] = unknown
