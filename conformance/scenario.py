@@ -406,6 +406,9 @@ class ScriptedHooks:
         self.hooks = hooks
         self.invocations: dict[str, int] = {}
 
+    def registered(self, point: HookPoint) -> bool:
+        return any(hook.point == point for hook in self.hooks)
+
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
         ordinal = self.invocations[context.point] = self.invocations.get(context.point, 0) + 1
         replies: list[HookReply] = []

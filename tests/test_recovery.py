@@ -19,6 +19,7 @@ from ctxspec.conformance.scenario import (
 )
 from ctxspec.reference.runtime.ports import (
     HookContext,
+    HookPoint,
     HookReply,
     LogicalClock,
     ModelCall,
@@ -28,7 +29,7 @@ from ctxspec.reference.runtime.ports import (
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitFailed, Store
-from ctxspec.reference.runtime.trace import RunEnded
+from ctxspec.reference.runtime.trace import HookDecided, RunEnded, ToolExecuted
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 
@@ -56,6 +57,9 @@ class Counting:
     def run(self, name: str, arguments: Any, ordinal: int) -> ToolOutcome:
         self.tool_calls.append(name)
         return self.tools.run(name, arguments, ordinal)
+
+    def registered(self, point: HookPoint) -> bool:
+        return self.hooks.registered(point)
 
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
         self.hook_calls.append((context.point, context.call_id))
@@ -133,6 +137,26 @@ def test_a_crash_at_any_boundary_repeats_no_saved_call_and_loses_no_record(
         assert results[1] == "ship on Friday"
     else:
         assert results == ["wrote 6 bytes to reports/a.md", "ship on Friday"]
+
+
+@pytest.mark.covers("CTX-3.59", "CTX-10.12")
+def test_a_hook_that_was_running_at_the_crash_is_dropped_never_asked_again(
+        tmp_path: Path) -> None:
+    # The process dies while the tool.pre_call hook of the first call (write) runs: it was
+    # marked started, its decision never committed. Its outcome is unknown, so it follows the
+    # hook failure rule: the item is dropped (HOOK_FAILED) and the call runs with the path the
+    # model proposed, a.md, instead of the hook's reports/a.md.
+    ports, store, runtime = crash_and_recover(CrashPlan("HOOK_STARTED", 1, "after"), tmp_path)
+    assert [e.status for e in runtime.trace.of(RunEnded)] == ["succeeded"]
+    pre_call = [call for call in ports.hook_calls if call[0] == "tool.pre_call"]
+    assert len(pre_call) == 1  # asked for the second call (read) only, after the takeover
+    [dropped] = [e for e in runtime.trace.of(HookDecided) if e.point == "tool.pre_call"
+                 and "HOOK_FAILED" in e.diagnostics]
+    assert dropped.changes == ()
+    [write] = [e for e in runtime.trace.of(ToolExecuted) if e.name == "write"]
+    assert write.effective_arguments["path"] == "a.md"
+    run = next(iter(runtime.runs.values()))
+    assert store.checkpoint(run.run_id, "hook") is None  # settled: no chain left running
 
 
 @pytest.mark.covers("CTX-10.24")

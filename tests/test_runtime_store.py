@@ -44,10 +44,12 @@ def test_a_run_is_a_sequence_of_named_commits_in_a_file_store(tmp_path: Path) ->
     rt.advance()
     by_name = dict(rt.coordinator.by_name)
     # Derived from the loop of §3/§5/§6/§10: two model loops (the batch, then the final
-    # answer), one question, one hook chain, two tools each started then settled, one
-    # feedback, one finalisation.
+    # answer), one question, the registered tool.pre_call point asked for each of the two
+    # calls (marked started, then decided: items for the first, none for the second), two
+    # tools each started then settled, one feedback, one finalisation.
     assert by_name == {"SESSION_OPENED": 1, "APP-INPUT": 1, "T_FREEZE": 2, "T_FIRST_OUTPUT": 2,
-                       "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2, "HOOK_DECISION": 1,
+                       "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2, "HOOK_STARTED": 2,
+                       "HOOK_DECISION": 2,
                        "TOOL_STARTED": 2, "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 1,
                        "APP-FINALIZE": 1}
     assert store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"

@@ -138,12 +138,20 @@ class HookContext:
 
 
 class HookPort(Protocol):
+    def registered(self, point: HookPoint) -> bool:
+        """Whether any hook is registered at ``point`` (the Agent's configuration): a point
+        without one is never asked and costs no commit."""
+        ...
+
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
-        """The chain's items for this invocation, in order (empty: no hook registered)."""
+        """The chain's items for this invocation, in order (may be empty)."""
         ...
 
 
 class NoHooks:
+    def registered(self, point: HookPoint) -> bool:
+        return False
+
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
         return ()
 

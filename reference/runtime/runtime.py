@@ -97,6 +97,7 @@ from ctxspec.reference.runtime.ports import (
     HookContext,
     HookPoint,
     HookPort,
+    HookReply,
     ModelCall,
     ModelOutcome,
     ModelPort,
@@ -270,10 +271,10 @@ class AccessDenied(PermissionError):
 
 
 COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_FIRST_OUTPUT",
-                "RAW_RESULT_SAVED", "HOOK_DECISION", "EFFECTIVE_RESULT", "TOOL_STARTED",
-                "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED", "CHUNK_COMMITTED",
-                "SNAPSHOT_COMMITTED", "EXECUTION_STARTED", "EXECUTION_ENDED", "APP-FINALIZE",
-                "TAKEOVER")
+                "RAW_RESULT_SAVED", "HOOK_STARTED", "HOOK_DECISION", "EFFECTIVE_RESULT",
+                "TOOL_STARTED", "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED",
+                "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED", "EXECUTION_STARTED", "EXECUTION_ENDED",
+                "APP-FINALIZE", "TAKEOVER")
 """The named RuntimeCommits a crash can be placed before or after (docs/recovery.md says what
 each persists and how recovery continues from it)."""
 
@@ -1344,6 +1345,8 @@ class ReferenceRuntime:
         """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
         writes made from the outcome, e.g. the loop checkpoint that records it (§10: a
         committed decision is reused by hook_invocation_id, never re-run)."""
+        if not self.hooks.registered(point):
+            return None
         state = self.contexts[run.context_id]
         named = {"last": state.records[-1].record_id} if state.records else {}
         shared_id = (run.parent or run).shared_context_id
@@ -1360,8 +1363,19 @@ class ReferenceRuntime:
                 named["question"] = raw.record_id
         context = HookContext(point, payload, run.context_id, state.head.revision, call_id,
                               record_id, self._ordinal(f"hook:{point}"), named)
-        replies = self.hooks.items(context)
+        # The chain is marked as running before it is asked. Finding the same mark at a
+        # takeover means the process died while the hook ran: its outcome is unknown, so it
+        # follows the hook failure rule — dropped, never asked again (§10, CTX-3.59).
+        marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
+                        "stage": stage, "loops": run.loops}
+        if self.store.checkpoint(run.run_id, "hook") == marker:
+            replies: tuple[HookReply, ...] = (HookReply(failed=True),)
+        else:
+            self._commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
+            replies = self.hooks.items(context)
+        settled = checkpoint_write(run.run_id, "hook", None)
         if not replies:
+            self._commit("HOOK_DECISION", [settled])
             return None
         shared_id = (run.parent or run).shared_context_id
         states = {run.context_id: state}
@@ -1389,7 +1403,7 @@ class ReferenceRuntime:
         for context_id in states:
             self.contexts[context_id] = chain.states[context_id]
         self._commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
-                                       *(extra(chain) if extra is not None else ())])
+                                       *(extra(chain) if extra is not None else ()), settled])
         for item in chain.items:
             inv = item.invocation
             self.trace.add(tr.HookDecided(
