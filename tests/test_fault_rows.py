@@ -170,3 +170,20 @@ def test_row25_the_history_api_serves_only_its_own_session_and_authorised_roles(
     assert stranger.session_id() != own
     with pytest.raises(AccessDenied, match=refused):
         driver.read_history(stranger.session_id(), "role", "root")
+
+
+@pytest.mark.covers("CTX-10.12")
+@pytest.mark.parametrize("occurrence", [1, 2])
+def test_a_finished_execution_not_yet_consumed_is_fetched_never_re_created(
+        occurrence: int) -> None:
+    # planner-two-executors: one batch of two delegations; the Executors answer with the four
+    # lines of the executor script (two requests each), the Planner with three business lines
+    # over two Runs. Crashing just after an execution ended must not run it again: still four
+    # Executor requests, two Executor contexts, both Runs succeed.
+    driver = drive(example("planner-two-executors", **crash("EXECUTION_ENDED", occurrence,
+                                                            "after")))
+    trace = driver.raw_trace()
+    executor = [r for r in trace.model_requests("business") if r.role == "executor"]
+    assert len(executor) == 4 and len({r.purpose_key for r in executor}) == 4
+    assert driver.store.count("role_contexts") == 2 + 2  # two root contexts, two Executors
+    assert statuses(driver) == [(1, "succeeded", None), (2, "succeeded", None)]

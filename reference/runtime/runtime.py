@@ -640,10 +640,10 @@ class ReferenceRuntime:
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None) -> None:
         if run.parent is not None:
-            # An Executor execution ends; its outcome becomes the Planner's batch member result.
+            # An Executor execution ends; its outcome becomes the Planner's batch member result
+            # (committed by the delegation, EXECUTION_ENDED).
             run.status, run.message = status, message
             run.error_code = error.value if error is not None else None
-            self._commit("EXECUTION_ENDED", [])
             return
         run.status = status
         run.error_code = error.value if error is not None else None
@@ -1161,7 +1161,11 @@ class ReferenceRuntime:
                 results.append((call_id, {"text": text}))
                 continue
             if call.name == DELEGATE_TOOL and run.parent is None and self.agent.executor:
-                results.append((call_id, {"text": self._delegate(run, call_id, arguments)}))
+                def settle(text: str, key: str = str(call_id)) -> list[Write]:
+                    done[key] = {"text": text}
+                    return position()
+                results.append((call_id, {"text": self._delegate(run, call_id, arguments,
+                                                                 settle)}))
                 continue
             self._commit("TOOL_STARTED", position(started=str(call_id)))
             self.clock.tick()
@@ -1300,11 +1304,14 @@ class ReferenceRuntime:
 
     # --- Planner and Executors -----------------------------------------------------------------
 
-    def _delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON]) -> str:
+    def _delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
+                  settle: Callable[[str], Sequence[Write]]) -> str:
         """One Executor execution for a ``delegate`` call: its own NodeTask and RoleContext,
         its protected inputs exactly the hand-over (task, constraints, material refs), never the
         Planner's messages, prompt or undelivered supplements. Its final answer, or its failure,
-        is this batch member's result (§1, §2, §5, §10).  CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
+        is this batch member's result (§1, §2, §5, §10), settled in the Planner's batch by the
+        same commit that ends the execution: a finished execution is fetched after a takeover,
+        never re-created.  CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
         items: list[tuple[str, str]] = [("task", str(arguments.get("task", "")))]
         constraints = arguments.get("constraints", [])
         materials = arguments.get("materials", [])
@@ -1331,10 +1338,12 @@ class ReferenceRuntime:
         self._commit("EXECUTION_STARTED", [])
         while task.status is RunStatus.RUNNING:
             self._loop(task)
-        if task.status is RunStatus.SUCCEEDED and task.final_text is not None:
-            return task.final_text
-        return structured_error(task.error_code or task.status.value.upper(),
-                                task.message or f"the Executor ended {task.status.value}")
+        text = task.final_text if task.status is RunStatus.SUCCEEDED and \
+            task.final_text is not None else structured_error(
+                task.error_code or task.status.value.upper(),
+                task.message or f"the Executor ended {task.status.value}")
+        self._commit("EXECUTION_ENDED", settle(text))
+        return text
 
     # --- hooks ----------------------------------------------------------------------------------
 
