@@ -33,6 +33,7 @@ from ctxspec.reference.effective import (
     Revision,
     Scope,
 )
+from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.runtime.runtime import (
@@ -42,6 +43,7 @@ from ctxspec.reference.runtime.runtime import (
     CrashPlan,
     ReferenceRuntime,
     RunState,
+    loop_key,
 )
 from ctxspec.reference.runtime.store import Store, checkpoint_write, decode_overrides
 from ctxspec.reference.snapshots import ActivePointer, manifest_from_document
@@ -115,6 +117,9 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
         runtime.contexts[context_id] = _context(store, context_id)
         if taken_over and loop:
             runtime._resume[run.run_id] = loop
+    for state in list(runtime.runs.values()):
+        if state.status is RunStatus.RUNNING:
+            _restore_executions(store, runtime, state, loops.get(state.run_id, {}))
     runtime.operations = {op.operation_id: op for op in (
         Operation.model_validate_json(row["doc"]) for row in store.query(
             "SELECT doc FROM operations"))}
@@ -125,6 +130,38 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     runtime._commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
                                                   {"incarnation": incarnation})])
     return runtime
+
+
+def _restore_executions(store: Store, runtime: ReferenceRuntime, planner: RunState,
+                        loop: dict[str, JSON]) -> None:
+    """The Executor executions the Planner's open batch started and has not settled: each
+    NodeTask with its private context, its hand-over (its own first records) and its loop
+    checkpoint, to go on where it stood (§10)."""
+    delegated, settled = loop.get("delegated"), loop.get("settled")
+    if loop.get("stage") != "batch" or not isinstance(delegated, dict):
+        return
+    for call_id, context in delegated.items():
+        if not isinstance(context, str) or (isinstance(settled, dict) and call_id in settled):
+            continue
+        context_id = UUID(context)
+        state = _context(store, context_id)
+        handover = tuple(ProtectedInput(raw.record.origin_input_id, position,
+                                        str(raw.content.get("text", "")))
+                         for position, raw in enumerate(state.records, start=1)
+                         if raw.record.origin_input_id is not None)
+        task = RunState(planner.run_id, planner.run_no, planner.question_input_id, context_id,
+                        planner.started_at_tick, role="executor", parent=planner,
+                        handover=handover)
+        checkpoint = store.checkpoint(planner.run_id, loop_key(task, "loop"))
+        if isinstance(checkpoint, dict):
+            count = checkpoint.get("loops")
+            task.loops = count if isinstance(count, int) else 0
+            runtime._resume[context_id] = checkpoint
+        role_context = store.role_context(context_id)
+        if role_context is not None:
+            task.last_model_operation_id = role_context.last_model_operation_id
+        runtime.tasks.append(task)
+        runtime.contexts[context_id] = state
 
 
 def _incarnation(store: Store, session_id: UUID) -> int:

@@ -279,6 +279,12 @@ COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_
 each persists and how recovery continues from it)."""
 
 
+def loop_key(run: "RunState", name: str) -> str:
+    """A role's checkpoint name: the root role's is plain; an Executor's carries its context,
+    since its NodeTask shares the Run."""
+    return name if run.parent is None else f"{name}:{run.context_id}"
+
+
 class Crash(BaseException):
     """A simulated process death at a commit boundary: the runtime object is abandoned."""
 
@@ -342,7 +348,8 @@ class ReferenceRuntime:
         self.crash = crash
         self._commit_counts: dict[str, int] = {}
         self._resume: dict[UUID, dict[str, JSON]] = {}
-        """run_id → the loop checkpoint a restored runtime continues from (§10)."""
+        """Run id (root role) or Executor context id → the loop checkpoint a restored runtime
+        continues from (§10)."""
         if restoring:
             return
         self._commit("SESSION_OPENED", [
@@ -410,7 +417,7 @@ class ReferenceRuntime:
     def _checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
         """The root loop's position, committed with the step that reached it (§10: where the
         role is, which operation, what is settled; never copies of messages)."""
-        return checkpoint_write(run.run_id, "loop", {
+        return checkpoint_write(run.run_id, loop_key(run, "loop"), {
             "stage": stage, "loops": run.loops, "tool_calls_made": run.tool_calls_made,
             "tick": self.clock.now(), **facts})
 
@@ -624,13 +631,15 @@ class ReferenceRuntime:
                 return
             started = checkpoint.get("started")
             hooked = checkpoint.get("hooked")
+            delegated = checkpoint.get("delegated")
             self._batch(run, record.record_id, [c.call_id for c in record.tool_calls],
                         settled if isinstance(settled, dict) else {},
                         started if isinstance(started, str) else None,
-                        hooked if isinstance(hooked, dict) else {})
+                        hooked if isinstance(hooked, dict) else {},
+                        delegated if isinstance(delegated, dict) else {})
         elif stage in ("frozen", "compacting") and isinstance(operation, str):
             run.loops -= 1  # the frozen request is the same loop, asked again
-            attempts = self.store.checkpoint(run.run_id, "attempts")
+            attempts = self.store.checkpoint(run.run_id, loop_key(run, "attempts"))
             if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
                 failed = attempts.get("failed")
                 run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
@@ -695,7 +704,7 @@ class ReferenceRuntime:
         if prepared is None:
             return
         view, decision, snapshot_id = prepared
-        checkpoint: list[Write] = []
+        checkpoint = [self._checkpoint(run, "frozen", operation_id=str(operation_id))]
         if run.parent is None:  # an Executor claims no user input: it has its hand-over
             frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
                                input_cutoff=cutoff)
@@ -703,9 +712,9 @@ class ReferenceRuntime:
                 raise RuntimeError(f"{frozen.code}: {frozen.reason}")
             self.book, writes, manifest = frozen
             self._trace_deliveries(writes)
-            checkpoint.append(self._checkpoint(
+            checkpoint = [self._checkpoint(
                 run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
-                manifest=json.loads(manifest.model_dump_json())))
+                manifest=json.loads(manifest.model_dump_json()))]
         self._operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
                         OperationState.RUNNING)
         run.last_model_operation_id = operation_id
@@ -846,7 +855,7 @@ class ReferenceRuntime:
             if not isinstance(started, CompactionEpisode):
                 return view, None
             run.episodes.append(started)
-            self._commit("EPISODE_STARTED", [] if run.parent is not None else [
+            self._commit("EPISODE_STARTED", [
                 self._checkpoint(run, "compacting", operation_id=str(operation_id))])
         episode = next(e for e in run.episodes
                        if e.triggering_model_operation_id == operation_id)
@@ -1020,7 +1029,7 @@ class ReferenceRuntime:
                     sort_keys=True, ensure_ascii=False))
                 self._operation(operation_id, run, OperationPurpose.MODEL,
                                 f"model:{operation_id}", OperationState.RUNNING, raw)
-                self._commit("RAW_RESULT_SAVED", [] if run.parent is not None else [
+                self._commit("RAW_RESULT_SAVED", [
                     self._checkpoint(run, "raw_saved", operation_id=str(operation_id))])
                 self._accept(run, operation_id, outcome)
                 return
@@ -1030,9 +1039,10 @@ class ReferenceRuntime:
             # A failed attempt is a fact: a takeover goes on with the next one, never renews
             # the attempts (§10).
             last_fragment = isinstance(outcome, PartialThenFailed)
-            self._commit("ATTEMPT_FAILED", [checkpoint_write(run.run_id, "attempts", {
-                "operation_id": str(operation_id), "failed": attempt,
-                "partial": last_fragment})])
+            self._commit("ATTEMPT_FAILED", [checkpoint_write(
+                run.run_id, loop_key(run, "attempts"), {
+                    "operation_id": str(operation_id), "failed": attempt,
+                    "partial": last_fragment})])
         self._end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
@@ -1070,7 +1080,7 @@ class ReferenceRuntime:
         self._operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
                         OperationState.SUCCEEDED, operation.raw_result_ref,
                         self._ref(outcome.text))
-        self._commit("EFFECTIVE_RESULT", [] if run.parent is not None else [
+        self._commit("EFFECTIVE_RESULT", [
             self._checkpoint(run, "batch", decision=str(record_id), settled={})])
         self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
                     stage="post")
@@ -1082,20 +1092,21 @@ class ReferenceRuntime:
 
     def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
                settled: Mapping[str, JSON] | None = None, started: str | None = None,
-               hooked: Mapping[str, JSON] | None = None) -> None:
+               hooked: Mapping[str, JSON] | None = None,
+               delegations: Mapping[str, JSON] | None = None) -> None:
         """§6, §10: every call settles (pre-hook, handler with the effective arguments,
         post-hook); the results are fed back once, in action order. ``settled`` holds the
         members a crashed incarnation settled already: they are reused, never run again."""
         results: list[tuple[UUID, dict[str, JSON]]] = []
         done: dict[str, JSON] = dict(settled or {})
         decided: dict[str, JSON] = dict(hooked or {})
+        delegated: dict[str, JSON] = dict(delegations or {})
+        """call_id → the context of the Executor execution started for it."""
         """call_id → its committed pre-call decision (blocked, hook id, candidate)."""
 
         def position(**facts: JSON) -> list[Write]:
-            if run.parent is not None:  # Executor recovery is not checkpointed yet
-                return []
             return [self._checkpoint(run, "batch", decision=str(decision_id), settled=done,
-                                     hooked=decided, **facts)]
+                                     hooked=decided, delegated=delegated, **facts)]
 
         for call_id in call_ids:
             reused = done.get(str(call_id))
@@ -1164,8 +1175,14 @@ class ReferenceRuntime:
                 def settle(text: str, key: str = str(call_id)) -> list[Write]:
                     done[key] = {"text": text}
                     return position()
-                results.append((call_id, {"text": self._delegate(run, call_id, arguments,
-                                                                 settle)}))
+
+                def begin(context_id: UUID, key: str = str(call_id)) -> list[Write]:
+                    delegated[key] = str(context_id)
+                    return position()
+                running = delegated.get(str(call_id))
+                text = self._delegate(run, call_id, arguments, begin, settle,
+                                      UUID(running) if isinstance(running, str) else None)
+                results.append((call_id, {"text": text}))
                 continue
             self._commit("TOOL_STARTED", position(started=str(call_id)))
             self.clock.tick()
@@ -1204,8 +1221,7 @@ class ReferenceRuntime:
             results.append((call_id, content))
         for call_id, content in results:  # in action order: one feedback
             self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
-        self._commit("BATCH_FEEDBACK", [] if run.parent is not None else [
-            self._checkpoint(run, "loop_done")])
+        self._commit("BATCH_FEEDBACK", [self._checkpoint(run, "loop_done")])
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
 
@@ -1305,13 +1321,34 @@ class ReferenceRuntime:
     # --- Planner and Executors -----------------------------------------------------------------
 
     def _delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
-                  settle: Callable[[str], Sequence[Write]]) -> str:
+                  begin: Callable[[UUID], Sequence[Write]],
+                  settle: Callable[[str], Sequence[Write]], running: UUID | None) -> str:
         """One Executor execution for a ``delegate`` call: its own NodeTask and RoleContext,
         its protected inputs exactly the hand-over (task, constraints, material refs), never the
         Planner's messages, prompt or undelivered supplements. Its final answer, or its failure,
         is this batch member's result (§1, §2, §5, §10), settled in the Planner's batch by the
         same commit that ends the execution: a finished execution is fetched after a takeover,
-        never re-created.  CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
+        never re-created; one that was running goes on from its own loop checkpoint.
+        CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
+        task = next((t for t in self.tasks if t.context_id == running), None)
+        if task is not None:  # restored after a takeover: continue where it stood
+            checkpoint = self._resume.pop(task.context_id, None)
+            if checkpoint is not None:
+                self._continue(task, checkpoint)
+        else:
+            task = self._start_execution(planner, call_id, arguments, begin)
+        while task.status is RunStatus.RUNNING:
+            self._loop(task)
+        text = task.final_text if task.status is RunStatus.SUCCEEDED and \
+            task.final_text is not None else structured_error(
+                task.error_code or task.status.value.upper(),
+                task.message or f"the Executor ended {task.status.value}")
+        self._commit("EXECUTION_ENDED", settle(text))
+        return text
+
+    def _start_execution(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
+                         begin: Callable[[UUID], Sequence[Write]]) -> RunState:
+        """A new Executor NodeTask with its private context holding the hand-over."""
         items: list[tuple[str, str]] = [("task", str(arguments.get("task", "")))]
         constraints = arguments.get("constraints", [])
         materials = arguments.get("materials", [])
@@ -1335,15 +1372,8 @@ class ReferenceRuntime:
         self.contexts[task.context_id] = append_records(
             state, records, mutation_id=self._id(), source_kind=MutationSourceKind.RUNTIME,
             source_ref=f"delegate:{call_id}").state
-        self._commit("EXECUTION_STARTED", [])
-        while task.status is RunStatus.RUNNING:
-            self._loop(task)
-        text = task.final_text if task.status is RunStatus.SUCCEEDED and \
-            task.final_text is not None else structured_error(
-                task.error_code or task.status.value.upper(),
-                task.message or f"the Executor ended {task.status.value}")
-        self._commit("EXECUTION_ENDED", settle(text))
-        return text
+        self._commit("EXECUTION_STARTED", begin(task.context_id))
+        return task
 
     # --- hooks ----------------------------------------------------------------------------------
 
