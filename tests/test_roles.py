@@ -95,6 +95,46 @@ def test_row19_private_and_shared_scopes() -> None:
         assert not any("budget" in t or "plan v1" in t for t in texts(request))
 
 
+def planner_requests(trace: tr.Trace) -> list[list[str]]:
+    """The Planner's requests, one per Operation: a request whose answer was lost in a crash
+    is sent again as it was, and counts once."""
+    sent: dict[str, list[str]] = {}
+    for request in trace.model_requests("business"):
+        if request.role == "root":
+            assert sent.setdefault(request.purpose_key, texts(request)) == texts(request)
+    return list(sent.values())
+
+
+def roles_commits() -> list[tuple[str, int, str]]:
+    driver = ReferenceDriver()
+    run_scenario(parse_scenario(roles_scenario()), lambda: driver)
+    assert driver.runtime is not None
+    return [(name, n, when) for name, count in sorted(driver.runtime.coordinator.by_name.items())
+            for n in range(1, count + 1) for when in ("before", "after")]
+
+
+@pytest.mark.covers("CTX-3.75", "CTX-3.87", "CTX-10.12")
+@pytest.mark.parametrize(("commit", "occurrence", "when"), roles_commits(),
+                         ids=lambda v: str(v))
+def test_row19_scopes_survive_a_crash_at_any_commit(commit: str, occurrence: int,
+                                                    when: str) -> None:
+    # A takeover rebuilds the shared scope and the Executor from the store: wherever the
+    # process dies, the Planner's requests are the ones it sends without a crash and the
+    # Executor never sees the shared field or the Planner's context. Only a hook that was
+    # running at the crash differs: it is dropped (HOOK_FAILED), so its patch never lands.
+    plain = planner_requests(run(roles_scenario()))
+    crashed = run({**roles_scenario(), "crash": {"commit": commit, "occurrence": occurrence,
+                                                 "when": when}})
+    executor = [r for r in crashed.model_requests("business") if r.role == "executor"]
+    for request in executor:
+        assert not any("budget" in t or "plan v1" in t for t in texts(request))
+    hook_was_running = (commit, when) in (("HOOK_STARTED", "after"), ("HOOK_DECISION", "before"))
+    if hook_was_running:
+        assert any("HOOK_FAILED" in d.diagnostics for d in crashed.of(tr.HookDecided))
+        return
+    assert planner_requests(crashed) == plain
+
+
 @pytest.mark.covers("CTX-3.93")
 def test_an_allow_never_grants_a_tool_or_quota_the_role_lacks() -> None:
     document = {

@@ -115,6 +115,10 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
                                   manifest_from_document(manifest), summary)
         runtime.runs[run.run_id] = state
         runtime.contexts[context_id] = _context(store, context_id)
+        shared = _shared_scope(store, run.run_id)
+        if shared is not None:
+            state.shared_context_id = shared.context_id
+            runtime.contexts[shared.context_id] = shared
         if taken_over and loop:
             runtime._resume[run.run_id] = loop
     for state in list(runtime.runs.values()):
@@ -162,6 +166,25 @@ def _restore_executions(store: Store, runtime: ReferenceRuntime, planner: RunSta
             task.last_model_operation_id = role_context.last_model_operation_id
         runtime.tasks.append(task)
         runtime.contexts[context_id] = state
+
+
+def _shared_scope(store: Store, run_id: UUID) -> ContextState | None:
+    """A Run's shared scope: its field records carry their names and consumers, from which the
+    scope's registration is rebuilt as the runtime made it (§3)."""
+    rows = store.query("SELECT DISTINCT context_id FROM records WHERE run_id = ? AND "
+                       "message_kind = 'shared'", (str(run_id),))
+    if not rows:
+        return None
+    state = _context(store, UUID(rows[0]["context_id"]))
+    consumers = frozenset(str(c) for raw in state.records
+                          for c in _strings(raw.content.get("consumers")))
+    return replace(state, scope=Scope(
+        "shared", registered_fields=frozenset((raw.record_id, "text") for raw in state.records),
+        consumers=consumers))
+
+
+def _strings(value: JSON) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _incarnation(store: Store, session_id: UUID) -> int:

@@ -627,6 +627,7 @@ class ReferenceRuntime:
             record = next(r for r in effective_records(self.contexts[run.context_id])
                           if r.record_id == UUID(decision))
             if not record.tool_calls:
+                run.final_text = record.text  # an Executor's answer is its member's result
                 self._end(run, RunStatus.SUCCEEDED)
                 return
             started = checkpoint.get("started")
@@ -637,8 +638,8 @@ class ReferenceRuntime:
                         started if isinstance(started, str) else None,
                         hooked if isinstance(hooked, dict) else {},
                         delegated if isinstance(delegated, dict) else {})
-        elif stage in ("frozen", "compacting") and isinstance(operation, str):
-            run.loops -= 1  # the frozen request is the same loop, asked again
+        elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
+            run.loops -= 1  # the prepared request is the same loop, taken up again
             attempts = self.store.checkpoint(run.run_id, loop_key(run, "attempts"))
             if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
                 failed = attempts.get("failed")
@@ -695,7 +696,11 @@ class ReferenceRuntime:
         view = self._view(run, protected)
         if isinstance(view, UnsettledBatch):
             raise AssertionError("the shell settles every batch before the next loop")
-        chain = self._hooks("model.pre_request", run, {"params": {}}, None, None)
+        # A resumed request passed its pre-request chain before it was compacted or frozen;
+        # the chain's changes are in the effective context, so it is not run again (§10).
+        chain = None if resume_operation is not None else self._hooks(
+            "model.pre_request", run, {"params": {}}, None, None, always=[
+                self._checkpoint(run, "prepared", operation_id=str(operation_id))])
         if chain is not None and chain.items:
             view = self._view(run, protected)
             if isinstance(view, UnsettledBatch):
@@ -1379,11 +1384,11 @@ class ReferenceRuntime:
 
     def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
                call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
-               extra: Callable[[ChainOutcome], Sequence[Write]] | None = None
-               ) -> ChainOutcome | None:
+               extra: Callable[[ChainOutcome], Sequence[Write]] | None = None,
+               always: Sequence[Write] = ()) -> ChainOutcome | None:
         """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
-        writes made from the outcome, e.g. the loop checkpoint that records it (§10: a
-        committed decision is reused by hook_invocation_id, never re-run)."""
+        writes made from the outcome and the ``always`` writes — the loop checkpoint that
+        records the chain as done (§10: a committed decision is reused, never re-run)."""
         if not self.hooks.registered(point):
             return None
         state = self.contexts[run.context_id]
@@ -1414,7 +1419,7 @@ class ReferenceRuntime:
             replies = self.hooks.items(context)
         settled = checkpoint_write(run.run_id, "hook", None)
         if not replies:
-            self._commit("HOOK_DECISION", [settled])
+            self._commit("HOOK_DECISION", [settled, *always])
             return None
         shared_id = (run.parent or run).shared_context_id
         states = {run.context_id: state}
@@ -1442,7 +1447,8 @@ class ReferenceRuntime:
         for context_id in states:
             self.contexts[context_id] = chain.states[context_id]
         self._commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
-                                       *(extra(chain) if extra is not None else ()), settled])
+                                       *(extra(chain) if extra is not None else ()), settled,
+                                       *always])
         for item in chain.items:
             inv = item.invocation
             self.trace.add(tr.HookDecided(
