@@ -271,3 +271,47 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
     click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
     for line in timeline(driver.raw_trace().events):
         click.echo(line)
+
+
+# --- conformance -------------------------------------------------------------------------
+
+
+@main.command("conformance")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
+              help="The driver to test (default: the reference runtime).")
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Run only this case (repeatable).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: suite_version, driver, cases, summary.")
+def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...],
+                        as_json: bool) -> None:
+    """Run the conformance cases against a driver; exit 1 unless every case passed or is
+    unsupported."""
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.harness import SUITE_VERSION, load_factory, run_suite
+
+    try:
+        factory = load_factory(driver_spec)
+        cases = by_id(case_ids or None)
+    except (ValueError, KeyError, ImportError) as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
+    results = []
+    for result in run_suite(cases, factory):
+        results.append(result)
+        if not as_json:  # progress: one line per case as it finishes
+            click.echo(f"{result.case.source:<12} {result.case.id:<14} {result.status:<11} "
+                       f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
+                       + (f"\n{'':27}{result.detail}" if result.detail else ""))
+    summary = Counter(r.status for r in results)
+    total = sum(r.seconds for r in results)
+    if as_json:
+        click.echo(json.dumps({
+            "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
+            "cases": [r.to_json() for r in results],
+            "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
+                                                       "error")}}, ensure_ascii=False))
+    else:
+        click.echo(f"{len(results)} cases in {total:.2f} s: " + ", ".join(
+            f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error")))
+    if summary.get("failed") or summary.get("error"):
+        sys.exit(1)

@@ -1,0 +1,239 @@
+"""The conformance cases: §12 rows (and the worked examples of §7 and §8) as a declarative
+scenario plus a predicate over the neutral trace (ARCHITECTURE.md "The conformance suite").
+
+A case asserts only what the design makes observable — requests as sent, tools executed, run
+endings and their codes, deliveries, client events, restarts — read from the trace as plain JSON,
+so a runtime in any language can pass it. Expected values are derived by hand from the design;
+each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` for a §12 row.
+"""
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Trace = list[dict[str, Any]]
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+class CaseFailure(AssertionError):
+    """A case's expectation does not hold; the message says which and what was seen."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    source: str
+    """Where the case comes from: "§12 row 4", "§8 example"."""
+    requirements: tuple[str, ...]
+    scenario: Mapping[str, Any]
+    check: Callable[[Trace], None]
+    needs: frozenset[str] = field(default_factory=frozenset)
+    """Driver capabilities the case needs; a driver without one reports it unsupported."""
+
+
+# --- reading the trace ----------------------------------------------------------------------
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CaseFailure(message)
+
+
+def equal(seen: object, expected: object, what: str) -> None:
+    if seen != expected:
+        raise CaseFailure(f"{what}: expected {expected!r}, saw {seen!r}")
+
+
+def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
+    return [event for event in trace if event["kind"] == kind]
+
+
+def requests(trace: Trace, purpose: str | None = None) -> list[dict[str, Any]]:
+    return [e for e in of(trace, "model_request") if purpose in (None, e["purpose"])]
+
+
+def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    return [(m["role"], m["kind"], m["text"]) for m in request["view"]["messages"]]
+
+
+def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
+    """(run_no, status, error code) of every Run's last ending (a dead incarnation may have
+    traced an ending it never committed; the restarted one traces it again)."""
+    last: dict[int, tuple[int, str, str | None]] = {}
+    for event in of(trace, "run_ended"):
+        last[event["run_no"]] = (event["run_no"], event["status"], event["error_code"])
+    return [last[n] for n in sorted(last)]
+
+
+def example(name: str) -> dict[str, Any]:
+    """A worked example of docs/examples, as the scenario of a case."""
+    path = EXAMPLES / f"{name}.json"
+    document: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return document
+
+
+def base(**agent: Any) -> dict[str, Any]:
+    """A scenario skeleton measured with the character estimator (one token per character)."""
+    return {"scenario_version": 1, "name": "case", "steps": [],
+            "agent": {"system_prompt": "sys", "window": 4000, "output_reserve": 400,
+                      "safety_margin": 100, "estimator": "chars", **agent}}
+
+
+# --- §12 row 2: five supplements in one round -------------------------------------------------
+
+
+def _row2_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "q1"}, *({"supplement": f"s{n}"} for n in range(1, 6)),
+                         {"advance": True}, {"ask": "q2"}, {"advance": True}, {"ask": "q3"},
+                         {"advance": True}, {"ask": "q4"}, {"advance": True}]
+    document["model"] = {"business": [{"text": f"a{n}"} for n in range(1, 5)]}
+    return document
+
+
+def _row2_check(trace: Trace) -> None:
+    # Five supplements are five UserInputs of one Run: four questions, four Runs. With the
+    # default recent_runs = 2, Run 1 is trimmed to its inputs and result, and all five
+    # supplements are still there, in receive order, after its question.
+    equal([e["detail"] for e in of(trace, "client_event") if e["event"] == "run_started"],
+          ["run 1", "run 2", "run 3", "run 4"], "Runs started")
+    final = lines(requests(trace, "business")[-1])
+    equal(final[1:9], [("user", "user_ref", t) for t in ("q1", "s1", "s2", "s3", "s4", "s5")]
+          + [("assistant", "assistant", "a1"), ("system", "outcome", "[run 1 ended: succeeded]")],
+          "Run 1 as the fourth request shows it")
+
+
+# --- §12 row 4: the 80% boundary, both sides ----------------------------------------------------
+
+
+def _boundary(question_length: int) -> dict[str, Any]:
+    """W=5000, O=400, S=100: B = 4500, trigger floor(0.8 × 4500) = 3600. Run 1 leaves 1000 +
+    1000 characters and the 24 of "[run 1 ended: succeeded]"; with "sys" (3) run 2's request is
+    I = 2027 + the question's length, so 1572 and 1573 sit on both sides of the trigger."""
+    document = base(window=5000)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True},
+                         {"ask": "Q" * question_length}, {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def _below_check(trace: Trace) -> None:
+    seen = [(r["purpose"], r["estimated_input_tokens"], r["compaction"])
+            for r in requests(trace)]
+    equal(seen, [("business", 1003, "below_trigger"), ("business", 3599, "below_trigger")],
+          "requests at I = threshold − 1")
+    _within_window(trace)
+
+
+def _at_check(trace: Trace) -> None:
+    seen = [(r["purpose"], r["compaction"]) for r in requests(trace)]
+    equal(seen, [("business", "below_trigger"), ("compaction", None), ("business", "compact")],
+          "requests at I = threshold")
+    # After the summary: "sys" + the 30-character summary envelope + "SUMMARY" + the question.
+    equal(requests(trace)[-1]["estimated_input_tokens"], 3 + 30 + 7 + 1573,
+          "I of the request after compaction")
+    _within_window(trace)
+
+
+def _within_window(trace: Trace) -> None:
+    for request in requests(trace):
+        expect(request["estimated_input_tokens"] + request["max_output_tokens"]
+               + request["safety_margin"] <= request["window"],
+               f"request {request['purpose_key']} exceeds the hard window")
+
+
+# --- §12 row 5: a new question that triggers compaction -------------------------------------
+
+
+def _row5_check(trace: Trace) -> None:
+    business = requests(trace, "business")[-1]
+    expect(business["snapshot_id"] is not None, "the request after compaction names no snapshot")
+    equal(lines(business), [("system", "system_prompt", "sys"),
+                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
+                            ("user", "user_ref", "Q" * 1573)], "the request after compaction")
+    material = requests(trace, "compaction")[0]["view"]["messages"][-1]["text"]
+    expect("a" * 1000 in material and "b" * 1000 in material,
+           "the summary request lacks Run 1's material")
+    expect("Q" * 1573 not in material, "the new question was sent to be summarised")
+
+
+# --- §12 rows 9, 21-23: crashes --------------------------------------------------------------
+
+
+def _crash(name: str, commit: str, occurrence: int, when: str) -> dict[str, Any]:
+    return {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
+                                       "when": when}}
+
+
+def _row9_check(trace: Trace) -> None:
+    # The example's episode summarises three chunks; dying after the second leaves one to do.
+    chunks = requests(trace, "compaction")
+    equal(len(chunks), 3, "compaction requests")
+    equal(len({r["purpose_key"] for r in chunks}), 3, "distinct chunk purpose keys")
+    restart = next(i for i, e in enumerate(trace) if e["kind"] == "restarted")
+    expect(trace.index(chunks[1]) < restart < trace.index(chunks[2]),
+           "the third chunk is not the only one asked after the restart")
+    equal(len({e["episode_id"] for e in of(trace, "compaction")}), 1, "episodes")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
+          "Run endings")
+
+
+def _saved_step_check(trace: Trace) -> None:
+    # tool-batch-hook: one decision with two calls, a pre-call hook moving write's path to
+    # reports/a.md, then the final answer — two business requests, each tool once, and the
+    # moved path is the one that ran.
+    business = {r["purpose_key"] for r in requests(trace, "business")}
+    equal(len(business), 2, "business Operations")
+    equal(sorted(e["name"] for e in of(trace, "tool_executed")), ["read", "write"],
+          "tools executed")
+    equal([e["effective_arguments"].get("path") for e in of(trace, "tool_executed")
+           if e["name"] == "write"], ["reports/a.md"], "write's effective path")
+    final = lines(requests(trace, "business")[-1])
+    equal([kind for _, kind, _ in final].count("tool_result"), 2, "results fed back")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+CASES: tuple[Case, ...] = (
+    Case("ROW-02", "five supplements in one round", "§12 row 2",
+         ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17"), _row2_scenario(), _row2_check),
+    Case("ROW-04-BELOW", "80% boundary: I = threshold − 1 does not compact", "§12 row 4",
+         ("CTX-7.12", "CTX-7.13", "CTX-8.28"), _boundary(1572), _below_check,
+         frozenset({"estimator_injection"})),
+    Case("ROW-04-AT", "80% boundary: I = threshold compacts", "§12 row 4",
+         ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-8.46"), _boundary(1573), _at_check,
+         frozenset({"estimator_injection", "compaction"})),
+    Case("ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
+         ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64"), _boundary(1573), _row5_check,
+         frozenset({"estimator_injection", "compaction"})),
+    Case("ROW-09", "a crash after the second chunk resumes at the third", "§12 row 9",
+         ("CTX-10.9", "CTX-8.74"),
+         _crash("compaction-three-chunks-window-exceeded", "CHUNK_COMMITTED", 2, "after"),
+         _row9_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
+    Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
+         ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "RAW_RESULT_SAVED", 1, "after"),
+         _saved_step_check, frozenset({"crash_points", "hooks"})),
+    Case("ROW-22", "a crash after one batch member settled reuses it", "§12 row 22",
+         ("CTX-10.12",), _crash("tool-batch-hook", "TOOL_SETTLED", 1, "after"),
+         _saved_step_check, frozenset({"crash_points", "hooks"})),
+    Case("ROW-23", "a crash after the feedback commit appends nothing twice", "§12 row 23",
+         ("CTX-10.12",), _crash("tool-batch-hook", "BATCH_FEEDBACK", 1, "after"),
+         _saved_step_check, frozenset({"crash_points", "hooks"})),
+)
+
+
+def by_id(ids: Sequence[str] | None = None) -> tuple[Case, ...]:
+    """The cases with these IDs (all when None); an unknown ID is an error naming it."""
+    if ids is None:
+        return CASES
+    known = {case.id: case for case in CASES}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        raise KeyError(f"no conformance case {', '.join(unknown)}")
+    return tuple(known[i] for i in ids)
+
+
+__all__ = ["CASES", "Case", "CaseFailure", "Trace", "by_id"]

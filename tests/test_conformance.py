@@ -1,0 +1,105 @@
+"""The conformance harness is honest: every case passes on the reference driver, a driver that
+lacks a capability gets `unsupported` (never `passed`), a driver that misbehaves fails the case
+that watches for it, and a broken driver is an `error`."""
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.cases import CASES, by_id
+from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.harness import run_case
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_case_passes_on_the_reference(case: Any) -> None:
+    result = run_case(case, ReferenceDriver)
+    assert (result.status, result.detail) == ("passed", "")
+
+
+class WithoutCrashes(ReferenceDriver):
+    capabilities = ReferenceDriver.capabilities - {"crash_points"}
+
+
+class DropsThirdSupplement(ReferenceDriver):
+    """A realistic bug: one supplement of a busy round is lost."""
+
+    def supplement(self, text: str) -> None:
+        if text != "s3":
+            super().supplement(text)
+
+
+class RunsToolsTwice(ReferenceDriver):
+    """Reports every tool execution twice, as a runtime that re-runs saved calls would."""
+
+    def trace(self) -> list[dict[str, Any]]:
+        events = super().trace()
+        return [copy for event in events
+                for copy in ([event, event] if event["kind"] == "tool_executed" else [event])]
+
+
+def test_a_missing_capability_is_unsupported_never_passed() -> None:
+    results = {c.id: run_case(c, WithoutCrashes) for c in CASES}
+    for case in CASES:
+        expected = "unsupported" if "crash_points" in case.needs else "passed"
+        assert results[case.id].status == expected, case.id
+    assert results["ROW-21"].detail == "the driver lacks crash_points"
+
+
+def test_a_lost_supplement_fails_row2_naming_what_differs() -> None:
+    [row2] = by_id(["ROW-02"])
+    result = run_case(row2, DropsThirdSupplement)
+    assert result.status == "failed"
+    assert result.detail.startswith("Run 1 as the fourth request shows it: expected")
+    assert "'s3'" in result.detail
+
+
+def test_a_repeated_tool_call_fails_the_crash_rows() -> None:
+    for case in by_id(["ROW-21", "ROW-22", "ROW-23"]):
+        result = run_case(case, RunsToolsTwice)
+        assert result.status == "failed"
+        assert result.detail.startswith("tools executed: expected ['read', 'write']")
+
+
+def test_a_driver_that_cannot_be_built_is_an_error() -> None:
+    def broken() -> ReferenceDriver:
+        raise OSError("no runtime here")
+
+    [row2] = by_id(["ROW-02"])
+    result = run_case(row2, broken)
+    assert (result.status, result.detail) == ("error",
+                                              "driver factory failed: OSError('no runtime here')")
+
+
+def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass() -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    report = json.loads(outcome.output)
+    assert report["driver"] == "reference"
+    assert [c["id"] for c in report["cases"]] == [c.id for c in CASES]
+    assert report["summary"] == {"passed": len(CASES), "failed": 0, "unsupported": 0,
+                                 "error": 0}
+    assert set(report["cases"][0]) == {"id", "title", "source", "requirements", "status",
+                                       "detail"}
+
+
+def test_the_cli_exits_one_when_a_case_fails() -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--case", "ROW-02", "--driver",
+                                        "tests.test_conformance:DropsThirdSupplement"])
+    assert outcome.exit_code == 1
+    assert "ROW-02" in outcome.output and "failed" in outcome.output
+    assert "1 cases in" in outcome.output and "1 failed" in outcome.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--case", "ROW-99"], "no conformance case ROW-99"),
+    (["--driver", "nomodule"], "--driver 'nomodule': expected module:factory"),
+    (["--driver", "json:nothing"], "--driver 'json:nothing': 'nothing' is not a callable of json"),
+])
+def test_bad_arguments_are_refused_with_a_usage_error(args: list[str], message: str) -> None:
+    outcome = CliRunner().invoke(main, ["conformance", *args])
+    assert outcome.exit_code == 2
+    assert message in outcome.output
