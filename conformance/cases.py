@@ -197,6 +197,112 @@ def _saved_step_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+# --- §12 row 6: a supplement during compaction ------------------------------------------------
+
+
+def _row6_scenario() -> dict[str, Any]:
+    document = _boundary(1573)
+    document["agent"]["tools"] = [{"name": "look"}]
+    document["model"]["business"] = [{"text": "b" * 1000},
+                                     {"text": "", "tool_calls": [{"name": "look"}]},
+                                     {"text": "done"}]
+    document["tools"] = {"look": [{"text": "seen"}]}
+    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
+                             "do": {"supplement": "late words"}}]
+    return document
+
+
+def _row6_check(trace: Trace) -> None:
+    # The supplement arrives while the first chunk is summarised: after the input cutoff of the
+    # request being prepared, so not in it, and verbatim in the next request, one input later.
+    business = requests(trace, "business")
+    after_summary, next_loop = business[1], business[2]
+    expect("late words" not in [m["text"] for m in after_summary["view"]["messages"]],
+           "the supplement joined the request it arrived after")
+    equal([m["text"] for m in next_loop["view"]["messages"] if m["kind"] == "user_ref"],
+          ["Q" * 1573, "late words"], "user inputs of the next request")
+    equal(next_loop["input_cutoff"], after_summary["input_cutoff"] + 1, "input cutoff")
+
+
+# --- §12 row 7: tool protocol, a Run stopped mid-batch ----------------------------------------
+
+
+def _row7_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "a"}, {"name": "b"}])
+    document["steps"] = [{"ask": "do a and b"}, {"advance": True}, {"ask": "what happened?"},
+                         {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "a"}, {"name": "b"}]},
+        {"text": "a ran, b did not"}]}
+    document["tools"] = {"a": [{"text": "a done"}]}
+    document["triggers"] = [{"on": {"tool": "a", "ordinal": 1}, "do": {"stop": True}}]
+    return document
+
+
+def _row7_check(trace: Trace) -> None:
+    # A stop while a runs: a finishes, b never starts; the next question's history keeps the
+    # pair protocol — a's result, then a placeholder for b that does not claim it ran.
+    equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
+    equal([e["name"] for e in of(trace, "tool_executed")], ["a"], "tools executed")
+    messages = requests(trace, "business")[-1]["view"]["messages"]
+    group = [m for m in messages if m["tool_calls"] or m["role"] == "tool"]
+    calls = [c["call_id"] for c in group[0]["tool_calls"]]
+    equal([(m["kind"], m["call_id"]) for m in group[1:]],
+          [("tool_result", calls[0]), ("placeholder", calls[1])], "results after the call")
+    placeholder = json.loads(group[2]["text"])
+    equal((placeholder["status"], placeholder["tool"]), ("not_executed", "b"), "placeholder")
+
+
+# --- §12 row 8: a huge tool result ------------------------------------------------------------
+
+_BODY = "".join(f"row {n:05d}\n" for n in range(2000))  # 20000 characters
+
+
+def _row8_scenario() -> dict[str, Any]:
+    document = base(window=40_000, output_reserve=2000, safety_margin=500,
+                    tools=[{"name": "dump"}, {"name": "result.read"}])
+    document["steps"] = [{"ask": "dump the table"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "dump"}]},
+        {"text": "", "tool_calls": [{"name": "result.read",
+                                     "arguments": {"from": 4000, "to": 4020}}]},
+        {"text": "row 00400 is there"}]}
+    document["tools"] = {"dump": [{"text": _BODY}],
+                         "result.read": [{"text": _BODY[4000:4020]}]}
+    return document
+
+
+def _row8_check(trace: Trace) -> None:
+    # The 20000-character result reaches the model as its first 4000 characters, marked with
+    # the range and the full size; the read of 20 more characters is a new record of its own.
+    results = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+               if m["kind"] == "tool_result"]
+    equal(results[0]["text"], _BODY[:4000], "the preview")
+    cut = results[0]["truncation"]
+    expect(cut is not None, "the preview is not marked truncated")
+    equal((cut["from_char"], cut["through_char"], cut["total_chars"]), (0, 4000, 20_000),
+          "the preview's range")
+    equal(cut["result_ref"]["size_bytes"], 20_000, "the full result's size")
+    equal((results[1]["text"], results[1]["truncation"]), ("row 00400\nrow 00401\n", None),
+          "the read")
+
+
+# --- §12 row 11: still over the window after the summary --------------------------------------
+
+
+def _row11_check(trace: Trace) -> None:
+    # The example: three chunks summarised, the last summary still too long; Run 2 fails with
+    # CONTEXT_WINDOW_EXCEEDED, no second compaction and nothing over the window is sent.
+    equal([r["purpose"] for r in requests(trace)], ["business"] * 4 + ["compaction"] * 3,
+          "requests")
+    equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
+    message = of(trace, "run_ended")[-1]["message"]
+    expect(message is not None and "window is 4000" in message,
+           "the message does not give the window")
+    expect("You are" not in message, "the message shows the system prompt")
+    _within_window(trace)
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-02", "five supplements in one round", "§12 row 2",
          ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17"), _row2_scenario(), _row2_check),
@@ -209,10 +315,23 @@ CASES: tuple[Case, ...] = (
     Case("ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
          ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64"), _boundary(1573), _row5_check,
          frozenset({"estimator_injection", "compaction"})),
+    Case("ROW-06", "a supplement during compaction joins the next request", "§12 row 6",
+         ("CTX-5.28", "CTX-5.29", "CTX-9.44"), _row6_scenario(), _row6_check,
+         frozenset({"estimator_injection", "compaction", "triggers"})),
+    Case("ROW-07", "every result has its call; a stopped batch gets placeholders", "§12 row 7",
+         ("CTX-6.1", "CTX-6.2", "CTX-6.3", "CTX-6.6", "CTX-6.10"), _row7_scenario(),
+         _row7_check, frozenset({"triggers", "stop"})),
+    Case("ROW-08", "a huge result is a preview; a read is a new record", "§12 row 8",
+         ("CTX-6.13", "CTX-6.14", "CTX-6.15", "CTX-6.17"), _row8_scenario(), _row8_check,
+         frozenset({"estimator_injection"})),
     Case("ROW-09", "a crash after the second chunk resumes at the third", "§12 row 9",
          ("CTX-10.9", "CTX-8.74"),
          _crash("compaction-three-chunks-window-exceeded", "CHUNK_COMMITTED", 2, "after"),
          _row9_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
+    Case("ROW-11", "still over the window after the summary ends the Run", "§12 row 11",
+         ("CTX-8.53", "CTX-8.77", "CTX-11.4", "CTX-11.14"),
+         example("compaction-three-chunks-window-exceeded"), _row11_check,
+         frozenset({"compaction", "estimator_injection"})),
     Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
          ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "RAW_RESULT_SAVED", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),
