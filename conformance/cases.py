@@ -303,7 +303,101 @@ def _row11_check(trace: Trace) -> None:
     _within_window(trace)
 
 
+# --- §12 row 1: recent_runs = 2 with succeeded, failed, stopped -------------------------------
+
+
+def _row1_check(trace: Trace) -> None:
+    # supplements-across-runs: Run 1 succeeds, Run 2 fails, Run 3 is stopped, Run 4 asks for a
+    # summary. Run 1 is older than the recent two, so it shows its inputs, final result and
+    # status; Runs 2 and 3 show their process and status and no made-up answer; the supplement
+    # Run 2 claimed and Run 3 carried is shown once, in the current request, marked elsewhere.
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "MODEL_FAILED"),
+                           (3, "stopped", None), (4, "succeeded", None)], "Run endings")
+    carried = next(e["input_id"] for e in of(trace, "delivery") if e["state"] == "carried")
+    marker = f"[user input {carried}: text shown in the current request]"
+    equal(lines(requests(trace, "business")[-1]), [
+        ("system", "system_prompt", "You are a deployment assistant."),
+        ("user", "user_ref", "写部署方案"), ("user", "user_ref", "只用 Docker"),
+        ("user", "user_ref", "不开放公网端口"),
+        ("assistant", "assistant", "方案见下：一个 compose 文件，只暴露内网端口。"),
+        ("system", "outcome", "[run 1 ended: succeeded]"),
+        ("user", "user_ref", "检查镜像大小"), ("system", "marker", marker),
+        ("system", "outcome", "[run 2 ended: failed; no final result]"),
+        ("system", "marker", marker), ("user", "user_ref", "再试一次"),
+        ("system", "outcome", "[run 3 ended: stopped; no final result]"),
+        ("user", "user_ref", "包括构建缓存"), ("user", "user_ref", "总结一下")],
+        "the fourth Run's request")
+
+
+# --- §12 row 10: a crash before the summary commit --------------------------------------------
+
+
+def _row10_check(trace: Trace) -> None:
+    # Dying just before the snapshot is committed loses no history: the three committed chunks
+    # are not asked again and the Session ends as without the crash.
+    equal(len(requests(trace, "compaction")), 3, "compaction requests")
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
+          "Run endings")
+
+
+# --- §12 rows 13 and 14: failures around the first output ---------------------------------------
+
+
+def _row13_scenario() -> dict[str, Any]:
+    document = base(window=4000, model_attempts=2)
+    document["steps"] = [{"ask": "q1"}, {"supplement": "use metric units"}, {"advance": True},
+                         {"ask": "q2"}, {"advance": True}]
+    document["model"] = {"business": [{"fail": "reset"}, {"fail": "reset"}, {"text": "done"}]}
+    return document
+
+
+def _row13_check(trace: Trace) -> None:
+    # Claimed by Run 1's request, which fails before any output: the claim is carried and the
+    # same UserInput waits again, is bound to Run 2's question, claimed, and delivered once.
+    equal(endings(trace), [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)],
+          "Run endings")
+    supplement = of(trace, "delivery")[1]["input_id"]
+    equal([e["state"] for e in of(trace, "delivery") if e["input_id"] == supplement],
+          ["pending", "claimed", "pending", "carried", "pending", "claimed", "delivered"],
+          "the supplement's deliveries")
+    sent = [m["text"] for m in requests(trace, "business")[-1]["view"]["messages"]]
+    equal(sum("use metric units" in text for text in sent), 1, "copies of the supplement sent")
+
+
+def _row14_scenario() -> dict[str, Any]:
+    document = base(window=4000, model_attempts=1, tools=[{"name": "deploy"}])
+    document["steps"] = [{"ask": "deploy it"}, {"advance": True}, {"ask": "status?"},
+                         {"advance": True}]
+    document["model"] = {"business": [{"partial": '{"name": "deploy", "argum', "fail": "reset"},
+                                      {"text": "nothing was deployed"}]}
+    document["tools"] = {"deploy": []}
+    return document
+
+
+def _row14_check(trace: Trace) -> None:
+    # A first output then a broken stream: the delivery evidence is recorded, no client event
+    # carries model text, no tool runs from a fragment of arguments, and the next question sees
+    # the fragment marked as incomplete, never as a complete message.
+    equal(endings(trace), [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)],
+          "Run endings")
+    equal(of(trace, "tool_executed"), [], "tools executed")
+    expect(any(e["state"] == "delivered" for e in of(trace, "delivery")),
+           "no delivery evidence for the first output")
+    expect(all("argum" not in e["detail"] for e in of(trace, "client_event")),
+           "a client event carries model text")
+    history = lines(requests(trace, "business")[-1])
+    expect(("system", "fragment",
+            '[incomplete model output, not a decision] {"name": "deploy", "argum') in history,
+           "the fragment is not shown marked incomplete")
+    expect(not any(kind == "assistant" and "argum" in text for _, kind, text in history),
+           "the fragment is shown as a complete assistant message")
+
+
 CASES: tuple[Case, ...] = (
+    Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
+         ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24"),
+         example("supplements-across-runs"), _row1_check, frozenset({"stop"})),
     Case("ROW-02", "five supplements in one round", "§12 row 2",
          ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17"), _row2_scenario(), _row2_check),
     Case("ROW-04-BELOW", "80% boundary: I = threshold − 1 does not compact", "§12 row 4",
@@ -328,10 +422,18 @@ CASES: tuple[Case, ...] = (
          ("CTX-10.9", "CTX-8.74"),
          _crash("compaction-three-chunks-window-exceeded", "CHUNK_COMMITTED", 2, "after"),
          _row9_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
+    Case("ROW-10", "a crash before the summary commit loses no history", "§12 row 10",
+         ("CTX-10.10",),
+         _crash("compaction-three-chunks-window-exceeded", "SNAPSHOT_COMMITTED", 1, "before"),
+         _row10_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
     Case("ROW-11", "still over the window after the summary ends the Run", "§12 row 11",
          ("CTX-8.53", "CTX-8.77", "CTX-11.4", "CTX-11.14"),
          example("compaction-three-chunks-window-exceeded"), _row11_check,
          frozenset({"compaction", "estimator_injection"})),
+    Case("ROW-13", "a claimed supplement without first output goes to the next question",
+         "§12 row 13", ("CTX-5.23", "CTX-5.24"), _row13_scenario(), _row13_check),
+    Case("ROW-14", "a first output then a break runs no tool and fakes no message", "§12 row 14",
+         ("CTX-5.19", "CTX-11.7", "CTX-11.8"), _row14_scenario(), _row14_check),
     Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
          ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "RAW_RESULT_SAVED", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),
