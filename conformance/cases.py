@@ -394,6 +394,121 @@ def _row14_check(trace: Trace) -> None:
            "the fragment is shown as a complete assistant message")
 
 
+# --- §12 rows 15-18: hooks --------------------------------------------------------------------
+
+
+def _row15_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "first", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}]}
+    document["tools"] = {"t": [{"text": "ok"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": "first (as corrected by a hook)"}]},
+        {"fails": True},
+        {"context_patch": [{"target": "question", "field": "text", "value": "tampered"}]}]}]
+    return document
+
+
+def _row15_check(trace: Trace) -> None:
+    # Three items in chain order: a valid correction, a failing handler (dropped alone), and a
+    # patch of the protected question (refused). The request keeps the question and is measured
+    # again: "sys" + "go" + the corrected text with its call written out ("\nt({})", 6) + "ok"
+    # + the tool schema.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", True, []), ("failed", False, ["HOOK_FAILED"]),
+           ("allow", False, ["PROTECTED_INPUT"])], "hook decisions")
+    second = requests(trace, "business")[1]
+    texts = [m["text"] for m in second["view"]["messages"]]
+    expect("first (as corrected by a hook)" in texts and "go" in texts,
+           "the corrected text or the question is missing")
+    schema = json.dumps({"name": "t", "parameters": {"type": "object"}}, sort_keys=True)
+    equal(second["estimated_input_tokens"],
+          3 + 2 + len("first (as corrected by a hook)") + 6 + 2 + len(schema),
+          "I of the request after the hook")
+
+
+def _rows16_17_check(trace: Trace) -> None:
+    # tool-batch-hook: the model proposes write(path a.md); a pre-call hook sets reports/a.md.
+    # The handler runs with B, and the next request shows the decision with B.
+    executed = {e["name"]: (e["proposed_arguments"], e["effective_arguments"])
+                for e in of(trace, "tool_executed")}
+    equal(executed.get("write"), ({"path": "a.md", "body": "report"},
+                                  {"path": "reports/a.md", "body": "report"}),
+          "write's proposed and effective arguments")
+    decision = next(m for m in requests(trace, "business")[1]["view"]["messages"]
+                    if m["tool_calls"])
+    equal(json.loads(decision["tool_calls"][0]["arguments"])["path"], "reports/a.md",
+          "the path the model sees")
+
+
+def _row18_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "rm"}, {"name": "ls"}])
+    document["steps"] = [{"ask": "clean up"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "rm", "arguments": {"path": "/"}},
+                                    {"name": "ls", "arguments": {"path": "."}}]},
+        {"text": "done"}]}
+    document["tools"] = {"ls": [{"text": "a b c"}]}
+    document["hooks"] = [
+        {"point": "tool.pre_call", "ordinal": 1, "items": [{"decision": "deny"}]},
+        {"point": "tool.pre_call", "ordinal": 2, "items": [
+            {"fails": True, "payload_patch": [{"path": "arguments.path", "value": "/etc"}]}]}]
+    return document
+
+
+def _row18_check(trace: Trace) -> None:
+    # A pre-call deny blocks rm (a structured "denied" result); a failing hook on ls drops only
+    # itself, so ls runs with its own argument.
+    equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
+          [("ls", {"path": "."})], "tools executed")
+    results = [m for m in requests(trace, "business")[1]["view"]["messages"]
+               if m["kind"] == "tool_result"]
+    denied = json.loads(results[0]["text"])
+    equal((denied["status"], denied["stage"], denied["executed"]), ("denied", "pre", False),
+          "rm's result")
+    equal(results[1]["text"], "a b c", "ls's result")
+
+
+# --- §12 row 20: an old summary over a modified record ----------------------------------------
+
+
+def _row20_scenario() -> dict[str, Any]:
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                     {"text": "C", "tool_calls": [{"name": "t"}]},
+                     {"text": "done"}],
+        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 4, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": "A, corrected"}]}]}]
+    return document
+
+
+def _row20_check(trace: Trace) -> None:
+    # Loop 3 crosses the trigger (I = 3 + 2 + 1506 + 1500 + 706 + 200 + 47 = 3964 ≥ 3600) and
+    # compacts in two chunks. Before loop 4 a hook corrects the first decision, which the
+    # summary covers: the snapshot no longer applies and the covered records come back as they
+    # are now — I = 3 + 2 + (12 + 6) + 1500 + (700 + 6) + 200 + (1 + 6) + 1 + 47 = 2484.
+    equal([r["purpose"] for r in requests(trace)],
+          ["business", "business", "compaction", "compaction", "business", "business"],
+          "requests")
+    third, fourth = requests(trace)[4], requests(trace)[5]
+    expect(third["snapshot_id"] is not None, "loop 3 uses no snapshot")
+    expect(third["view"]["messages"][2]["text"].endswith("SUM2"), "loop 3 lacks the summary")
+    equal((fourth["snapshot_id"], fourth["compaction"], fourth["estimated_input_tokens"]),
+          (None, "below_trigger", 2484), "loop 4")
+    texts = [m["text"] for m in fourth["view"]["messages"]]
+    expect("A, corrected" in texts and "r" * 1500 in texts and "B" * 700 in texts,
+           "loop 4 lacks the covered records as they are now")
+    expect(not any("SUM" in text for text in texts), "loop 4 still shows the old summary")
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24"),
@@ -434,6 +549,18 @@ CASES: tuple[Case, ...] = (
          "§12 row 13", ("CTX-5.23", "CTX-5.24"), _row13_scenario(), _row13_check),
     Case("ROW-14", "a first output then a break runs no tool and fakes no message", "§12 row 14",
          ("CTX-5.19", "CTX-11.7", "CTX-11.8"), _row14_scenario(), _row14_check),
+    Case("ROW-15", "hooks change the model input in chain order", "§12 row 15",
+         ("CTX-7.25", "CTX-3.61", "CTX-5.6"), _row15_scenario(), _row15_check,
+         frozenset({"hooks", "estimator_injection"})),
+    Case("ROW-16-17", "the changed argument is what runs and what the model sees",
+         "§12 rows 16-17", ("CTX-3.57", "CTX-3.69", "CTX-3.15"), example("tool-batch-hook"),
+         _rows16_17_check, frozenset({"hooks"})),
+    Case("ROW-18", "a deny blocks; a failed hook drops only itself", "§12 row 18",
+         ("CTX-3.70", "CTX-6.11", "CTX-3.59"), _row18_scenario(), _row18_check,
+         frozenset({"hooks"})),
+    Case("ROW-20", "a modified covered record retires the old summary", "§12 row 20",
+         ("CTX-9.26", "CTX-9.27", "CTX-9.28", "CTX-9.32"), _row20_scenario(), _row20_check,
+         frozenset({"hooks", "compaction", "estimator_injection"})),
     Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
          ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "RAW_RESULT_SAVED", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),

@@ -142,7 +142,8 @@ def _declarations_in(path: Path, label: str,
 
 
 def scan_declarations(repository_root: Path | None = None) -> tuple[list[Declaration], bool]:
-    """Every coverage declaration in conformance/, models/ and (in a checkout) tests/.
+    """Every coverage declaration: the conformance cases' requirement IDs, ``covers(...)`` in
+    conformance/ and models/, and (in a checkout) in tests/.
 
     Returns the declarations and whether the reference's own tests were found (they are not
     part of an installed wheel, so ``unit`` coverage is only known in a checkout).
@@ -154,7 +155,10 @@ def scan_declarations(repository_root: Path | None = None) -> tuple[list[Declara
     tests = root / "tests"
     if tests.is_dir():
         sources.append((tests, "unit"))
-    declarations: list[Declaration] = []
+    from ctxspec.conformance.cases import CASES  # the cases name their requirements
+
+    declarations = [Declaration(case.requirements, f"conformance case {case.id}", "conformance")
+                    for case in CASES]
     for directory, kind in sources:
         for path in sorted(directory.rglob("*.py")):
             label = f"{directory.name}/{path.relative_to(directory).as_posix()}"

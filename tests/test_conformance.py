@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ctxspec.catalogue import load_catalogue
 from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
@@ -39,6 +40,14 @@ class RunsToolsTwice(ReferenceDriver):
         events = super().trace()
         return [copy for event in events
                 for copy in ([event, event] if event["kind"] == "tool_executed" else [event])]
+
+
+def test_every_case_names_known_requirements_and_a_unique_id() -> None:
+    known = {r.id for r in load_catalogue()}
+    assert len({c.id for c in CASES}) == len(CASES)
+    for case in CASES:
+        assert case.requirements, case.id
+        assert set(case.requirements) <= known, case.id
 
 
 def test_a_missing_capability_is_unsupported_never_passed() -> None:
