@@ -509,12 +509,128 @@ def _row20_check(trace: Trace) -> None:
     expect(not any("SUM" in text for text in texts), "loop 4 still shows the old summary")
 
 
+# --- §12 rows 3 and 19: roles and scopes ------------------------------------------------------
+
+
+def _texts(request: Mapping[str, Any]) -> list[str]:
+    return [m["text"] for m in request["view"]["messages"]]
+
+
+def _by_role(trace: Trace, role: str) -> list[dict[str, Any]]:
+    return [r for r in requests(trace, "business") if r["role"] == role]
+
+
+def _row3_check(trace: Trace) -> None:
+    # planner-two-executors: each Executor's request holds its prompt and exactly its hand-over
+    # (task, constraint, material ref) — none of the Planner's words, prompt or the supplement
+    # the user sent meanwhile; the executions share no record; the Planner gets one feedback
+    # with both answers in action order; later history never shows an Executor's own log.
+    executor = _by_role(trace, "executor")
+    equal(len(executor), 4, "Executor requests (two executions of two loops)")
+    equal(_texts(executor[0]), ["You carry out one task the Planner handed over.",
+                                "task: list TODO lines", "constraint: only src/",
+                                "material_ref: repo://main"], "the first Executor request")
+    planner_words = ("Find every TODO", "You are a Planner", "Two searches",
+                     "also look in tests/")
+    for request in executor:
+        expect(not any(w in t for w in planner_words for t in _texts(request)),
+               "an Executor saw the Planner's context")
+    records = [{m["record_id"] for m in r["view"]["messages"] if m["record_id"]}
+               for r in (executor[0], executor[2])]
+    equal(records[0] & records[1], set(), "records shared by the two executions")
+    planner = _by_role(trace, "root")
+    feedback = [m["text"] for m in planner[1]["view"]["messages"] if m["kind"] == "tool_result"]
+    equal(feedback, ["TODO: src/a.py:3, src/b.py:9, src/c.py:1", "FIXME: src/db.py:42"],
+          "the Planner's feedback")
+    history = _texts(planner[-1])
+    expect("FIXME: src/db.py:42" in history, "the next question lost a delegation's answer")
+    expect(not any("src/db.py:42 FIXME" in t for t in history),
+           "the next question shows an Executor's own tool result")
+
+
+def _row19_scenario() -> dict[str, Any]:
+    return {
+        "scenario_version": 1, "name": "scopes",
+        "agent": {"system_prompt": "plan", "window": 16384, "estimator": "chars",
+                  "executor": {"system_prompt": "execute"},
+                  "shared": [{"name": "budget", "text": "budget: 5", "consumers": ["root"]}]},
+        "steps": [{"ask": "go"}, {"advance": True}],
+        "model": {"business": [{"text": "plan v1", "tool_calls": [
+                                   {"name": "delegate", "arguments": {"task": "t"}}]},
+                               {"text": "done"}],
+                  "executor": [{"text": "executed"}]},
+        "hooks": [
+            {"point": "model.pre_request", "ordinal": 2, "items": [{"context_patch": [
+                {"target": "shared:budget", "field": "text", "value": "budget: 99",
+                 "scope": "shared"}]}]},
+            {"point": "model.pre_request", "ordinal": 3, "items": [
+                {"context_patch": [{"target": "shared:budget", "field": "text",
+                                    "value": "budget: 3", "scope": "shared"}]},
+                {"context_patch": [{"target": "first_assistant", "field": "text",
+                                    "value": "plan v1 (private note)"}]}]}]}
+
+
+def _row19_check(trace: Trace) -> None:
+    # The Executor (2nd pre-request hook) is no consumer of the shared budget: its patch is
+    # UNAUTHORISED_SCOPE. The Planner's next request reads the updated field and its private
+    # note; its first request, already sent, keeps budget 5; the Executor sees neither.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"])
+           for d in of(trace, "hook_decided")],
+          [("allow", False, ["UNAUTHORISED_SCOPE"]), ("allow", True, []), ("allow", True, [])],
+          "hook decisions")
+    planner = _by_role(trace, "root")
+    expect("[shared budget] budget: 5" in _texts(planner[0]), "the first request changed")
+    expect("[shared budget] budget: 3" in _texts(planner[1]),
+           "the Planner does not read the updated shared field")
+    expect("plan v1 (private note)" in _texts(planner[1]), "the private note is missing")
+    for request in _by_role(trace, "executor"):
+        expect(not any("budget" in t or "plan v1" in t for t in _texts(request)),
+               "the Executor saw the shared field or the Planner's context")
+
+
+# --- §12 row 12: a partial stream, then a retry -------------------------------------------------
+
+
+def _row12_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "write it"}, {"advance": True}, {"ask": "again"},
+                         {"advance": True}]
+    document["model"] = {"business": [{"partial": "I will wri", "fail": "reset"},
+                                      {"fail": "reset"}, {"text": "ok"}]}
+    return document
+
+
+def _row12_check(trace: Trace) -> None:
+    # Attempt 1 streams a fragment then breaks; attempt 2 fails before any output. No attempt
+    # is spliced onto another, the first output is delivered once, the client sees lifecycle
+    # events only, and the next question's history shows the fragment marked.
+    equal(endings(trace), [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)],
+          "Run endings")
+    equal([r["attempt"] for r in requests(trace, "business")], [1, 2, 1], "attempts")
+    equal([e["state"] for e in of(trace, "delivery")][:3], ["pending", "claimed", "delivered"],
+          "the question's deliveries")
+    expect({e["event"] for e in of(trace, "client_event")}
+           <= {"run_started", "input_received", "progress", "run_ended"},
+           "an unknown client event")
+    expect(not any("wri" in e["detail"] for e in of(trace, "client_event")),
+           "a client event carries the fragment")
+    history = lines(requests(trace, "business")[-1])
+    expect(("system", "fragment", "[incomplete model output, not a decision] I will wri")
+           in history, "the fragment is not shown marked")
+    expect(("system", "outcome", "[run 1 ended: failed; no final result]") in history,
+           "Run 1's ending is not shown")
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24"),
          example("supplements-across-runs"), _row1_check, frozenset({"stop"})),
     Case("ROW-02", "five supplements in one round", "§12 row 2",
          ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17"), _row2_scenario(), _row2_check),
+    Case("ROW-03", "an Executor sees only its hand-over", "§12 row 3",
+         ("CTX-2.4", "CTX-5.2", "CTX-5.3", "CTX-3.73", "CTX-4.11"),
+         example("planner-two-executors"), _row3_check,
+         frozenset({"planner_executor", "triggers"})),
     Case("ROW-04-BELOW", "80% boundary: I = threshold − 1 does not compact", "§12 row 4",
          ("CTX-7.12", "CTX-7.13", "CTX-8.28"), _boundary(1572), _below_check,
          frozenset({"estimator_injection"})),
@@ -545,6 +661,9 @@ CASES: tuple[Case, ...] = (
          ("CTX-8.53", "CTX-8.77", "CTX-11.4", "CTX-11.14"),
          example("compaction-three-chunks-window-exceeded"), _row11_check,
          frozenset({"compaction", "estimator_injection"})),
+    Case("ROW-12", "a partial stream then a retry splices nothing", "§12 row 12",
+         ("CTX-2.29", "CTX-2.33", "CTX-5.19", "CTX-5.20", "CTX-11.7", "CTX-11.8"),
+         _row12_scenario(), _row12_check),
     Case("ROW-13", "a claimed supplement without first output goes to the next question",
          "§12 row 13", ("CTX-5.23", "CTX-5.24"), _row13_scenario(), _row13_check),
     Case("ROW-14", "a first output then a break runs no tool and fakes no message", "§12 row 14",
@@ -558,6 +677,9 @@ CASES: tuple[Case, ...] = (
     Case("ROW-18", "a deny blocks; a failed hook drops only itself", "§12 row 18",
          ("CTX-3.70", "CTX-6.11", "CTX-3.59"), _row18_scenario(), _row18_check,
          frozenset({"hooks"})),
+    Case("ROW-19", "private and shared scopes", "§12 row 19",
+         ("CTX-3.72", "CTX-3.74", "CTX-3.75", "CTX-3.80", "CTX-3.87"), _row19_scenario(),
+         _row19_check, frozenset({"planner_executor", "hooks", "shared_scopes"})),
     Case("ROW-20", "a modified covered record retires the old summary", "§12 row 20",
          ("CTX-9.26", "CTX-9.27", "CTX-9.28", "CTX-9.32"), _row20_scenario(), _row20_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),

@@ -49,7 +49,7 @@ from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEsti
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
                           "triggers", "planner_executor", "crash_points", "retention",
-                          "history_api"})
+                          "history_api", "shared_scopes"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -57,7 +57,8 @@ DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
 """What the reference driver supports. ``crash_points``: the driver honours a scenario's
 ``crash`` (die at a named commit, restart on the same store) and marks it in the trace.
 ``retention``: ``workspace()`` and ``delete_agent()``; ``history_api``:
-``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25)."""
+``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25). ``shared_scopes``:
+Run-level shared fields registered for consumer roles (§3)."""
 
 
 @dataclass(frozen=True)
