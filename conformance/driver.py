@@ -10,11 +10,12 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
-from uuid import UUID
+from typing import Any, Literal, Protocol, cast
+from uuid import UUID, uuid5
 
 from ctxspec.conformance.scenario import (
     AgentDoc,
+    HistoryReadDoc,
     NodeDoc,
     Scenario,
     ScriptedHooks,
@@ -27,6 +28,7 @@ from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, T
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
     DELEGATE_TOOL,
+    AccessDenied,
     AgentConfig,
     Crash,
     CrashPlan,
@@ -37,7 +39,7 @@ from ctxspec.reference.runtime.runtime import (
     ToolSpec,
 )
 from ctxspec.reference.runtime.store import TABLES, Store
-from ctxspec.reference.runtime.trace import NodeEnded, Restarted, Trace
+from ctxspec.reference.runtime.trace import HistoryRead, NodeEnded, Restarted, Retained, Trace
 from ctxspec.reference.runtime.workflow import (
     AgentNode,
     CapabilityNode,
@@ -118,6 +120,8 @@ class ReferenceDriver:
         self.workflow_run: WorkflowRun | None = None
         self.earlier = Trace()
         """The events of incarnations that died, each followed by its Restarted marker."""
+        self.observed = Trace()
+        """What the retention and history steps saw, after the runtime's own events."""
         self.depth = 0
         """Driver calls in progress: a trigger's step runs inside another call, and only the
         outermost call may restart (the process dies under all of them)."""
@@ -199,6 +203,22 @@ class ReferenceDriver:
         """The working files the Session's tools wrote that are still there."""
         return dict(self._runtime().workspace)
 
+    def observe_retention(self) -> None:
+        self.observed.add(Retained(tuple(sorted(self._runtime().workspace)),
+                                   self.store.count("records"), self.store.count("blobs")))
+
+    def history_step(self, read: HistoryReadDoc) -> None:
+        session = self.session_id() if read.session == "own" else uuid5(self.session_id(),
+                                                                        "another Session")
+        caller = read.kind + (f":{read.role}" if read.role else "")
+        try:
+            rows = self.read_history(session, read.kind, read.role)
+        except AccessDenied as refused:
+            self.observed.add(HistoryRead(caller, read.session, False, (), str(refused)))
+            return
+        self.observed.add(HistoryRead(caller, read.session, True,
+                                      tuple(r["message_kind"] for r in rows), None))
+
     def stored_rows(self) -> int:
         """How many rows the store holds, all tables together."""
         return sum(self.store.count(table) for table in TABLES)
@@ -219,7 +239,8 @@ class ReferenceDriver:
     def raw_trace(self) -> Trace:
         if self.workflow_trace is not None:
             return self.workflow_trace
-        return Trace([*self.earlier.events, *self._runtime().trace.events])
+        return Trace([*self.earlier.events, *self._runtime().trace.events,
+                      *self.observed.events])
 
     def run_workflow(self, scenario: Scenario) -> None:
         """Run the scenario's workflow: each AgentNode an AgentInvocation of its own Agent with
@@ -283,6 +304,17 @@ def _agent_config(agent: AgentDoc) -> AgentConfig:
                        custom_compaction_prompt=agent.custom_compaction_prompt)
 
 
+class RetentionDriver(Driver, Protocol):
+    """A driver with the optional ``retention`` and ``history_api`` capabilities: it performs
+    these steps and records what it saw in its trace (``retained``, ``history_read``)."""
+
+    def observe_retention(self) -> None: ...
+
+    def delete_agent(self) -> None: ...
+
+    def history_step(self, read: HistoryReadDoc) -> None: ...
+
+
 def perform(driver: Driver, step: StepDoc) -> None:
     if step.ask is not None:
         driver.ask(step.ask)
@@ -290,6 +322,12 @@ def perform(driver: Driver, step: StepDoc) -> None:
         driver.supplement(step.supplement)
     elif step.stop:
         driver.stop()
+    elif step.read_history is not None:
+        cast(RetentionDriver, driver).history_step(step.read_history)
+    elif step.observe_retention:
+        cast(RetentionDriver, driver).observe_retention()
+    elif step.delete_agent:
+        cast(RetentionDriver, driver).delete_agent()
     else:
         driver.advance()
 

@@ -227,17 +227,33 @@ class WorkflowDoc(_Doc):
     stop_after: str | None = None
 
 
+class HistoryReadDoc(_Doc):
+    """A call of the history API (§11): who asks, for which Session."""
+
+    kind: Literal["role", "audit", "script"]
+    role: str | None = None
+    session: Literal["own", "other"] = "own"
+
+
 class StepDoc(_Doc):
     ask: str | None = None
     supplement: str | None = None
     advance: bool = False
     stop: bool = False
+    read_history: HistoryReadDoc | None = None
+    """Needs the driver capability ``history_api``; traced as ``history_read``."""
+    observe_retention: bool = False
+    """Needs ``retention``; traces the working files left and the records kept."""
+    delete_agent: bool = False
+    """Needs ``retention``: delete the Agent and all its records (§12 row 24)."""
 
     @model_validator(mode="after")
     def _one(self) -> "StepDoc":
-        if sum([self.ask is not None, self.supplement is not None, self.advance,
-                self.stop]) != 1:
-            raise ValueError("a step is exactly one of: ask, supplement, advance, stop")
+        if sum([self.ask is not None, self.supplement is not None, self.advance, self.stop,
+                self.read_history is not None, self.observe_retention,
+                self.delete_agent]) != 1:
+            raise ValueError("a step is exactly one of: ask, supplement, advance, stop, "
+                             "read_history, observe_retention, delete_agent")
         return self
 
 

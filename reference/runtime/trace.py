@@ -130,8 +130,33 @@ class Restarted:
     kind: Literal["restarted"] = "restarted"
 
 
+@dataclass(frozen=True)
+class HistoryRead:
+    """A history API call (§11): the caller, whether it was served, the kinds of the records
+    returned, and the refusal's words (which must name nothing that exists)."""
+
+    caller: str
+    session: Literal["own", "other"]
+    allowed: bool
+    message_kinds: tuple[str, ...]
+    refusal: str | None
+    kind: Literal["history_read"] = "history_read"
+
+
+@dataclass(frozen=True)
+class Retained:
+    """What a Session keeps (§1): the working files still there, and how many context records
+    and blobs are stored."""
+
+    workspace_files: tuple[str, ...]
+    records: int
+    blobs: int
+    kind: Literal["retained"] = "retained"
+
+
 TraceEvent = (ModelRequestSent | ToolExecuted | HookDecided | DeliveryChanged | OperationState
-              | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted)
+              | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted | HistoryRead
+              | Retained)
 
 
 @dataclass
