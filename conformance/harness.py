@@ -83,4 +83,4 @@ def load_factory(spec: str | None) -> DriverFactory:
     return cast(DriverFactory, factory)
 
 
-__all__ = ["SUITE_VERSION", "CaseResult", "load_factory", "run_case", "run_suite"]
+__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "load_factory", "run_case", "run_suite"]

@@ -3,6 +3,9 @@ lacks a capability gets `unsupported` (never `passed`), a driver that misbehaves
 that watches for it, and a broken driver is an `error`."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,8 @@ from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -112,3 +117,24 @@ def test_bad_arguments_are_refused_with_a_usage_error(args: list[str], message: 
     outcome = CliRunner().invoke(main, ["conformance", *args])
     assert outcome.exit_code == 2
     assert message in outcome.output
+
+
+def _suite(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "ctxspec.conformance.suite",
+                           "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver() -> None:
+    passed = _suite()
+    assert passed.returncode == 0, passed.stdout
+    assert f"{len(CASES)} passed" in passed.stdout
+    failing = _suite("--ctxspec-driver", "tests.test_conformance:DropsThirdSupplement")
+    assert failing.returncode == 1
+    assert "test_conformance_case[ROW-02]" in failing.stdout
+    assert "1 failed" in failing.stdout
+    unsupported = _suite("-rs", "--ctxspec-driver", "tests.test_conformance:WithoutCrashes")
+    assert unsupported.returncode == 0
+    crash_cases = sum("crash_points" in case.needs for case in CASES)
+    assert f"{crash_cases} skipped" in unsupported.stdout
+    assert "unsupported: the driver lacks crash_points" in unsupported.stdout
