@@ -11,9 +11,13 @@ import importlib
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, cast
+from xml.etree import ElementTree
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.cases import Case, CaseFailure
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
@@ -22,6 +26,22 @@ from ctxspec.conformance.scenario import parse_scenario
 SUITE_VERSION = "0.1.0"
 Status = Literal["passed", "failed", "unsupported", "error"]
 DriverFactory = Callable[[], Driver]
+
+
+class ReportLine(BaseModel):
+    """One line of the JSON Lines report (spec/schemas/ConformanceReportLine.json)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite_version: str
+    driver: str
+    id: str
+    title: str
+    source: str
+    requirements: list[str]
+    status: Status
+    detail: str
+    seconds: float = Field(ge=0)
 
 
 @dataclass(frozen=True)
@@ -35,6 +55,43 @@ class CaseResult:
         return {"id": self.case.id, "title": self.case.title, "source": self.case.source,
                 "requirements": list(self.case.requirements), "status": self.status,
                 "detail": self.detail}
+
+    def report_line(self, driver: str) -> ReportLine:
+        return ReportLine(suite_version=SUITE_VERSION, driver=driver, id=self.case.id,
+                          title=self.case.title, source=self.case.source,
+                          requirements=list(self.case.requirements), status=self.status,
+                          detail=self.detail, seconds=round(self.seconds, 6))
+
+
+def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | None = None,
+                  junit: Path | None = None) -> None:
+    """The JSON Lines and JUnit XML reports, each written whole or not at all (a temporary file
+    renamed into place)."""
+    if jsonl is not None:
+        _write_atomically(jsonl, "".join(
+            r.report_line(driver).model_dump_json() + "\n" for r in results))
+    if junit is not None:
+        suite = ElementTree.Element("testsuite", {
+            "name": "ctxspec-conformance", "tests": str(len(results)),
+            "failures": str(sum(r.status == "failed" for r in results)),
+            "errors": str(sum(r.status == "error" for r in results)),
+            "skipped": str(sum(r.status == "unsupported" for r in results)),
+            "time": f"{sum(r.seconds for r in results):.3f}"})
+        for result in results:
+            case = ElementTree.SubElement(suite, "testcase", {
+                "classname": result.case.source, "name": f"{result.case.id} {result.case.title}",
+                "time": f"{result.seconds:.3f}"})
+            tag = {"failed": "failure", "error": "error", "unsupported": "skipped"}.get(
+                result.status)
+            if tag is not None:
+                ElementTree.SubElement(case, tag, {"message": result.detail})
+        _write_atomically(junit, ElementTree.tostring(suite, encoding="unicode") + "\n")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(text, "utf-8")
+    temporary.replace(path)
 
 
 def run_case(case: Case, factory: DriverFactory) -> CaseResult:
@@ -83,4 +140,5 @@ def load_factory(spec: str | None) -> DriverFactory:
     return cast(DriverFactory, factory)
 
 
-__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "load_factory", "run_case", "run_suite"]
+__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "load_factory",
+           "run_case", "run_suite", "write_reports"]

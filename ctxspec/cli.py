@@ -283,12 +283,21 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
               help="Run only this case (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object: suite_version, driver, cases, summary.")
-def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...],
-                        as_json: bool) -> None:
+@click.option("--report", "jsonl", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a JSON Lines report (spec/schemas/ConformanceReportLine.json).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a JUnit XML report for CI.")
+def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...], as_json: bool,
+                        jsonl: Path | None, junit: Path | None) -> None:
     """Run the conformance cases against a driver; exit 1 unless every case passed or is
     unsupported."""
     from ctxspec.conformance.cases import by_id
-    from ctxspec.conformance.harness import SUITE_VERSION, load_factory, run_suite
+    from ctxspec.conformance.harness import (
+        SUITE_VERSION,
+        load_factory,
+        run_suite,
+        write_reports,
+    )
 
     try:
         factory = load_factory(driver_spec)
@@ -304,6 +313,7 @@ def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...],
                        + (f"\n{'':27}{result.detail}" if result.detail else ""))
     summary = Counter(r.status for r in results)
     total = sum(r.seconds for r in results)
+    write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
     if as_json:
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",

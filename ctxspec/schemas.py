@@ -34,6 +34,10 @@ def published_schemas() -> dict[str, dict[str, Any]]:
     from ctxspec.conformance.scenario import scenario_schema
 
     schemas["Scenario.json"] = {"$schema": JSON_SCHEMA_DIALECT, **scenario_schema()}
+    from ctxspec.conformance.harness import ReportLine
+
+    schemas["ConformanceReportLine.json"] = {"$schema": JSON_SCHEMA_DIALECT,
+                                             **ReportLine.model_json_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -138,3 +140,23 @@ def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver() -> None:
     crash_cases = sum("crash_points" in case.needs for case in CASES)
     assert f"{crash_cases} skipped" in unsupported.stdout
     assert "unsupported: the driver lacks crash_points" in unsupported.stdout
+
+
+def test_the_reports_follow_their_schema_and_count_what_failed(tmp_path: Path) -> None:
+    report, junit = tmp_path / "report.jsonl", tmp_path / "junit.xml"
+    outcome = CliRunner().invoke(main, [
+        "conformance", "--driver", "tests.test_conformance:DropsThirdSupplement",
+        "--report", str(report), "--junit", str(junit)])
+    assert outcome.exit_code == 1
+    schema = json.loads((ROOT / "spec" / "schemas" / "ConformanceReportLine.json").read_text())
+    lines = [json.loads(line) for line in report.read_text("utf-8").splitlines()]
+    assert [line["id"] for line in lines] == [c.id for c in CASES]
+    for line in lines:
+        jsonschema.validate(line, schema)
+    assert {line["id"]: line["status"] for line in lines}["ROW-02"] == "failed"
+    suite = ElementTree.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == \
+        (str(len(CASES)), str(sum(line["status"] == "failed" for line in lines)), "0")
+    [failure] = [case for case in suite if case.find("failure") is not None]
+    assert failure.get("name", "").startswith("ROW-02 ")
+    assert not list(tmp_path.glob("*.partial"))  # written whole, nothing left half-done
