@@ -325,3 +325,50 @@ def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...], as_j
             f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error")))
     if summary.get("failed") or summary.get("error"):
         sys.exit(1)
+
+
+# --- vectors -----------------------------------------------------------------------------
+
+
+@main.command("vectors")
+@click.option("--check", is_flag=True, help="Exit 1 if spec/vectors/ differs from the cases.")
+@click.option("--replay", "replay_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Replay the vectors of this directory against --driver instead.")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
+              help="The driver to replay against (default: the reference runtime).")
+def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | None) -> None:
+    """Write the golden vectors (scenario, the reference's observations, a manifest) into
+    spec/vectors/, check them for drift, or replay a directory of them against a driver."""
+    from ctxspec.conformance.driver import ReferenceDriver
+    from ctxspec.conformance.harness import load_factory
+    from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
+
+    if replay_dir is not None:
+        try:
+            factory = load_factory(driver_spec)
+        except (ValueError, ImportError) as error:
+            raise click.UsageError(str(error)) from error
+        results = replay(replay_dir, factory, progress=lambda r: click.echo(
+            f"{r.name:<22} {r.status:<11} {r.detail}".rstrip()))
+        summary = Counter(r.status for r in results)
+        click.echo(f"{len(results)} vectors: " + ", ".join(
+            f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error",
+                                                 "unread")))
+        if summary.get("failed") or summary.get("error") or summary.get("unread"):
+            sys.exit(1)
+        return
+    if check:
+        stale = drifted(VECTORS, ReferenceDriver)
+        if stale:
+            click.echo(f"vectors differ from the cases: {', '.join(stale)}; run "
+                       "`ctxspec vectors` and commit", err=True)
+            sys.exit(1)
+        click.echo(f"{len(generate(ReferenceDriver))} vectors match the cases")
+        return
+    VECTORS.mkdir(parents=True, exist_ok=True)
+    written = generate(ReferenceDriver)
+    for retired in {p.name for p in VECTORS.glob("*.json")} - written.keys():
+        (VECTORS / retired).unlink()
+    for name, text in written.items():
+        (VECTORS / name).write_text(text, "utf-8")
+    click.echo(f"wrote {len(written)} vectors to {VECTORS}")

@@ -18,6 +18,7 @@ from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.vectors import VECTORS, drifted, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,3 +161,29 @@ def test_the_reports_follow_their_schema_and_count_what_failed(tmp_path: Path) -
     [failure] = [case for case in suite if case.find("failure") is not None]
     assert failure.get("name", "").startswith("ROW-02 ")
     assert not list(tmp_path.glob("*.partial"))  # written whole, nothing left half-done
+
+
+def test_the_committed_vectors_match_the_cases() -> None:
+    assert drifted(VECTORS, ReferenceDriver) == []
+
+
+def test_vectors_replay_on_the_reference_and_catch_a_wrong_driver() -> None:
+    assert {r.status for r in replay(VECTORS, ReferenceDriver)} == {"passed"}
+    results = {r.name: r for r in replay(VECTORS, DropsThirdSupplement)}
+    assert results["ROW-02.json"].status == "failed"
+    assert results["ROW-02.json"].detail.startswith("model_requests differ: first difference")
+
+
+def test_a_vector_the_runner_cannot_read_is_reported_never_skipped(tmp_path: Path) -> None:
+    (tmp_path / "ROW-02.json").write_text((VECTORS / "ROW-02.json").read_text("utf-8"))
+    (tmp_path / "broken.json").write_text("{not json")
+    future = json.loads((VECTORS / "ROW-05.json").read_text("utf-8"))
+    future["manifest"]["format"] = 99
+    (tmp_path / "future.json").write_text(json.dumps(future))
+    results = {r.name: (r.status, r.detail) for r in replay(tmp_path, ReferenceDriver)}
+    assert results["ROW-02.json"] == ("passed", "")
+    assert results["broken.json"][0] == "unread"
+    assert results["future.json"] == ("unread", "vector format 99, this runner reads 1")
+    outcome = CliRunner().invoke(main, ["vectors", "--replay", str(tmp_path)])
+    assert outcome.exit_code == 1
+    assert "3 vectors: 1 passed, 0 failed, 0 unsupported, 0 error, 2 unread" in outcome.output

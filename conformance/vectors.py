@@ -1,0 +1,142 @@
+"""Golden vectors (ARCHITECTURE.md "The conformance suite"): each case in generator mode writes
+its scenario, the reference's observations and a manifest into spec/vectors/<case id>.json, so a
+runtime in any language can replay them without our predicates.
+
+Observations keep what the design makes observable and drop identifiers a runtime chooses
+freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
+(role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
+executed with their effective arguments; hook decisions; Run endings; restarts; what a Session
+retains and what the history API served.
+"""
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ctxspec.conformance.cases import CASES, Case, Trace
+from ctxspec.conformance.driver import run_scenario
+from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory
+from ctxspec.conformance.scenario import parse_scenario
+
+VECTOR_FORMAT = 1
+VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+
+
+def observations(trace: Trace) -> dict[str, Any]:
+    """The identifier-free projection of a trace that vectors compare."""
+    return {
+        "model_requests": [
+            {"purpose": e["purpose"], "role": e["role"], "attempt": e["attempt"],
+             "messages": [[m["role"], m["kind"], m["text"]] for m in e["view"]["messages"]],
+             "estimated_input_tokens": e["estimated_input_tokens"],
+             "max_output_tokens": e["max_output_tokens"], "compaction": e["compaction"]}
+            for e in trace if e["kind"] == "model_request"],
+        "tools_executed": [[e["name"], e["effective_arguments"]]
+                           for e in trace if e["kind"] == "tool_executed"],
+        "hook_decisions": [[e["point"], e["decision"], e["patch_valid"], e["diagnostics"]]
+                           for e in trace if e["kind"] == "hook_decided"],
+        "run_endings": [[e["run_no"], e["status"], e["error_code"]]
+                        for e in trace if e["kind"] == "run_ended"],
+        "restarts": [[e["commit"], e["occurrence"], e["when"]]
+                     for e in trace if e["kind"] == "restarted"],
+        # How many blobs a runtime writes is its own business; whether any are kept is not.
+        "retained": [[e["workspace_files"], e["records"], e["blobs"] > 0]
+                     for e in trace if e["kind"] == "retained"],
+        "history_reads": [[e["caller"], e["session"], e["allowed"], e["message_kinds"]]
+                          for e in trace if e["kind"] == "history_read"],
+    }
+
+
+def _trace(scenario: dict[str, Any], factory: DriverFactory) -> Trace:
+    driver = factory()
+    run_scenario(parse_scenario(scenario), lambda: driver)
+    trace: Trace = json.loads(json.dumps(driver.trace(), default=str))
+    return trace
+
+
+def vector(case: Case, factory: DriverFactory) -> dict[str, Any]:
+    return {"manifest": {"format": VECTOR_FORMAT, "case": case.id, "title": case.title,
+                         "source": case.source, "suite_version": SUITE_VERSION,
+                         "requirements": list(case.requirements),
+                         "needs": sorted(case.needs)},
+            "scenario": case.scenario,
+            "expected": observations(_trace(dict(case.scenario), factory))}
+
+
+def render(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def generate(factory: DriverFactory, cases: Sequence[Case] = CASES) -> dict[str, str]:
+    """File name → text of every case's vector."""
+    return {f"{case.id}.json": render(vector(case, factory)) for case in cases}
+
+
+def drifted(directory: Path, factory: DriverFactory) -> list[str]:
+    """Vector files missing, different from what the cases generate, or no longer generated."""
+    expected = generate(factory)
+    present = {path.name for path in directory.glob("*.json")}
+    stale = [name for name, text in expected.items()
+             if not (directory / name).is_file() or (directory / name).read_text("utf-8") != text]
+    return sorted(stale + sorted(present - expected.keys()))
+
+
+@dataclass(frozen=True)
+class Replayed:
+    name: str
+    status: str
+    """passed, failed, unsupported, error — or unread (the file was not a vector we can read)."""
+    detail: str
+
+
+def replay(directory: Path, factory: DriverFactory,
+           progress: Callable[[Replayed], None] | None = None) -> list[Replayed]:
+    """Run every vector file of ``directory`` against a driver and compare its observations;
+    a file that is not a readable vector of this format is reported ``unread``, never skipped
+    silently."""
+    results: list[Replayed] = []
+    for path in sorted(directory.glob("*.json")):
+        result = _replay_one(path, factory)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
+    try:
+        document = json.loads(path.read_text("utf-8"))
+        manifest, scenario, expected = (document["manifest"], document["scenario"],
+                                        document["expected"])
+        if manifest["format"] != VECTOR_FORMAT:
+            return Replayed(path.name, "unread", f"vector format {manifest['format']!r}, this "
+                            f"runner reads {VECTOR_FORMAT}")
+    except (OSError, ValueError, KeyError, TypeError) as failure:
+        return Replayed(path.name, "unread", f"not a vector: {failure!r}")
+    driver = factory()
+    missing = sorted(set(manifest.get("needs", ())) - set(driver.capabilities))
+    if missing:
+        return Replayed(path.name, "unsupported", f"the driver lacks {', '.join(missing)}")
+    try:
+        seen = observations(_trace(scenario, lambda: driver))
+    except Exception as failure:
+        return Replayed(path.name, "error", repr(failure))
+    for key, value in expected.items():
+        if seen.get(key) != value:
+            return Replayed(path.name, "failed", f"{key} differ: first difference at "
+                            f"{_first_difference(seen.get(key), value)}")
+    return Replayed(path.name, "passed", "")
+
+
+def _first_difference(seen: Any, expected: Any) -> str:
+    if isinstance(seen, list) and isinstance(expected, list):
+        for index, (a, b) in enumerate(zip(seen, expected, strict=False)):
+            if a != b:
+                return f"item {index}: expected {b!r}, saw {a!r}"
+        return f"length: expected {len(expected)}, saw {len(seen)}"
+    return f"expected {expected!r}, saw {seen!r}"
+
+
+__all__ = ["VECTORS", "Replayed", "drifted", "generate", "observations", "replay"]
