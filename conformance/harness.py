@@ -22,10 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxspec.conformance.cases import Case, CaseFailure
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.conformance.stdio import StdioDriver
 
 SUITE_VERSION = "0.1.0"
 Status = Literal["passed", "failed", "unsupported", "error"]
-DriverFactory = Callable[[], Driver]
+DriverFactory = Callable[[], Driver | StdioDriver]
 
 
 class ReportLine(BaseModel):
@@ -108,8 +109,11 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
     try:
-        run_scenario(parse_scenario(case.scenario), lambda: driver)
-        trace = json.loads(json.dumps(driver.trace(), default=str))
+        if isinstance(driver, StdioDriver):  # the ports live in the other process
+            trace = driver.run_document(dict(case.scenario))
+        else:
+            run_scenario(parse_scenario(case.scenario), lambda: driver)
+            trace = json.loads(json.dumps(driver.trace(), default=str))
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
     try:

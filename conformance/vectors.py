@@ -19,6 +19,7 @@ from ctxspec.conformance.cases import CASES, Case, Trace
 from ctxspec.conformance.driver import run_scenario
 from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory
 from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.conformance.stdio import StdioDriver
 
 VECTOR_FORMAT = 1
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
@@ -51,6 +52,8 @@ def observations(trace: Trace) -> dict[str, Any]:
 
 def _trace(scenario: dict[str, Any], factory: DriverFactory) -> Trace:
     driver = factory()
+    if isinstance(driver, StdioDriver):
+        return driver.run_document(scenario)
     run_scenario(parse_scenario(scenario), lambda: driver)
     trace: Trace = json.loads(json.dumps(driver.trace(), default=str))
     return trace

@@ -7,6 +7,7 @@ of the tool); 2 for invalid arguments or configuration, with a message naming th
 import json
 import re
 import sys
+import time
 from collections import Counter
 from dataclasses import asdict
 from fractions import Fraction
@@ -279,6 +280,8 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
 @main.command("conformance")
 @click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The driver to test (default: the reference runtime).")
+@click.option("--stdio", "stdio_command", metavar="COMMAND",
+              help="Drive a runtime in a subprocess over the stdio protocol v1 instead.")
 @click.option("--case", "case_ids", multiple=True, metavar="ID",
               help="Run only this case (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
@@ -287,8 +290,9 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
               help="Write a JSON Lines report (spec/schemas/ConformanceReportLine.json).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a JUnit XML report for CI.")
-def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...], as_json: bool,
-                        jsonl: Path | None, junit: Path | None) -> None:
+def conformance_command(driver_spec: str | None, stdio_command: str | None,
+                        case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
+                        junit: Path | None) -> None:
     """Run the conformance cases against a driver; exit 1 unless every case passed or is
     unsupported."""
     from ctxspec.conformance.cases import by_id
@@ -298,12 +302,27 @@ def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...], as_j
         run_suite,
         write_reports,
     )
+    from ctxspec.conformance.stdio import ProtocolError, StdioDriver
 
+    if driver_spec and stdio_command:
+        raise click.UsageError("give --driver or --stdio, not both")
     try:
         factory = load_factory(driver_spec)
         cases = by_id(case_ids or None)
     except (ValueError, KeyError, ImportError) as error:
         raise click.UsageError(str(error).strip("'\"")) from error
+    began = time.perf_counter()
+    stdio: StdioDriver | None = None
+    if stdio_command is not None:
+        try:
+            stdio = StdioDriver(stdio_command)
+        except (OSError, ProtocolError) as error:
+            raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
+        driver_spec = f"stdio: {stdio_command}"
+        connected = stdio
+
+        def factory() -> StdioDriver:
+            return connected
     results = []
     for result in run_suite(cases, factory):
         results.append(result)
@@ -311,8 +330,10 @@ def conformance_command(driver_spec: str | None, case_ids: tuple[str, ...], as_j
             click.echo(f"{result.case.source:<12} {result.case.id:<14} {result.status:<11} "
                        f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
                        + (f"\n{'':27}{result.detail}" if result.detail else ""))
+    if stdio is not None:
+        stdio.close()
     summary = Counter(r.status for r in results)
-    total = sum(r.seconds for r in results)
+    total = time.perf_counter() - began
     write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
     if as_json:
         click.echo(json.dumps({
@@ -372,3 +393,14 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
     for name, text in written.items():
         (VECTORS / name).write_text(text, "utf-8")
     click.echo(f"wrote {len(written)} vectors to {VECTORS}")
+
+
+# --- stdio-driver ------------------------------------------------------------------------
+
+
+@main.command("stdio-driver")
+def stdio_driver_command() -> None:
+    """Serve the reference runtime over the stdio protocol v1 (docs/stdio-protocol.md)."""
+    from ctxspec.conformance.stdio import main as serve_stdio
+
+    serve_stdio()

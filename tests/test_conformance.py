@@ -2,6 +2,7 @@
 lacks a capability gets `unsupported` (never `passed`), a driver that misbehaves fails the case
 that watches for it, and a broken driver is an `error`."""
 
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, replay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,3 +189,39 @@ def test_a_vector_the_runner_cannot_read_is_reported_never_skipped(tmp_path: Pat
     outcome = CliRunner().invoke(main, ["vectors", "--replay", str(tmp_path)])
     assert outcome.exit_code == 1
     assert "3 vectors: 1 passed, 0 failed, 0 unsupported, 0 error, 2 unread" in outcome.output
+
+
+STDIO = f"{sys.executable} -m ctxspec stdio-driver"
+
+
+def test_the_whole_suite_passes_through_the_stdio_protocol(tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--stdio", STDIO, "--json"])
+    assert outcome.exit_code == 0, outcome.output
+    report = json.loads(outcome.output)
+    assert report["driver"] == f"stdio: {STDIO}"
+    assert report["summary"]["passed"] == len(CASES)
+
+
+def test_a_driver_speaking_another_protocol_version_is_refused(tmp_path: Path) -> None:
+    old = tmp_path / "old_driver.py"
+    answer = json.dumps({"ok": True, "version": 0, "capabilities": []})
+    old.write_text(f"import sys\nfor line in sys.stdin:\n    print({answer!r}, flush=True)\n")
+    outcome = CliRunner().invoke(main, ["conformance", "--stdio", f"{sys.executable} {old}"])
+    assert outcome.exit_code == 1
+    assert "speaks stdio protocol version 0; this harness speaks 1" in outcome.output
+
+
+def test_the_stdio_server_answers_every_bad_line_and_goes_on() -> None:
+    hello = {"protocol": PROTOCOL, "version": VERSION, "op": "hello"}
+    lines = ["not json\n", json.dumps({**hello, "version": 7}) + "\n",
+             json.dumps({**hello, "op": "dance"}) + "\n",
+             json.dumps({**hello, "op": "run", "scenario": {"name": "x"}}) + "\n",
+             json.dumps(hello) + "\n", json.dumps({**hello, "op": "bye"}) + "\n"]
+    out = io.StringIO()
+    serve(iter(lines), out)
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [a["ok"] for a in answers] == [False, False, False, False, True, True]
+    assert answers[1]["error"] == f"expected protocol {PROTOCOL} version {VERSION}"
+    assert answers[2]["error"] == "unknown op 'dance'"
+    assert "scenario.scenario_version: Field required" in answers[3]["error"]
+    assert answers[4]["version"] == VERSION and "crash_points" in answers[4]["capabilities"]
