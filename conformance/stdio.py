@@ -14,13 +14,40 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
 
 PROTOCOL = "ctxspec-stdio"
 VERSION = 1
+
+
+class StdioRequest(BaseModel):
+    """A harness message (spec/schemas/StdioRequest.json)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: Literal["ctxspec-stdio"]
+    version: Literal[1]
+    op: Literal["hello", "run", "bye"]
+    scenario: dict[str, Any] | None = Field(
+        default=None, description="with op run: a scenario document (Scenario.json)")
+
+
+class StdioAnswer(BaseModel):
+    """A runtime's answer (spec/schemas/StdioAnswer.json): ok, and per op its version and
+    capabilities (hello), its trace (run) or an error."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ok: bool
+    version: int | None = None
+    capabilities: list[str] | None = None
+    trace: list[dict[str, Any]] | None = None
+    error: str | None = None
 
 
 class ProtocolError(RuntimeError):
@@ -124,4 +151,5 @@ def main() -> None:
     serve(iter(sys.stdin), sys.stdout)
 
 
-__all__ = ["PROTOCOL", "VERSION", "ProtocolError", "StdioDriver", "serve"]
+__all__ = ["PROTOCOL", "VERSION", "ProtocolError", "StdioAnswer", "StdioDriver", "StdioRequest",
+           "serve"]

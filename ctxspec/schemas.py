@@ -38,6 +38,11 @@ def published_schemas() -> dict[str, dict[str, Any]]:
 
     schemas["ConformanceReportLine.json"] = {"$schema": JSON_SCHEMA_DIALECT,
                                              **ReportLine.model_json_schema()}
+    from ctxspec.conformance.stdio import StdioAnswer, StdioRequest
+
+    for message in (StdioRequest, StdioAnswer):
+        schemas[f"{message.__name__}.json"] = {"$schema": JSON_SCHEMA_DIALECT,
+                                               **message.model_json_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

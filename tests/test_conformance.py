@@ -225,3 +225,22 @@ def test_the_stdio_server_answers_every_bad_line_and_goes_on() -> None:
     assert answers[2]["error"] == "unknown op 'dance'"
     assert "scenario.scenario_version: Field required" in answers[3]["error"]
     assert answers[4]["version"] == VERSION and "crash_points" in answers[4]["capabilities"]
+
+
+def test_stdio_messages_follow_their_published_schemas() -> None:
+    request = json.loads((ROOT / "spec" / "schemas" / "StdioRequest.json").read_text())
+    answer = json.loads((ROOT / "spec" / "schemas" / "StdioAnswer.json").read_text())
+    hello = {"protocol": PROTOCOL, "version": VERSION, "op": "hello"}
+    run = {**hello, "op": "run", "scenario": json.loads((VECTORS / "ROW-02.json").read_text(
+        "utf-8"))["scenario"]}
+    sent = [hello, run, {**hello, "op": "bye"}]
+    for message in sent:
+        jsonschema.validate(message, request)
+    out = io.StringIO()
+    serve(iter(json.dumps(m) + "\n" for m in sent), out)
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [a["ok"] for a in answers] == [True, True, True]
+    for message in answers:
+        jsonschema.validate(message, answer)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**hello, "version": 2}, request)
