@@ -673,6 +673,73 @@ def _row25_check(trace: Trace) -> None:
                                       "assistant"], "what the root role reads")
 
 
+# --- §3 worked example: write(path), and its conflicting variants ------------------------------
+
+_MOVE = {"path": "arguments.path", "value": "reports/a.md"}
+_ELSEWHERE = {"target": "call", "field": "tool_call:{call_id}.arguments.path",
+              "value": "other/a.md"}
+
+
+def _write_scenario(*items: dict[str, Any]) -> dict[str, Any]:
+    """The model proposes write(path="a.md"); one pre-call hook item answers ``items``."""
+    document = base(tools=[{"name": "write"}])
+    document["steps"] = [{"ask": "write it"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"write": [{"text": "ok"}]}
+    document["hooks"] = [{"point": "tool.pre_call", "items": list(items)}]
+    return document
+
+
+def _path_seen_by_model(trace: Trace) -> str:
+    decision = next(m for m in requests(trace, "business")[1]["view"]["messages"]
+                    if m["tool_calls"])
+    path: str = json.loads(decision["tool_calls"][0]["arguments"])["path"]
+    return path
+
+
+def _write_check(trace: Trace) -> None:
+    # The hook moves only the payload path: the handler and the effective call record both use
+    # reports/a.md, while the proposal (the raw model response) keeps a.md.
+    equal([(e["proposed_arguments"], e["effective_arguments"])
+           for e in of(trace, "tool_executed")],
+          [({"path": "a.md"}, {"path": "reports/a.md"})], "write's arguments")
+    equal(_path_seen_by_model(trace), "reports/a.md", "the path in the effective call record")
+
+
+def _write_conflict_check(trace: Trace) -> None:
+    # The same item also sets the call's path in the context to other/a.md: every patch of the
+    # item is invalid (HOOK_PATCH_CONFLICT); the allow goes on fail-open with the effective path
+    # from before the item, a.md — never one path executed and another recorded.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", False, ["HOOK_PATCH_CONFLICT"])], "the hook's decision")
+    equal([e["effective_arguments"] for e in of(trace, "tool_executed")], [{"path": "a.md"}],
+          "write's effective arguments")
+    equal(_path_seen_by_model(trace), "a.md", "the path in the effective call record")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _deny_conflict_check(trace: Trace) -> None:
+    # A legitimate deny with an invalid patch still blocks: nothing runs, the refusal and the
+    # patch diagnostics are kept — a conflicting patch never turns a deny into an allow.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("deny", False, ["HOOK_PATCH_CONFLICT"])], "the hook's decision")
+    equal(of(trace, "tool_executed"), [], "tools executed")
+    result = next(m for m in requests(trace, "business")[1]["view"]["messages"]
+                  if m["kind"] == "tool_result")
+    equal(json.loads(result["text"])["status"], "denied", "write's result")
+
+
+def _unregistered_check(trace: Trace) -> None:
+    # A patch of a field the hook point does not register (the tool's name) is refused with the
+    # item's diagnostic; the allow goes on with the call as it was.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", False, ["FIELD_NOT_REGISTERED"])], "the hook's decision")
+    equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
+          [("write", {"path": "a.md"})], "tools executed")
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24"),
@@ -750,6 +817,22 @@ CASES: tuple[Case, ...] = (
     Case("ROW-25", "the history API refuses other Sessions, roles and scripts", "§12 row 25",
          ("CTX-11.15", "CTX-4.11"), _row25_scenario(), _row25_check,
          frozenset({"history_api", "hooks"})),
+    Case("EX3-WRITE", "write(path): the hook's path is what runs and what is recorded",
+         "§3 example", ("CTX-3.57", "CTX-3.69"), _write_scenario(
+             {"decision": "allow", "payload_patch": [_MOVE]}), _write_check,
+         frozenset({"hooks"})),
+    Case("EX3-WRITE-CONFLICT", "write(path) with a conflicting context path keeps a.md",
+         "§3 example", ("CTX-3.59",), _write_scenario(
+             {"decision": "allow", "payload_patch": [_MOVE], "context_patch": [_ELSEWHERE]}),
+         _write_conflict_check, frozenset({"hooks"})),
+    Case("EX3-DENY-CONFLICT", "a deny with a conflicting patch still blocks", "§3 example",
+         ("CTX-3.59", "CTX-3.70"), _write_scenario(
+             {"decision": "deny", "payload_patch": [_MOVE], "context_patch": [_ELSEWHERE]}),
+         _deny_conflict_check, frozenset({"hooks"})),
+    Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
+         "bad input", ("CTX-3.59",), _write_scenario(
+             {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
+         _unregistered_check, frozenset({"hooks"})),
 )
 
 

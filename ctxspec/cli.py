@@ -327,9 +327,9 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     for result in run_suite(cases, factory):
         results.append(result)
         if not as_json:  # progress: one line per case as it finishes
-            click.echo(f"{result.case.source:<12} {result.case.id:<14} {result.status:<11} "
+            click.echo(f"{result.case.source:<14} {result.case.id:<24} {result.status:<11} "
                        f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
-                       + (f"\n{'':27}{result.detail}" if result.detail else ""))
+                       + (f"\n{'':51}{result.detail}" if result.detail else ""))
     if stdio is not None:
         stdio.close()
     summary = Counter(r.status for r in results)
