@@ -740,6 +740,25 @@ def _unregistered_check(trace: Trace) -> None:
           [("write", {"path": "a.md"})], "tools executed")
 
 
+# --- §7 worked example: W = 128K, O = 8K, S = 1280 ------------------------------------------------
+
+
+def _ex7_scenario() -> dict[str, Any]:
+    document = base(window=128 * 1024, output_reserve=8 * 1024, safety_margin=1280)
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "hi"}]}
+    return document
+
+
+def _ex7_check(trace: Trace) -> None:
+    # B = W − O − S = 131072 − 8192 − 1280 = 121600; the trigger is floor(0.8 × B) = 97280
+    # (the design's "about 95K", 1K = 1024); the request reserves O for the output.
+    [request] = requests(trace)
+    equal((request["window"], request["output_reserve"], request["safety_margin"],
+           request["input_budget"], request["trigger_threshold"], request["max_output_tokens"]),
+          (131072, 8192, 1280, 121600, 97280, 8192), "the request's budget")
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24"),
@@ -833,6 +852,9 @@ CASES: tuple[Case, ...] = (
          "bad input", ("CTX-3.59",), _write_scenario(
              {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
          _unregistered_check, frozenset({"hooks"})),
+    Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
+         "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16"), _ex7_scenario(), _ex7_check,
+         frozenset({"estimator_injection"})),
 )
 
 
