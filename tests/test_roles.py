@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.reference.runtime import trace as tr
@@ -24,75 +25,11 @@ def texts(request: tr.ModelRequestSent) -> list[str]:
     return [m.text for m in request.view.messages]
 
 
-@pytest.mark.covers("CTX-2.4", "CTX-5.2", "CTX-5.3", "CTX-3.73", "CTX-4.11", "CTX-6.1",
-                    "CTX-10.16")
-def test_row3_an_executor_sees_only_its_hand_over() -> None:
-    trace = run(json.loads((EXAMPLES / "planner-two-executors.json").read_text("utf-8")))
-    executor = [r for r in trace.model_requests("business") if r.role == "executor"]
-    assert len(executor) == 4  # two executions of two loops each
-    assert texts(executor[0]) == ["You carry out one task the Planner handed over.",
-                                  "task: list TODO lines", "constraint: only src/",
-                                  "material_ref: repo://main"]
-    planner_words = ("Find every TODO", "You are a Planner", "Two searches",
-                     "also look in tests/")
-    for request in executor:
-        assert not any(w in t for w in planner_words for t in texts(request))
-    # Each execution is its own RoleContext: the two first requests share no message record.
-    first, second = executor[0], executor[2]
-    assert {m.record_id for m in first.view.messages if m.record_id} & \
-        {m.record_id for m in second.view.messages if m.record_id} == set()
-    planner = [r for r in trace.model_requests("business") if r.role == "root"]
-    feedback = [m for m in planner[1].view.messages if m.kind.value == "tool_result"]
-    # One feedback after both members settled, in action order: each Executor's final answer.
-    assert [m.text for m in feedback] == ["TODO: src/a.py:3, src/b.py:9, src/c.py:1",
-                                          "FIXME: src/db.py:42"]
-    # The next question's history keeps the delegations and their answers, never the
-    # Executors' own tool results.
-    history = texts(planner[-1])
-    assert "FIXME: src/db.py:42" in history
-    assert not any("src/db.py:42 FIXME" in t for t in history)
-
-
 def roles_scenario() -> dict[str, Any]:
-    return {
-        "scenario_version": 1, "name": "scopes",
-        "agent": {"system_prompt": "plan", "window": 16384, "estimator": "chars",
-                  "executor": {"system_prompt": "execute"},
-                  "shared": [{"name": "budget", "text": "budget: 5", "consumers": ["root"]}]},
-        "steps": [{"ask": "go"}, {"advance": True}],
-        "model": {"business": [{"text": "plan v1", "tool_calls": [
-                                   {"name": "delegate", "arguments": {"task": "t"}}]},
-                               {"text": "done"}],
-                  "executor": [{"text": "executed"}]},
-        "hooks": [
-            # the Executor's request (the 2nd model.pre_request): not a consumer of budget
-            {"point": "model.pre_request", "ordinal": 2, "items": [{"context_patch": [
-                {"target": "shared:budget", "field": "text", "value": "budget: 99",
-                 "scope": "shared"}]}]},
-            # the Planner's second request: the shared field, and a private note of its own
-            {"point": "model.pre_request", "ordinal": 3, "items": [
-                {"context_patch": [{"target": "shared:budget", "field": "text",
-                                    "value": "budget: 3", "scope": "shared"}]},
-                {"context_patch": [{"target": "first_assistant", "field": "text",
-                                    "value": "plan v1 (private note)"}]}]}]}
-
-
-@pytest.mark.covers("CTX-3.72", "CTX-3.74", "CTX-3.75", "CTX-3.80", "CTX-3.87", "CTX-3.39",
-                    "CTX-3.32")
-def test_row19_private_and_shared_scopes() -> None:
-    trace = run(roles_scenario())
-    planner = [r for r in trace.model_requests("business") if r.role == "root"]
-    executor = [r for r in trace.model_requests("business") if r.role == "executor"]
-    decisions = [(d.decision, d.patch_valid, d.diagnostics) for d in trace.of(tr.HookDecided)]
-    assert decisions == [("allow", False, ("UNAUTHORISED_SCOPE",)),
-                         ("allow", True, ()), ("allow", True, ())]
-    # The Planner's first request was sent with budget 5 and keeps it; its second reads 3.
-    assert "[shared budget] budget: 5" in texts(planner[0])
-    assert "[shared budget] budget: 3" in texts(planner[1])
-    assert "plan v1 (private note)" in texts(planner[1])
-    # The Executor is no consumer of the shared field and never sees the Planner's context.
-    for request in executor:
-        assert not any("budget" in t or "plan v1" in t for t in texts(request))
+    """The §12 row 19 scenario of the conformance case ROW-19 (scopes: the shared budget, a
+    private note, an Executor that is no consumer)."""
+    [case] = by_id(["ROW-19"])
+    return dict(case.scenario)
 
 
 def planner_requests(trace: tr.Trace) -> list[list[str]]:
