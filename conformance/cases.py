@@ -4,7 +4,8 @@ scenario plus a predicate over the neutral trace (ARCHITECTURE.md "The conforman
 A case asserts only what the design makes observable — requests as sent, tools executed, run
 endings and their codes, deliveries, client events, restarts — read from the trace as plain JSON,
 so a runtime in any language can pass it. Expected values are derived by hand from the design;
-each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` for a §12 row.
+each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` for a §12 row,
+``EX<section>-<name>`` for a worked example, ``BAD-<name>`` for bad input.
 """
 
 import json
