@@ -33,6 +33,9 @@ class Case:
     check: Callable[[Trace], None]
     needs: frozenset[str] = field(default_factory=frozenset)
     """Driver capabilities the case needs; a driver without one reports it unsupported."""
+    refusal: str | None = None
+    """For bad input: the error code the driver must refuse the scenario with, before any
+    step runs; ``check`` then reads nothing."""
 
 
 # --- reading the trace ----------------------------------------------------------------------
@@ -760,6 +763,21 @@ def _ex7_check(trace: Trace) -> None:
           (131072, 8192, 1280, 121600, 97280, 8192), "the request's budget")
 
 
+# --- bad input: our own documents ---------------------------------------------------------------
+
+
+def _bad_budget_scenario() -> dict[str, Any]:
+    # O = 2000 on a window of 1000: B = 1000 − 2000 − 100 < 0, a budget that cannot be resolved.
+    document = base(window=1000, output_reserve=2000)
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "never asked"}]}
+    return document
+
+
+def _nothing(trace: Trace) -> None:
+    """A refused scenario has no trace to read."""
+
+
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24", "CTX-4.7",
@@ -861,6 +879,8 @@ CASES: tuple[Case, ...] = (
     Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
          "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16"), _ex7_scenario(), _ex7_check,
          frozenset({"estimator_injection"})),
+    Case("BAD-BUDGET", "an unresolvable budget is refused before anything runs", "bad input",
+         ("CTX-7.7",), _bad_budget_scenario(), _nothing, refusal="BUDGET_CONFIGURATION_INVALID"),
 )
 
 

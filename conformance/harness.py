@@ -108,6 +108,8 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     missing = sorted(case.needs - frozenset(driver.capabilities))
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
+    if case.refusal is not None:
+        return _expect_refusal(case, driver, result)
     try:
         if isinstance(driver, StdioDriver):  # the ports live in the other process
             trace = driver.run_document(dict(case.scenario))
@@ -124,6 +126,21 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
         # The trace lacks what the case reads: an event or field the design makes observable.
         return result("failed", f"the trace lacks what the case reads: {failure!r}")
     return result("passed", "")
+
+
+def _expect_refusal(case: Case, driver: Driver | StdioDriver,
+                    result: Callable[[Status, str], CaseResult]) -> CaseResult:
+    """Bad input: the driver must refuse the scenario naming the documented code."""
+    try:
+        if isinstance(driver, StdioDriver):
+            driver.run_document(dict(case.scenario))
+        else:
+            run_scenario(parse_scenario(case.scenario), lambda: driver)
+    except Exception as refused:
+        if case.refusal is not None and case.refusal in str(refused):
+            return result("passed", "")
+        return result("failed", f"refused without {case.refusal}: {refused}")
+    return result("failed", f"the driver accepted a scenario it must refuse with {case.refusal}")
 
 
 def run_suite(cases: Iterable[Case], factory: DriverFactory) -> Iterator[CaseResult]:

@@ -65,7 +65,8 @@ def vector(case: Case, factory: DriverFactory) -> dict[str, Any]:
                          "requirements": list(case.requirements),
                          "needs": sorted(case.needs)},
             "scenario": case.scenario,
-            "expected": observations(_trace(dict(case.scenario), factory))}
+            "expected": {"refusal": case.refusal} if case.refusal is not None
+            else observations(_trace(dict(case.scenario), factory))}
 
 
 def render(document: dict[str, Any]) -> str:
@@ -122,10 +123,15 @@ def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
     missing = sorted(set(manifest.get("needs", ())) - set(driver.capabilities))
     if missing:
         return Replayed(path.name, "unsupported", f"the driver lacks {', '.join(missing)}")
+    refusal = expected.get("refusal")
     try:
         seen = observations(_trace(scenario, lambda: driver))
     except Exception as failure:
+        if isinstance(refusal, str) and refusal in str(failure):
+            return Replayed(path.name, "passed", "")
         return Replayed(path.name, "error", repr(failure))
+    if refusal is not None:
+        return Replayed(path.name, "failed", f"accepted a scenario it must refuse with {refusal}")
     for key, value in expected.items():
         if seen.get(key) != value:
             return Replayed(path.name, "failed", f"{key} differ: first difference at "

@@ -60,6 +60,25 @@ def test_every_case_names_known_requirements_and_a_unique_id() -> None:
         assert set(case.requirements) <= known, case.id
 
 
+class AcceptsAnyBudget(ReferenceDriver):
+    """Repairs an impossible budget silently instead of refusing it."""
+
+    def configure(self, scenario: Any, ports: Any) -> None:
+        agent = scenario.agent.model_copy(update={"output_reserve": None})
+        super().configure(scenario.model_copy(update={"agent": agent}), ports)
+
+
+def test_a_driver_that_accepts_an_impossible_budget_fails_bad_budget() -> None:
+    [case] = by_id(["BAD-BUDGET"])
+    assert run_case(case, ReferenceDriver).status == "passed"
+    result = run_case(case, AcceptsAnyBudget)
+    assert (result.status, result.detail) == (
+        "failed", "the driver accepted a scenario it must refuse with "
+                  "BUDGET_CONFIGURATION_INVALID")
+    replayed = {r.name: r for r in replay(VECTORS, AcceptsAnyBudget)}
+    assert replayed["BAD-BUDGET.json"].status == "failed"
+
+
 def test_a_missing_capability_is_unsupported_never_passed() -> None:
     results = {c.id: run_case(c, WithoutCrashes) for c in CASES}
     for case in CASES:
