@@ -53,9 +53,9 @@ class CaseResult:
     seconds: float
 
     def to_json(self) -> dict[str, object]:
-        return {"id": self.case.id, "title": self.case.title, "source": self.case.source,
-                "requirements": list(self.case.requirements), "status": self.status,
-                "detail": self.detail}
+        """The case's entry in ``--json`` output: its report line without the run's context."""
+        return self.report_line("").model_dump(
+            include={"id", "title", "source", "requirements", "status", "detail"})
 
     def report_line(self, driver: str) -> ReportLine:
         return ReportLine(suite_version=SUITE_VERSION, driver=driver, id=self.case.id,
