@@ -11,15 +11,15 @@ import importlib
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxspec.conformance.cases import Case, CaseFailure
+from ctxspec.conformance.cases import Case, CaseFailure, Trace
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
@@ -95,6 +95,16 @@ def _write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) -> Trace:
+    """Run a scenario on a driver and read its neutral trace back as plain JSON — exactly what
+    a driver in another language would send."""
+    if isinstance(driver, StdioDriver):  # the ports live in the other process
+        return driver.run_document(dict(scenario))
+    run_scenario(parse_scenario(scenario), lambda: driver)
+    trace: Trace = json.loads(json.dumps(driver.trace(), default=str))
+    return trace
+
+
 def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     began = time.perf_counter()
 
@@ -111,11 +121,7 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
-        if isinstance(driver, StdioDriver):  # the ports live in the other process
-            trace = driver.run_document(dict(case.scenario))
-        else:
-            run_scenario(parse_scenario(case.scenario), lambda: driver)
-            trace = json.loads(json.dumps(driver.trace(), default=str))
+        trace = scenario_trace(driver, case.scenario)
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
     try:
@@ -132,10 +138,7 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
                     result: Callable[[Status, str], CaseResult]) -> CaseResult:
     """Bad input: the driver must refuse the scenario naming the documented code."""
     try:
-        if isinstance(driver, StdioDriver):
-            driver.run_document(dict(case.scenario))
-        else:
-            run_scenario(parse_scenario(case.scenario), lambda: driver)
+        scenario_trace(driver, case.scenario)
     except Exception as refused:
         if case.refusal is not None and case.refusal in str(refused):
             return result("passed", "")
@@ -162,4 +165,4 @@ def load_factory(spec: str | None) -> DriverFactory:
 
 
 __all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "load_factory",
-           "run_case", "run_suite", "write_reports"]
+           "run_case", "run_suite", "scenario_trace", "write_reports"]

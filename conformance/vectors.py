@@ -16,10 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxspec.conformance.cases import CASES, Case, Trace
-from ctxspec.conformance.driver import run_scenario
-from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory
-from ctxspec.conformance.scenario import parse_scenario
-from ctxspec.conformance.stdio import StdioDriver
+from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory, scenario_trace
 
 VECTOR_FORMAT = 1
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
@@ -50,15 +47,6 @@ def observations(trace: Trace) -> dict[str, Any]:
     }
 
 
-def _trace(scenario: dict[str, Any], factory: DriverFactory) -> Trace:
-    driver = factory()
-    if isinstance(driver, StdioDriver):
-        return driver.run_document(scenario)
-    run_scenario(parse_scenario(scenario), lambda: driver)
-    trace: Trace = json.loads(json.dumps(driver.trace(), default=str))
-    return trace
-
-
 def vector(case: Case, factory: DriverFactory) -> dict[str, Any]:
     return {"manifest": {"format": VECTOR_FORMAT, "case": case.id, "title": case.title,
                          "source": case.source, "suite_version": SUITE_VERSION,
@@ -66,7 +54,7 @@ def vector(case: Case, factory: DriverFactory) -> dict[str, Any]:
                          "needs": sorted(case.needs)},
             "scenario": case.scenario,
             "expected": {"refusal": case.refusal} if case.refusal is not None
-            else observations(_trace(dict(case.scenario), factory))}
+            else observations(scenario_trace(factory(), case.scenario))}
 
 
 def render(document: dict[str, Any]) -> str:
@@ -125,7 +113,7 @@ def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
         return Replayed(path.name, "unsupported", f"the driver lacks {', '.join(missing)}")
     refusal = expected.get("refusal")
     try:
-        seen = observations(_trace(scenario, lambda: driver))
+        seen = observations(scenario_trace(driver, scenario))
     except Exception as failure:
         if isinstance(refusal, str) and refusal in str(failure):
             return Replayed(path.name, "passed", "")
