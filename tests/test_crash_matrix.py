@@ -12,17 +12,16 @@ again.
 
 import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxspec.conformance.cases import example
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
 from ctxspec.reference.runtime.runtime import ScriptExhausted
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 SESSIONS = ["tool-batch-hook", "compaction-three-chunks-window-exceeded",
             "supplements-across-runs", "planner-two-executors"]
 LOST_ANSWER = {("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
@@ -35,11 +34,6 @@ UNKNOWN_TOOL = {("TOOL_STARTED", "after"), ("TOOL_SETTLED", "before")}
 INSIDE_A_TOOL = {("planner-two-executors", "APP-INPUT", 2)}
 """Commits made while a tool runs: the planner example's trigger sends a supplement during the
 first Executor's grep, so dying at that input leaves the grep's outcome unknown too."""
-
-
-def document(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((EXAMPLES / f"{name}.json").read_text("utf-8"))
-    return doc
 
 
 def run(doc: dict[str, Any]) -> ReferenceDriver:
@@ -62,7 +56,7 @@ def outcome(driver: ReferenceDriver) -> tuple[list[str], Counter[str], Counter[s
 def crash_points() -> list[tuple[str, str, int, str]]:
     points = []
     for name in SESSIONS:
-        runtime = run(document(name)).runtime
+        runtime = run(example(name)).runtime
         assert runtime is not None
         for commit, count in sorted(runtime.coordinator.by_name.items()):
             if commit == "STOP_REQUESTED":  # written outside the step, not a crash point
@@ -80,10 +74,10 @@ POINTS = crash_points()
                          ids=[f"{p[0]}-{p[3]}-{p[1]}-{p[2]}" for p in POINTS])
 def test_a_crash_at_any_commit_ends_the_session_as_without_it(
         name: str, commit: str, occurrence: int, when: str) -> None:
-    statuses, tools, kinds = outcome(run(document(name)))
+    statuses, tools, kinds = outcome(run(example(name)))
 
     crashed = ReferenceDriver()
-    doc = {**document(name), "crash": {"commit": commit, "occurrence": occurrence,
+    doc = {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
                                        "when": when}}
     unknown_tool = (commit, when) in UNKNOWN_TOOL or (name, commit, occurrence) in INSIDE_A_TOOL
     try:
@@ -123,5 +117,5 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(
 def test_a_bad_crash_is_refused_naming_the_field_and_the_rule(crash: dict[str, Any],
                                                               expected: str) -> None:
     with pytest.raises(ScenarioError) as refused:
-        parse_scenario({**document("tool-batch-hook"), "crash": crash})
+        parse_scenario({**example("tool-batch-hook"), "crash": crash})
     assert str(refused.value).startswith(expected)

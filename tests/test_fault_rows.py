@@ -3,22 +3,15 @@ derived by hand from the design and the scripted examples (rows 12 and 14's stre
 also in tests/test_scenarios.py)."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxspec.conformance.cases import example
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.runtime import AccessDenied
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-def example(name: str, **extra: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((EXAMPLES / f"{name}.json").read_text("utf-8"))
-    return {**doc, **extra}
 
 
 def drive(document: dict[str, Any]) -> ReferenceDriver:
@@ -46,7 +39,7 @@ CONTEXT_WINDOW_EXCEEDED without a business request (docs/examples)."""
 
 @pytest.mark.covers("CTX-10.9", "CTX-8.74")
 def test_row9_after_the_second_chunk_the_same_episode_goes_on_with_the_third() -> None:
-    driver = drive(example(COMPACTION, **crash("CHUNK_COMMITTED", 2, "after")))
+    driver = drive({**example(COMPACTION), **crash("CHUNK_COMMITTED", 2, "after")})
     trace = driver.raw_trace()
     chunks = trace.model_requests("compaction")
     # Three chunks, each asked once, with three different purpose keys — chunks 1 and 2 were
@@ -63,7 +56,7 @@ def test_row9_after_the_second_chunk_the_same_episode_goes_on_with_the_third() -
 
 @pytest.mark.covers("CTX-10.10", "CTX-9.45")
 def test_row10_a_crash_before_the_summary_commit_loses_no_history() -> None:
-    driver = drive(example(COMPACTION, **crash("SNAPSHOT_COMMITTED", 1, "before")))
+    driver = drive({**example(COMPACTION), **crash("SNAPSHOT_COMMITTED", 1, "before")})
     trace = driver.raw_trace()
     assert len(trace.model_requests("compaction")) == 3  # the committed chunks are reused
     # Every record of Run 1 is still there (question, 3 decisions, 3 results, final answer)
@@ -128,7 +121,7 @@ def test_rows21_23_a_crash_after_a_saved_step_repeats_nothing(row: int, commit: 
                                                              when: str) -> None:
     # tool-batch-hook: one decision with two calls (write, read), a pre-call hook that moves
     # write's path to reports/a.md, then the final answer. Two business requests, two tools.
-    driver = drive(example("tool-batch-hook", **crash(commit, 1, when)))
+    driver = drive({**example("tool-batch-hook"), **crash(commit, 1, when)})
     trace = driver.raw_trace()
     assert len(trace.model_requests("business")) == 2
     assert sorted(str(e.name) for e in trace.of(tr.ToolExecuted)) == ["read", "write"]
@@ -180,8 +173,8 @@ def test_a_finished_execution_not_yet_consumed_is_fetched_never_re_created(
     # lines of the executor script (two requests each), the Planner with three business lines
     # over two Runs. Crashing just after an execution ended must not run it again: still four
     # Executor requests, two Executor contexts, both Runs succeed.
-    driver = drive(example("planner-two-executors", **crash("EXECUTION_ENDED", occurrence,
-                                                            "after")))
+    driver = drive({**example("planner-two-executors"),
+                    **crash("EXECUTION_ENDED", occurrence, "after")})
     trace = driver.raw_trace()
     executor = [r for r in trace.model_requests("business") if r.role == "executor"]
     assert len(executor) == 4 and len({r.purpose_key for r in executor}) == 4

@@ -9,6 +9,7 @@ from uuid import uuid4
 
 import pytest
 
+from ctxspec.conformance.cases import example
 from ctxspec.conformance.driver import ESTIMATORS, _agent_config
 from ctxspec.conformance.scenario import (
     ScriptedHooks,
@@ -21,11 +22,9 @@ from ctxspec.reference.runtime.ports import LogicalClock
 from ctxspec.reference.runtime.runtime import AccessDenied, HistoryCaller, ReferenceRuntime
 from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, Store, insert
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
 
 def scenario_doc(persistent: bool) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((EXAMPLES / "tool-batch-hook.json").read_text("utf-8"))
+    doc = example("tool-batch-hook")
     doc["tools"]["write"][0]["workspace_writes"] = {"reports/a.md": "draft!"}
     doc["agent"]["persistent_sandbox"] = persistent
     return doc

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from ctxspec.conformance.cases import example
 from ctxspec.conformance.driver import ESTIMATORS, ReferenceDriver, _agent_config, run_scenario
 from ctxspec.conformance.scenario import (
     Scenario,
@@ -40,7 +41,6 @@ from ctxspec.reference.runtime.runtime import ReferenceRuntime, ScriptExhausted
 from ctxspec.reference.runtime.store import CommitCoordinator, Store, Write
 from ctxspec.reference.runtime.trace import ToolExecuted
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 SESSIONS = ("tool-batch-hook", "compaction-three-chunks-window-exceeded",
             "supplements-across-runs")
 KILLS = 150
@@ -54,7 +54,7 @@ EXHAUSTED = 3
 
 
 def load(name: str) -> Scenario:
-    return parse_scenario(json.loads((EXAMPLES / f"{name}.json").read_text("utf-8")))
+    return parse_scenario(example(name))
 
 
 def note(path: Path, entry: dict[str, Any]) -> None:
