@@ -18,7 +18,7 @@ import sqlite3
 import time
 import traceback
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.ports import LogicalClock, ModelCall, ModelOutcome, ToolOutcome
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import ReferenceRuntime, ScriptExhausted
-from ctxspec.reference.runtime.store import CommitCoordinator, Store, Write
+from ctxspec.reference.runtime.store import CommitCoordinator, Store
 from ctxspec.reference.runtime.trace import ToolExecuted
 
 SESSIONS = ("tool-batch-hook", "compaction-three-chunks-window-exceeded",
@@ -128,26 +128,25 @@ class World:
 
 def child(name: str, database: Path, journal: Path, progress: Path, commits: Any) -> None:
     """One incarnation: open or restore the Session, then perform the steps not yet done.
-    ``commits`` (shared with the parent) counts the commits made, so the parent can aim."""
-    commit = CommitCoordinator.commit
+    ``commits`` (shared with the parent) counts the commits begun, so the parent can aim."""
+    def slow_disk(commit: str, write: int) -> None:
+        if write == 0:  # once per commit, before it: kills land between commits as in calls
+            commits.value += 1
+            time.sleep(DELAY)
 
-    def slow_commit(self: CommitCoordinator, name: str, writes: Sequence[Write]) -> None:
-        commit(self, name, writes)
-        commits.value += 1
-        time.sleep(DELAY)  # a slow disk: kills land just after commits as often as inside calls
-
-    CommitCoordinator.commit = slow_commit  # type: ignore[method-assign]  # this process only
     try:
         scenario = load(name)
         store = Store(database)
+        coordinator = CommitCoordinator(store, slow_disk)
         world = World(scenario, journal, database)
         agent = _agent_config(scenario.agent)
         ports: dict[str, Any] = {"model": world, "tools": world,
                                  "hooks": ScriptedHooks(scenario.hooks),
                                  "estimator": ESTIMATORS[scenario.agent.estimator](),
                                  "clock": LogicalClock()}
-        runtime = restore(store, agent, seed=name, **ports) if store.count("sessions") \
-            else ReferenceRuntime(agent, seed=name, store=store, **ports)
+        runtime = restore(store, agent, seed=name, coordinator=coordinator, **ports) \
+            if store.count("sessions") else ReferenceRuntime(
+                agent, seed=name, store=store, coordinator=coordinator, **ports)
         done = World.entries(progress)
         finished = {e["step"] for e in done if e["kind"] == "done"}
         began = {e["step"]: e["inputs"] for e in done if e["kind"] == "start"}

@@ -45,14 +45,20 @@ from ctxspec.reference.runtime.runtime import (
     RunState,
     loop_key,
 )
-from ctxspec.reference.runtime.store import Store, checkpoint_write, decode_overrides
+from ctxspec.reference.runtime.store import (
+    CommitCoordinator,
+    Store,
+    checkpoint_write,
+    decode_overrides,
+)
 from ctxspec.reference.snapshots import ActivePointer, manifest_from_document
 from ctxspec.reference.tokens import TokenEstimator
 
 
 def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
             hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str = "ctxspec",
-            crash: CrashPlan | None = None) -> ReferenceRuntime:
+            crash: CrashPlan | None = None,
+            coordinator: CommitCoordinator | None = None) -> ReferenceRuntime:
     """A new runtime on ``store`` that continues its Session from the stored facts."""
     sessions = store.query("SELECT session_id FROM sessions")
     if len(sessions) != 1:
@@ -62,7 +68,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     runtime = ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks,
                                estimator=estimator, clock=clock,
                                seed=f"{seed}:takeover:{incarnation}", store=store,
-                               crash=crash, restoring=True)
+                               coordinator=coordinator, crash=crash, restoring=True)
     runtime.session_id = session_id
     inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(
         "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",

@@ -819,8 +819,9 @@ class CommitCoordinator:
     batch feedback, checkpoint, ...) is one SQLite transaction, all of its writes or none.
 
     ``fault(name, i)``, when given, is called before write ``i`` of commit ``name``; tests raise
-    there to fail a commit half-way. An ``Exception`` (a fault, a duplicate unique key, an update
-    that finds no row) rolls back everything and raises :class:`CommitFailed`. A
+    there to fail a commit half-way, or wait there to make the disk slow. An ``Exception`` (a
+    fault, a duplicate unique key, an update that finds no row) rolls back everything and raises
+    :class:`CommitFailed`. A
     ``BaseException`` that is not an ``Exception`` (a simulated crash, KeyboardInterrupt) rolls
     back too and propagates as it is: a crash is not a failed commit, the process is gone.
 
