@@ -670,7 +670,7 @@ class ReferenceRuntime:
         run.ended_at_tick = self.clock.now()
         self._event(run, "run_ended", status.value)
         if not self.agent.persistent_sandbox:
-            self.workspace.clear()  # working files only: no session fact lives there
+            self.workspace.clear()  # working files only: no session fact lives there (CTX-1.15)
         self._commit("APP-FINALIZE", [])
 
     def _stopped_or_out_of_time(self, run: RunState) -> bool:
@@ -1258,7 +1258,8 @@ class ReferenceRuntime:
 
     def delete_agent(self) -> None:
         """Deleting the Agent removes every record it owns: Sessions, Runs, inputs, contexts,
-        records, revisions, operations, episodes, snapshots, checkpoints, events (§12 row 24)."""
+        records, revisions, operations, episodes, snapshots, checkpoints, events, and the blobs no
+        other row refers to (§1, §12 row 24).  CTX-1.14"""
         run_ids = [str(run.run_id) for run in self.runs.values()]
         contexts = [str(c) for c in self.contexts]
         writes: list[Write] = []
