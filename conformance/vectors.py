@@ -6,9 +6,12 @@ Observations keep what the design makes observable and drop identifiers a runtim
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
 (role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
 executed with their effective arguments; hook decisions; Run endings; restarts; what a Session
-retains and what the history API served.
+retains and what the history API served. A message text longer than ``LONG_TEXT`` characters
+is kept as its length and SHA-256 (the §8 table's requests carry texts of up to 100000
+characters; the scenario beside them holds them in full).
 """
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,7 +21,17 @@ from typing import Any
 from ctxspec.conformance.cases import CASES, Case, Trace
 from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory, scenario_trace
 
-VECTOR_FORMAT = 1
+VECTOR_FORMAT = 2
+LONG_TEXT = 256
+
+
+def _text(text: str) -> str | dict[str, Any]:
+    if len(text) <= LONG_TEXT:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {"chars": len(text), "sha256": digest}
+
+
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
@@ -27,7 +40,8 @@ def observations(trace: Trace) -> dict[str, Any]:
     return {
         "model_requests": [
             {"purpose": e["purpose"], "role": e["role"], "attempt": e["attempt"],
-             "messages": [[m["role"], m["kind"], m["text"]] for m in e["view"]["messages"]],
+             "messages": [[m["role"], m["kind"], _text(m["text"])]
+                          for m in e["view"]["messages"]],
              "estimated_input_tokens": e["estimated_input_tokens"],
              "max_output_tokens": e["max_output_tokens"], "compaction": e["compaction"]}
             for e in trace if e["kind"] == "model_request"],

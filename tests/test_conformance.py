@@ -204,7 +204,7 @@ def test_a_vector_the_runner_cannot_read_is_reported_never_skipped(tmp_path: Pat
     results = {r.name: (r.status, r.detail) for r in replay(tmp_path, ReferenceDriver)}
     assert results["ROW-02.json"] == ("passed", "")
     assert results["broken.json"][0] == "unread"
-    assert results["future.json"] == ("unread", "vector format 99, this runner reads 1")
+    assert results["future.json"] == ("unread", "vector format 99, this runner reads 2")
     outcome = CliRunner().invoke(main, ["vectors", "--replay", str(tmp_path)])
     assert outcome.exit_code == 1
     assert "3 vectors: 1 passed, 0 failed, 0 unsupported, 0 error, 2 unread" in outcome.output
