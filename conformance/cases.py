@@ -1,90 +1,33 @@
-"""The conformance cases: §12 rows (and the worked examples of §7 and §8) as a declarative
-scenario plus a predicate over the neutral trace (ARCHITECTURE.md "The conformance suite").
+"""The conformance cases: §12 rows and the worked examples of §3, §4, §7 and §8 as a declarative
+scenario plus a predicate over the neutral trace (ARCHITECTURE.md "The conformance suite"), and
+the crash matrix of ``crash_matrix.py``.
 
 A case asserts only what the design makes observable — requests as sent, tools executed, run
 endings and their codes, deliveries, client events, restarts — read from the trace as plain JSON,
 so a runtime in any language can pass it. Expected values are derived by hand from the design;
 each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` for a §12 row,
-``EX<section>-<name>`` for a worked example, ``BAD-<name>`` for bad input.
+``EX<section>-<name>`` for a worked example, ``BAD-<name>`` for bad input, ``CRASH-…`` for a
+crash point.
 """
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-Trace = list[dict[str, Any]]
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
-
-
-class CaseFailure(AssertionError):
-    """A case's expectation does not hold; the message says which and what was seen."""
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    title: str
-    source: str
-    """Where the case comes from: "§12 row 4", "§8 example"."""
-    requirements: tuple[str, ...]
-    scenario: Mapping[str, Any]
-    check: Callable[[Trace], None]
-    needs: frozenset[str] = field(default_factory=frozenset)
-    """Driver capabilities the case needs; a driver without one reports it unsupported."""
-    refusal: str | None = None
-    """For bad input: the error code the driver must refuse the scenario with, before any
-    step runs; ``check`` then reads nothing."""
-
-
-# --- reading the trace ----------------------------------------------------------------------
-
-
-def expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise CaseFailure(message)
-
-
-def equal(seen: object, expected: object, what: str) -> None:
-    if seen != expected:
-        raise CaseFailure(f"{what}: expected {expected!r}, saw {seen!r}")
-
-
-def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
-    return [event for event in trace if event["kind"] == kind]
-
-
-def requests(trace: Trace, purpose: str | None = None) -> list[dict[str, Any]]:
-    return [e for e in of(trace, "model_request") if purpose in (None, e["purpose"])]
-
-
-def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    return [(m["role"], m["kind"], m["text"]) for m in request["view"]["messages"]]
-
-
-def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
-    """(run_no, status, error code) of every Run's last ending (a dead incarnation may have
-    traced an ending it never committed; the restarted one traces it again)."""
-    last: dict[int, tuple[int, str, str | None]] = {}
-    for event in of(trace, "run_ended"):
-        last[event["run_no"]] = (event["run_no"], event["status"], event["error_code"])
-    return [last[n] for n in sorted(last)]
-
-
-def example(name: str) -> dict[str, Any]:
-    """A worked example of docs/examples, as the scenario of a case."""
-    path = EXAMPLES / f"{name}.json"
-    document: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    return document
-
-
-def base(**agent: Any) -> dict[str, Any]:
-    """A scenario skeleton measured with the character estimator (one token per character)."""
-    return {"scenario_version": 1, "name": "case", "steps": [],
-            "agent": {"system_prompt": "sys", "window": 4000, "output_reserve": 400,
-                      "safety_margin": 100, "estimator": "chars", **agent}}
-
+from ctxspec.conformance.case import (
+    Case,
+    CaseFailure,
+    Trace,
+    base,
+    endings,
+    equal,
+    example,
+    expect,
+    lines,
+    of,
+    requests,
+)
+from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 
 # --- §12 row 2: five supplements in one round -------------------------------------------------
 
@@ -1002,10 +945,6 @@ CASES: tuple[Case, ...] = (
          ("CTX-3.59", "CTX-3.70"), _write_scenario(
              {"decision": "deny", "payload_patch": [_MOVE], "context_patch": [_ELSEWHERE]}),
          _deny_conflict_check, frozenset({"hooks"})),
-    Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
-         "bad input", ("CTX-3.59",), _write_scenario(
-             {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
-         _unregistered_check, frozenset({"hooks"})),
     Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
          "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16"), _ex7_scenario(), _ex7_check,
          frozenset({"estimator_injection"})),
@@ -1029,8 +968,13 @@ CASES: tuple[Case, ...] = (
     Case("EX8-ROW6", "re-assembled at 100001 after the summary: ended, supplement kept",
          "§8 table row 6", ("CTX-8.53", "CTX-8.61"),
          _table(91_809, 6000, summary=8192, supplement=31_776), _table_row6, _TABLE_NEEDS),
+    Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
+         "bad input", ("CTX-3.59",), _write_scenario(
+             {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
+         _unregistered_check, frozenset({"hooks"})),
     Case("BAD-BUDGET", "an unresolvable budget is refused before anything runs", "bad input",
          ("CTX-7.7",), _bad_budget_scenario(), _nothing, refusal="BUDGET_CONFIGURATION_INVALID"),
+    *CRASH_MATRIX,
 )
 
 

@@ -121,11 +121,14 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
+        baseline = None if case.baseline is None else scenario_trace(factory(), case.baseline)
         trace = scenario_trace(driver, case.scenario)
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
     try:
         case.check(trace)
+        if case.compare is not None and baseline is not None:
+            case.compare(trace, baseline)
     except CaseFailure as failure:
         return result("failed", str(failure))
     except (KeyError, IndexError, TypeError, StopIteration) as failure:

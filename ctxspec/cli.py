@@ -9,10 +9,11 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +29,9 @@ from ctxspec.reference.budget import (
     recheck_after_summary,
     resolve_budget,
 )
+
+if TYPE_CHECKING:  # the harness is imported by the conformance command only
+    from ctxspec.conformance.harness import CaseResult
 
 USAGE_ERROR = 2
 _TOKENS = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
@@ -290,11 +294,13 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
               help="Write a JSON Lines report (spec/schemas/ConformanceReportLine.json).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a JUnit XML report for CI.")
+@click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
+              "those that did not pass.")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
-                        junit: Path | None) -> None:
-    """Run the conformance cases against a driver; exit 1 unless every case passed or is
-    unsupported."""
+                        junit: Path | None, verbose: bool) -> None:
+    """Run the conformance cases against a driver and print a table grouped by source (§12 row,
+    worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
@@ -326,10 +332,17 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     results = []
     for result in run_suite(cases, factory):
         results.append(result)
-        if not as_json:  # progress: one line per case as it finishes
-            click.echo(f"{result.case.source:<14} {result.case.id:<24} {result.status:<11} "
+        if as_json:
+            continue
+        if verbose or result.status in ("failed", "error"):
+            click.echo(f"{result.case.id:<40} {result.status:<11} "
                        f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
-                       + (f"\n{'':51}{result.detail}" if result.detail else ""))
+                       + (f"\n{'':41}{result.detail}" if result.detail else ""))
+        if sys.stderr.isatty():  # progress on one rewritten line
+            click.echo(f"\r[{len(results)}/{len(cases)}] {result.case.id:<48}", nl=False,
+                       err=True)
+    if sys.stderr.isatty() and not as_json:
+        click.echo("\r" + " " * 60 + "\r", nl=False, err=True)
     if stdio is not None:
         stdio.close()
     summary = Counter(r.status for r in results)
@@ -342,10 +355,27 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
             "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
                                                        "error")}}, ensure_ascii=False))
     else:
+        click.echo(_grouped(results))
         click.echo(f"{len(results)} cases in {total:.2f} s: " + ", ".join(
             f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error")))
     if summary.get("failed") or summary.get("error"):
         sys.exit(1)
+
+
+def _grouped(results: Sequence["CaseResult"]) -> str:
+    """One row per source (a §12 row, a worked example, the crash matrix), in suite order."""
+    statuses = ("passed", "failed", "unsupported", "error")
+    groups: dict[str, list[CaseResult]] = {}
+    for result in results:
+        groups.setdefault(result.case.source, []).append(result)
+    rows = [f"{'source':<18} {'cases':>5} " + " ".join(f"{s:>11}" for s in statuses)
+            + f" {'time':>9}"]
+    for source, members in groups.items():
+        counts = Counter(str(r.status) for r in members)
+        rows.append(f"{source:<18} {len(members):>5} "
+                    + " ".join(f"{counts.get(s, 0):>11}" for s in statuses)
+                    + f" {sum(r.seconds for r in members) * 1000:>6.0f} ms")
+    return "\n".join(rows)
 
 
 # --- vectors -----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, replay
+from ctxspec.reference.runtime.runtime import ReferenceRuntime
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,6 +103,27 @@ def test_a_repeated_tool_call_fails_the_crash_rows() -> None:
         assert result.detail.startswith("tools executed: expected ['read', 'write']")
 
 
+def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A realistic recovery bug: a takeover ignores the saved raw result and sends the frozen
+    # request again. Only crash points after a saved answer can show it, and they must.
+    resume = ReferenceRuntime._continue
+
+    def forgetful(runtime: ReferenceRuntime, run: Any, checkpoint: Any) -> None:
+        if checkpoint.get("stage") == "raw_saved":
+            checkpoint = {**checkpoint, "stage": "frozen"}
+        resume(runtime, run, checkpoint)
+
+    monkeypatch.setattr(ReferenceRuntime, "_continue", forgetful)
+    matrix = [c for c in CASES if c.source == "§10 crash matrix"]
+    failed = {c.id: r.detail for c in matrix if (r := run_case(c, ReferenceDriver)).status
+              == "failed"}
+    for short in ("TOOLS", "CHUNKS", "RUNS", "PLANNER"):
+        assert failed[f"CRASH-{short}-RAW_RESULT_SAVED-1-AFTER"].startswith(
+            "requests asked again after the restart: expected 0, saw 1")
+    assert not any("-BEFORE" in i and "RAW_RESULT_SAVED" in i for i in failed)
+
+
 def test_a_driver_that_cannot_be_built_is_an_error() -> None:
     def broken() -> ReferenceDriver:
         raise OSError("no runtime here")
@@ -122,6 +144,25 @@ def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass() -> None:
                                  "error": 0}
     assert set(report["cases"][0]) == {"id", "title", "source", "requirements", "status",
                                        "detail"}
+
+
+def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_pass() -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--case", "ROW-04-BELOW", "--case",
+                                        "ROW-04-AT", "--case", "ROW-02", "--driver",
+                                        "tests.test_conformance:DropsThirdSupplement"])
+    assert outcome.exit_code == 1
+    lines = outcome.output.splitlines()
+    # The failed case first, with what differs; then one row per source in suite order.
+    assert lines[0].split()[:2] == ["ROW-02", "failed"]
+    assert lines[1].strip().startswith("Run 1 as the fourth request shows it: expected")
+    assert lines[2].split() == ["source", "cases", "passed", "failed", "unsupported", "error",
+                                "time"]
+    assert [line.split()[:8] for line in lines[3:5]] == [
+        ["§12", "row", "4", "2", "2", "0", "0", "0"],
+        ["§12", "row", "2", "1", "0", "1", "0", "0"]]
+    assert lines[5].startswith("3 cases in ") and lines[5].endswith(
+        "2 passed, 1 failed, 0 unsupported, 0 error")
+    assert len(lines) == 6  # passed cases get no line of their own without --verbose
 
 
 def test_the_cli_exits_one_when_a_case_fails() -> None:

@@ -16,24 +16,21 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.cases import example
+from ctxspec.conformance.case import example
+from ctxspec.conformance.crash_matrix import (
+    CRASH_POINTS,
+    EXAMPLES,
+    INSIDE_A_TOOL,
+    LOST_ANSWER,
+    UNKNOWN_TOOL,
+)
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
 from ctxspec.reference.runtime.runtime import ScriptExhausted
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
 
-SESSIONS = ["tool-batch-hook", "compaction-three-chunks-window-exceeded",
-            "supplements-across-runs", "planner-two-executors"]
-LOST_ANSWER = {("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
-               ("RAW_RESULT_SAVED", "before"), ("ATTEMPT_FAILED", "before"),
-               ("CHUNK_COMMITTED", "before")}
-"""Crash points at which the model's answer to the request in flight (a business answer, a
-failure, a chunk summary) was not saved yet."""
-UNKNOWN_TOOL = {("TOOL_STARTED", "after"), ("TOOL_SETTLED", "before")}
-"""Crash points at which a tool may have acted but its result was not saved."""
-INSIDE_A_TOOL = {("planner-two-executors", "APP-INPUT", 2)}
-"""Commits made while a tool runs: the planner example's trigger sends a supplement during the
-first Executor's grep, so dying at that input leaves the grep's outcome unknown too."""
+SHORT = {name: short for short, (name, _) in EXAMPLES.items()}
+SESSIONS = list(SHORT)
 
 
 def run(doc: dict[str, Any]) -> ReferenceDriver:
@@ -69,6 +66,16 @@ def crash_points() -> list[tuple[str, str, int, str]]:
 POINTS = crash_points()
 
 
+def test_the_conformance_crash_matrix_lists_every_commit_the_examples_make() -> None:
+    # The conformance cases enumerate crash points from a written table; the reference's own
+    # commits must match it, or the matrix would miss (or invent) a point.
+    made: dict[str, dict[str, int]] = {}
+    for name, commit, occurrence, _ in POINTS:
+        counts = made.setdefault(SHORT[name], {})
+        counts[commit] = max(counts.get(commit, 0), occurrence)
+    assert made == {short: dict(points) for short, points in CRASH_POINTS.items()}
+
+
 @pytest.mark.covers("CTX-10.2", "CTX-10.6", "CTX-10.9", "CTX-10.17", "CTX-10.19")
 @pytest.mark.parametrize(("name", "commit", "occurrence", "when"), POINTS,
                          ids=[f"{p[0]}-{p[3]}-{p[1]}-{p[2]}" for p in POINTS])
@@ -79,7 +86,8 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(
     crashed = ReferenceDriver()
     doc = {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
                                        "when": when}}
-    unknown_tool = (commit, when) in UNKNOWN_TOOL or (name, commit, occurrence) in INSIDE_A_TOOL
+    unknown_tool = (commit, when) in UNKNOWN_TOOL or \
+        (SHORT[name], commit, occurrence) in INSIDE_A_TOOL
     try:
         run_scenario(parse_scenario(doc), lambda: crashed)
     except ScriptExhausted:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.cases import example
+from ctxspec.conformance.case import example
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.reference.runtime import trace as tr

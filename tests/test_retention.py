@@ -9,7 +9,7 @@ from uuid import uuid4
 
 import pytest
 
-from ctxspec.conformance.cases import example
+from ctxspec.conformance.case import example
 from ctxspec.conformance.driver import ESTIMATORS, _agent_config
 from ctxspec.conformance.scenario import (
     ScriptedHooks,

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.cases import example
+from ctxspec.conformance.case import example
 from ctxspec.conformance.driver import ESTIMATORS, ReferenceDriver, _agent_config, run_scenario
 from ctxspec.conformance.scenario import (
     Scenario,

@@ -1,0 +1,88 @@
+"""What a conformance case is and how it reads the neutral trace (ARCHITECTURE.md "The
+conformance suite"): a declarative scenario plus a predicate over the trace read back as plain
+JSON, so a runtime in any language can pass it. The cases themselves are in ``cases.py`` (§12
+rows and worked examples) and ``crash_matrix.py`` (§10 crash points).
+"""
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Trace = list[dict[str, Any]]
+EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+
+
+class CaseFailure(AssertionError):
+    """A case's expectation does not hold; the message says which and what was seen."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    source: str
+    """Where the case comes from: "§12 row 4", "§8 table row 1", "§10 crash matrix"."""
+    requirements: tuple[str, ...]
+    scenario: Mapping[str, Any]
+    check: Callable[[Trace], None]
+    needs: frozenset[str] = field(default_factory=frozenset)
+    """Driver capabilities the case needs; a driver without one reports it unsupported."""
+    refusal: str | None = None
+    """For bad input: the error code the driver must refuse the scenario with, before any
+    step runs; ``check`` then reads nothing."""
+    baseline: Mapping[str, Any] | None = None
+    """For a relational case: a scenario run first, on a fresh driver; ``compare`` then judges
+    the case's trace against that one (a crashed Session against the same Session uncrashed)."""
+    compare: Callable[[Trace, Trace], None] | None = None
+
+
+# --- reading the trace ----------------------------------------------------------------------
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise CaseFailure(message)
+
+
+def equal(seen: object, expected: object, what: str) -> None:
+    if seen != expected:
+        raise CaseFailure(f"{what}: expected {expected!r}, saw {seen!r}")
+
+
+def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
+    return [event for event in trace if event["kind"] == kind]
+
+
+def requests(trace: Trace, purpose: str | None = None) -> list[dict[str, Any]]:
+    return [e for e in of(trace, "model_request") if purpose in (None, e["purpose"])]
+
+
+def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    return [(m["role"], m["kind"], m["text"]) for m in request["view"]["messages"]]
+
+
+def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
+    """(run_no, status, error code) of every Run's last ending (a dead incarnation may have
+    traced an ending it never committed; the restarted one traces it again)."""
+    last: dict[int, tuple[int, str, str | None]] = {}
+    for event in of(trace, "run_ended"):
+        last[event["run_no"]] = (event["run_no"], event["status"], event["error_code"])
+    return [last[n] for n in sorted(last)]
+
+
+def example(name: str) -> dict[str, Any]:
+    """A worked example of docs/examples, as the scenario of a case."""
+    path = EXAMPLES / f"{name}.json"
+    document: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return document
+
+
+def base(**agent: Any) -> dict[str, Any]:
+    """A scenario skeleton measured with the character estimator (one token per character)."""
+    return {"scenario_version": 1, "name": "case", "steps": [],
+            "agent": {"system_prompt": "sys", "window": 4000, "output_reserve": 400,
+                      "safety_margin": 100, "estimator": "chars", **agent}}
+
+

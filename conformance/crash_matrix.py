@@ -1,0 +1,171 @@
+"""The crash matrix (§10, §12 rows 9, 10, 21-23): every named commit each worked example passes
+through, each occurrence, a crash just before and just after it — as relational conformance
+cases. A crashed Session must end as the same driver's uncrashed Session does: the same requests
+with the same messages, no request asked again whose answer was saved, no tool run more often,
+the same Run endings. Where the design allows a difference it says so: only the answer in flight
+when the crash came is asked again, and a tool that started but never saved its result is
+reported UNKNOWN_OUTCOME (Q44) instead of being re-run.
+
+The commit names are those of docs/recovery.md; ``CRASH_POINTS`` lists how often each example
+passes each one (tests/test_crash_matrix.py checks the table against the reference).
+"""
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ctxspec.conformance.case import Case, Trace, endings, equal, example, expect, of, requests
+
+EXAMPLES: Mapping[str, tuple[str, frozenset[str]]] = {
+    "TOOLS": ("tool-batch-hook", frozenset({"hooks"})),
+    "CHUNKS": ("compaction-three-chunks-window-exceeded",
+               frozenset({"compaction", "estimator_injection"})),
+    "RUNS": ("supplements-across-runs", frozenset({"stop"})),
+    "PLANNER": ("planner-two-executors", frozenset({"planner_executor", "triggers"})),
+}
+"""Short name → (worked example, the capabilities it needs besides crash points)."""
+
+CRASH_POINTS: Mapping[str, Mapping[str, int]] = {
+    # One question, one decision with two calls (each with a pre-call hook), one answer.
+    "TOOLS": {"SESSION_OPENED": 1, "APP-INPUT": 1, "T_FREEZE": 2, "T_FIRST_OUTPUT": 2,
+              "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2, "HOOK_STARTED": 2,
+              "HOOK_DECISION": 2, "TOOL_STARTED": 2, "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 1,
+              "APP-FINALIZE": 1},
+    # Two questions, three tool loops, one episode of three chunks, then the window is exceeded.
+    "CHUNKS": {"SESSION_OPENED": 1, "APP-INPUT": 2, "T_FREEZE": 4, "T_FIRST_OUTPUT": 4,
+               "RAW_RESULT_SAVED": 4, "EFFECTIVE_RESULT": 4, "TOOL_STARTED": 3,
+               "TOOL_SETTLED": 3, "BATCH_FEEDBACK": 3, "EPISODE_STARTED": 1,
+               "CHUNK_COMMITTED": 3, "SNAPSHOT_COMMITTED": 1, "APP-FINALIZE": 2},
+    # Four questions and three supplements; Run 2's model fails twice, Run 3 is stopped before
+    # its request (a stop is written outside a step: not a crash point).
+    "RUNS": {"SESSION_OPENED": 1, "APP-INPUT": 7, "T_FREEZE": 3, "ATTEMPT_FAILED": 1,
+             "T_FIRST_OUTPUT": 2, "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2,
+             "APP-FINALIZE": 4},
+    # A Planner delegating to two Executors (one greps, with a supplement sent meanwhile).
+    "PLANNER": {"SESSION_OPENED": 1, "APP-INPUT": 3, "T_FREEZE": 7, "T_FIRST_OUTPUT": 3,
+                "RAW_RESULT_SAVED": 7, "EFFECTIVE_RESULT": 7, "TOOL_STARTED": 2,
+                "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 3, "EXECUTION_STARTED": 2,
+                "EXECUTION_ENDED": 2, "APP-FINALIZE": 2},
+}
+
+LOST_ANSWER = frozenset({("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
+                         ("RAW_RESULT_SAVED", "before"), ("ATTEMPT_FAILED", "before"),
+                         ("CHUNK_COMMITTED", "before")})
+"""Crash points at which the answer to the request in flight (a business answer, a failure, a
+chunk summary) was not saved yet: that one request is asked again, once."""
+
+UNKNOWN_TOOL = frozenset({("TOOL_STARTED", "after"), ("TOOL_SETTLED", "before")})
+"""Crash points at which a tool may have acted but its result was not saved."""
+
+INSIDE_A_TOOL = frozenset({("PLANNER", "APP-INPUT", 2)})
+"""Commits made while a tool runs: the planner example's trigger sends a supplement during the
+first Executor's grep, so dying at that input leaves the grep's outcome unknown too."""
+
+HOOK_DROPPED = frozenset({("HOOK_STARTED", "after"), ("HOOK_DECISION", "before")})
+"""Crash points at which a hook was running: its outcome is unknown, so by the hook failure
+rule only its item is dropped (Q50) and the call runs as it was before the hook — the same
+tools, possibly with other arguments."""
+
+SPARE = {"text": "(a spare answer: the model saw an unknown tool outcome)"}
+"""Appended to the crashed Session's scripts where a tool's outcome becomes unknown: the model
+then reads an error instead of the result and its Session may take another turn."""
+
+REQUIREMENTS = ("CTX-10.2", "CTX-10.6", "CTX-10.9", "CTX-10.12", "CTX-10.17", "CTX-10.19")
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _sent(trace: Trace) -> list[list[tuple[str, str, str]]]:
+    """Every distinct request (purpose_key, attempt) in first-sent order, as the messages it
+    carried, identifiers masked (a restarted runtime may mint new ones)."""
+    seen: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
+    for request in requests(trace):
+        seen.setdefault((request["purpose_key"], request["attempt"]), [
+            (m["role"], m["kind"], _UUID.sub("<id>", m["text"]))
+            for m in request["view"]["messages"]])
+    return list(seen.values())
+
+
+def _tools(trace: Trace) -> Counter[str]:
+    return Counter(f"{e['name']} {json.dumps(e['effective_arguments'], sort_keys=True)}"
+                   for e in of(trace, "tool_executed"))
+
+
+def _compare(short: str, commit: str, occurrence: int, when: str
+             ) -> Callable[[Trace, Trace], None]:
+    lost_answer = (commit, when) in LOST_ANSWER
+    unknown_tool = _unknown_tool(short, commit, occurrence, when)
+    hook_dropped = (commit, when) in HOOK_DROPPED
+
+    def compare(crashed: Trace, uncrashed: Trace) -> None:
+        equal([(e["commit"], e["occurrence"], e["when"]) for e in of(crashed, "restarted")],
+              [(commit, occurrence, when)], "restarts")
+        asked = Counter((r["purpose_key"], r["attempt"]) for r in requests(crashed))
+        equal(sum(n - 1 for n in asked.values()), 1 if lost_answer else 0,
+              "requests asked again after the restart")
+        names, expected_names = Counter(_names(crashed)), Counter(_names(uncrashed))
+        expect(names <= expected_names,
+               f"tools ran more often than without the crash: {names - expected_names}")
+        if unknown_tool:
+            # The model is told the outcome is unknown; the rest of its script may then no
+            # longer fit, so only what precedes it is compared.
+            told = [m["text"] for r in requests(crashed) for m in r["view"]["messages"]
+                    if m["kind"] == "tool_result" and "UNKNOWN_OUTCOME" in m["text"]]
+            expect(bool(told), "no tool result says UNKNOWN_OUTCOME")
+            return
+        equal(endings(crashed), endings(uncrashed), "Run endings")
+        equal(names, expected_names, "tools executed")
+        if hook_dropped:
+            return
+        equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
+        equal(_sent(crashed), _sent(uncrashed), "the requests sent (messages, in order)")
+
+    return compare
+
+
+def _unknown_tool(short: str, commit: str, occurrence: int, when: str) -> bool:
+    return (commit, when) in UNKNOWN_TOOL or (short, commit, occurrence) in INSIDE_A_TOOL
+
+
+def _names(trace: Trace) -> list[str]:
+    return [e["name"] for e in of(trace, "tool_executed")]
+
+
+def _crashed(name: str, short: str, commit: str, occurrence: int, when: str
+             ) -> dict[str, Any]:
+    document = {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
+                                           "when": when}}
+    if _unknown_tool(short, commit, occurrence, when):
+        document["model"] = {purpose: [*script, SPARE, SPARE]
+                             for purpose, script in document["model"].items()}
+    return document
+
+
+def _nothing(trace: Trace) -> None:
+    """A relational case judges in ``compare``."""
+
+
+def _cases() -> tuple[Case, ...]:
+    cases: list[Case] = []
+    for short, points in CRASH_POINTS.items():
+        name, needs = EXAMPLES[short]
+        for commit, count in points.items():
+            for occurrence in range(1, count + 1):
+                for when in ("before", "after"):
+                    cases.append(Case(
+                        f"CRASH-{short}-{commit}-{occurrence}-{when.upper()}",
+                        f"{name}: a crash {when} {commit} #{occurrence} changes nothing",
+                        "§10 crash matrix", REQUIREMENTS,
+                        _crashed(name, short, commit, occurrence, when),
+                        _nothing, needs | {"crash_points"}, baseline=example(name),
+                        compare=_compare(short, commit, occurrence, when)))
+    return tuple(cases)
+
+
+CRASH_MATRIX: tuple[Case, ...] = _cases()
+
+
+__all__ = ["CRASH_MATRIX", "CRASH_POINTS", "EXAMPLES", "INSIDE_A_TOOL", "LOST_ANSWER",
+           "UNKNOWN_TOOL"]
