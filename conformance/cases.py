@@ -11,7 +11,7 @@ crash point.
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxspec.conformance.case import (
@@ -687,6 +687,75 @@ def _unregistered_check(trace: Trace) -> None:
           [("write", {"path": "a.md"})], "tools executed")
 
 
+# --- bad input: stale revisions and invalid patches ------------------------------------------
+
+_CALL_ARGUMENTS = {"target": "call", "field": "tool_call:{call_id}.arguments"}
+
+
+def _stale(decision: str) -> dict[str, Any]:
+    """Two items on write's pre-call chain: the first moves the call to b.md; the second claims
+    the revision the chain started from and moves it to c.md — the field it writes has changed
+    since that revision."""
+    return _write_scenario(
+        {"decision": "allow", "context_patch": [{**_CALL_ARGUMENTS, "value": {"path": "b.md"}}]},
+        {"decision": decision, "stale_base": True,
+         "context_patch": [{**_CALL_ARGUMENTS, "value": {"path": "c.md"}}]})
+
+
+def _stale_allow_check(trace: Trace) -> None:
+    # §3: the target field changed after base_revision → CONTEXT_REVISION_CONFLICT, no winner
+    # chosen anew; the item's patch is invalid and the previous value b.md stays; the allow goes
+    # on, and the first item's committed change is not rolled back.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", True, []), ("allow", False, ["CONTEXT_REVISION_CONFLICT"])],
+          "the chain's decisions")
+    equal([e["effective_arguments"] for e in of(trace, "tool_executed")], [{"path": "b.md"}],
+          "write's effective arguments")
+    equal(_path_seen_by_model(trace), "b.md", "the path in the effective call record")
+
+
+def _stale_deny_check(trace: Trace) -> None:
+    # A legitimate deny with a stale patch still blocks: nothing runs, and the recorded
+    # candidate is the call as it stood (b.md), never the invalid c.md.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", True, []), ("deny", False, ["CONTEXT_REVISION_CONFLICT"])],
+          "the chain's decisions")
+    equal(of(trace, "tool_executed"), [], "tools executed")
+    result = next(m for m in requests(trace, "business")[1]["view"]["messages"]
+                  if m["kind"] == "tool_result")
+    document = json.loads(result["text"])
+    equal((document["status"], document["executed"], document["candidate"]["arguments"]),
+          ("denied", False, {"path": "b.md"}), "write's result")
+
+
+def _invalid_patch_check(code: str) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        # An allow whose patch fails validation goes on fail-open with the call as it was.
+        equal([(d["decision"], d["patch_valid"], d["diagnostics"])
+               for d in of(trace, "hook_decided")], [("allow", False, [code])],
+              "the hook's decision")
+        equal([e["effective_arguments"] for e in of(trace, "tool_executed")], [{"path": "a.md"}],
+              "write's effective arguments")
+        equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+    return check
+
+
+OUR_DOCUMENTS = "our documents"
+"""The source of a case about a ctxspec document (a scenario), which the design does not
+describe: it names no requirement."""
+
+
+# --- bad input: malformed scenarios --------------------------------------------------------------
+
+
+def _malformed(**change: Any) -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "never asked"}]}
+    document.update(change)
+    return document
+
+
 # --- §7 worked example: W = 128K, O = 8K, S = 1280 ------------------------------------------------
 
 
@@ -972,8 +1041,32 @@ CASES: tuple[Case, ...] = (
          "bad input", ("CTX-3.59",), _write_scenario(
              {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
          _unregistered_check, frozenset({"hooks"})),
+    Case("BAD-STALE-ALLOW", "an allow patching a field changed since its base keeps the old value",
+         "bad input", ("CTX-3.83", "CTX-3.84", "CTX-3.85", "CTX-3.62", "CTX-3.63"),
+         _stale("allow"), _stale_allow_check, frozenset({"hooks"})),
+    Case("BAD-STALE-DENY", "a deny with a stale patch still blocks and records the old call",
+         "bad input", ("CTX-3.83", "CTX-3.84", "CTX-3.60", "CTX-3.70"), _stale("deny"),
+         _stale_deny_check, frozenset({"hooks"})),
+    Case("BAD-INVALID-PATCH", "deleting a required field is refused, allow goes on",
+         "bad input", ("CTX-3.51", "CTX-3.59"), _write_scenario(
+             {"decision": "allow", "payload_patch": [{"path": "arguments", "delete": True}]}),
+         _invalid_patch_check("SCHEMA_MISMATCH"), frozenset({"hooks"})),
+    Case("BAD-UNKNOWN-TARGET", "a patch of a record that is not there is refused, allow goes on",
+         "bad input", ("CTX-3.45", "CTX-3.59"), _write_scenario(
+             {"decision": "allow", "context_patch": [
+                 {"target": "00000000-0000-0000-0000-000000000001", "field": "text",
+                  "value": "x"}]}),
+         _invalid_patch_check("UNKNOWN_TARGET"), frozenset({"hooks"})),
     Case("BAD-BUDGET", "an unresolvable budget is refused before anything runs", "bad input",
          ("CTX-7.7",), _bad_budget_scenario(), _nothing, refusal="BUDGET_CONFIGURATION_INVALID"),
+    # Our own document, not the design's: these cases name no requirement of it.
+    Case("BAD-SCENARIO-FIELD", "a scenario with a field it does not define is refused",
+         OUR_DOCUMENTS, (), _malformed(surprise=1), _nothing, refusal="SCENARIO_INVALID"),
+    Case("BAD-SCENARIO-VERSION", "a scenario of an unknown version is refused", OUR_DOCUMENTS,
+         (), _malformed(scenario_version=2), _nothing, refusal="SCENARIO_INVALID"),
+    Case("BAD-SCENARIO-CRASH", "a crash at a commit that does not exist is refused",
+         OUR_DOCUMENTS, (), _malformed(crash={"commit": "T_FROZE"}), _nothing,
+         refusal="SCENARIO_INVALID", needs=frozenset({"crash_points"})),
     *CRASH_MATRIX,
 )
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ctxspec.reference.budget import BudgetConfig
 from ctxspec.reference.contracts import PatchOperationKind
+from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.hooks import ContextOp, PayloadOp
 from ctxspec.reference.registry import ABSENT, JSON
 from ctxspec.reference.runtime.ports import (
@@ -178,7 +179,9 @@ class HookItemDoc(_Doc):
     payload_patch: tuple[PayloadPatchDoc, ...] = ()
     context_patch: tuple[ContextPatchDoc, ...] = ()
     fails: bool = False
-    stale_base: bool = False
+    stale_base: bool = Field(default=False, description=(
+        "patch against the revision the chain started from, ignoring what earlier items of the "
+        "same chain committed"))
 
 
 class HookDoc(_Doc):
@@ -312,7 +315,11 @@ class Scenario(_Doc):
 
 
 class ScenarioError(ValueError):
-    """A malformed scenario: every problem with the path of its field."""
+    """A malformed scenario: every problem with the path of its field, after our code
+    SCENARIO_INVALID, so a driver in any language can refuse it the same way."""
+
+    def __init__(self, problems: str) -> None:
+        super().__init__(f"{ErrorCode.SCENARIO_INVALID}: {problems}")
 
 
 def parse_scenario(document: Mapping[str, Any] | str | bytes) -> Scenario:
@@ -451,7 +458,7 @@ def _reply(item: HookItemDoc, context: HookContext) -> HookReply:
             raise ScenarioError(f"context_patch target {patch.target!r} does not exist here")
         ops.append(ContextOp(target, patch.field.replace("{call_id}", call),
                              PatchOperationKind(patch.operation), patch.value))
-    base = context.revision - 1 if item.stale_base and context.revision else None
+    base = context.revision if item.stale_base else None
     scopes = {patch.scope for patch in item.context_patch}
     if len(scopes) > 1:
         raise ScenarioError("one hook item's context_patch addresses one scope")

@@ -37,6 +37,9 @@ class ErrorCode(StrEnum):
     BUDGET_CONFIGURATION_INVALID = "BUDGET_CONFIGURATION_INVALID"
     # ctxspec: §7 forbids publishing with a guessed window; no verified or explicit W was given.
     CONTEXT_WINDOW_UNKNOWN = "CONTEXT_WINDOW_UNKNOWN"
+    # ctxspec: a scenario document (docs/scenarios.md) breaks its schema; the message names the
+    # field and the rule, and nothing has run.
+    SCENARIO_INVALID = "SCENARIO_INVALID"
     # ctxspec: a tool call started before a takeover and its result was never saved; its side
     # effect is unknown (§10 "未知"), reported as the call's structured error, never success.
     UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"

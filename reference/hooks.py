@@ -547,8 +547,10 @@ def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
                  for part in parts
                  if isinstance(verdict := check_base(states[part.context_id], part.changes,
                                                      part.base_revision), RevisionConflict)]
+        # The recorded candidate is what would have run: with a stale patch, the previous
+        # effective values (the invalid change is recorded only as a diagnostic).
         return outcome(decision, control, normalised, stale, valid=not stale,
-                       candidate=candidate)
+                       candidate=payload if stale else candidate)
     committed = commit_across(
         states, parts,
         mutation_ids={p.context_id: mutation_id_for(proposal.hook_invocation_id, p.context_id)

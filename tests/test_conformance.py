@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from ctxspec.catalogue import load_catalogue
 from ctxspec.cli import main
-from ctxspec.conformance.cases import CASES, by_id
+from ctxspec.conformance.cases import CASES, OUR_DOCUMENTS, by_id
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.harness import run_case, scenario_trace
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, replay
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
@@ -57,7 +57,7 @@ def test_every_case_names_known_requirements_and_a_unique_id() -> None:
     known = {r.id for r in load_catalogue()}
     assert len({c.id for c in CASES}) == len(CASES)
     for case in CASES:
-        assert case.requirements, case.id
+        assert bool(case.requirements) == (case.source != OUR_DOCUMENTS), case.id
         assert set(case.requirements) <= known, case.id
 
 
@@ -78,6 +78,21 @@ def test_a_driver_that_accepts_an_impossible_budget_fails_bad_budget() -> None:
                   "BUDGET_CONFIGURATION_INVALID")
     replayed = {r.name: r for r in replay(VECTORS, AcceptsAnyBudget)}
     assert replayed["BAD-BUDGET.json"].status == "failed"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.refusal], ids=lambda c: c.id)
+def test_a_refused_document_opens_no_session(case: Any) -> None:
+    # Refused before anything runs: no runtime, and no row in any table of the store (a
+    # budget is resolved when the runtime is built, after its empty store).
+    driver = ReferenceDriver()
+    with pytest.raises(Exception, match=str(case.refusal)):
+        scenario_trace(driver, case.scenario)
+    assert driver.runtime is None
+    store = getattr(driver, "store", None)
+    if store is not None:
+        tables = [row["name"] for row in store.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+        assert tables and all(store.count(table) == 0 for table in tables)
 
 
 def test_a_missing_capability_is_unsupported_never_passed() -> None:

@@ -126,4 +126,4 @@ def test_a_bad_crash_is_refused_naming_the_field_and_the_rule(crash: dict[str, A
                                                               expected: str) -> None:
     with pytest.raises(ScenarioError) as refused:
         parse_scenario({**example("tool-batch-hook"), "crash": crash})
-    assert str(refused.value).startswith(expected)
+    assert str(refused.value).startswith(f"SCENARIO_INVALID: {expected}")

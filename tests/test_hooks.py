@@ -394,10 +394,15 @@ def test_a_stale_patch_on_a_changed_field_is_a_revision_conflict() -> None:
     # No winner chosen anew: the committed b.md stands, nothing rolled back, allow continues.
     assert second.control == "continue" and second.payload == first.payload
     assert field_value(second.states[CTX], DECISION, PATH) == "b.md"
-    # The same stale patch as a deny still denies.
+    # The same stale patch as a deny still denies, and the candidate it records is the call as
+    # it stood (b.md): the invalid c.md is only a diagnostic.
     denied = decide(HookProposal(uuid(92), "deny", (), CTX, 2, (
-        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "c.md"),)), states=first.states)
+        ContextOp(DECISION, PATH, Op.REPLACE_VALUE, "c.md"),)), states=first.states,
+        payload=first.payload)
     assert denied.control == "blocked"
+    assert codes(denied) == ["CONTEXT_REVISION_CONFLICT"]
+    assert denied.candidate_payload == first.payload
+    assert first.payload["arguments"] == {"path": "b.md"}
 
 
 @pytest.mark.covers("CTX-3.83")
