@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 Trace = list[dict[str, Any]]
-EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
+"""docs/examples, linked into spec/ so the installed package carries them."""
 
 
 class CaseFailure(AssertionError):

@@ -47,7 +47,9 @@ def test_wheel_holds_the_parts_as_real_files(wheel: Path) -> None:
     expected = ["ctxspec/reference/budget.py", "ctxspec/reference/contracts.py",
                 "ctxspec/reference/tokens.py", "ctxspec/conformance/__init__.py",
                 "ctxspec/models/__init__.py", "ctxspec/spec/requirements.toml",
-                "ctxspec/spec/schemas/UserInput.json", "ctxspec/py.typed"]
+                "ctxspec/spec/schemas/UserInput.json", "ctxspec/py.typed",
+                "ctxspec/spec/examples/tool-batch-hook.json",
+                "ctxspec/spec/vectors/ROW-02.json"]
     for name in expected:
         assert name in infos, name
         # A symlink in a zip has S_IFLNK (0o120000) in the high bits of external_attr.
@@ -61,14 +63,16 @@ def test_wheel_installs_and_runs_without_the_checkout(wheel: Path, tmp_path: Pat
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
                     "--target", str(target), str(wheel)], check=True, capture_output=True)
+    # The conformance cases read the worked examples the wheel carries, not the checkout's.
     script = ("import ctxspec.reference.budget as b, ctxspec.catalogue as c; "
-              "print(b.__file__); print(len(c.load_catalogue()))")
+              "import ctxspec.conformance.cases as k; "
+              "print(b.__file__); print(len(c.load_catalogue())); print(len(k.CASES))")
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True,
                             capture_output=True, text=True,
                             env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
-    module_file, count = result.stdout.split()
+    module_file, count, cases = result.stdout.split()
     assert module_file.startswith(str(target))
-    assert int(count) > 0
+    assert int(count) > 0 and int(cases) > 0
 
 
 def test_ci_runs_the_readme_check_command_word_for_word() -> None:
