@@ -286,6 +286,33 @@ def test_a_driver_speaking_another_protocol_version_is_refused(tmp_path: Path) -
     assert "speaks stdio protocol version 0; this harness speaks 1" in outcome.output
 
 
+def test_a_runtime_that_adds_fields_and_events_this_harness_does_not_know_still_passes(
+        tmp_path: Path) -> None:
+    # The compatibility rule of docs/stdio-protocol.md: versions only add. A runtime written
+    # for a later minor revision of v1 that adds answer fields, event fields and event kinds
+    # is read by this harness as before: cases read only the events and fields they know.
+    newer = tmp_path / "newer_driver.py"
+    newer.write_text(
+        "import io, json, sys\n"
+        "from ctxspec.conformance.stdio import serve\n"
+        "for line in sys.stdin:\n"
+        "    out = io.StringIO()\n"
+        "    serve(iter([line]), out)\n"
+        "    answer = json.loads(out.getvalue())\n"
+        "    answer['runtime'] = 'newer'\n"
+        "    if 'trace' in answer:\n"
+        "        answer['trace'] = [{**e, 'span_id': 'x'} for e in answer['trace']]\n"
+        "        answer['trace'].append({'kind': 'gc_pause', 'ms': 3})\n"
+        "    print(json.dumps(answer), flush=True)\n"
+        "    if json.loads(line).get('op') == 'bye':\n"
+        "        break\n")
+    outcome = CliRunner().invoke(main, [
+        "conformance", "--json", "--stdio", f"{sys.executable} {newer}", "--case", "ROW-02",
+        "--case", "ROW-11", "--case", "EX8-ROW6", "--case", "CRASH-TOOLS-T_FREEZE-1-AFTER"])
+    assert outcome.exit_code == 0, outcome.output
+    assert json.loads(outcome.output)["summary"]["passed"] == 4
+
+
 def test_the_stdio_server_answers_every_bad_line_and_goes_on() -> None:
     hello = {"protocol": PROTOCOL, "version": VERSION, "op": "hello"}
     lines = ["not json\n", json.dumps({**hello, "version": 7}) + "\n",
