@@ -1051,6 +1051,11 @@ CASES: tuple[Case, ...] = (
          "bad input", ("CTX-3.51", "CTX-3.59"), _write_scenario(
              {"decision": "allow", "payload_patch": [{"path": "arguments", "delete": True}]}),
          _invalid_patch_check("SCHEMA_MISMATCH"), frozenset({"hooks"})),
+    Case("BAD-FORBIDDEN-FIELD", "a patch of the call's identity is refused, allow goes on",
+         "bad input", ("CTX-3.46", "CTX-3.59"), _write_scenario(
+             {"decision": "allow", "context_patch": [
+                 {"target": "call", "field": "tool_call:{call_id}.call_id", "value": "x"}]}),
+         _invalid_patch_check("FORBIDDEN_FIELD"), frozenset({"hooks"})),
     Case("BAD-UNKNOWN-TARGET", "a patch of a record that is not there is refused, allow goes on",
          "bad input", ("CTX-3.45", "CTX-3.59"), _write_scenario(
              {"decision": "allow", "context_patch": [
