@@ -6,8 +6,8 @@ A case asserts only what the design makes observable — requests as sent, tools
 endings and their codes, deliveries, client events, restarts — read from the trace as plain JSON,
 so a runtime in any language can pass it. Expected values are derived by hand from the design;
 each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` for a §12 row,
-``EX<section>-<name>`` for a worked example, ``BAD-<name>`` for bad input, ``CRASH-…`` for a
-crash point.
+``EX<section>-<name>`` for a worked example, ``S<section>-<name>`` for another normative
+statement of a section, ``BAD-<name>`` for bad input, ``CRASH-…`` for a crash point.
 """
 
 import json
@@ -86,6 +86,16 @@ def _at_check(trace: Trace) -> None:
     _within_window(trace)
 
 
+def _floor_check(trace: Trace) -> None:
+    # W = 5001: B = 4501 and the trigger is floor(0.8 × 4501) = floor(3600.8) = 3600, not the
+    # 3601 a rounded floating-point product gives; I = 2027 + 1573 = 3600 compacts.
+    business = requests(trace, "business")
+    equal([r["trigger_threshold"] for r in business], [3600, 3600], "the trigger")
+    equal([(r["purpose"], r["compaction"]) for r in requests(trace)],
+          [("business", "below_trigger"), ("compaction", None), ("business", "compact")],
+          "requests at I = floor(r × B)")
+
+
 def _within_window(trace: Trace) -> None:
     for request in requests(trace):
         expect(request["estimated_input_tokens"] + request["max_output_tokens"]
@@ -135,12 +145,17 @@ def _saved_step_check(trace: Trace) -> None:
     # moved path is the one that ran.
     business = {r["purpose_key"] for r in requests(trace, "business")}
     equal(len(business), 2, "business Operations")
+    # Every answer was saved before the crash: no request is sent a second time.
+    asked = [(r["purpose_key"], r["attempt"]) for r in requests(trace)]
+    equal(len(asked), len(set(asked)), "requests sent (each once)")
     equal(sorted(e["name"] for e in of(trace, "tool_executed")), ["read", "write"],
           "tools executed")
     equal([e["effective_arguments"].get("path") for e in of(trace, "tool_executed")
            if e["name"] == "write"], ["reports/a.md"], "write's effective path")
     final = lines(requests(trace, "business")[-1])
-    equal([kind for _, kind, _ in final].count("tool_result"), 2, "results fed back")
+    equal([kind for _, kind, _ in final],
+          ["system_prompt", "user_ref", "assistant", "tool_result", "tool_result"],
+          "the second request: the question, the decision and its two results, once")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
@@ -903,6 +918,40 @@ def _table_row6(trace: Trace) -> None:
 
 
 
+# --- §7 statements: the conservative estimator, the provider's refusal --------------------------
+
+
+def _cjk_scenario() -> dict[str, Any]:
+    document = base(estimator="bytes")
+    document["steps"] = [{"ask": "部署方案"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "好"}]}
+    return document
+
+
+def _cjk_check(trace: Trace) -> None:
+    # The byte estimator (docs/scenarios.md): 8 per request + per message its role's and text's
+    # UTF-8 bytes + 8. "sys" as system: 6 + 3 + 8 = 17; "部署方案" as user: 4 + 4 × 3 + 8 = 24;
+    # I = 8 + 17 + 24 = 49 — a character count would say 41.
+    equal([r["estimated_input_tokens"] for r in requests(trace)], [49], "I of the request")
+
+
+def _refused_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [{"context_length_exceeded": True}]}
+    return document
+
+
+def _refused_check(trace: Trace) -> None:
+    # The provider answers context_length_exceeded: the role ends with that code and a message
+    # giving the window and the estimate; the same request is never sent again.
+    equal(len(requests(trace)), 1, "requests sent")
+    equal(endings(trace), [(1, "failed", "CONTEXT_LENGTH_EXCEEDED")], "Run endings")
+    message = of(trace, "run_ended")[-1]["message"]
+    expect(message is not None and "window is 4000" in message,
+           f"the message does not give the window: {message!r}")
+
+
 # --- bad input: our own documents ---------------------------------------------------------------
 
 
@@ -936,6 +985,10 @@ CASES: tuple[Case, ...] = (
          frozenset({"estimator_injection"})),
     Case("ROW-04-AT", "80% boundary: I = threshold compacts", "§12 row 4",
          ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-8.46"), _boundary(1573), _at_check,
+         frozenset({"estimator_injection", "compaction"})),
+    Case("ROW-04-FLOOR", "80% boundary: the trigger is floor(r × B), exactly", "§12 row 4",
+         ("CTX-7.12", "CTX-7.18"), {**_boundary(1573), "agent": {
+             **_boundary(1573)["agent"], "window": 5001}}, _floor_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
          ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25"), _boundary(1573), _row5_check,
@@ -1017,6 +1070,11 @@ CASES: tuple[Case, ...] = (
     Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
          "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16"), _ex7_scenario(), _ex7_check,
          frozenset({"estimator_injection"})),
+    Case("S7-BYTES-CJK", "the byte estimator counts CJK text by its UTF-8 bytes", "§7",
+         ("CTX-7.20",), _cjk_scenario(), _cjk_check,
+         frozenset({"estimator_injection"})),
+    Case("S7-PROVIDER-REFUSES", "context_length_exceeded ends the role and is never retried",
+         "§7", ("CTX-7.23", "CTX-7.24"), _refused_scenario(), _refused_check),
     Case("EX4-OLDER-RUN", "an older Run keeps question, supplements, result and status",
          "§4 example", ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.8", "CTX-4.15", "CTX-4.16"),
          _ex4_scenario(), _ex4_check),

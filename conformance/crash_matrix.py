@@ -2,9 +2,10 @@
 through, each occurrence, a crash just before and just after it — as relational conformance
 cases. A crashed Session must end as the same driver's uncrashed Session does: the same requests
 with the same messages, no request asked again whose answer was saved, no tool run more often,
-the same Run endings. Where the design allows a difference it says so: only the answer in flight
-when the crash came is asked again, and a tool that started but never saved its result is
-reported UNKNOWN_OUTCOME (Q44) instead of being re-run.
+no hook asked more often, the same Run endings. Where the design allows a difference it says
+so: only the answer in flight when the crash came is asked again, a tool that started but never
+saved its result is reported UNKNOWN_OUTCOME (Q44) instead of being re-run, and a hook running
+at the crash is dropped (Q50).
 
 The commit names are those of docs/recovery.md; ``CRASH_POINTS`` lists how often each example
 passes each one (tests/test_crash_matrix.py checks the table against the reference).
@@ -118,7 +119,13 @@ def _compare(short: str, commit: str, occurrence: int, when: str
         equal(endings(crashed), endings(uncrashed), "Run endings")
         equal(names, expected_names, "tools executed")
         if hook_dropped:
+            # The hook running at the crash is dropped, never asked again (it may not have been
+            # asked at all when the process died right after marking it started).
+            calls, expected_calls = Counter(_hook_calls(crashed)), Counter(_hook_calls(uncrashed))
+            expect(calls <= expected_calls, f"hooks asked again: {calls - expected_calls}")
             return
+        # A committed decision is reused: each hook is asked as often as without the crash.
+        equal(_hook_calls(crashed), _hook_calls(uncrashed), "hook calls")
         equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
         equal(_sent(crashed), _sent(uncrashed), "the requests sent (messages, in order)")
 
@@ -127,6 +134,10 @@ def _compare(short: str, commit: str, occurrence: int, when: str
 
 def _unknown_tool(short: str, commit: str, occurrence: int, when: str) -> bool:
     return (commit, when) in UNKNOWN_TOOL or (short, commit, occurrence) in INSIDE_A_TOOL
+
+
+def _hook_calls(trace: Trace) -> list[tuple[str, str]]:
+    return [(e["point"], e["stage"]) for e in of(trace, "hook_called")]
 
 
 def _names(trace: Trace) -> list[str]:

@@ -1,6 +1,7 @@
 """The conformance harness: runs cases against a Driver and reports each honestly (ARCHITECTURE.md
 "The conformance suite"): ``passed`` only when the scenario ran and every expectation held;
-``failed`` when an expectation did not; ``error`` when the driver itself broke; ``unsupported``
+``failed`` when an expectation did not, or the runtime asked a scripted port for more than the
+scenario scripts; ``error`` when the driver itself broke; ``unsupported``
 when the driver lacks a capability the case needs — never ``passed``.
 
 The trace is read back as plain JSON (a round trip through ``json``), so a case sees exactly what
@@ -23,6 +24,7 @@ from ctxspec.conformance.cases import Case, CaseFailure, Trace
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
+from ctxspec.reference.runtime.runtime import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
 Status = Literal["passed", "failed", "unsupported", "error"]
@@ -123,6 +125,11 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     try:
         baseline = None if case.baseline is None else scenario_trace(factory(), case.baseline)
         trace = scenario_trace(driver, case.scenario)
+    except ScriptExhausted as exhausted:
+        # The scenario scripts every call the design allows; asking for more is a wrong
+        # behaviour observed (an extra model, tool or summary call), not a broken driver.
+        return result("failed", f"the runtime made a call the scenario does not script: "
+                                f"{exhausted}")
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
     try:

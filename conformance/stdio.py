@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
+from ctxspec.reference.runtime.runtime import ScriptExhausted
 
 PROTOCOL = "ctxspec-stdio"
 VERSION = 1
@@ -48,6 +49,9 @@ class StdioAnswer(BaseModel):
     capabilities: list[str] | None = None
     trace: list[dict[str, Any]] | None = None
     error: str | None = None
+    exhausted: bool | None = Field(default=None, description=(
+        "with ok false: a scripted port ran out — the runtime asked for more calls than the "
+        "scenario scripts; the harness reports the case failed, not error"))
 
 
 class ProtocolError(RuntimeError):
@@ -91,6 +95,8 @@ class StdioDriver:
 
     def run_document(self, scenario: dict[str, Any]) -> list[dict[str, Any]]:
         answer = self._ask({"op": "run", "scenario": scenario})
+        if not answer.get("ok") and answer.get("exhausted") is True:
+            raise ScriptExhausted(str(answer.get("error")))
         if not answer.get("ok"):
             raise ProtocolError(f"the runtime failed the scenario: {answer.get('error')}")
         trace = answer.get("trace")
@@ -134,6 +140,8 @@ def serve(lines: Iterator[str], out: IO[str]) -> None:
                 raise ValueError(f"unknown op {op!r}")
         except (ValueError, KeyError, ScenarioError) as error:
             answer = {"ok": False, "error": str(error)}
+        except ScriptExhausted as error:
+            answer = {"ok": False, "error": str(error), "exhausted": True}
         except Exception as error:  # the runtime broke on this scenario; the session goes on
             answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
         out.write(json.dumps(answer, ensure_ascii=False) + "\n")

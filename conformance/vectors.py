@@ -5,10 +5,10 @@ runtime in any language can replay them without our predicates.
 Observations keep what the design makes observable and drop identifiers a runtime chooses
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
 (role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
-executed with their effective arguments; hook decisions; Run endings; restarts; what a Session
-retains and what the history API served. A message text longer than ``LONG_TEXT`` characters
-is kept as its length and SHA-256 (the §8 table's requests carry texts of up to 100000
-characters; the scenario beside them holds them in full).
+executed with their effective arguments; hook calls and decisions; Run endings; restarts; what
+a Session retains and what the history API served. A message text longer than ``LONG_TEXT``
+characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
+100000 characters; the scenario beside them holds them in full).
 """
 
 import hashlib
@@ -47,6 +47,7 @@ def observations(trace: Trace) -> dict[str, Any]:
             for e in trace if e["kind"] == "model_request"],
         "tools_executed": [[e["name"], e["effective_arguments"]]
                            for e in trace if e["kind"] == "tool_executed"],
+        "hook_calls": [[e["point"], e["stage"]] for e in trace if e["kind"] == "hook_called"],
         "hook_decisions": [[e["point"], e["decision"], e["patch_valid"], e["diagnostics"]]
                            for e in trace if e["kind"] == "hook_decided"],
         "run_endings": [[e["run_no"], e["status"], e["error_code"]]

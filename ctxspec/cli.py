@@ -378,6 +378,49 @@ def _grouped(results: Sequence["CaseResult"]) -> str:
     return "\n".join(rows)
 
 
+# --- mutants -----------------------------------------------------------------------------
+
+
+@main.command("mutants")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: mutants (id, description, killed_by, errored) and "
+                   "summary (total, killed).")
+@click.option("--mutant", "mutant_ids", multiple=True, metavar="ID",
+              help="Judge only this mutant (repeatable).")
+def mutants_command(as_json: bool, mutant_ids: tuple[str, ...]) -> None:
+    """Run the conformance cases against every deliberately wrong runtime and print the kill
+    matrix; exit 1 if a mutant survives (a missing case)."""
+    from ctxspec.conformance.cases import CASES
+    from ctxspec.conformance.mutants import all_mutants, judge
+
+    mutants = all_mutants()
+    unknown = sorted(set(mutant_ids) - {m.id for m in mutants})
+    if unknown:
+        raise click.UsageError(f"no mutant {', '.join(unknown)}")
+    chosen = [m for m in mutants if not mutant_ids or m.id in mutant_ids]
+    began = time.perf_counter()
+    verdicts = []
+    for number, mutant in enumerate(chosen, start=1):
+        verdict = judge(mutant, CASES)
+        verdicts.append(verdict)
+        if not as_json:  # progress: one line per mutant as it is judged
+            killers = verdict.killed_by
+            shown = ", ".join(killers[:3]) + (f" and {len(killers) - 3} more"
+                                              if len(killers) > 3 else "")
+            click.echo(f"[{number}/{len(chosen)}] {mutant.id:<28} "
+                       + (f"killed by {shown}" if killers else "SURVIVED"))
+    killed = sum(1 for v in verdicts if v.killed_by)
+    if as_json:
+        click.echo(json.dumps({"mutants": [v.to_json() for v in verdicts],
+                               "summary": {"total": len(verdicts), "killed": killed}},
+                              ensure_ascii=False))
+    else:
+        click.echo(f"{killed} of {len(verdicts)} mutants killed in "
+                   f"{time.perf_counter() - began:.1f} s")
+    if killed < len(verdicts):
+        sys.exit(1)
+
+
 # --- vectors -----------------------------------------------------------------------------
 
 

@@ -1141,7 +1141,10 @@ class ReferenceRuntime:
                 if earlier.get("blocked") is True:
                     blocked = earlier
             else:
-                def remember(chain: ChainOutcome, key: str = str(call_id)) -> list[Write]:
+                def remember(chain: ChainOutcome | None, key: str = str(call_id)) -> list[Write]:
+                    if chain is None:  # no hook answered: nothing blocks, nothing to re-ask
+                        decided[key] = {"blocked": False}
+                        return position()
                     last = chain.items[-1]
                     decided[key] = {"blocked": chain.blocked,
                                     "hook_invocation_id": str(last.invocation.hook_invocation_id),
@@ -1207,9 +1210,11 @@ class ReferenceRuntime:
             done[str(call_id)] = self._result_content(text)
             self._commit("TOOL_SETTLED", position())
 
-            def after_post(chain: ChainOutcome, key: str = str(call_id),
+            def after_post(chain: ChainOutcome | None, key: str = str(call_id),
                            raw_text: str = text) -> list[Write]:
-                if chain.blocked:
+                if chain is None:
+                    final = raw_text
+                elif chain.blocked:
                     final = denial_feedback(
                         "post", chain.items[-1].invocation.hook_invocation_id, {})
                 else:
@@ -1385,7 +1390,7 @@ class ReferenceRuntime:
 
     def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
                call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
-               extra: Callable[[ChainOutcome], Sequence[Write]] | None = None,
+               extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
                always: Sequence[Write] = ()) -> ChainOutcome | None:
         """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
         writes made from the outcome and the ``always`` writes — the loop checkpoint that
@@ -1417,10 +1422,12 @@ class ReferenceRuntime:
             replies: tuple[HookReply, ...] = (HookReply(failed=True),)
         else:
             self._commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
+            self.trace.add(tr.HookCalled(point, stage))
             replies = self.hooks.items(context)
         settled = checkpoint_write(run.run_id, "hook", None)
         if not replies:
-            self._commit("HOOK_DECISION", [settled, *always])
+            # Saved like any decision, so a takeover does not ask the hooks again.
+            self._commit("HOOK_DECISION", [settled, *(extra(None) if extra else ()), *always])
             return None
         shared_id = (run.parent or run).shared_context_id
         states = {run.context_id: state}

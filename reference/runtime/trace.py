@@ -51,6 +51,16 @@ class ToolExecuted:
 
 
 @dataclass(frozen=True)
+class HookCalled:
+    """A hook chain was asked (the hook port called), before its answer is known: a takeover
+    that asks again for a decision it had committed shows as a second call."""
+
+    point: str
+    stage: str
+    kind: Literal["hook_called"] = "hook_called"
+
+
+@dataclass(frozen=True)
 class HookDecided:
     point: str
     chain_position: int
@@ -154,9 +164,9 @@ class Retained:
     kind: Literal["retained"] = "retained"
 
 
-TraceEvent = (ModelRequestSent | ToolExecuted | HookDecided | DeliveryChanged | OperationState
-              | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted | HistoryRead
-              | Retained)
+TraceEvent = (ModelRequestSent | ToolExecuted | HookCalled | HookDecided | DeliveryChanged
+              | OperationState | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted
+              | HistoryRead | Retained)
 
 
 @dataclass

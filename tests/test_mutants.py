@@ -1,0 +1,77 @@
+"""The kill matrix: every deliberately wrong runtime is caught by a conformance case — the one
+written for its bug among them — and judging a mutant leaves the reference as it was."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.cases import CASES, by_id
+from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.mutants import Mutant, all_mutants, judge
+
+MUTANTS = all_mutants()
+CATCHER = {
+    "HISTORY-ORPHAN-RESULT": "ROW-07",
+    "OLDER-QUESTION-ONLY": "EX4-OLDER-RUN",
+    "RECENT-BY-SUCCESS": "ROW-01",
+    "FAKE-FINAL-ANSWER": "ROW-01",
+    "FLOAT-THRESHOLD": "ROW-04-FLOOR",
+    "STRICT-TRIGGER": "ROW-04-AT",
+    "MARGIN-LEFT-OUT": "EX8-ROW6",
+    "CJK-UNDERCOUNT": "S7-BYTES-CJK",
+    "CONTEXT-LENGTH-RETRIED": "S7-PROVIDER-REFUSES",
+    "COMPACTION-REQUEST-OVERFLOWS": "ROW-11",
+    "PROTECTED-INPUT-COMPACTED": "ROW-05",
+    "SECOND-COMPACTION": "EX8-ROW2",
+    "SNAPSHOT-NOT-INVALIDATED": "ROW-20",
+    "PAYLOAD-WINS": "EX3-WRITE-CONFLICT",
+    "INVALID-DENY-ALLOWS": "EX3-DENY-CONFLICT",
+    "MODEL-REASKED-AFTER-SAVE": "ROW-21",
+    "FEEDBACK-TWICE": "ROW-23",
+    "HOOK-RERUN-AFTER-CRASH": "CRASH-TOOLS-HOOK_DECISION-2-AFTER",
+    "EPISODE-NOT-RESUMED": "ROW-09",
+    "EXECUTOR-SEES-PLANNER": "ROW-03",
+    "CROSS-SESSION-READ": "ROW-25",
+    "CLAIMED-SUPPLEMENT-LOST": "ROW-13",
+}
+"""The case each mutant's bug was written against (the §12 row or example that states it)."""
+
+
+def test_there_are_at_least_twenty_mutants_each_with_its_catcher() -> None:
+    assert len(MUTANTS) >= 20
+    assert len({m.id for m in MUTANTS}) == len(MUTANTS)
+    assert {m.id for m in MUTANTS} == set(CATCHER)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) -> None:
+    verdict = judge(mutant, CASES)
+    assert CATCHER[mutant.id] in verdict.killed_by, (verdict.killed_by, verdict.errored)
+
+
+def test_judging_a_mutant_leaves_the_reference_unchanged() -> None:
+    [row1] = by_id(["ROW-01"])
+    [fake] = [m for m in MUTANTS if m.id == "FAKE-FINAL-ANSWER"]
+    assert judge(fake, [row1]).killed_by == ["ROW-01"]
+    assert run_case(row1, ReferenceDriver).status == "passed"
+
+
+def test_the_cli_prints_the_kill_matrix() -> None:
+    outcome = CliRunner().invoke(main, ["mutants", "--json", "--mutant", "STRICT-TRIGGER",
+                                        "--mutant", "CROSS-SESSION-READ"])
+    assert outcome.exit_code == 0, outcome.output
+    report = json.loads(outcome.output)
+    assert report["summary"] == {"total": 2, "killed": 2}
+    rows = {row["id"]: row for row in report["mutants"]}
+    assert set(rows["STRICT-TRIGGER"]) == {"id", "description", "killed_by", "errored"}
+    assert "ROW-04-AT" in rows["STRICT-TRIGGER"]["killed_by"]
+    assert rows["CROSS-SESSION-READ"]["killed_by"] == ["ROW-25"]
+
+
+def test_the_cli_refuses_an_unknown_mutant() -> None:
+    outcome = CliRunner().invoke(main, ["mutants", "--mutant", "NOPE"])
+    assert outcome.exit_code == 2
+    assert "no mutant NOPE" in outcome.output
