@@ -197,8 +197,12 @@ def budget(window: int, output_reserve: int | None, max_output: int | None,
 @main.command("trace")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a list of objects: id, section, level, status, covered_by, ...")
-def trace_command(as_json: bool) -> None:
-    """Which requirements are pinned by conformance cases, unit tests, or nothing yet."""
+@click.option("--summary", is_flag=True, help="Print only the counts per section.")
+@click.option("--section", "only_section", type=click.IntRange(1, 11),
+              help="Print the matrix of this section only.")
+def trace_command(as_json: bool, summary: bool, only_section: int | None) -> None:
+    """The traceability matrix: each requirement, the conformance cases and tests that pin it,
+    and its status (conformance, unit, not_testable, uncovered); then the counts per section."""
     try:
         requirements = catalogue.load_catalogue()
     except catalogue.CatalogueError as error:
@@ -215,6 +219,11 @@ def trace_command(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False))
         return
+    if not summary:
+        for row in rows:
+            if only_section is None or row.section == only_section:
+                click.echo(f"{row.id:<10} {row.status:<13} {_pinned_by(row)}")
+        click.echo()
     statuses: tuple[catalogue.Status, ...] = ("conformance", "unit", "not_testable", "uncovered")
     click.echo(f"{'section':<8}{'total':>6}" + "".join(f"{s:>14}" for s in statuses))
     totals: Counter[catalogue.Status] = Counter()
@@ -224,6 +233,23 @@ def trace_command(as_json: bool) -> None:
         totals.update(counts)
         click.echo(f"§{section:<7}{total:>6}" + "".join(f"{counts[s]:>14}" for s in statuses))
     click.echo(f"{'all':<8}{len(rows):>6}" + "".join(f"{totals[s]:>14}" for s in statuses))
+
+
+def _pinned_by(row: catalogue.TraceRow) -> str:
+    """The cases by ID (the crash matrix as one entry), then how many unit tests; or why none
+    can pin it."""
+    if row.status == "not_testable":
+        return f"not testable: {row.not_testable}"
+    prefix = "conformance case "
+    cases = [c.removeprefix(prefix) for c in row.covered_by if c.startswith(prefix)]
+    crashes = [c for c in cases if c.startswith("CRASH-")]
+    named = [c for c in cases if not c.startswith("CRASH-")]
+    if crashes:
+        named.append(f"crash matrix ({len(crashes)} cases)")
+    tests = len(row.covered_by) - len(cases)
+    if tests:
+        named.append(f"{tests} unit test{'s' if tests > 1 else ''}")
+    return ", ".join(named) or "-"
 
 
 # --- schemas -----------------------------------------------------------------------------

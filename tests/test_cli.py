@@ -122,6 +122,25 @@ def test_error_verdicts_exit_0() -> None:
     assert json.loads(output)["error_code"] == "CONTEXT_PROTECTED_INPUT_TOO_LARGE"
 
 
+def test_trace_prints_the_matrix_requirement_to_cases_to_status() -> None:
+    code, output = run("trace", "--section", "7")
+    assert code == 0, output
+    matrix = [line for line in output.splitlines() if line.startswith("CTX-")]
+    assert all(line.startswith("CTX-7.") for line in matrix)
+    [boundary] = [line for line in matrix if line.split()[0] == "CTX-7.12"]
+    assert boundary.split(None, 2)[1] == "conformance"
+    assert boundary.split(None, 2)[2].startswith(
+        "EX7-BUDGET, ROW-04-AT, ROW-04-BELOW, ROW-04-FLOOR, ")
+    code, output = run("trace")
+    [retries] = [line for line in output.splitlines() if line.startswith("CTX-10.2 ")]
+    assert "crash matrix (236 cases)" in retries
+    [platform] = [line for line in output.splitlines() if line.startswith("CTX-1.1 ")]
+    assert platform.split()[1] == "not_testable" and "not testable: " in platform
+    code, output = run("trace", "--summary")
+    assert not any(line.startswith("CTX-") for line in output.splitlines())
+    assert output.splitlines()[-1].startswith("all ")
+
+
 def test_trace_json_lists_every_section() -> None:
     code, output = run("trace", "--json")
     assert code == 0, output
@@ -139,8 +158,8 @@ def test_trace_json_lists_every_section() -> None:
     assert "conformance case ROW-04-BELOW" in boundary["covered_by"]
 
 
-def test_trace_table() -> None:
-    code, output = run("trace")
+def test_trace_summary_table() -> None:
+    code, output = run("trace", "--summary")
     assert code == 0
     assert output.splitlines()[0].split() == ["section", "total", "conformance", "unit",
                                               "not_testable", "uncovered"]
