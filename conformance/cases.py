@@ -319,10 +319,23 @@ def _row13_check(trace: Trace) -> None:
     # same UserInput waits again, is bound to Run 2's question, claimed, and delivered once.
     equal(endings(trace), [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)],
           "Run endings")
+    # Per delivery (the order of events inside one commit is not the design's concern): the
+    # first goes pending → claimed → carried, the second points back to it and goes
+    # pending → claimed → delivered.
     supplement = of(trace, "delivery")[1]["input_id"]
-    equal([e["state"] for e in of(trace, "delivery") if e["input_id"] == supplement],
-          ["pending", "claimed", "pending", "carried", "pending", "claimed", "delivered"],
+    chains: dict[str, list[str]] = {}
+    previous: dict[str, str | None] = {}
+    for event in of(trace, "delivery"):
+        if event["input_id"] == supplement:
+            states = chains.setdefault(event["delivery_id"], [])
+            if not states or states[-1] != event["state"]:
+                states.append(event["state"])
+            previous[event["delivery_id"]] = event["previous_delivery_id"]
+    equal(list(chains.values()), [["pending", "claimed", "carried"],
+                                  ["pending", "claimed", "delivered"]],
           "the supplement's deliveries")
+    first, second = chains
+    equal(previous[second], first, "the second delivery's previous_delivery_id")
     sent = [m["text"] for m in requests(trace, "business")[-1]["view"]["messages"]]
     equal(sum("use metric units" in text for text in sent), 1, "copies of the supplement sent")
 

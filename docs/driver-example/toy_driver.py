@@ -1,0 +1,253 @@
+"""A toy agent runtime and its ctxspec Driver: the example of docs/implementing-a-driver.md.
+
+The runtime is deliberately small and written apart from the reference: one root role, a model
+loop with tools and retries, questions and supplements with their deliveries (§5), a history
+projection of the recent Runs (§4), fragments of broken streams (§11). It has no compaction, no
+hooks, no crash recovery, no Executors — so it declares no capability, and the suite reports
+every case that needs one as ``unsupported`` while the rest must pass.
+
+Run it: ``PYTHONPATH=docs/driver-example ctxspec conformance --driver toy_driver:ToyDriver``.
+"""
+
+import json
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxspec.conformance.driver import Ports
+from ctxspec.conformance.scenario import Scenario
+from ctxspec.reference.runtime.ports import (
+    Complete,
+    ContextLengthExceeded,
+    ModelCall,
+    PartialThenFailed,
+)
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Delivery:
+    input_id: str
+    delivery_id: str
+    run_no: int | None
+    state: str = "pending"
+    previous: str | None = None
+
+
+@dataclass
+class Run:
+    no: int
+    run_id: str
+    records: list[Message] = field(default_factory=list)
+    inputs: list[Delivery] = field(default_factory=list)
+    """This Run's deliveries: carried supplements first, then its question and supplements."""
+    question_id: str = ""
+    status: str = "running"
+    final: str | None = None
+
+
+class ToyDriver:
+    capabilities: frozenset[str] = frozenset()
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None:
+        agent = scenario.agent
+        window = agent.window
+        reserve = agent.output_reserve or min(agent.max_output or 4096, window // 4)
+        margin = agent.safety_margin or max(256, math.ceil(window / 100))
+        if window - reserve - margin <= 0:
+            raise ValueError(f"BUDGET_CONFIGURATION_INVALID: window {window} leaves no input "
+                             f"budget after output reserve {reserve} and safety margin {margin}")
+        self.agent, self.ports = agent, ports
+        self.window, self.reserve, self.margin = window, reserve, margin
+        self.runs: list[Run] = []
+        self.texts: dict[str, str] = {}
+        self.waiting: list[Delivery] = []
+        """Carried supplements waiting for the next question."""
+        self.events: list[Message] = []
+        self.ordinal = 0
+
+    # --- the Driver's stimuli -------------------------------------------------------------
+
+    def ask(self, text: str) -> None:
+        run = Run(len(self.runs) + 1, self._id())
+        self.runs.append(run)
+        self._event("client_event", run_id=run.run_id, run_seq=1, event="run_started",
+                    detail=f"run {run.no}")
+        for carried in self.waiting:  # bound to this question, in receive order, before it
+            carried.run_no = run.no
+            run.inputs.append(carried)
+            self._delivery(carried)
+        self.waiting = []
+        question = self._receive(text, run)
+        run.question_id = question.input_id
+        run.inputs.append(question)
+        self._take_inputs(run)  # the question is in the Run's context from the start
+
+    def supplement(self, text: str) -> None:
+        run = self._active()
+        if run is not None:
+            run.inputs.append(self._receive(text, run))
+
+    def stop(self) -> None:
+        raise NotImplementedError("the toy runtime has no stop")
+
+    def advance(self) -> None:
+        run = self._active()
+        while run is not None and run.status == "running":
+            self._loop(run)
+
+    def trace(self) -> list[Message]:
+        return self.events
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _loop(self, run: Run) -> None:
+        self._take_inputs(run)
+        view = self._view(run)
+        claimed = [d for d in run.inputs if d.state == "pending"]
+        for delivery in claimed:
+            delivery.state = "claimed"
+            self._delivery(delivery)
+        self.ordinal += 1
+        key = f"model:{run.no}:{self.ordinal}"
+        tokens = self.ports.estimator.estimate(EstimationRequest(messages=tuple(
+            PromptMessage(role=m["role"], text=m["text"]) for m in view))).tokens
+        delivered = False
+        for attempt in range(1, self.agent.model_attempts + 1):
+            self._event("model_request", purpose="business", role="root", purpose_key=key,
+                        attempt=attempt, view={"messages": view},
+                        estimated_input_tokens=tokens, max_output_tokens=self.reserve,
+                        window=self.window, output_reserve=self.reserve,
+                        safety_margin=self.margin,
+                        input_budget=self.window - self.reserve - self.margin,
+                        compaction="below_trigger", snapshot_id=None)
+            outcome = self.ports.model.call(ModelCall(
+                "business", uuid.uuid4(), key, attempt,
+                tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view), (),
+                self.reserve, self.ordinal))
+            if isinstance(outcome, ContextLengthExceeded):
+                self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED",
+                          f"the provider refused a request of {tokens} estimated input tokens; "
+                          f"the window is {self.window}")
+                return
+            if isinstance(outcome, Complete | PartialThenFailed) and not delivered:
+                delivered = True
+                for delivery in claimed:
+                    delivery.state = "delivered"
+                    self._delivery(delivery)
+            if isinstance(outcome, Complete):
+                self._decide(run, outcome)
+                return
+            if isinstance(outcome, PartialThenFailed):
+                run.records.append(_message(
+                    "system", "fragment",
+                    f"[incomplete model output, not a decision] {outcome.fragment}"))
+        self._end(run, "failed", "MODEL_FAILED", "the model failed")
+
+    def _decide(self, run: Run, outcome: Complete) -> None:
+        calls = [{"call_id": self._id(), "name": c.name,
+                  "arguments": json.dumps(dict(c.arguments), sort_keys=True)}
+                 for c in outcome.tool_calls]
+        run.records.append({**_message("assistant", "assistant", outcome.text),
+                            "tool_calls": calls})
+        if not calls:
+            run.final = outcome.text
+            self._end(run, "succeeded")
+            return
+        for number, call in enumerate(calls, start=1):
+            arguments = json.loads(call["arguments"])
+            result = self.ports.tools.run(call["name"], arguments, number)
+            self._event("tool_executed", call_id=call["call_id"], name=call["name"],
+                        effective_arguments=arguments, proposed_arguments=arguments,
+                        outcome="error" if result.error else "ok")
+            text = json.dumps({"error": result.error}) if result.error else result.text
+            run.records.append({**_message("tool", "tool_result", text),
+                                "call_id": call["call_id"]})
+
+    def _end(self, run: Run, status: str, code: str | None = None,
+             message: str | None = None) -> None:
+        run.status = status
+        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
+            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
+                successor = Delivery(delivery.input_id, self._id(), None,
+                                     previous=delivery.delivery_id)
+                delivery.state = "carried"
+                self._delivery(delivery)
+                self._delivery(successor)
+                self.waiting.append(successor)
+        self._event("run_ended", run_id=run.run_id, run_no=run.no, status=status,
+                    error_code=code, message=message)
+        self._event("client_event", run_id=run.run_id, run_seq=2, event="run_ended",
+                    detail=status)
+
+    # --- the view: §4 history projection, then the current Run -------------------------------
+
+    def _view(self, run: Run) -> list[Message]:
+        view = [_message("system", "system_prompt", self.agent.system_prompt)]
+        ended = [r for r in self.runs if r.no < run.no]
+        recent_n = self.agent.recent_runs
+        recent = ended[-recent_n:] if recent_n else []
+        current = {d.input_id for d in run.inputs}
+        for old in ended[:len(ended) - len(recent)]:
+            for delivery in old.inputs:
+                view.append(self._input(delivery.input_id, current))
+            if old.final is not None:
+                view.append(_message("assistant", "assistant", old.final))
+            view.append(_outcome(old))
+        for past in recent:
+            view += [self._input(m["input_id"], current) if m["kind"] == "user_ref" else m
+                     for m in past.records]
+            view.append(_outcome(past))
+        return view + run.records
+
+    def _input(self, input_id: str, current: set[str]) -> Message:
+        if input_id in current:  # shown once, where the current request has it
+            return _message("system", "marker",
+                            f"[user input {input_id}: text shown in the current request]")
+        return {**_message("user", "user_ref", self.texts[input_id]), "input_id": input_id}
+
+    # --- inputs and deliveries --------------------------------------------------------------
+
+    def _receive(self, text: str, run: Run) -> Delivery:
+        input_id = self._id()
+        self.texts[input_id] = text
+        delivery = Delivery(input_id, self._id(), run.no)
+        self._delivery(delivery)
+        return delivery
+
+    def _take_inputs(self, run: Run) -> None:
+        """Inputs not yet in the Run's context join it, in receive order."""
+        present = {m.get("input_id") for m in run.records}
+        for delivery in run.inputs:
+            if delivery.input_id not in present:
+                run.records.append({**_message("user", "user_ref",
+                                               self.texts[delivery.input_id]),
+                                    "input_id": delivery.input_id})
+
+    def _delivery(self, delivery: Delivery) -> None:
+        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
+        self._event("delivery", input_id=delivery.input_id, delivery_id=delivery.delivery_id,
+                    state=delivery.state, target_run_id=None if run is None else run.run_id,
+                    previous_delivery_id=delivery.previous)
+
+    def _active(self) -> Run | None:
+        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        self.events.append({**fields, "kind": kind})
+
+    @staticmethod
+    def _id() -> str:
+        return str(uuid.uuid4())
+
+
+def _message(role: str, kind: str, text: str) -> Message:
+    return {"role": role, "kind": kind, "text": text, "tool_calls": []}
+
+
+def _outcome(run: Run) -> Message:
+    ending = "" if run.final is not None else "; no final result"
+    return _message("system", "outcome", f"[run {run.no} ended: {run.status}{ending}]")

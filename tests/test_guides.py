@@ -1,0 +1,60 @@
+"""The guides' commands work when pasted: every ```sh block of docs/design-review.md and
+docs/implementing-a-driver.md runs from the checkout's root and exits 0, and what the guides
+say of their output is what the output says."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GUIDES = ["design-review.md", "implementing-a-driver.md"]
+
+
+def blocks(guide: str) -> list[str]:
+    text = (ROOT / "docs" / guide).read_text("utf-8")
+    return re.findall(r"^```sh\n(.*?)^```$", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def paste(block: str) -> str:
+    """Run a block as a user would paste it into bash at the root, with ctxspec on PATH."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT, env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_shell_block_of_the_guide_runs(guide: str) -> None:
+    found = blocks(guide)
+    assert found, f"{guide} has no runnable block"
+    for block in found:
+        paste(block)
+
+
+def test_the_review_guide_states_what_its_commands_print() -> None:
+    example_block, review_block, budget_block, _, _ = blocks("design-review.md")
+    example = paste(example_block)
+    assert "I=3041 ≥ trigger 2800" in example
+    assert "failed CONTEXT_WINDOW_EXCEEDED" in example
+    review = paste(review_block)
+    assert "I=167 " in review
+    assert review.index("Keep it under five lines.") < review.index("And what should we change?")
+    assert "[run 1 ended: succeeded]" in review
+    arithmetic = paste(budget_block)
+    for figure in ("100000 tokens", "80000 tokens", "35000 tokens", "-5000 tokens",
+                   "73192 tokens"):
+        assert figure in arithmetic
+    assert "decision                                 compact" in arithmetic
+
+
+def test_the_driver_guide_runs_the_toy_and_says_what_it_prints() -> None:
+    [toy] = blocks("implementing-a-driver.md")
+    summary = paste(toy).splitlines()[-1]
+    assert summary.endswith("9 passed, 0 failed, 276 unsupported, 0 error")
+    guide = (ROOT / "docs" / "implementing-a-driver.md").read_text("utf-8")
+    assert "9 passed, 0 failed, 276 unsupported, 0 error" in guide
