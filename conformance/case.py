@@ -73,6 +73,21 @@ def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
     return [last[n] for n in sorted(last)]
 
 
+def delivery_chains(trace: Trace, input_id: str) -> list[tuple[str, list[str], str | None]]:
+    """The deliveries of one input, in the order they appear: (delivery_id, its states without
+    repeats, previous_delivery_id). The order of events inside one commit is not the design's
+    concern, so cases compare each delivery's own states."""
+    chains: dict[str, list[str]] = {}
+    previous: dict[str, str | None] = {}
+    for event in of(trace, "delivery"):
+        if event["input_id"] == input_id:
+            states = chains.setdefault(event["delivery_id"], [])
+            if not states or states[-1] != event["state"]:
+                states.append(event["state"])
+            previous[event["delivery_id"]] = event["previous_delivery_id"]
+    return [(delivery, states, previous[delivery]) for delivery, states in chains.items()]
+
+
 def example(name: str) -> dict[str, Any]:
     """A worked example of docs/examples, as the scenario of a case."""
     path = EXAMPLES / f"{name}.json"

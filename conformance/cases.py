@@ -19,6 +19,7 @@ from ctxspec.conformance.case import (
     CaseFailure,
     Trace,
     base,
+    delivery_chains,
     endings,
     equal,
     example,
@@ -322,20 +323,11 @@ def _row13_check(trace: Trace) -> None:
     # Per delivery (the order of events inside one commit is not the design's concern): the
     # first goes pending → claimed → carried, the second points back to it and goes
     # pending → claimed → delivered.
-    supplement = of(trace, "delivery")[1]["input_id"]
-    chains: dict[str, list[str]] = {}
-    previous: dict[str, str | None] = {}
-    for event in of(trace, "delivery"):
-        if event["input_id"] == supplement:
-            states = chains.setdefault(event["delivery_id"], [])
-            if not states or states[-1] != event["state"]:
-                states.append(event["state"])
-            previous[event["delivery_id"]] = event["previous_delivery_id"]
-    equal(list(chains.values()), [["pending", "claimed", "carried"],
-                                  ["pending", "claimed", "delivered"]],
+    chains = delivery_chains(trace, of(trace, "delivery")[1]["input_id"])
+    equal([states for _, states, _ in chains], [["pending", "claimed", "carried"],
+                                                ["pending", "claimed", "delivered"]],
           "the supplement's deliveries")
-    first, second = chains
-    equal(previous[second], first, "the second delivery's previous_delivery_id")
+    equal(chains[1][2], chains[0][0], "the second delivery's previous_delivery_id")
     sent = [m["text"] for m in requests(trace, "business")[-1]["view"]["messages"]]
     equal(sum("use metric units" in text for text in sent), 1, "copies of the supplement sent")
 
@@ -931,6 +923,32 @@ def _table_row6(trace: Trace) -> None:
 
 
 
+# --- §5 statement: a retry sends the frozen request ----------------------------------------------
+
+
+def _retry_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "q1"}, {"advance": True}]
+    document["model"] = {"business": [{"fail": "reset"}, {"text": "done"}]}
+    document["triggers"] = [{"on": {"purpose": "business", "ordinal": 1},
+                             "do": {"supplement": "late words"}}]
+    return document
+
+
+def _retry_check(trace: Trace) -> None:
+    # The supplement arrives while attempt 1 is in flight, after the request was frozen. §5:
+    # a retry uses the same frozen version and input list — attempt 2 sends exactly what
+    # attempt 1 did; the late supplement waits (there is no next loop: it is carried).
+    attempt1, attempt2 = requests(trace, "business")
+    equal((attempt1["attempt"], attempt2["attempt"]), (1, 2), "attempts")
+    equal(lines(attempt2), lines(attempt1), "attempt 2's messages")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+    chains = delivery_chains(trace, of(trace, "delivery")[-1]["input_id"])
+    equal([states for _, states, _ in chains], [["pending", "carried"], ["pending"]],
+          "the late supplement's deliveries: never claimed, carried to the next question")
+    equal(chains[1][2], chains[0][0], "the carried delivery's successor points back")
+
+
 # --- §7 statements: the conservative estimator, the provider's refusal --------------------------
 
 
@@ -1083,6 +1101,9 @@ CASES: tuple[Case, ...] = (
     Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
          "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16"), _ex7_scenario(), _ex7_check,
          frozenset({"estimator_injection"})),
+    Case("S5-RETRY-FROZEN", "a retry sends the frozen request, not a supplement that came later",
+         "§5", ("CTX-5.31", "CTX-5.32"), _retry_scenario(), _retry_check,
+         frozenset({"triggers"})),
     Case("S7-BYTES-CJK", "the byte estimator counts CJK text by its UTF-8 bytes", "§7",
          ("CTX-7.20",), _cjk_scenario(), _cjk_check,
          frozenset({"estimator_injection"})),

@@ -138,7 +138,7 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
             case.compare(trace, baseline)
     except CaseFailure as failure:
         return result("failed", str(failure))
-    except (KeyError, IndexError, TypeError, StopIteration) as failure:
+    except (KeyError, IndexError, TypeError, ValueError, StopIteration) as failure:
         # The trace lacks what the case reads: an event or field the design makes observable.
         return result("failed", f"the trace lacks what the case reads: {failure!r}")
     return result("passed", "")

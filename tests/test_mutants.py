@@ -36,6 +36,7 @@ CATCHER = {
     "EXECUTOR-SEES-PLANNER": "ROW-03",
     "CROSS-SESSION-READ": "ROW-25",
     "CLAIMED-SUPPLEMENT-LOST": "ROW-13",
+    "RETRY-TAKES-LATE-SUPPLEMENT": "S5-RETRY-FROZEN",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
 

@@ -1,0 +1,56 @@
+"""Mutants of the token budget (§7): the trigger, the hard window and the estimator."""
+
+from collections.abc import Callable
+
+from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference import budget, tokens
+from ctxspec.reference.runtime import runtime
+
+
+def _rounded_threshold(original: Callable[..., int]) -> Callable[..., int]:
+    def threshold(input_budget: int, ratio_num: int, ratio_den: int) -> int:
+        return round(input_budget * (ratio_num / ratio_den))
+    return threshold
+
+
+def _strict_trigger(original: Callable[..., bool]) -> Callable[..., bool]:
+    def should_compact(estimated_input: int, threshold: int) -> bool:
+        return estimated_input > threshold
+    return should_compact
+
+
+def _no_margin(original: Callable[..., bool]) -> Callable[..., bool]:
+    def fits(estimated_input: int, output_reserve: int, safety_margin: int, window: int) -> bool:
+        return estimated_input + output_reserve <= window
+    return fits
+
+
+def _characters(original: Callable[[str], int]) -> Callable[[str], int]:
+    return len
+
+
+class _NeverRaised:
+    """Stands for ContextLengthExceeded in the runtime's checks, which then never match."""
+
+
+MUTANTS = (
+    Mutant("FLOAT-THRESHOLD",
+           "the trigger is round(B × 0.8) in floating point instead of floor(r × B) exactly "
+           "(§7: integer tokens)",
+           (Patch(budget, "trigger_threshold", _rounded_threshold),)),
+    Mutant("STRICT-TRIGGER", "compaction triggers at I > threshold instead of I ≥ threshold (§7)",
+           (Patch(budget, "should_compact", _strict_trigger),)),
+    Mutant("MARGIN-LEFT-OUT",
+           "the hard window checks I + O ≤ W and forgets the safety margin (§7: I + O + S ≤ W)",
+           (Patch(budget, "fits_hard_window", _no_margin),
+            Patch(runtime, "fits_hard_window", _no_margin))),
+    Mutant("CJK-UNDERCOUNT",
+           "the conservative estimator counts characters, not UTF-8 bytes, so CJK text is "
+           "undercounted (§7)",
+           (Patch(tokens, "utf8_length", _characters),)),
+    Mutant("CONTEXT-LENGTH-RETRIED",
+           "a provider's context_length_exceeded is retried like a transient failure (§7: end "
+           "the role, never resend the same over-window request)",
+           (Patch(runtime, "ContextLengthExceeded", lambda _: _NeverRaised),)),
+)
+

@@ -1,0 +1,74 @@
+"""Mutants of compaction (§8, §9): the chunk plan, the fixed input, the episode, snapshots."""
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference import compaction, snapshots
+from ctxspec.reference.runtime import runtime
+from ctxspec.reference.snapshots import Applicability
+from ctxspec.reference.view import ModelView, estimation_request
+
+
+def _window_blind_plan(original: Callable[..., Any]) -> Callable[..., Any]:
+    def plan(material: Any, **settings: Any) -> Any:
+        # Planned (and send-checked) as if the window had no end: one chunk of everything.
+        return original(material, **{**settings, "window": 10 ** 9})
+    return plan
+
+
+def _nothing_protected(original: Callable[..., Any]) -> Callable[..., Any]:
+    def split(parts: Any, estimator: Any) -> Any:
+        return original(replace(parts, protected_input_ids=frozenset()), estimator)
+    return split
+
+
+def _no_protection_check(original: Callable[..., Any]) -> Callable[..., Any]:
+    def check(view: Any, protected: Any) -> list[Any]:
+        return []
+    return check
+
+
+def _compact_again(original: Callable[..., Any]) -> Callable[..., Any]:
+    def fit(self: Any, run: Any, operation_id: Any, view: ModelView, protected: Any) -> Any:
+        fitted = original(self, run, operation_id, view, protected)
+        if fitted is None:
+            return None
+        final, decision, _ = fitted
+        tokens = self.estimator.estimate(estimation_request(final, self._schemas(run))).tokens
+        if decision == "compact" and tokens >= self.budget.trigger_threshold:
+            # Still above the trigger: a new episode for the same request.
+            return original(self, run, self._id(), ModelView(final.messages[1:]), protected)
+        return fitted
+    return fit
+
+
+def _keys_only(original: Callable[..., Applicability]) -> Callable[..., Applicability]:
+    def applicability(manifest: Any, view: ModelView) -> Applicability:
+        now = {compaction.material_key(m) for m in view.messages}
+        gone = tuple(p.key for p in manifest.pieces
+                     if not p.key.startswith("snapshot:") and p.key not in now)
+        return Applicability(not gone, gone)
+    return applicability
+
+
+MUTANTS = (
+    Mutant("COMPACTION-REQUEST-OVERFLOWS",
+           "the chunk plan ignores the window, so a compaction request itself overflows it "
+           "(§8: each chunk's budget reserves prompts, the previous summary and T)",
+           (Patch(runtime, "plan_compaction", _window_blind_plan),)),
+    Mutant("PROTECTED-INPUT-COMPACTED",
+           "the current question and supplements are compaction material, and the request "
+           "is sent without them (§5, §8: protected inputs are fixed input, never summarised)",
+           (Patch(runtime, "split_request", _nothing_protected),
+            Patch(runtime, "check_protected_inputs", _no_protection_check))),
+    Mutant("SECOND-COMPACTION",
+           "a request still above the trigger after its summary is compacted again (§8: one "
+           "episode per request; above 80% but within B it is sent)",
+           (Patch(runtime.ReferenceRuntime, "_fit", _compact_again),)),
+    Mutant("SNAPSHOT-NOT-INVALIDATED",
+           "a snapshot stays applicable while its covered records exist, even when their "
+           "effective content changed (§9: compare content, not identity)",
+           (Patch(snapshots, "applicability", _keys_only),)),
+)

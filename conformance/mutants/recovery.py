@@ -1,0 +1,72 @@
+"""Mutants of recovery (§10): what a takeover reuses, and what it must not do again."""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ctxspec.conformance import driver
+from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference.contracts import EpisodeStatus, MessageRole
+from ctxspec.reference.runtime.runtime import ReferenceRuntime
+
+
+def _forget_saved_answer(original: Callable[..., Any]) -> Callable[..., Any]:
+    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
+        if checkpoint.get("stage") == "raw_saved":  # asks the model again for the frozen request
+            checkpoint = {**checkpoint, "stage": "frozen"}
+        original(self, run, checkpoint)
+    return resume
+
+
+def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
+    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
+        if checkpoint.get("stage") == "loop_done":
+            # Replays the batch's feedback step after a takeover: its results appended again.
+            records = self.contexts[run.context_id].records
+            last = max(i for i, raw in enumerate(records)
+                       if raw.record.message_kind == "assistant"
+                       and any(key.startswith("tool_call:") for key in raw.content))
+            for raw in records[last + 1:]:
+                if raw.record.message_kind == "tool_result":
+                    self._append(run, MessageRole.TOOL, "tool_result", dict(raw.content),
+                                 call_id=raw.record.call_id)
+        original(self, run, checkpoint)
+    return resume
+
+
+def _hooks_forgotten(original: Callable[..., Any]) -> Callable[..., Any]:
+    def batch(self: Any, run: Any, decision_id: Any, call_ids: Any, settled: Any = None,
+              started: Any = None, hooked: Any = None, delegations: Any = None) -> None:
+        # Committed pre-call hook decisions are not reused: the hooks are asked again.
+        original(self, run, decision_id, call_ids, settled, started, {}, delegations)
+    return batch
+
+
+def _episode_abandoned(original: Callable[..., Any]) -> Callable[..., Any]:
+    def restore(*args: Any, **kwargs: Any) -> Any:
+        runtime = original(*args, **kwargs)
+        for run in runtime.runs.values():
+            # The interrupted episode is written off; the request goes on without its summary.
+            run.episodes = [e.model_copy(update={"status": EpisodeStatus.FAILED})
+                            if e.status is EpisodeStatus.RUNNING else e for e in run.episodes]
+        return runtime
+    return restore
+
+
+MUTANTS = (
+    Mutant("MODEL-REASKED-AFTER-SAVE",
+           "a takeover ignores the saved raw result and asks the model again (§10: continue "
+           "from post-processing, no new call)",
+           (Patch(ReferenceRuntime, "_continue", _forget_saved_answer),), recovery=True),
+    Mutant("FEEDBACK-TWICE",
+           "a takeover after the feedback commit appends the batch's tool results again "
+           "(§10, §12 row 23)",
+           (Patch(ReferenceRuntime, "_continue", _feed_again),), recovery=True),
+    Mutant("HOOK-RERUN-AFTER-CRASH",
+           "a takeover asks the pre-call hooks again instead of reusing their committed "
+           "decisions (§3, §10: reuse by hook_invocation_id, never re-run)",
+           (Patch(ReferenceRuntime, "_batch", _hooks_forgotten),), recovery=True),
+    Mutant("EPISODE-NOT-RESUMED",
+           "a takeover writes the interrupted compaction episode off instead of resuming it "
+           "(§8, §10: the same episode resumes at its committed cursor)",
+           (Patch(driver, "restore", _episode_abandoned),), recovery=True),
+)
