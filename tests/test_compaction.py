@@ -366,3 +366,17 @@ def test_a_new_question_that_triggers_compaction_stays_verbatim() -> None:
                                           ProtectedInput(uuid(21), 2, "只用 Docker")]) == ()
     assert [m.kind for m in after.messages] == [ViewKind.SYSTEM_PROMPT, ViewKind.SUMMARY,
                                                 ViewKind.USER_REF, ViewKind.USER_REF]
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68")
+@pytest.mark.parametrize("window", [1291, 1292, 1400])
+def test_a_capacity_too_small_for_one_labelled_character_is_refused(window: int) -> None:
+    # ByteEstimator, T=100, S=256: capacity = W − 200 − 256 − 677 (system) − 158 (labels) =
+    # W − 1291, here 0, 1 or 109, none of them room for a record's label (about 150 bytes): the
+    # episode is refused, never an exception out of planning.
+    refused = plan_compaction([message(MessageRole.ASSISTANT, "x" * 10, 1)],
+                              episode_id=uuid(99), window=window, summary_target=100,
+                              safety_margin=256, estimator=ByteEstimator())
+    assert refused == EpisodeRefused(
+        "NO_ROOM_FOR_MATERIAL", f"a compaction request of this model (W={window}, T=100, "
+        "S=256) leaves no room for material after its prompts")
