@@ -258,6 +258,10 @@ def plan_chunks(material: Sequence[ViewMessage], capacity: int,
     return ChunkPlan(capacity, tuple(chunks))
 
 
+class NoRoomForLabel(ValueError):
+    """A positive chunk capacity that cannot hold one character of a record with its label."""
+
+
 def _block(message: ViewMessage) -> TranscriptBlock:
     text = transcript(message)
     return TranscriptBlock(material_key(message), message.role.value, message.kind.value,
@@ -273,7 +277,8 @@ def _fragments(block: TranscriptBlock, capacity: int,
     while start < block.total_chars:
         low, high = start + 1, block.total_chars
         if measure(_range(block, start, low).render()) > capacity:
-            raise ValueError("the chunk capacity cannot hold even one character with its label")
+            raise NoRoomForLabel("the chunk capacity cannot hold even one character with its "
+                                 "label")
         while low < high:
             middle = (low + high + 1) // 2
             if measure(_range(block, start, middle).render()) <= capacity:
@@ -399,7 +404,12 @@ def plan_compaction(material: Sequence[ViewMessage], *, episode_id: UUID, window
         return _message_cost(estimator, "user", text + "\n") - _message_cost(estimator, "user", "")
 
     while capacity >= 1:
-        chunks = plan_chunks(material, capacity, measure)
+        try:
+            chunks = plan_chunks(material, capacity, measure)
+        except NoRoomForLabel:
+            # Too small for one labelled character is no room either: the caller fails the
+            # episode on a refusal, where an exception would abort the business operation.
+            break
         plan = CompactionPlan(episode_id, window, summary_target, safety_margin, custom_prompt,
                               tuple(hook_increments), chunks)
         overflow = max((estimator.estimate(plan.request(

@@ -17,6 +17,7 @@ from ctxspec.reference.budget import (
     CompactionEvaluation,
     ConfigurationError,
     ResolvedBudget,
+    SummaryRecheck,
     evaluate_compaction,
     parse_ratio,
     recheck_after_summary,
@@ -259,6 +260,98 @@ def test_invalid_configuration_names_code_and_field(config: dict[str, Any], code
                                                     field: str) -> None:
     error = rejected(**config)
     assert (error.code, error.field) == (code, field)
+
+
+@pytest.mark.covers("CTX-7.2", "CTX-7.8", "CTX-7.10", "CTX-7.22")
+@pytest.mark.parametrize(("config", "message"), [
+    ({"window": None}, "window: the context window must come from verified model metadata or "
+                       "an explicit value; it is never guessed"),
+    ({"window": 0}, "window: must be a positive integer of tokens, got 0"),
+    ({"window": 1000, "trigger_ratio": "1"},
+     "trigger_ratio: must be decimal text with 0 < r < 1, got '1'"),
+    ({"window": 3}, "window: floor(W/4) must be positive for the default output reserve, got W=3"),
+    ({"window": 1000, "output_reserve": 500, "safety_margin": 500},
+     "input_budget: B = W - O - S must be > 0, got 1000 - 500 - 500 = 0"),
+])
+def test_configuration_error_message_names_the_rule_and_the_value(config: dict[str, Any],
+                                                                  message: str) -> None:
+    # The message is what `ctxspec budget` prints: the field, the rule, and the value that broke it.
+    assert rejected(**config).message() == message
+
+
+@pytest.mark.covers("CTX-7.4", "CTX-7.6")
+def test_explicit_values_are_reported_as_explicit_and_the_ratio_text_is_kept() -> None:
+    budget = resolved(**TABLE, trigger_ratio=" 0.5 ")
+    assert (budget.output_reserve_source, budget.safety_margin_source) == ("explicit", "explicit")
+    assert (budget.trigger_ratio_text, budget.trigger_ratio) == ("0.5", Fraction(1, 2))
+
+
+@pytest.mark.covers("CTX-7.5")
+def test_a_default_output_reserve_of_one_token_is_valid() -> None:
+    # O = min(known max output 1, floor(100000/4)) = 1 > 0; S = max(256, 1000) = 1000;
+    # B = 100000 − 1 − 1000 = 98999.
+    budget = resolved(window=100_000, known_max_output=1)
+    assert (budget.output_reserve, budget.safety_margin, budget.input_budget) == (1, 1000, 98_999)
+
+
+@pytest.mark.covers("CTX-7.6", "CTX-7.18")
+def test_resolved_quantities_are_integers_never_floats() -> None:
+    # 1311.0 == 1311, so only the type shows a float that slipped into ceil(W × 1%).
+    budget = resolved(window=131_072)
+    quantities = (budget.window, budget.output_reserve, budget.safety_margin,
+                  budget.input_budget, budget.trigger_threshold)
+    assert [type(value) for value in quantities] == [int] * 5
+    assert quantities == (131_072, 4096, 1311, 125_665, 100_532)
+
+
+@pytest.mark.covers("CTX-8.37", "CTX-8.38")
+def test_soft_target_space_of_one_token_is_used() -> None:
+    # F=59999, M=30000: I = 89999 ≥ 80000. H = 40001, P = min(8192, 40001) = 8192,
+    # C = min(8192, 25000, 8192) = 8192, D = 60000 − 59999 = 1 > 0 → T = min(8192, 1) = 1.
+    assert evaluate_compaction(resolved(**TABLE), 59_999, 30_000) == CompactionEvaluation(
+        input_tokens=89_999, decision="compact", summary_space=40_001, summary_output_cap=8192,
+        summary_default_cap=8192, soft_target_space=1, summary_target=1)
+
+
+@pytest.mark.covers("CTX-8.50", "CTX-8.51")
+def test_summary_space_of_one_token_compacts_with_t_of_one() -> None:
+    # F=99999, M=1: I = 100000. H = 1 > 0, P = min(8192, 1) = 1, C = min(8192, 25000, 1) = 1,
+    # D = 60000 − 99999 < 0 → T = C = 1, positive: compact, no error.
+    assert evaluate_compaction(resolved(**TABLE), 99_999, 1) == CompactionEvaluation(
+        input_tokens=100_000, decision="compact", summary_space=1, summary_output_cap=1,
+        summary_default_cap=1, soft_target_space=-39_999, summary_target=1)
+
+
+@pytest.mark.covers("CTX-8.46", "CTX-8.48", "CTX-8.49", "CTX-8.50")
+@pytest.mark.parametrize(("fixed", "material", "expected"), [
+    # I = 79999 < 80000.
+    (50_000, 29_999, CompactionEvaluation(79_999, "below_trigger")),
+    # No material, I = 85000 ≤ B.
+    (85_000, 0, CompactionEvaluation(85_000, "no_compressible_material")),
+    # No material, I = 100001 > B.
+    (100_001, 0, CompactionEvaluation(100_001, "error",
+                                      ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE)),
+    # Material, H = 100000 − 100000 = 0.
+    (100_000, 6000, CompactionEvaluation(106_000, "error",
+                                         ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE,
+                                         summary_space=0)),
+])
+def test_every_verdict_reports_the_whole_input(fixed: int, material: int,
+                                               expected: CompactionEvaluation) -> None:
+    assert evaluate_compaction(resolved(**TABLE), fixed, material) == expected
+
+
+def test_negative_token_counts_are_refused_and_zero_is_a_count() -> None:
+    budget = resolved(**TABLE)
+    for fixed, material in ((-1, 5), (5, -1)):
+        with pytest.raises(ValueError, match=r"^token counts are never negative$"):
+            evaluate_compaction(budget, fixed, material)
+    # F = 0: a request of material only, far below the trigger.
+    assert evaluate_compaction(budget, 0, 5) == CompactionEvaluation(5, "below_trigger")
+    for counts in ((-1, 0, 0), (0, -1, 0), (0, 0, -1)):
+        with pytest.raises(ValueError, match=r"^token counts are never negative$"):
+            recheck_after_summary(budget, *counts)
+    assert recheck_after_summary(budget, 0, 0, 0) == SummaryRecheck(0, "continue")
 
 
 def test_parse_ratio_is_exact_decimal() -> None:

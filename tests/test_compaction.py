@@ -18,8 +18,11 @@ from ctxspec.reference.compaction import (
     SUMMARY_ENVELOPE_TEXT,
     ChunkProgress,
     CompactionPlan,
+    CompactionRequest,
     EpisodeRefused,
     RequestParts,
+    Split,
+    TranscriptBlock,
     cancel_episode,
     chunk_capacity,
     commit_chunk,
@@ -31,13 +34,21 @@ from ctxspec.reference.compaction import (
     plan_chunks,
     plan_compaction,
     purpose_key,
+    request_fits,
     split_request,
     start_episode,
+    summary_message,
     summary_truncated,
+    transcript,
 )
 from ctxspec.reference.contracts import CompactionEpisode, EpisodeStatus, MessageRole
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate
+from ctxspec.reference.tokens import (
+    ByteEstimator,
+    EstimationRequest,
+    PromptMessage,
+    TokenEstimate,
+)
 from ctxspec.reference.view import ToolCall, ViewKind, ViewMessage
 from tests.builders import ref, uuid
 
@@ -366,3 +377,376 @@ def test_a_new_question_that_triggers_compaction_stays_verbatim() -> None:
                                           ProtectedInput(uuid(21), 2, "只用 Docker")]) == ()
     assert [m.kind for m in after.messages] == [ViewKind.SYSTEM_PROMPT, ViewKind.SUMMARY,
                                                 ViewKind.USER_REF, ViewKind.USER_REF]
+
+
+# --- boundaries the mutation run (docs/mutation.md) showed untested ------------------------------
+
+
+def test_split_counts_tool_schemas_in_the_whole_and_in_the_fixed_input() -> None:
+    # Characters: system 3, protected question 1, a second (unprotected) user input 1, material
+    # 100, one tool schema 6. I = 3 + 1 + 1 + 100 + 6 = 111; F = 3 + 1 + 6 + the envelope 30 =
+    # 40; M = 111 − 40 = 71. An input that is not protected is material like any other.
+    system = message(MessageRole.SYSTEM, "sys", 10)
+    question = message(MessageRole.USER, "q", 11, input_id=uuid(20))
+    older = message(MessageRole.USER, "o", 12, input_id=uuid(21))
+    work = message(MessageRole.ASSISTANT, "m" * 100, 13)
+    parts = RequestParts(system=(system,), tool_schemas=("abcdef",),
+                         history=(question, older, work), hook_increments=(), tail=(),
+                         protected_input_ids=frozenset({uuid(20)}))
+    assert split_request(parts, CharEstimator()) == Split(
+        fixed=(system, question), material=(older, work), input_tokens=111, fixed_tokens=40,
+        material_tokens=71)
+
+
+def test_split_without_material_is_all_fixed() -> None:
+    # Only the protected question: I = F = 3 + 1 + 6 = 10, M = 0, and no envelope is counted.
+    system = message(MessageRole.SYSTEM, "sys", 10)
+    question = message(MessageRole.USER, "q", 11, input_id=uuid(20))
+    parts = RequestParts(system=(system,), tool_schemas=("abcdef",), history=(question,),
+                         hook_increments=(), tail=(), protected_input_ids=frozenset({uuid(20)}))
+    assert split_request(parts, CharEstimator()) == Split((system, question), (), 10, 10, 0)
+
+
+def test_material_smaller_than_the_summary_envelope_frees_nothing() -> None:
+    # Material of 10 characters under a 30-character envelope: F = min(4 + 30, I = 14) = 14 and
+    # M = max(14 − 34, 0) = 0: compaction could not make the request smaller.
+    parts = RequestParts(system=(message(MessageRole.SYSTEM, "sys", 10),), tool_schemas=(),
+                         history=(message(MessageRole.USER, "q", 11, input_id=uuid(20)),
+                                  message(MessageRole.ASSISTANT, "m" * 10, 12)),
+                         hook_increments=(), tail=(), protected_input_ids=frozenset({uuid(20)}))
+    split = split_request(parts, CharEstimator())
+    assert (split.input_tokens, split.fixed_tokens, split.material_tokens) == (14, 14, 0)
+
+
+def test_summary_message_names_its_snapshot() -> None:
+    assert summary_message("the gist", uuid(60)) == ViewMessage(
+        role=MessageRole.SYSTEM, kind=ViewKind.SUMMARY,
+        text="[summary of earlier material]\nthe gist", record_id=uuid(60))
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68")
+def test_chunk_capacity_reserves_hook_increments() -> None:
+    # 10000 − 1000 − 256 − 300 − 50 − 7 − 1000 − 20 = 7367.
+    assert chunk_capacity(10_000, 1000, 256, 300, 50, 7, 20) == 7367
+
+
+@pytest.mark.covers("CTX-7.13", "CTX-8.68")
+def test_request_fits_at_exactly_the_window() -> None:
+    # system 20 + custom 5 + hooks 5 + framing 5 + previous 10 + chunk 40 + T 10 + S 5 = 100.
+    assert request_fits(100, 10, 5, 20, 5, 5, 5, 10, 40)
+    assert not request_fits(99, 10, 5, 20, 5, 5, 5, 10, 40)
+
+
+def test_fits_window_counts_output_and_margin() -> None:
+    # One message of 100 characters, T = 50, S = 10: 100 + 50 + 10 = 160.
+    plan = CompactionPlan(uuid(99), 160, 50, 10, None, (), plan_chunks([], 1, len))
+    request = CompactionRequest("compaction:x:chunk:1",
+                                (PromptMessage(role="user", text="x" * 100),), 50)
+    assert fits_window(plan, request, CharEstimator())
+    smaller = CompactionPlan(uuid(99), 159, 50, 10, None, (), plan_chunks([], 1, len))
+    assert not fits_window(smaller, request, CharEstimator())
+
+
+def test_material_key_of_every_kind_of_message() -> None:
+    run, call, input_id, record = uuid(2), uuid(50), uuid(20), uuid(6)
+
+    def key(kind: ViewKind, **fields: UUID) -> str:
+        return material_key(ViewMessage(role=MessageRole.SYSTEM, kind=kind, text="t",
+                                        source_run_id=run, **fields))  # type: ignore[arg-type]
+
+    assert key(ViewKind.SUMMARY, record_id=record) == f"snapshot:{record}"
+    assert key(ViewKind.ASSISTANT, record_id=record) == f"record:{record}"
+    assert key(ViewKind.USER_REF, input_id=input_id) == f"input:{input_id}@{run}"
+    assert key(ViewKind.PLACEHOLDER, call_id=call) == f"placeholder:{call}"
+    assert key(ViewKind.MARKER, input_id=input_id) == f"marker:{input_id}@{run}"
+    # Without the id each kind is named by, a message falls back to its kind and Run.
+    assert key(ViewKind.SUMMARY) == f"summary:{run}"
+    assert key(ViewKind.USER_REF) == f"user_ref:{run}"
+    assert key(ViewKind.PLACEHOLDER) == f"placeholder:{run}"
+    assert key(ViewKind.MARKER) == f"marker:{run}"
+    assert key(ViewKind.TOOL_RESULT, call_id=call) == f"tool_result:{run}"
+    assert key(ViewKind.FRAGMENT, input_id=input_id) == f"fragment:{run}"
+
+
+def test_transcript_writes_out_every_tool_call() -> None:
+    calls = (ToolCall(call_id=uuid(50), action_ordinal=1, name="read", arguments="{}"),
+             ToolCall(call_id=uuid(51), action_ordinal=2, name="write", arguments='{"p": 1}'))
+    assert transcript(message(MessageRole.ASSISTANT, "do", 1, calls=calls)) == (
+        f"do\n[call {uuid(50)} #1] read({{}})\n[call {uuid(51)} #2] write({{\"p\": 1}})")
+
+
+@pytest.mark.covers("CTX-8.66", "CTX-8.67")
+def test_transcript_block_labels() -> None:
+    whole = TranscriptBlock("record:r", "tool", "tool_result", uuid(51), "abc", 0, 3, 3)
+    assert whole.render() == (f"<<<record record:r role=tool kind=tool_result call={uuid(51)}>>>"
+                              "\nabc\n<<<end record record:r>>>")
+    piece = TranscriptBlock("record:r", "assistant", "assistant", None, "bc", 1, 3, 5)
+    assert piece.render() == ("<<<record record:r role=assistant kind=assistant chars=1-3 of 5>>>"
+                              "\nbc\n<<<end record record:r>>>")
+
+
+def xs(rendered: str) -> int:
+    """A measure that counts the x characters only: labels (ids, roles, ranges) hold none."""
+    return rendered.count("x")
+
+
+def keys(plan_chunks_of: list[list[TranscriptBlock]] | tuple[tuple[TranscriptBlock, ...], ...]
+         ) -> list[list[tuple[str, int, int]]]:
+    return [[(b.material_key.removeprefix("record:")[-2:], b.from_char, b.through_char)
+             for b in chunk] for chunk in plan_chunks_of]
+
+
+@pytest.mark.covers("CTX-8.63", "CTX-8.65")
+def test_plan_fills_a_chunk_to_exactly_its_capacity() -> None:
+    material = [message(MessageRole.ASSISTANT, "x" * 100, n) for n in (1, 2, 3, 4, 5)]
+    # 100 each, capacity 300: three fill the first chunk exactly, two the second.
+    plan = plan_chunks(material, 300, xs)
+    assert plan.capacity == 300
+    assert keys(plan.chunks) == [[("01", 0, 100), ("02", 0, 100), ("03", 0, 100)],
+                                 [("04", 0, 100), ("05", 0, 100)]]
+    # Capacity 200: [1, 2] | [3, 4] | [5], each new chunk starting empty.
+    assert keys(plan_chunks(material, 200, xs).chunks) == [
+        [("01", 0, 100), ("02", 0, 100)], [("03", 0, 100), ("04", 0, 100)], [("05", 0, 100)]]
+    block = plan.chunks[0][0]
+    assert block == TranscriptBlock(f"record:{uuid(1)}", "assistant", "assistant", None,
+                                    "x" * 100, 0, 100, 100)
+
+
+@pytest.mark.covers("CTX-8.63", "CTX-8.65")
+def test_a_tool_interaction_after_other_units_moves_whole() -> None:
+    call = ToolCall(call_id=uuid(50), action_ordinal=1, name="read", arguments="{}")
+    material = [message(MessageRole.ASSISTANT, "x" * 100, 1),
+                message(MessageRole.ASSISTANT, "x" * 100, 2),
+                message(MessageRole.ASSISTANT, "x" * 100, 3, calls=(call,)),
+                message(MessageRole.TOOL, "x" * 100, 4, call=uuid(50))]
+    # Capacity 300: 1 and 2 (200), then the interaction 3+4 (200) does not fit beside them.
+    # The call is written out after its text: "\n[call <36-character id> #1] read({})" is
+    # 1 + 6 + 36 + 4 + 9 = 56 more characters (none of them an x).
+    assert keys(plan_chunks(material, 300, xs).chunks) == [
+        [("01", 0, 100), ("02", 0, 100)], [("03", 0, 156), ("04", 0, 100)]]
+    # Capacity 200: the interaction fills its own chunk exactly; it is not split.
+    assert keys(plan_chunks(material[1:], 200, xs).chunks) == [
+        [("02", 0, 100)], [("03", 0, 156), ("04", 0, 100)]]
+
+
+@pytest.mark.covers("CTX-8.65", "CTX-8.71")
+def test_an_oversize_interaction_is_split_into_its_messages() -> None:
+    call = ToolCall(call_id=uuid(50), action_ordinal=1, name="read", arguments="{}")
+    material = [message(MessageRole.ASSISTANT, "x" * 100, 1),
+                message(MessageRole.ASSISTANT, "x" * 150, 2, calls=(call,)),
+                message(MessageRole.TOOL, "x" * 100, 3, call=uuid(50)),
+                message(MessageRole.ASSISTANT, "x" * 100, 4)]
+    # Capacity 200: the interaction (250) fits no chunk, so its messages are placed one by one:
+    # [1] | [2] (150 + 100 > 200) | [3, 4] (100 + 100 = 200, exactly full).
+    assert keys(plan_chunks(material, 200, xs).chunks) == [
+        [("01", 0, 100)], [("02", 0, 206)], [("03", 0, 100), ("04", 0, 100)]]
+
+
+@pytest.mark.covers("CTX-8.66", "CTX-8.67")
+def test_character_ranges_are_the_longest_that_fit() -> None:
+    big = message(MessageRole.TOOL, "x" * 12, 7, call=uuid(51))
+    # Capacity 5 of 12 characters: 0-5, 5-10, 10-12; nothing empty after the end.
+    pieces = [b for chunk in plan_chunks([big], 5, xs).chunks for b in chunk]
+    assert [(p.from_char, p.through_char) for p in pieces] == [(0, 5), (5, 10), (10, 12)]
+    assert {(p.material_key, p.role, p.kind, p.call_id, p.total_chars) for p in pieces} == \
+        {(f"record:{uuid(7)}", "tool", "tool_result", uuid(51), 12)}
+    # Capacity 1 is room for one character per range.
+    assert [(p.from_char, p.through_char) for chunk in plan_chunks(
+        [message(MessageRole.TOOL, "xxx", 7, call=uuid(51))], 1, xs).chunks for p in chunk] == \
+        [(0, 1), (1, 2), (2, 3)]
+
+
+def test_plan_chunks_refuses_a_capacity_without_room() -> None:
+    with pytest.raises(ValueError, match=r"^a chunk needs room for material: the capacity must "
+                                         r"be positive$"):
+        plan_chunks([message(MessageRole.ASSISTANT, "x", 1)], 0, xs)
+    with pytest.raises(ValueError, match=r"^the chunk capacity cannot hold even one character "
+                                         r"with its label$"):
+        plan_chunks([message(MessageRole.ASSISTANT, "x" * 20, 1)], 10, len)
+
+
+# The skeleton that plan_compaction reserves for a request's labels, written out from the
+# label format with generous chunk numbers: 50 + 1 + 1 + 26 + 1 + 40 + 1 + 18 = 138 characters.
+SKELETON = ("<<<previous summary: chunks 1-999999 of 1000000>>>\n\n<<<end previous summary>>>\n"
+            "<<<material: chunk 1000000 of 1000000>>>\n<<<end material>>>")
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68", "CTX-8.17")
+def test_plan_capacity_with_custom_prompt_and_hook_increments() -> None:
+    # ByteEstimator: 8 per request, role + text + 8 per message. W=20000, T=1000, S=256;
+    # system 6 + 663 + 8 = 677; custom "keep file paths" 4 + 15 + 8 = 27; two hooks of 8 bytes
+    # 2 × (4 + 8 + 8) = 40; skeleton 8 + 4 + 138 + 8 = 158.
+    # Capacity = 20000 − 1000 − 256 − 677 − 27 − 40 − 1000 − 158 = 16842.
+    assert (len(DEFAULT_SYSTEM_PROMPT.encode()), len(SKELETON)) == (663, 138)
+    material = [message(MessageRole.ASSISTANT, "x" * 10, 1)]
+    plan = plan_compaction(material, episode_id=uuid(99), window=20_000, summary_target=1000,
+                           safety_margin=256, estimator=ByteEstimator(),
+                           custom_prompt="keep file paths", hook_increments=("hook one",
+                                                                             "hook two"))
+    assert isinstance(plan, CompactionPlan)
+    assert plan.chunks.capacity == 16_842
+    request = plan.request(1, None)
+    block = plan.chunks.chunks[0][0]
+    assert [(m.role, m.text) for m in request.messages] == [
+        ("system", DEFAULT_SYSTEM_PROMPT), ("user", "keep file paths"), ("user", "hook one"),
+        ("user", "hook two"),
+        ("user", f"<<<material: chunk 1 of 1>>>\n{block.render()}\n<<<end material>>>")]
+
+
+@pytest.mark.covers("CTX-8.63", "CTX-8.68")
+@pytest.mark.parametrize(("window", "chunks"), [(1891, 1), (1890, 2)])
+def test_plan_measures_a_block_as_its_bytes_in_the_request(window: int, chunks: int) -> None:
+    # ByteEstimator, T=100, S=256: capacity = W − 200 − 256 − 677 − 158 = W − 1291. A block of a
+    # 51-character text renders as 86 + 1 + 51 + 1 + 60 = 199 characters and takes 200 bytes of
+    # the request with its line break. Three fill 600 exactly (W = 1891); at 599 the third
+    # moves to a second chunk.
+    material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
+    plan = plan_compaction(material, episode_id=uuid(99), window=window, summary_target=100,
+                           safety_margin=256, estimator=ByteEstimator())
+    assert isinstance(plan, CompactionPlan)
+    assert plan.chunks.capacity == window - 1291
+    assert len(plan.chunks.chunks[0][0].render()) == 199
+    assert len(plan.chunks.chunks) == chunks
+
+
+class LongUserMessageEstimator:
+    """One token per character, plus ``surcharge`` tokens on a user message longer than 300
+    characters: an estimator that does not add up inside a text, so a planned chunk can measure
+    over what its blocks add up to."""
+
+    name = "surcharged-chars"
+
+    def __init__(self, surcharge: int) -> None:
+        self.surcharge = surcharge
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        tokens = sum(len(m.text) + (self.surcharge if m.role == "user" and len(m.text) > 300
+                                    else 0) for m in request.messages)
+        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68", "CTX-8.71")
+@pytest.mark.parametrize(("surcharge", "capacity", "chunks"), [(91, 400, 2), (92, 399, 3),
+                                                              (100, 391, 3)])
+def test_a_chunk_that_measures_over_shrinks_the_capacity(surcharge: int, capacity: int,
+                                                         chunks: int) -> None:
+    # W=1657, T=100, S=256, system 663, skeleton 138: capacity 1657 − 200 − 256 − 663 − 138 =
+    # 400. Blocks of 51 characters render as 199 and measure 200: the first plan is [1, 2] | [3].
+    # Chunk 1's data block is "<<<material: chunk 1 of 2>>>" (28), a line break, each block
+    # with its line break (2 × 200), the end label (18): 447 > 300, so surcharged by s. Its
+    # request is 663 + 447 + s; with T + T + S = 456 that is s − 91 over W. Chunk 2's block,
+    # "<<<previous summary: chunks 1-1 of 2>>>" (39) + 1 + 1 + "<<<end previous summary>>>"
+    # (26) + 1 + 28 + 1 + 200 + 18 = 315, is 663 + 315 + s + 456 − 1657 = s − 223 over.
+    # s = 91 fits exactly (overflow 0); s = 92 is one over and shrinks the capacity by 1 to 399;
+    # s = 100 by 9 to 391. There every chunk holds one block: chunk 1's data block is then
+    # 28 + 1 + 200 + 18 = 247 ≤ 300 (no surcharge), chunks 2 and 3 are s − 223 < 0 over.
+    material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
+    estimator = LongUserMessageEstimator(surcharge)
+    plan = plan_compaction(material, episode_id=uuid(99), window=1657, summary_target=100,
+                           safety_margin=256, estimator=estimator)
+    assert isinstance(plan, CompactionPlan)
+    assert (plan.chunks.capacity, len(plan.chunks.chunks)) == (capacity, chunks)
+    for k in range(1, chunks + 1):
+        assert fits_window(plan, plan.request(k, None if k == 1 else "s" * 100), estimator)
+
+
+def test_empty_material_plans_no_chunk() -> None:
+    plan = plan_compaction([], episode_id=uuid(99), window=20_000, summary_target=1000,
+                           safety_margin=256, estimator=ByteEstimator())
+    assert isinstance(plan, CompactionPlan)
+    assert (plan.chunks.capacity, plan.chunks.chunks) == (20_000 - 2000 - 256 - 677 - 158, ())
+    # Capacity W − 1291 = 1 is still room (for nothing here).
+    tight = plan_compaction([], episode_id=uuid(99), window=1292, summary_target=100,
+                            safety_margin=256, estimator=ByteEstimator())
+    assert isinstance(tight, CompactionPlan) and tight.chunks.capacity == 1
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68")
+@pytest.mark.parametrize("window", [1291, 1292, 1400])
+def test_a_capacity_too_small_for_one_labelled_character_is_refused(window: int) -> None:
+    # Capacity W − 1291 (see above) is 0, 1 or 109, none of them room for a record's label
+    # (about 150 bytes): the episode is refused, never an exception out of planning.
+    refused = plan_compaction([message(MessageRole.ASSISTANT, "x" * 10, 1)],
+                              episode_id=uuid(99), window=window, summary_target=100,
+                              safety_margin=256, estimator=ByteEstimator())
+    assert refused == EpisodeRefused(
+        "NO_ROOM_FOR_MATERIAL", f"a compaction request of this model (W={window}, T=100, "
+        "S=256) leaves no room for material after its prompts")
+
+
+def test_chunk_request_refuses_a_chunk_outside_the_plan_or_a_wrong_previous_summary() -> None:
+    material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
+    plan = plan_compaction(material, episode_id=uuid(99), window=1890, summary_target=100,
+                           safety_margin=256, estimator=ByteEstimator())
+    assert isinstance(plan, CompactionPlan) and len(plan.chunks.chunks) == 2
+    with pytest.raises(ValueError, match=r"^chunk 3 is not in a plan of 2$"):
+        plan.request(3, "s")
+    with pytest.raises(ValueError, match=r"^chunk 1 has no previous summary; every later chunk "
+                                         r"folds one$"):
+        plan.request(1, "s")
+    second = plan.request(2, "S1").messages[-1].text
+    assert second.startswith("<<<previous summary: chunks 1-1 of 2>>>\nS1\n"
+                             "<<<end previous summary>>>\n<<<material: chunk 2 of 2>>>\n")
+
+
+@pytest.mark.covers("CTX-8.62", "CTX-8.47")
+def test_episode_refusals_say_why_and_one_token_of_material_is_enough() -> None:
+    first = running()
+    assert first.revision == 1
+    assert episode(existing=(first,)) == EpisodeRefused(
+        "EPISODE_EXISTS", "this business operation already had its compaction; no second one")
+    assert episode(material=0, op=71) == EpisodeRefused("NO_COMPRESSIBLE_MATERIAL",
+                                                        "nothing to compact")
+    assert isinstance(episode(material=1, op=72), CompactionEpisode)
+
+
+@pytest.mark.covers("CTX-8.70", "CTX-8.73", "CTX-8.79", "CTX-8.11")
+def test_every_episode_transition_moves_the_revision_by_one() -> None:
+    state = running()
+    committed = commit_chunk(state, 1, ref("S1"), uuid(81))
+    assert isinstance(committed, CompactionEpisode)
+    assert (committed.chunk_cursor, committed.accumulated_summary_ref,
+            committed.current_operation_id, committed.revision) == (1, ref("S1"), uuid(81), 2)
+    assert commit_chunk(committed, 3, ref("S3"), uuid(83)) == EpisodeRefused(
+        "OUT_OF_ORDER", "the next chunk is 2, not 3")
+    assert complete_episode(committed, 3, uuid(90)) == EpisodeRefused(
+        "OUT_OF_ORDER", "2 chunk(s) are not committed yet")
+    done = complete_episode(committed, 1, uuid(90))
+    assert isinstance(done, CompactionEpisode)
+    assert (done.status, done.revision) == (EpisodeStatus.SUCCEEDED, 3)
+    failed, _ = fail_episode(committed)
+    assert (failed.status, failed.revision) == (EpisodeStatus.FAILED, 3)
+    cancelled = cancel_episode(committed)
+    assert (cancelled.status, cancelled.revision) == (EpisodeStatus.CANCELLED, 3)
+    for ended in (failed, cancelled):
+        reason = f"the episode is {ended.status.value}"
+        assert commit_chunk(ended, 2, ref("S2"), uuid(82)) == EpisodeRefused("NOT_RUNNING", reason)
+        assert complete_episode(ended, 1, uuid(90)) == EpisodeRefused("NOT_RUNNING", reason)
+
+
+@pytest.mark.covers("CTX-8.73", "CTX-9.38")
+def test_the_last_chunk_is_called_before_the_episode_finishes() -> None:
+    state = commit_chunk(commit_chunk(running(), 1, ref("S1"), uuid(81)),  # type: ignore[arg-type]
+                         2, ref("S2"), uuid(82))
+    assert isinstance(state, CompactionEpisode)
+    assert next_step(state, 3, {}) == ("call_model", 3)
+    assert next_step(state, 2, {}) == ("finish", 2)
+
+
+@pytest.mark.covers("CTX-8.25", "CTX-8.68")
+@pytest.mark.parametrize(("surcharge", "capacity", "chunks"), [(173, 400, 2), (174, 249, 3)])
+def test_a_later_chunk_is_measured_with_an_empty_previous_summary(surcharge: int, capacity: int,
+                                                                   chunks: int) -> None:
+    # As above (W=1657, capacity 400), blocks measuring 200 and 250 (texts of 51 and 101
+    # characters): [1] | [2]. Chunk 1's data block, 28 + 1 + 200 + 18 = 247, is not surcharged.
+    # Chunk 2's, 39 + 1 + 1 + 26 + 1 + 28 + 1 + 250 + 18 = 365, is: 663 + 365 + s + 456 − 1657
+    # = s − 173 over W, its previous summary measured empty (the reserve T stands for its
+    # text). s = 173 fits exactly. s = 174 is one over at every capacity that still holds block
+    # 2 whole, so the capacity steps down by 1 until 249 < 250 splits it into two labelled
+    # ranges: each then measures at most 249, its data block at most 364, s − 174 ≤ 0 over.
+    material = [message(MessageRole.ASSISTANT, "x" * 51, 1),
+                message(MessageRole.ASSISTANT, "x" * 101, 2)]
+    plan = plan_compaction(material, episode_id=uuid(99), window=1657, summary_target=100,
+                           safety_margin=256, estimator=LongUserMessageEstimator(surcharge))
+    assert isinstance(plan, CompactionPlan)
+    assert (plan.chunks.capacity, len(plan.chunks.chunks)) == (capacity, chunks)

@@ -3,7 +3,7 @@ are pure here, with expected views written by hand from the design."""
 
 import pytest
 
-from ctxspec.reference.contracts import InputKind, RunStatus
+from ctxspec.reference.contracts import InputKind, MessageRole, OperationState, RunStatus
 from ctxspec.reference.history import (
     DEFAULT_RECENT_RUNS,
     EndedRun,
@@ -11,7 +11,7 @@ from ctxspec.reference.history import (
     select_history,
 )
 from ctxspec.reference.protocol import UnsettledBatch
-from ctxspec.reference.view import ModelView
+from ctxspec.reference.view import EffectiveRecord, ModelView
 from tests.builders import RunFacts, SessionBuilder, uuid
 
 Q, S = InputKind.QUESTION, InputKind.SUPPLEMENT
@@ -228,3 +228,115 @@ def test_unsettled_current_batch_builds_no_request() -> None:
                               current_run_id=r1.run_id, current_records=r1.records,
                               protected_input_ids=set())
     assert outcome == UnsettledBatch(r1.records[1].record_id, (first.call_id,))
+
+
+@pytest.mark.covers("CTX-5.24", "CTX-5.26")
+def test_an_input_twice_in_the_current_context_keeps_a_marker_at_the_second_place() -> None:
+    # The current context holds the question's user_ref twice (claimed by a frozen request, then
+    # delivered again): the body is shown once, the second place keeps a marker that still
+    # names the input, its own record and the Run it sits in.
+    session = SessionBuilder()
+    current = session.run()
+    question = session.ask(current, "q1")
+    again = session.claim(current, question)
+    view = project(session, current, protected=("q1",))
+    assert lines(view) == [
+        ("user", "user_ref", "q1"),
+        ("system", "marker", f"[user input {question.input_id}: text shown earlier in this "
+                             "request]"),
+    ]
+    marker = view.messages[1]
+    assert (marker.input_id, marker.record_id, marker.source_run_id) == \
+        (question.input_id, again.record_id, current.run_id)
+
+
+@pytest.mark.covers("CTX-5.25", "CTX-5.26")
+def test_a_marker_in_an_older_run_names_its_input_record_and_run() -> None:
+    # Run 1 received the supplement, run 2 delivered it: run 1 (recent, so its records are
+    # shown) keeps a marker at its own user_ref record.
+    session = SessionBuilder()
+    r1 = session.run()
+    session.ask(r1, "q1")
+    late = session.receive(r1, S, "late")
+    claimed = session.claim(r1, late)
+    session.end(r1, RunStatus.FAILED)
+    r2 = session.run()
+    session.ask(r2, "q2")
+    session.deliver(r2, late)
+    session.end(r2, RunStatus.SUCCEEDED, final="a2")
+    r3 = session.run()
+    session.ask(r3, "q3")
+    view = project(session, r3, protected=("q3",))
+    (marker,) = [m for m in view.messages if m.kind.value == "marker"]
+    assert marker.text == f"[user input {late.input_id}: text shown in run {r2.run_id}]"
+    assert (marker.input_id, marker.record_id, marker.source_run_id) == \
+        (late.input_id, claimed.record_id, r1.run_id)
+
+
+@pytest.mark.covers("CTX-6.10")
+def test_a_recent_runs_placeholder_reports_the_real_operation_state() -> None:
+    # Run 1 failed with its deploy call unanswered; the Operation is known to be still running.
+    session = SessionBuilder()
+    r1 = session.run()
+    session.ask(r1, "q1")
+    (deploy,) = session.call(r1, "deploy")
+    session.end(r1, RunStatus.FAILED)
+    r2 = session.run()
+    session.ask(r2, "q2")
+    view = project_history(ended_runs=session.ended(r2), recent_runs=2, source=session,
+                           current_run_id=r2.run_id, current_records=r2.records,
+                           protected_input_ids={session.runs[1].inputs[0]},
+                           call_states={deploy.call_id: OperationState.RUNNING})
+    assert isinstance(view, ModelView)
+    placeholder = view.messages[2]
+    assert (placeholder.kind.value, placeholder.call_id, placeholder.source_run_id) == \
+        ("placeholder", deploy.call_id, r1.run_id)
+    assert placeholder.text == (
+        '{"operation_state": "running", "reason": "the run ended before this call produced a '
+        'result", "status": "not_executed", "tool": "deploy"}')
+
+
+def stored(record: EffectiveRecord) -> EffectiveRecord:
+    """The record as a store reads it back: equal, with its own id objects."""
+    return EffectiveRecord.model_validate_json(record.model_dump_json())
+
+
+@pytest.mark.covers("CTX-4.23")
+def test_every_message_of_a_run_shares_the_runs_one_id_object() -> None:
+    # A projection over 100k records keeps one run id object per Run alive, not one per record:
+    # records read from storage each carry their own copy, the view stamps the Run's.
+    session = SessionBuilder()
+    for n in (1, 2, 3):
+        run = session.run()
+        session.ask(run, f"q{n}")
+        session.say(run, f"work {n}")
+        session.end(run, RunStatus.SUCCEEDED, final=f"a{n}")
+    current = session.run()
+    session.ask(current, "q4")
+    for facts in session.runs:
+        facts.records = [stored(record) for record in facts.records]
+        facts.final = stored(facts.final) if facts.final is not None else None
+    view = project(session, current, protected=("q4",))
+    runs = {facts.run_id: facts.run_id for facts in session.runs}
+    stamped = [m for m in view.messages if m.kind.value != "outcome"]
+    assert {m.source_run_id for m in stamped} == set(runs)  # older, both recent and current
+    assert all(m.source_run_id is runs[m.source_run_id] for m in stamped if m.source_run_id)
+    assert all(r.record.run_id is not runs[r.record.run_id]
+               for facts in session.runs for r in facts.records)
+
+
+@pytest.mark.covers("CTX-5.24")
+def test_an_annotation_that_names_an_input_is_never_taken_for_the_input() -> None:
+    # Only a user_ref stands for an input's body: an annotation that refers to the question
+    # keeps its own text where it is, even though the question's body is shown before it.
+    session = SessionBuilder()
+    r1 = session.run()
+    question = session.ask(r1, "q1")
+    session._record(r1, MessageRole.SYSTEM, "annotation", "note on q1", input_id=question.input_id,
+                    annotation_source="hook:audit")
+    session.end(r1, RunStatus.SUCCEEDED, final="a1")
+    r2 = session.run()
+    session.ask(r2, "q2")
+    assert lines(project(session, r2, protected=("q2",)))[:3] == [
+        ("user", "user_ref", "q1"), ("system", "annotation", "note on q1"),
+        ("assistant", "assistant", "a1")]
