@@ -16,6 +16,7 @@ never counts as a business loop. This first runtime keeps the pure-core values i
 storage and crash recovery are layered on in issues #6 and #8.
 """
 
+import copy
 import json
 import uuid as uuidlib
 from collections.abc import Callable, Mapping, Sequence
@@ -814,7 +815,10 @@ class ReferenceRuntime:
             compacted = self._compact(run, operation_id, view, split.material,
                                       verdict.summary_target, split.input_tokens,
                                       split.material_tokens)
-            if compacted is None:
+            # A stop or the Run's deadline that came while the episode ran starts no business
+            # attempt: the episode and the business task share the Run's cancellation and
+            # deadline (§8, §11; CTX-8.7, CTX-11.5).
+            if compacted is None or self._stopped_or_out_of_time(run):
                 return None
             view, snapshot_id = compacted
         final = ModelView((self._system(run), *view.messages))
@@ -881,8 +885,7 @@ class ReferenceRuntime:
         if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
             summary = self.store.text(episode.accumulated_summary_ref)
         for ordinal in range(episode.chunk_cursor + 1, len(plan.chunks.chunks) + 1):
-            if run.stop_requested:
-                self._end(run, RunStatus.STOPPED)
+            if self._stopped_or_out_of_time(run):  # every chunk is under the Run's deadline
                 return None
             request = plan.request(ordinal, summary)
             if not compaction_fits(plan, request, self.estimator):
@@ -1411,8 +1414,11 @@ class ReferenceRuntime:
             if raw.record.message_kind == "user_ref" and raw.record.origin_input_id is not None \
                     and raw.record.origin_input_id == run.question_input_id:
                 named["question"] = raw.record_id
-        context = HookContext(point, payload, run.context_id, state.head.revision, call_id,
-                              record_id, self._ordinal(f"hook:{point}"), named)
+        # The hook reads a copy: it changes a call only by a validated patch, never by writing
+        # into the payload the runtime goes on with (§3; CTX-3.7).
+        context = HookContext(point, copy.deepcopy(payload), run.context_id,
+                              state.head.revision, call_id, record_id,
+                              self._ordinal(f"hook:{point}"), named)
         # The chain is marked as running before it is asked. Finding the same mark at a
         # takeover means the process died while the hook ran: its outcome is unknown, so it
         # follows the hook failure rule — dropped, never asked again (§10, CTX-3.59).
