@@ -642,6 +642,12 @@ class ReferenceRuntime:
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
             run.loops -= 1  # the prepared request is the same loop, taken up again
             attempts = self.store.checkpoint(run.run_id, loop_key(run, "attempts"))
+            refused = attempts.get("refused") if isinstance(attempts, dict) \
+                and attempts.get("operation_id") == operation else None
+            if isinstance(refused, int):  # the provider refused it: never sent again
+                self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
+                          self._window_message(refused, "sent; the provider refused it"))
+                return
             if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
                 failed = attempts.get("failed")
                 run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
@@ -1017,6 +1023,12 @@ class ReferenceRuntime:
                                   snapshot_id=snapshot_id, protected=protected, cutoff=cutoff,
                                   estimation=estimation)
             if isinstance(outcome, ContextLengthExceeded):
+                # The refusal is a fact saved before the Run ends, so a takeover ends the Run
+                # the same way instead of sending the over-window request again (CTX-7.24).
+                self._commit("ATTEMPT_FAILED", [checkpoint_write(
+                    run.run_id, loop_key(run, "attempts"), {
+                        "operation_id": str(operation_id), "failed": attempt,
+                        "partial": False, "refused": estimation})])
                 self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
                           self._window_message(estimation, "sent; the provider refused it"))
                 return
