@@ -29,6 +29,7 @@ from ctxspec.conformance.case import (
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.statements import STATEMENTS
 
 # --- §12 row 2: five supplements in one round -------------------------------------------------
 
@@ -923,66 +924,6 @@ def _table_row6(trace: Trace) -> None:
 
 
 
-# --- §5 statement: a retry sends the frozen request ----------------------------------------------
-
-
-def _retry_scenario() -> dict[str, Any]:
-    document = base()
-    document["steps"] = [{"ask": "q1"}, {"advance": True}]
-    document["model"] = {"business": [{"fail": "reset"}, {"text": "done"}]}
-    document["triggers"] = [{"on": {"purpose": "business", "ordinal": 1},
-                             "do": {"supplement": "late words"}}]
-    return document
-
-
-def _retry_check(trace: Trace) -> None:
-    # The supplement arrives while attempt 1 is in flight, after the request was frozen. §5:
-    # a retry uses the same frozen version and input list — attempt 2 sends exactly what
-    # attempt 1 did; the late supplement waits (there is no next loop: it is carried).
-    attempt1, attempt2 = requests(trace, "business")
-    equal((attempt1["attempt"], attempt2["attempt"]), (1, 2), "attempts")
-    equal(lines(attempt2), lines(attempt1), "attempt 2's messages")
-    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
-    chains = delivery_chains(trace, of(trace, "delivery")[-1]["input_id"])
-    equal([states for _, states, _ in chains], [["pending", "carried"], ["pending"]],
-          "the late supplement's deliveries: never claimed, carried to the next question")
-    equal(chains[1][2], chains[0][0], "the carried delivery's successor points back")
-
-
-# --- §7 statements: the conservative estimator, the provider's refusal --------------------------
-
-
-def _cjk_scenario() -> dict[str, Any]:
-    document = base(estimator="bytes")
-    document["steps"] = [{"ask": "部署方案"}, {"advance": True}]
-    document["model"] = {"business": [{"text": "好"}]}
-    return document
-
-
-def _cjk_check(trace: Trace) -> None:
-    # The byte estimator (docs/scenarios.md): 8 per request + per message its role's and text's
-    # UTF-8 bytes + 8. "sys" as system: 6 + 3 + 8 = 17; "部署方案" as user: 4 + 4 × 3 + 8 = 24;
-    # I = 8 + 17 + 24 = 49 — a character count would say 41.
-    equal([r["estimated_input_tokens"] for r in requests(trace)], [49], "I of the request")
-
-
-def _refused_scenario() -> dict[str, Any]:
-    document = base()
-    document["steps"] = [{"ask": "hello"}, {"advance": True}]
-    document["model"] = {"business": [{"context_length_exceeded": True}]}
-    return document
-
-
-def _refused_check(trace: Trace) -> None:
-    # The provider answers context_length_exceeded: the role ends with that code and a message
-    # giving the window and the estimate; the same request is never sent again.
-    equal(len(requests(trace)), 1, "requests sent")
-    equal(endings(trace), [(1, "failed", "CONTEXT_LENGTH_EXCEEDED")], "Run endings")
-    message = of(trace, "run_ended")[-1]["message"]
-    expect(message is not None and "window is 4000" in message,
-           f"the message does not give the window: {message!r}")
-
-
 # --- bad input: our own documents ---------------------------------------------------------------
 
 
@@ -1111,14 +1052,6 @@ CASES: tuple[Case, ...] = (
          "§7 example", ("CTX-7.12", "CTX-7.15", "CTX-7.16", "CTX-7.3"), _ex7_scenario(),
          _ex7_check,
          frozenset({"estimator_injection"})),
-    Case("S5-RETRY-FROZEN", "a retry sends the frozen request, not a supplement that came later",
-         "§5", ("CTX-5.31", "CTX-5.32"), _retry_scenario(), _retry_check,
-         frozenset({"triggers"})),
-    Case("S7-BYTES-CJK", "the byte estimator counts CJK text by its UTF-8 bytes", "§7",
-         ("CTX-7.20",), _cjk_scenario(), _cjk_check,
-         frozenset({"estimator_injection"})),
-    Case("S7-PROVIDER-REFUSES", "context_length_exceeded ends the role and is never retried",
-         "§7", ("CTX-7.23", "CTX-7.24"), _refused_scenario(), _refused_check),
     Case("EX4-OLDER-RUN", "an older Run keeps question, supplements, result and status",
          "§4 example", ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.8", "CTX-4.15", "CTX-4.16"),
          _ex4_scenario(), _ex4_check),
@@ -1175,6 +1108,7 @@ CASES: tuple[Case, ...] = (
     Case("BAD-SCENARIO-CRASH", "a crash at a commit that does not exist is refused",
          OUR_DOCUMENTS, (), _malformed(crash={"commit": "T_FROZE"}), _nothing,
          refusal="SCENARIO_INVALID", needs=frozenset({"crash_points"})),
+    *STATEMENTS,
     *CRASH_MATRIX,
 )
 
