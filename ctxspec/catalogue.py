@@ -6,7 +6,9 @@ declarations from the source (no test run needed) and classifies every requireme
 
 - ``conformance``: pinned by a conformance case or a driver-level model invariant (files under
   ``conformance/`` or ``models/``), which any runtime faces;
-- ``unit``: pinned only by the reference's own tests (``tests/``);
+- ``unit``: pinned only by the reference's own tests (``tests/``); its ``white_box`` field
+  says why no black box can observe it (what it states lives inside the runtime: a stored
+  field, a pure function's internals), so no conformance case can pin it;
 - ``not_testable``: the catalogue says why no test can observe it;
 - ``uncovered``: nothing pins it yet.
 """
@@ -40,6 +42,8 @@ class Requirement:
     statement: str
     anchor: str
     not_testable: str | None = None
+    white_box: str | None = None
+    """Why only the reference's own tests can pin it: nothing a black box sees shows it."""
 
 
 def package_root() -> Path:
@@ -62,7 +66,8 @@ def parse_catalogue(text: str) -> tuple[Requirement, ...]:
     next_n: dict[int, int] = {}
     for index, entry in enumerate(entries, start=1):
         where = f"requirement #{index} ({entry.get('id', '?')})"
-        unknown = set(entry) - {"id", "section", "level", "statement", "anchor", "not_testable"}
+        unknown = set(entry) - {"id", "section", "level", "statement", "anchor", "not_testable",
+                                "white_box"}
         if unknown:
             raise CatalogueError(f"{where}: unknown field(s) {sorted(unknown)}")
         for field in ("id", "section", "level", "statement", "anchor"):
@@ -87,10 +92,15 @@ def parse_catalogue(text: str) -> tuple[Requirement, ...]:
         not_testable = entry.get("not_testable")
         if not_testable is not None and not str(not_testable).strip():
             raise CatalogueError(f"{where}: not_testable needs a reason")
+        white_box = entry.get("white_box")
+        if white_box is not None and not str(white_box).strip():
+            raise CatalogueError(f"{where}: white_box needs a reason")
+        if white_box is not None and not_testable is not None:
+            raise CatalogueError(f"{where}: a requirement is white_box or not_testable, not both")
         seen.add(entry["id"])
         next_n[section] = n + 1
         requirements.append(Requirement(entry["id"], section, entry["level"], statement,
-                                        entry["anchor"], not_testable))
+                                        entry["anchor"], not_testable, white_box))
     missing = [s for s in SECTIONS if s not in next_n]
     if missing:
         raise CatalogueError(f"requirements.toml: no requirement for section(s) {missing}")
@@ -183,6 +193,7 @@ class TraceRow:
     covered_by: tuple[str, ...]
     statement: str
     not_testable: str | None
+    white_box: str | None = None
 
 
 def trace(requirements: Iterable[Requirement],
@@ -205,5 +216,6 @@ def trace(requirements: Iterable[Requirement],
             status = "uncovered"
         rows.append(TraceRow(requirement.id, requirement.section, requirement.level, status,
                              tuple(sorted({d.covered_by for d in found})),
-                             requirement.statement, requirement.not_testable))
+                             requirement.statement, requirement.not_testable,
+                             requirement.white_box))
     return rows

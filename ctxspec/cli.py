@@ -249,6 +249,8 @@ def _pinned_by(row: catalogue.TraceRow) -> str:
     tests = len(row.covered_by) - len(cases)
     if tests:
         named.append(f"{tests} unit test{'s' if tests > 1 else ''}")
+    if row.status == "unit" and row.white_box:
+        named.append(f"white box: {row.white_box}")
     return ", ".join(named) or "-"
 
 
