@@ -50,11 +50,15 @@ def test_catalogue_statements_are_one_line_english() -> None:
     (minimal(entry("CTX-1.2", level="MAY")), "level must be one of"),
     (minimal(entry("CTX-1.2", owner="me")), "unknown field"),
     (minimal(entry("CTX-1.2", not_testable=" ")), "not_testable needs a reason"),
+    (minimal(entry("CTX-1.2", white_box=" ")), "white_box needs a reason"),
+    (minimal(entry("CTX-1.2", white_box="a stored field", not_testable="platform")),
+     "white_box or not_testable, not both"),
     (minimal(entry("CTX-12.1")), "within 1-11"),
     (minimal(entry("REQ-1")), "CTX-<section>.<n>"),
     ("".join(entry(f"CTX-{s}.1") for s in range(1, 11)), "no requirement for section(s) [11]"),
-], ids=["empty", "gap", "duplicate", "level", "unknown-field", "blank-reason", "section-12",
-        "id-shape", "missing-section"])
+], ids=["empty", "gap", "duplicate", "level", "unknown-field", "blank-reason",
+        "blank-white-box", "white-box-and-not-testable", "section-12", "id-shape",
+        "missing-section"])
 def test_malformed_catalogues_are_refused_with_the_rule(text: str, message: str) -> None:
     with pytest.raises(catalogue.CatalogueError, match=re.escape(message)):
         catalogue.parse_catalogue(text)
@@ -75,6 +79,15 @@ def test_trace_classifies_by_the_kind_of_declaration() -> None:
     assert rows["CTX-1.3"].status == "not_testable"
     assert rows["CTX-1.4"].status == "uncovered"
     assert rows["CTX-2.1"].status == "unit"
+
+
+def test_a_white_box_reason_travels_with_a_unit_requirement() -> None:
+    requirements = catalogue.parse_catalogue(minimal(
+        entry("CTX-1.2", white_box="a stored field no trace shows")))
+    declarations = [catalogue.Declaration(("CTX-1.2",), "tests/test_a.py::t", "unit")]
+    rows = {row.id: row for row in catalogue.trace(requirements, declarations)}
+    assert (rows["CTX-1.2"].status, rows["CTX-1.2"].white_box) == \
+        ("unit", "a stored field no trace shows")
 
 
 def test_scan_reads_decorators_and_module_marks(tmp_path: Path) -> None:
