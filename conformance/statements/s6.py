@@ -2,6 +2,96 @@
 examples (IDs ``S6-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-from ctxspec.conformance.case import Case
+import json
+from typing import Any
 
-CASES: tuple[Case, ...] = ()
+from ctxspec.conformance.case import (
+    Case,
+    CaseFailure,
+    Trace,
+    base,
+    endings,
+    equal,
+    expect,
+    lines,
+    requests,
+)
+
+
+def _json(text: str, what: str) -> Any:
+    """A result the design makes structured, read as JSON; anything else fails the case."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
+
+
+# --- §6 statements: one item's failure is its own structured error ------------------------------
+
+
+def _item_error_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "a"}, {"name": "b"}, {"name": "c"}])
+    document["steps"] = [{"ask": "run all three"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "a"}, {"name": "b"}, {"name": "c"}]},
+        {"text": "b failed"}]}
+    document["tools"] = {"a": [{"text": "a ok"}], "b": [{"error": "ENOENT"}],
+                         "c": [{"text": "c ok"}]}
+    return document
+
+
+def _item_error_check(trace: Trace) -> None:
+    # §6: b's business failure is a structured error inside b's own tool result; a's and c's
+    # results are kept, all three in action order, and the Run goes on to its answer.
+    results = [text for _, kind, text in lines(requests(trace, "business")[-1])
+               if kind == "tool_result"]
+    equal(len(results), 3, "tool results in the second request")
+    equal((results[0], results[2]), ("a ok", "c ok"), "the results of a and c")
+    # The design fixes no field names for the error, only that it is structured and b's own:
+    # a JSON object naming the tool's failure.
+    error = _json(results[1], "b's result")
+    expect(isinstance(error, dict) and "ENOENT" in json.dumps(error),
+           f"b's result is not a structured error naming ENOENT: {error!r}")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+# --- §6 statements: a reference is never passed off as the full text ---------------------------
+
+_BODY = "".join(f"row {n:05d}\n" for n in range(1000))  # 10000 characters
+
+
+def _preview_scenario() -> dict[str, Any]:
+    document = base(window=40_000, output_reserve=2000, safety_margin=500,
+                    tools=[{"name": "dump"}])
+    document["steps"] = [{"ask": "dump the table"}, {"advance": True}, {"ask": "and row 900?"},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "dump"}]},
+                                      {"text": "dumped"}, {"text": "not read yet"}]}
+    document["tools"] = {"dump": [{"text": _BODY}]}
+    return document
+
+
+def _preview_check(trace: Trace) -> None:
+    # §6: a 10000-character result reaches the model as its first 4000 characters marked as a
+    # bounded preview (range, full size, result_ref) — in the same Run and in Run 2's history
+    # alike: the view never expands it into the full text nor drops the mark that says it is
+    # only part of it.
+    for request, what in ((requests(trace, "business")[1], "the second loop"),
+                          (requests(trace, "business")[2], "Run 2's request")):
+        [result] = [m for m in request["view"]["messages"] if m["kind"] == "tool_result"]
+        equal(result["text"], _BODY[:4000], f"{what}: the result's text")
+        cut = result["truncation"]
+        expect(cut is not None, f"{what}: the preview is not marked as truncated")
+        equal((cut["from_char"], cut["through_char"], cut["total_chars"]), (0, 4000, 10000),
+              f"{what}: the preview's range")
+        expect(bool(cut["result_ref"]), f"{what}: the preview names no result_ref")
+        expect(all("row 00900" not in m["text"] for m in request["view"]["messages"]),
+               f"{what}: text beyond the preview reached the model")
+
+
+CASES: tuple[Case, ...] = (
+    Case("S6-ITEM-ERROR", "one item's failure is a structured error of its own result; the "
+         "others are kept", "§6", ("CTX-6.5",), _item_error_scenario(), _item_error_check),
+    Case("S6-PREVIEW-STAYS", "a bounded preview stays marked as partial, in history too", "§6",
+         ("CTX-6.20",), _preview_scenario(), _preview_check, frozenset({"estimator_injection"})),
+)
