@@ -2,6 +2,158 @@
 examples (IDs ``S11-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-from ctxspec.conformance.case import Case
+import json
+from typing import Any
 
-CASES: tuple[Case, ...] = ()
+from ctxspec.conformance.case import (
+    Case,
+    Trace,
+    base,
+    delivery_chains,
+    endings,
+    equal,
+    expect,
+    of,
+    requests,
+)
+
+
+def _boundary() -> dict[str, Any]:
+    """ROW-04-AT's Session (conformance/cases.py): W = 5000, O = 400, S = 100, so B = 4500 and
+    the trigger is 3600; Run 1 leaves 2027 tokens of history and Run 2's question of 1573
+    characters brings its request to I = 3600: Run 2 compacts before its business request."""
+    document = base(window=5000)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+# --- §11: the protected inputs do not fit ----------------------------------------------------
+
+
+def _too_large_scenario() -> dict[str, Any]:
+    document = base(system_prompt="SECRET PROMPT")
+    document["steps"] = [{"ask": "Q" * 3500}, {"advance": True},
+                         {"read_history": {"kind": "role", "role": "root"}}]
+    document["model"] = {"business": []}
+    return document
+
+
+def _too_large_check(trace: Trace) -> None:
+    # W = 4000, O = 400, S = 100: B = 3500. The system prompt (13) and the question (3500)
+    # alone need 3513 > B, and neither may be dropped or summarised: no request is sent, the
+    # Run fails with CONTEXT_PROTECTED_INPUT_TOO_LARGE and a message giving the window, never
+    # the prompt; the question itself stays in the Session's history.
+    equal(requests(trace), [], "requests sent")
+    equal(endings(trace), [(1, "failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE")], "Run endings")
+    message = of(trace, "run_ended")[-1]["message"]
+    expect(message is not None and "4000" in message and "SECRET" not in message,
+           f"the message does not give the window or shows the prompt: {message!r}")
+    equal([r["message_kinds"] for r in of(trace, "history_read")], [["user_ref"]],
+          "the history after the Run")
+
+
+# --- §11: a compaction that finally fails ----------------------------------------------------
+
+
+def _compaction_failed_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["model"]["compaction"] = [{"fail": "reset"}, {"fail": "reset"}]
+    document["steps"] = [*document["steps"], {"read_history": {"kind": "role", "role": "root"}}]
+    return document
+
+
+def _compaction_failed_check(trace: Trace) -> None:
+    # The one chunk's summary request fails (as often as a runtime retries it: the script has
+    # a failure for each of model_attempts = 2), so the compaction finally fails. Run 2 ends
+    # COMPACTION_FAILED without a business request; the original context stays — the history
+    # is still Run 1's question and answer and Run 2's question, with no summary.
+    sent = requests(trace)
+    equal([r["purpose"] for r in sent[:2]], ["business", "compaction"], "requests")
+    equal({(r["purpose"], r["purpose_key"]) for r in sent[2:]} - {
+        (sent[1]["purpose"], sent[1]["purpose_key"])}, set(),
+          "requests after the first summary request (other than its retry)")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "COMPACTION_FAILED")],
+          "Run endings")
+    equal([r["message_kinds"] for r in of(trace, "history_read")],
+          [["user_ref", "assistant", "user_ref"]], "the history after the failed compaction")
+
+
+# --- §11: a stop or the deadline during compaction ----------------------------------------------
+
+
+def _stop_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["triggers"] = [
+        {"on": {"purpose": "compaction", "ordinal": 1}, "do": {"supplement": "late words"}},
+        {"on": {"purpose": "compaction", "ordinal": 1}, "do": {"stop": True}}]
+    return document
+
+
+def _stop_check(trace: Trace) -> None:
+    # A supplement, then a stop, arrive just before Run 2's summary request. The request in
+    # flight is wound down; no business Attempt and no further compaction start, Run 2 ends
+    # stopped, and the supplement, never delivered, waits for the next question.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction"], "requests")
+    equal(endings(trace), [(1, "succeeded", None), (2, "stopped", None)], "Run endings")
+    chains = delivery_chains(trace, of(trace, "delivery")[-1]["input_id"])
+    equal([states for _, states, _ in chains], [["pending", "carried"], ["pending"]],
+          "the supplement's deliveries")
+    equal(chains[1][2], chains[0][0], "the carried delivery's successor points back")
+
+
+def _deadline_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["agent"]["run_deadline"] = 1
+    return document
+
+
+def _deadline_check(trace: Trace) -> None:
+    # run_deadline = 1 tick (one per model call): Run 1 uses its one; Run 2's summary request
+    # uses its one, so the deadline falls during compaction and no business Attempt starts.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction"], "requests")
+    equal(endings(trace), [(1, "succeeded", None), (2, "timed_out", None)], "Run endings")
+
+
+# --- §11: an output-format error is corrected by a business Loop --------------------------------
+
+
+def _format_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}], loop_limit=2)
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "nope"}]},
+                                      {"text": "", "tool_calls": [{"name": "nope"}]}],
+                         "compaction": []}
+    return document
+
+
+def _format_check(trace: Trace) -> None:
+    # The model calls nope, a tool the role does not have: the error goes back to the business
+    # role, whose next Loop sees it; the Compactor is never asked. Both Loops count against
+    # loop_limit = 2, so the second malformed call ends the Run loop_exhausted.
+    equal([r["purpose"] for r in requests(trace)], ["business", "business"], "requests")
+    result = next(m for m in requests(trace)[1]["view"]["messages"] if m["kind"] == "tool_result")
+    equal(json.loads(result["text"])["status"], "error", "the malformed call's result")
+    equal(of(trace, "tool_executed"), [], "tools executed")
+    equal(endings(trace), [(1, "loop_exhausted", None)], "Run endings")
+
+
+_COMPACTION = frozenset({"compaction", "estimator_injection"})
+
+CASES: tuple[Case, ...] = (
+    Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
+         ("CTX-11.1",), _too_large_scenario(), _too_large_check,
+         frozenset({"estimator_injection", "history_api"})),
+    Case("S11-COMPACTION-FAILED", "a finally failed compaction ends the Run, context kept",
+         "§11", ("CTX-11.2", "CTX-11.3"), _compaction_failed_scenario(),
+         _compaction_failed_check, _COMPACTION | {"history_api"}),
+    Case("S11-STOP-DURING-COMPACTION", "a stop during compaction starts nothing new", "§11",
+         ("CTX-11.5", "CTX-11.6"), _stop_scenario(), _stop_check,
+         _COMPACTION | {"triggers", "stop"}),
+    Case("S11-DEADLINE-DURING-COMPACTION", "the deadline during compaction starts no Attempt",
+         "§11", ("CTX-11.5",), _deadline_scenario(), _deadline_check, _COMPACTION),
+    Case("S11-FORMAT-ERROR", "a call to a missing tool is fixed by a business Loop that counts",
+         "§11", ("CTX-11.9",), _format_scenario(), _format_check),
+)
