@@ -172,34 +172,38 @@ CASES: tuple[Case, ...] = (
     # trigger floor(0.8 × 94904) = floor(75923.2) = 75923.
     Case("S7-DEFAULTS-LARGE-WINDOW", "O and S defaults on a large window, r = 0.80", "§7",
          ("CTX-7.5", "CTX-7.6", "CTX-7.9", "CTX-7.14"), _budget_scenario(window=100_001),
-         _budget_check(100_001, 4096, 1001, 94_904, 75_923)),
+         _budget_check(100_001, 4096, 1001, 94_904, 75_923),
+         frozenset({"estimator_injection"})),
     # W = 8000, M = 3000: O = min(3000, floor(8000 / 4) = 2000) = 2000; S = max(256, 80) = 256;
     # B = 8000 − 2000 − 256 = 5744; trigger floor(4595.2) = 4595.
     Case("S7-DEFAULTS-SMALL-WINDOW", "O is a quarter of a small window; S is at least 256",
          "§7", ("CTX-7.5", "CTX-7.6", "CTX-7.9", "CTX-7.14"),
          _budget_scenario(window=8000, max_output=3000),
-         _budget_check(8000, 2000, 256, 5744, 4595)),
+         _budget_check(8000, 2000, 256, 5744, 4595),
+         frozenset({"estimator_injection"})),
     # W = 8000, M = 1500 below floor(W/4) = 2000: O = 1500; S = 256; B = 6244; r = "0.75":
     # trigger floor(0.75 × 6244) = floor(4683) = 4683.
     Case("S7-DEFAULTS-MODEL-OUTPUT", "O is the model's known maximum output; r as set",
          "§7", ("CTX-7.5", "CTX-7.10", "CTX-7.14"),
          _budget_scenario(window=8000, max_output=1500, trigger_ratio="0.75"),
-         _budget_check(8000, 1500, 256, 6244, 4683)),
+         _budget_check(8000, 1500, 256, 6244, 4683),
+         frozenset({"estimator_injection"})),
     # Explicit O = 700 wins over min(1500, 2000), explicit S = 50 over 256: B = 8000 − 700 − 50
     # = 7250; r = "0.5": trigger 3625.
     Case("S7-EXPLICIT-BUDGET", "explicit O, S and r are used as set", "§7",
          ("CTX-7.4", "CTX-7.6", "CTX-7.10"),
          _budget_scenario(window=8000, max_output=1500, output_reserve=700, safety_margin=50,
                           trigger_ratio="0.5"),
-         _budget_check(8000, 700, 50, 7250, 3625)),
+         _budget_check(8000, 700, 50, 7250, 3625),
+         frozenset({"estimator_injection"})),
     # B = 1000 − 500 − 500 = 0: B must be > 0.
     Case("S7-BUDGET-ZERO", "B = 0 is an invalid configuration", "§7", ("CTX-7.8",),
          _refused(window=1000, output_reserve=500, safety_margin=500), _nothing,
-         refusal="BUDGET_CONFIGURATION_INVALID"),
+         frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
     # r = 1 is outside 0 < r < 1.
     Case("S7-RATIO-ONE", "a trigger ratio of 1 is an invalid configuration", "§7", ("CTX-7.10",),
          _refused(window=1000, trigger_ratio="1"), _nothing,
-         refusal="BUDGET_CONFIGURATION_INVALID"),
+         frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
     Case("S7-HOOK-THEN-COMPACT", "compaction summarises the hook-corrected context and asks "
          "no hook again", "§7", ("CTX-7.26", "CTX-7.27", "CTX-7.28"),
          _hook_then_compact_scenario(), _hook_then_compact_check,
