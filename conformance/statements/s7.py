@@ -2,6 +2,7 @@
 examples (IDs ``S7-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
+from collections.abc import Callable
 from typing import Any
 
 from ctxspec.conformance.case import (
@@ -11,6 +12,7 @@ from ctxspec.conformance.case import (
     endings,
     equal,
     expect,
+    lines,
     of,
     requests,
 )
@@ -49,10 +51,164 @@ def _refused_check(trace: Trace) -> None:
            f"the message does not give the window: {message!r}")
 
 
+
+# --- §7 statements: the budget's defaults and overrides, as every request reports them ------------
+
+
+def _budget_scenario(**agent: Any) -> dict[str, Any]:
+    """One question, one answer, with only the given budget fields set (the chars estimator)."""
+    document = base(**agent)
+    for name in ("output_reserve", "safety_margin"):
+        if name not in agent:
+            del document["agent"][name]
+    document["steps"] = [{"ask": "hi"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "ok"}]}
+    return document
+
+
+def _budget_check(window: int, reserve: int, margin: int, budget: int, trigger: int
+                  ) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        [request] = requests(trace)
+        equal((request["window"], request["output_reserve"], request["safety_margin"],
+               request["input_budget"], request["trigger_threshold"]),
+              (window, reserve, margin, budget, trigger), "(W, O, S, B, trigger) of the request")
+        equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+    return check
+
+
+def _hook_then_compact_scenario() -> dict[str, Any]:
+    # ROW-20's Session, but the correction is made in loop 3's pre-request chain — the loop
+    # that compacts.
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                     {"text": "C", "tool_calls": [{"name": "t"}]},
+                     {"text": "done"}],
+        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 3, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": "Z" * 1500}]}]}]
+    return document
+
+
+def _hook_then_compact_check(trace: Trace) -> None:
+    # B = 5000 − 400 − 100 = 4500, trigger floor(0.8 × 4500) = 3600. Loop 3's chain replaces
+    # the first decision's text (record and field, not a list position) by "Z" × 1500, the
+    # same length: I = "sys" 3 + "go" 2 + (1500 + "\nt({})" 6) + 1500 + (700 + 6) + 200 + the
+    # tool schema 47 = 3964 ≥ 3600, so that loop compacts. §7: the material comes from the
+    # committed effective context — the corrected text, never the old one — and the same call
+    # does not run its completed hooks again: one pre-request chain per business loop (4).
+    equal([r["purpose"] for r in requests(trace)],
+          ["business", "business", "compaction", "compaction", "business", "business"],
+          "requests")
+    material = "".join(m["text"] for r in requests(trace, "compaction")
+                       for m in r["view"]["messages"])
+    expect("Z" * 1500 in material, "the summary material lacks the hook's correction")
+    expect("A" * 1500 not in material, "the summary material holds the text before the hook")
+    equal([(e["point"], e["stage"]) for e in of(trace, "hook_called")],
+          [("model.pre_request", "pre")] * 4, "hook chains asked (one per business loop)")
+    third = requests(trace, "business")[2]
+    expect(third["snapshot_id"] is not None, "loop 3 is sent without the new snapshot")
+    expect(("user", "user_ref", "go") in lines(third), "loop 3 lost the question")
+    expect(third["estimated_input_tokens"] + third["max_output_tokens"]
+           + third["safety_margin"] <= third["window"], "loop 3 exceeds the hard window")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _hook_over_budget_scenario() -> dict[str, Any]:
+    document = base(window=40_000, output_reserve=20_000, summary_target=50)
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "done"}], "compaction": [{"text": "SUM"}]}
+    document["hooks"] = [{"point": "model.pre_request", "items": [
+        {"context_patch": [{"target": "question", "field": "text",
+                            "operation": "append_annotation", "value": "N" * 20_000}]}]}]
+    return document
+
+
+def _hook_over_budget_check(trace: Trace) -> None:
+    # B = 40000 − 20000 − 100 = 19900. The hook's annotation (compressible: not a protected
+    # input) makes I = 3 + 2 + 20000 = 20005 > B before compaction. §7: the item is legitimate
+    # and goes through CompactionPolicy — allowed, its patch valid, no diagnostic — and the
+    # annotation is summarised (T = 50 leaves one chunk room for the whole 20000). The
+    # business request then carries "sys", "go" and the summary in its 30-character envelope:
+    # I = 3 + 2 + 30 + 3 = 38.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", True, [])], "the hook item's decision")
+    equal([r["purpose"] for r in requests(trace)], ["compaction", "business"], "requests")
+    material = "".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
+    expect("N" * 20_000 in material, "the hook's annotation was not summarised")
+    business = requests(trace, "business")[0]
+    equal(sorted(lines(business)), sorted([("system", "system_prompt", "sys"),
+                                           ("user", "user_ref", "go"),
+                                           ("system", "summary",
+                                            "[summary of earlier material]\nSUM")]),
+          "the business request's messages")
+    equal(business["estimated_input_tokens"], 38, "I of the business request")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _refused(**agent: Any) -> dict[str, Any]:
+    document = _budget_scenario(**agent)
+    document["model"] = {"business": [{"text": "never asked"}]}
+    return document
+
+
+def _nothing(trace: Trace) -> None:
+    """A refused scenario has no trace to read."""
+
+
 CASES: tuple[Case, ...] = (
     Case("S7-BYTES-CJK", "the byte estimator counts CJK text by its UTF-8 bytes", "§7",
          ("CTX-7.20",), _cjk_scenario(), _cjk_check,
          frozenset({"estimator_injection"})),
     Case("S7-PROVIDER-REFUSES", "context_length_exceeded ends the role and is never retried",
          "§7", ("CTX-7.23", "CTX-7.24"), _refused_scenario(), _refused_check),
+    # W = 100001, nothing set: O = min(4096 [M unknown], floor(100001 / 4) = 25000) = 4096;
+    # S = max(256, ceil(1000.01)) = 1001; B = 100001 − 4096 − 1001 = 94904; r = 0.80:
+    # trigger floor(0.8 × 94904) = floor(75923.2) = 75923.
+    Case("S7-DEFAULTS-LARGE-WINDOW", "O and S defaults on a large window, r = 0.80", "§7",
+         ("CTX-7.5", "CTX-7.6", "CTX-7.9", "CTX-7.14"), _budget_scenario(window=100_001),
+         _budget_check(100_001, 4096, 1001, 94_904, 75_923),
+         frozenset({"estimator_injection"})),
+    # W = 8000, M = 3000: O = min(3000, floor(8000 / 4) = 2000) = 2000; S = max(256, 80) = 256;
+    # B = 8000 − 2000 − 256 = 5744; trigger floor(4595.2) = 4595.
+    Case("S7-DEFAULTS-SMALL-WINDOW", "O is a quarter of a small window; S is at least 256",
+         "§7", ("CTX-7.5", "CTX-7.6", "CTX-7.9", "CTX-7.14"),
+         _budget_scenario(window=8000, max_output=3000),
+         _budget_check(8000, 2000, 256, 5744, 4595),
+         frozenset({"estimator_injection"})),
+    # W = 8000, M = 1500 below floor(W/4) = 2000: O = 1500; S = 256; B = 6244; r = "0.75":
+    # trigger floor(0.75 × 6244) = floor(4683) = 4683.
+    Case("S7-DEFAULTS-MODEL-OUTPUT", "O is the model's known maximum output; r as set",
+         "§7", ("CTX-7.5", "CTX-7.10", "CTX-7.14"),
+         _budget_scenario(window=8000, max_output=1500, trigger_ratio="0.75"),
+         _budget_check(8000, 1500, 256, 6244, 4683),
+         frozenset({"estimator_injection"})),
+    # Explicit O = 700 wins over min(1500, 2000), explicit S = 50 over 256: B = 8000 − 700 − 50
+    # = 7250; r = "0.5": trigger 3625.
+    Case("S7-EXPLICIT-BUDGET", "explicit O, S and r are used as set", "§7",
+         ("CTX-7.4", "CTX-7.6", "CTX-7.10"),
+         _budget_scenario(window=8000, max_output=1500, output_reserve=700, safety_margin=50,
+                          trigger_ratio="0.5"),
+         _budget_check(8000, 700, 50, 7250, 3625),
+         frozenset({"estimator_injection"})),
+    # B = 1000 − 500 − 500 = 0: B must be > 0.
+    Case("S7-BUDGET-ZERO", "B = 0 is an invalid configuration", "§7", ("CTX-7.8",),
+         _refused(window=1000, output_reserve=500, safety_margin=500), _nothing,
+         frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
+    # r = 1 is outside 0 < r < 1.
+    Case("S7-RATIO-ONE", "a trigger ratio of 1 is an invalid configuration", "§7", ("CTX-7.10",),
+         _refused(window=1000, trigger_ratio="1"), _nothing,
+         frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
+    Case("S7-HOOK-THEN-COMPACT", "compaction summarises the hook-corrected context and asks "
+         "no hook again", "§7", ("CTX-7.26", "CTX-7.27", "CTX-7.28"),
+         _hook_then_compact_scenario(), _hook_then_compact_check,
+         frozenset({"hooks", "compaction", "estimator_injection"})),
+    Case("S7-HOOK-OVER-BUDGET", "a hook addition over B is compacted, not judged failed", "§7",
+         ("CTX-7.31",), _hook_over_budget_scenario(), _hook_over_budget_check,
+         frozenset({"hooks", "compaction", "estimator_injection"})),
 )

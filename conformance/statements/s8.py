@@ -2,6 +2,355 @@
 examples (IDs ``S8-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-from ctxspec.conformance.case import Case
+from collections.abc import Callable
+from typing import Any
 
-CASES: tuple[Case, ...] = ()
+from ctxspec.conformance.case import (
+    Case,
+    Trace,
+    base,
+    endings,
+    equal,
+    example,
+    expect,
+    lines,
+    of,
+    requests,
+)
+
+CHUNKS = "compaction-three-chunks-window-exceeded"
+"""The worked example: Run 2 compacts Run 1's process in three chunks (S1, S2, S3), then ends
+CONTEXT_WINDOW_EXCEEDED; W = 4000, O = 400, S = 100, B = 3500, the chars estimator."""
+
+_COMPACTION = frozenset({"compaction", "estimator_injection"})
+_HOOKED = _COMPACTION | {"hooks"}
+
+
+def _boundary(**agent: Any) -> dict[str, Any]:
+    """§12 row 4 at the trigger (ROW-04-AT): W = 5000, O = 400, S = 100 give B = 4500 and the
+    trigger 3600; Run 2's request is "sys" (3) + Run 1's "a" × 1000, "b" × 1000 and its
+    24-character outcome + the 1573-character question = 3600, so it compacts Run 1 (2024
+    characters: one chunk under any summariser prompt shorter than about 1500 characters),
+    summary "SUMMARY"."""
+    document = base(window=5000, **agent)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def _texts(request: dict[str, Any]) -> str:
+    return "\n".join(m["text"] for m in request["view"]["messages"])
+
+
+# --- the compaction request: its own prompt, transcript data, T as its output ------------------
+
+
+def _prompt_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    document["agent"]["custom_compaction_prompt"] = "Keep figures."
+    return document
+
+
+def _prompt_check(trace: Trace) -> None:
+    chunks = requests(trace, "compaction")
+    equal(len(chunks), 3, "compaction requests")
+    summaries = ["S1: report 1 says revenue grew.", "S2: reports 1-2: revenue grew, costs fell."]
+    reports = ["revenue-grew", "costs-fell-ok", "margin-is-up"]
+    for n, chunk in enumerate(chunks, 1):
+        messages = chunk["view"]["messages"]
+        # §8 Prompt: the platform's default system prompt — not the role's ("You are an
+        # analyst.") — the same for every chunk; the Agent's custom prompt is a user message
+        # beside it, never replacing it; the rest is transcript data in user messages, no
+        # assistant or provider tool message.
+        equal((messages[0]["role"], messages[0]["kind"]), ("system", "system_prompt"),
+              f"chunk {n}'s first message")
+        expect("You are an analyst." not in _texts(chunk),
+               f"chunk {n} carries the business system prompt")
+        equal(messages[0]["text"], chunks[0]["view"]["messages"][0]["text"],
+              f"chunk {n}'s system prompt (the same default for every chunk)")
+        equal(sum(1 for m in messages if m["role"] == "system"), 1,
+              f"system messages in chunk {n}")
+        expect(("user", "Keep figures.") in [(m["role"], m["text"]) for m in messages],
+               f"chunk {n} lacks the custom prompt as a user message")
+        equal(sorted({m["role"] for m in messages[1:]}), ["user"],
+              f"roles after the system prompt in chunk {n} (transcript data only)")
+        # Sequential fold: chunk n holds report n and the summary of chunk n − 1.
+        expect(reports[n - 1] in _texts(chunk), f"chunk {n} lacks report {n}")
+        if n > 1:
+            expect(summaries[n - 2] in _texts(chunk), f"chunk {n} lacks S{n - 1}")
+        # T: F = the role's system 19 + the question + the 30-character summary envelope < 500,
+        # H = 3500 − F > 400, P = min(O = 400, H) = 400, C = min(8192, floor(3500 / 4) = 875,
+        # 400) = 400, D = floor(0.6 × 3500) − F = 2100 − F > 1600 → T = min(400, D) = 400.
+        equal(chunk["max_output_tokens"], 400, f"chunk {n}'s max output tokens (T)")
+        # The prompts count toward the request: one token per character of every message.
+        equal(chunk["estimated_input_tokens"], sum(len(m["text"]) for m in messages),
+              f"chunk {n}'s I (every message, prompts included)")
+        expect(chunk["estimated_input_tokens"] + chunk["max_output_tokens"]
+               + chunk["safety_margin"] <= chunk["window"], f"chunk {n} exceeds the window")
+        # The compactor's own request is never evaluated for compaction.
+        equal(chunk["compaction"], None, f"chunk {n}'s §8 decision")
+    equal([e["step"] for e in of(trace, "compaction")].count("planned"), 1, "episodes planned")
+
+
+# --- every chunk call passes through the compaction hook points ---------------------------------
+
+
+def _pipeline_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    document["hooks"] = [{"point": "compaction.pre_request", "items": [{}]},
+                         {"point": "compaction.post_response", "items": [{}]}]
+    return document
+
+
+def _pipeline_check(trace: Trace) -> None:
+    # Three chunk calls, each asked through compaction.pre_request before it is sent and its
+    # answer through compaction.post_response after it: (pre, request, post) three times.
+    seen = [(e["point"], e["stage"]) if e["kind"] == "hook_called" else ("request", e["purpose"])
+            for e in trace if e["kind"] == "hook_called"
+            or (e["kind"] == "model_request" and e["purpose"] == "compaction")]
+    equal(seen, [("compaction.pre_request", "pre"), ("request", "compaction"),
+                 ("compaction.post_response", "post")] * 3,
+          "hook chains around the chunk requests")
+    equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
+
+
+# --- a failing hook item is dropped; a deny or a failed chunk fails the episode ------------------
+
+
+def _hook_fails_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["hooks"] = [{"point": "compaction.post_response", "items": [
+        {"fails": True},
+        {"payload_patch": [{"path": "summary", "value": "SUMMARY (redacted)"}]}]}]
+    return document
+
+
+def _hook_fails_check(trace: Trace) -> None:
+    # The first item's handler fails: only it is dropped; the second item's legitimate patch of
+    # the registered "summary" field is what the business request carries.
+    equal([(d["point"], d["decision"], d["patch_valid"]) for d in of(trace, "hook_decided")],
+          [("compaction.post_response", "failed", False),
+           ("compaction.post_response", "allow", True)], "hook decisions")
+    business = requests(trace, "business")[-1]
+    expect(("system", "summary", "[summary of earlier material]\nSUMMARY (redacted)")
+           in lines(business), "the business request lacks the hook-changed summary")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+def _denied_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    document["hooks"] = [{"point": "compaction.post_response", "ordinal": 2,
+                          "items": [{"decision": "deny"}]}]
+    return document
+
+
+def _failed_chunk_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    # One attempt per model Operation, so chunk 2's only attempt is its final one (whether a
+    # chunk inherits the role's retries is a question of its own; this case does not depend on
+    # it).
+    document["agent"]["model_attempts"] = 1
+    compaction = document["model"]["compaction"]
+    document["model"]["compaction"] = [compaction[0], {"fail": "reset"}]
+    return document
+
+
+def _episode_failed(attempts: list[tuple[int, int]]) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        # Chunk 2's final response is denied (or its last attempt fails): the episode fails,
+        # chunk 3 is never asked, no summary is pretended — Run 2 ends COMPACTION_FAILED and
+        # sends no business request of its own.
+        chunks = requests(trace, "compaction")
+        ordinals = [int(r["purpose_key"].rsplit(":", 1)[1]) for r in chunks]
+        equal([(o, r["attempt"]) for o, r in zip(ordinals, chunks, strict=True)], attempts,
+              "(chunk, attempt) of the compaction requests")
+        equal(len(requests(trace, "business")), 4, "business requests (Run 1's four only)")
+        equal(endings(trace), [(1, "succeeded", None), (2, "failed", "COMPACTION_FAILED")],
+              "Run endings")
+    return check
+
+
+# --- a compaction hook cannot forge the sources or the cutoff ------------------------------------
+
+
+def _forged_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["hooks"] = [{"point": "compaction.pre_request", "items": [{"payload_patch": [
+        {"path": "source_manifest", "value": []}, {"path": "cutoff", "value": 99}]}]}]
+    return document
+
+
+def _forged_check(trace: Trace) -> None:
+    # compaction.pre_request registers no writable field: both writes are refused, the allow
+    # goes on with the request as it was.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", False, ["FIELD_NOT_REGISTERED", "FIELD_NOT_REGISTERED"])],
+          "the hook item's decision")
+
+
+def _same_compaction(trace: Trace, baseline: Trace) -> None:
+    # ... and the chunk summarises exactly what it does without the hook, with the same outcome.
+    equal([lines(r) for r in requests(trace, "compaction")],
+          [lines(r) for r in requests(baseline, "compaction")],
+          "the compaction requests (against the scenario without the hook)")
+    equal(endings(trace), endings(baseline), "Run endings (against the scenario without the hook)")
+
+
+# --- the model cannot advance the cursor ----------------------------------------------------------
+
+
+def _cursor_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    claim = {"text": '{"chunk_cursor": 3, "covered_through": "everything", "status": "succeeded"}'}
+    document["model"]["compaction"] = [claim, *document["model"]["compaction"][1:]]
+    return document
+
+
+def _cursor_check(trace: Trace) -> None:
+    # Chunk 1's answer claims the episode is done. It is only summary text: chunks 2 and 3 are
+    # still asked, each once, and chunk 2 gets the claim as its previous summary (data).
+    chunks = requests(trace, "compaction")
+    equal([(int(r["purpose_key"].rsplit(":", 1)[1]), r["attempt"]) for r in chunks],
+          [(1, 1), (2, 1), (3, 1)], "(chunk, attempt) of the compaction requests")
+    expect('"chunk_cursor": 3' in _texts(chunks[1]), "chunk 2 lacks chunk 1's summary")
+    equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
+
+
+# --- the business request waits for the episode ---------------------------------------------------
+
+
+def _waits_check(trace: Trace) -> None:
+    # loop_limit = 1: each Run has one business loop. Run 2's request is prepared, waits for the
+    # episode (its chunk request comes first), then is sent once with the snapshot: the summary
+    # in place of Run 1 and the question verbatim — the chunk did not use up Run 2's loop.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
+          "requests in order")
+    business = requests(trace, "business")[-1]
+    equal((business["attempt"], business["compaction"]), (1, "compact"),
+          "Run 2's request (attempt, §8 decision)")
+    expect(business["snapshot_id"] is not None, "Run 2's request names no snapshot")
+    equal(lines(business), [("system", "system_prompt", "sys"),
+                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
+                            ("user", "user_ref", "Q" * 1573)], "Run 2's request")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+def _stopped_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
+                             "do": {"stop": True}}]
+    return document
+
+
+def _stopped_check(trace: Trace) -> None:
+    # The user stops Run 2 while its chunk is summarised: the episode is under the Run's
+    # cancellation, so the business request is never sent and Run 2 ends stopped.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction"], "requests")
+    equal(endings(trace), [(1, "succeeded", None), (2, "stopped", None)], "Run endings")
+
+
+# --- summary targets --------------------------------------------------------------------------
+
+
+def _target_check(target: int) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        equal([(r["purpose"], r["max_output_tokens"]) for r in requests(trace)][1:],
+              [("compaction", target), ("business", 400)], "Run 2's requests (purpose, max output)")
+        equal(endings(trace)[-1], (2, "succeeded", None), "Run 2's ending")
+    return check
+
+
+def _soft_target(question: int, asked: int, answered: int) -> dict[str, Any]:
+    # W = 200001, O = 20000, S = 2000: B = 178001, trigger floor(0.8 × 178001) = 142400.
+    document = base(window=200_001, output_reserve=20_000, safety_margin=2000)
+    document["steps"] = [{"ask": "m" * asked}, {"advance": True}, {"ask": "Q" * question},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "n" * answered}, {"text": "done"}],
+                         "compaction": [{"text": "s" * 10}]}
+    return document
+
+
+def _soft_check(target: int, sent: int) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        equal([(r["purpose"], r["max_output_tokens"]) for r in requests(trace)][1:],
+              [("compaction", target), ("business", 20_000)],
+              "Run 2's requests (purpose, max output)")
+        equal(requests(trace, "business")[-1]["estimated_input_tokens"], sent,
+              "I of Run 2's business request")
+        equal(endings(trace)[-1], (2, "succeeded", None), "Run 2's ending")
+    return check
+
+
+def _too_large_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "Q" * 3600}, {"advance": True}]
+    document["model"] = {"business": [{"text": "never asked"}]}
+    return document
+
+
+def _too_large_check(trace: Trace) -> None:
+    # B = 4000 − 400 − 100 = 3500; I = "sys" 3 + 3600 = 3603 > B with nothing compressible:
+    # CONTEXT_PROTECTED_INPUT_TOO_LARGE, no request (no summary call either), and the message
+    # gives the fixed input and the budget.
+    equal(requests(trace), [], "requests")
+    equal(endings(trace), [(1, "failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE")], "Run endings")
+    message = of(trace, "run_ended")[-1]["message"]
+    expect(message is not None and "3603" in message and "3500" in message,
+           f"the message does not give the fixed input and the budget: {message!r}")
+
+
+CASES: tuple[Case, ...] = (
+    Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
+         "as a user message, transcript data folded in order, T as max output", "§8",
+         ("CTX-8.1", "CTX-8.2", "CTX-8.4", "CTX-8.16", "CTX-8.17", "CTX-8.18", "CTX-8.24",
+          "CTX-8.25", "CTX-8.44", "CTX-8.62", "CTX-8.67", "CTX-8.69"),
+         _prompt_scenario(), _prompt_check, _COMPACTION),
+    Case("S8-COMPACTION-PIPELINE", "every chunk call passes both compaction hook points",
+         "§8", ("CTX-8.8", "CTX-8.19"), _pipeline_scenario(), _pipeline_check, _HOOKED),
+    Case("S8-COMPACTION-HOOK-FAILS", "a failing compaction hook item is dropped alone", "§8",
+         ("CTX-8.20", "CTX-8.21"), _hook_fails_scenario(), _hook_fails_check, _HOOKED),
+    Case("S8-COMPACTION-DENIED", "a denied chunk answer fails the episode and the Run", "§8",
+         ("CTX-8.9", "CTX-8.20", "CTX-8.22"), _denied_scenario(),
+         _episode_failed([(1, 1), (2, 1)]), _HOOKED),
+    Case("S8-CHUNK-FAILS", "a chunk whose attempts all fail fails the episode and the Run", "§8",
+         ("CTX-8.9", "CTX-8.75"), _failed_chunk_scenario(),
+         _episode_failed([(1, 1), (2, 1)]), _COMPACTION),
+    Case("S8-COMPACTION-PATCH", "a compaction hook cannot forge the sources or the cutoff", "§8",
+         ("CTX-8.23",), _forged_scenario(), _forged_check, _HOOKED,
+         baseline=_boundary(), compare=_same_compaction),
+    Case("S8-MODEL-CURSOR", "a summary claiming the episode is done advances nothing", "§8",
+         ("CTX-8.79",), _cursor_scenario(), _cursor_check, _COMPACTION),
+    Case("S8-EPISODE-WAITS", "the prepared business request waits for the episode, uses no "
+         "loop for it, and goes with the snapshot", "§8",
+         ("CTX-8.3", "CTX-8.5", "CTX-8.6", "CTX-8.13"), _boundary(loop_limit=1), _waits_check,
+         _COMPACTION),
+    Case("S8-STOP-DURING-COMPACTION", "a stop during the episode sends no business request",
+         "§8", ("CTX-8.7",), _stopped_scenario(), _stopped_check, _COMPACTION | {"triggers"}),
+    # An explicit target below P: T = min(100, P = min(O = 400, H)) = 100.
+    Case("S8-TARGET-EXPLICIT", "an explicit summary target is the chunk's max output", "§8",
+         ("CTX-8.39",), _boundary(summary_target=100), _target_check(100), _COMPACTION),
+    # A known provider limit of 250 is part of P = min(400, 250, H) = 250; the explicit 1000 is
+    # capped: T = min(1000, 250) = 250.
+    Case("S8-TARGET-PROVIDER-LIMIT", "a known provider output limit caps the summary target",
+         "§8", ("CTX-8.39", "CTX-8.42"),
+         _boundary(summary_target=1000, provider_output_limit=250), _target_check(250),
+         _COMPACTION),
+    # F = 3 + 101767 + the 30-character envelope = 101800, M = "m" × 20000 + "n" × 21000 + 24 −
+    # 30 = 40994, I = 142794 ≥ 142400. H = 76200, P = min(20000, H) = 20000, C = min(8192,
+    # floor(178001 / 4) = 44500, 20000) = 8192, D = floor(0.6 × 178001) − F = floor(106800.6)
+    # − 101800 = 5000 → T = min(8192, 5000) = 5000 (round() would say 5001). The summary of 10
+    # re-assembles to 101800 + 10 = 101810.
+    Case("S8-SOFT-TARGET", "T leaves the input at 60% of B when that is below the cap", "§8",
+         ("CTX-8.29", "CTX-8.31", "CTX-8.32", "CTX-8.43"), _soft_target(101_767, 20_000, 21_000),
+         _soft_check(5000, 101_810), _COMPACTION),
+    # F = 3 + 50000 + 30 = 50033, M = 46000 + 46500 + 24 − 30 = 92494, I = 142527 ≥ 142400.
+    # D = 106800 − 50033 = 56767 > C = min(8192, 44500, 20000) = 8192 → T = A = 8192; the
+    # summary of 10 re-assembles to 50043.
+    Case("S8-TARGET-CAP", "T is capped at A = 8192", "§8", ("CTX-8.31", "CTX-8.33"),
+         _soft_target(50_000, 46_000, 46_500), _soft_check(8192, 50_043), _COMPACTION),
+    Case("S8-PROTECTED-TOO-LARGE", "a fixed input over B with nothing to summarise is refused",
+         "§8", ("CTX-8.49",), _too_large_scenario(), _too_large_check,
+         frozenset({"estimator_injection"})),
+)
