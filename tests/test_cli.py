@@ -151,7 +151,7 @@ def test_trace_json_lists_every_section() -> None:
         assert row["status"] in {"conformance", "unit", "uncovered", "not_testable"}
         assert (row["status"] in {"conformance", "unit"}) == bool(row["covered_by"])
     covered = {row["id"] for row in rows if row["status"] == "unit"}
-    assert "CTX-7.4" in covered  # an explicit O: only the reference's budget tests check it
+    assert "CTX-7.19" in covered  # the tokenizer preference: white box, unit tests only
     # A conformance case outranks the reference's own tests: ROW-04 names CTX-7.12.
     [boundary] = [row for row in rows if row["id"] == "CTX-7.12"]
     assert boundary["status"] == "conformance"

@@ -9,6 +9,7 @@ every case that needs one as ``unsupported`` while the rest must pass.
 Run it: ``PYTHONPATH=docs/driver-example ctxspec conformance --driver toy_driver:ToyDriver``.
 """
 
+import hashlib
 import json
 import math
 import uuid
@@ -45,6 +46,8 @@ class Run:
     inputs: list[Delivery] = field(default_factory=list)
     """This Run's deliveries: carried supplements first, then its question and supplements."""
     question_id: str = ""
+    loops: int = 0
+    seq: int = 0
     status: str = "running"
     final: str | None = None
 
@@ -74,8 +77,7 @@ class ToyDriver:
     def ask(self, text: str) -> None:
         run = Run(len(self.runs) + 1, self._id())
         self.runs.append(run)
-        self._event("client_event", run_id=run.run_id, run_seq=1, event="run_started",
-                    detail=f"run {run.no}")
+        self._client(run, "run_started", f"run {run.no}")
         for carried in self.waiting:  # bound to this question, in receive order, before it
             carried.run_no = run.no
             run.inputs.append(carried)
@@ -90,6 +92,9 @@ class ToyDriver:
         run = self._active()
         if run is not None:
             run.inputs.append(self._receive(text, run))
+            self._client(run, "input_received", "supplement")  # stored, not "understood"
+        else:  # §5: no Run to join: it waits, and the next question takes it
+            self.waiting.append(self._receive(text, None))
 
     def stop(self) -> None:
         raise NotImplementedError("the toy runtime has no stop")
@@ -105,6 +110,10 @@ class ToyDriver:
     # --- the loop ---------------------------------------------------------------------------
 
     def _loop(self, run: Run) -> None:
+        if run.loops == self.agent.loop_limit:
+            self._end(run, "loop_exhausted")
+            return
+        run.loops += 1
         self._take_inputs(run)
         view = self._view(run)
         claimed = [d for d in run.inputs if d.state == "pending"]
@@ -123,7 +132,8 @@ class ToyDriver:
                         window=self.window, output_reserve=self.reserve,
                         safety_margin=self.margin,
                         input_budget=self.window - self.reserve - self.margin,
-                        compaction="below_trigger", snapshot_id=None)
+                        compaction="below_trigger", snapshot_id=None,
+                        view_hash=hashlib.sha256(json.dumps(view).encode()).hexdigest())
             outcome = self.ports.model.call(ModelCall(
                 "business", uuid.uuid4(), key, attempt,
                 tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view), (),
@@ -157,13 +167,19 @@ class ToyDriver:
             run.final = outcome.text
             self._end(run, "succeeded")
             return
+        allowed = {tool.name for tool in self.agent.tools}
         for number, call in enumerate(calls, start=1):
+            if call["name"] not in allowed:  # §6, §11: an error result, never a run
+                text = _error("TOOL_NOT_AVAILABLE", f"{call['name']} is not a tool of this role")
+                run.records.append({**_message("tool", "tool_result", text),
+                                    "call_id": call["call_id"]})
+                continue
             arguments = json.loads(call["arguments"])
             result = self.ports.tools.run(call["name"], arguments, number)
             self._event("tool_executed", call_id=call["call_id"], name=call["name"],
                         effective_arguments=arguments, proposed_arguments=arguments,
                         outcome="error" if result.error else "ok")
-            text = json.dumps({"error": result.error}) if result.error else result.text
+            text = _error("TOOL_ERROR", result.error) if result.error else result.text
             run.records.append({**_message("tool", "tool_result", text),
                                 "call_id": call["call_id"]})
 
@@ -180,8 +196,7 @@ class ToyDriver:
                 self.waiting.append(successor)
         self._event("run_ended", run_id=run.run_id, run_no=run.no, status=status,
                     error_code=code, message=message)
-        self._event("client_event", run_id=run.run_id, run_seq=2, event="run_ended",
-                    detail=status)
+        self._client(run, "run_ended", status)
 
     # --- the view: §4 history projection, then the current Run -------------------------------
 
@@ -211,10 +226,10 @@ class ToyDriver:
 
     # --- inputs and deliveries --------------------------------------------------------------
 
-    def _receive(self, text: str, run: Run) -> Delivery:
+    def _receive(self, text: str, run: Run | None) -> Delivery:
         input_id = self._id()
         self.texts[input_id] = text
-        delivery = Delivery(input_id, self._id(), run.no)
+        delivery = Delivery(input_id, self._id(), None if run is None else run.no)
         self._delivery(delivery)
         return delivery
 
@@ -236,12 +251,22 @@ class ToyDriver:
     def _active(self) -> Run | None:
         return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
 
+    def _client(self, run: Run, event: str, detail: str) -> None:
+        """A lifecycle event for the client (§2: run_seq, never model text)."""
+        run.seq += 1
+        self._event("client_event", run_id=run.run_id, run_seq=run.seq, event=event,
+                    detail=detail)
+
     def _event(self, kind: str, **fields: Any) -> None:
         self.events.append({**fields, "kind": kind})
 
     @staticmethod
     def _id() -> str:
         return str(uuid.uuid4())
+
+
+def _error(code: str, detail: str) -> str:
+    return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
 
 
 def _message(role: str, kind: str, text: str) -> Message:
