@@ -34,11 +34,13 @@ CRASH_POINTS: Mapping[str, Mapping[str, int]] = {
               "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2, "HOOK_STARTED": 2,
               "HOOK_DECISION": 2, "TOOL_STARTED": 2, "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 1,
               "APP-FINALIZE": 1},
-    # Two questions, three tool loops, one episode of three chunks, then the window is exceeded.
+    # Two questions, three tool loops, one episode of three chunks (each saves its raw answer,
+    # then commits its summary and the cursor), then the window is exceeded.
     "CHUNKS": {"SESSION_OPENED": 1, "APP-INPUT": 2, "T_FREEZE": 4, "T_FIRST_OUTPUT": 4,
                "RAW_RESULT_SAVED": 4, "EFFECTIVE_RESULT": 4, "TOOL_STARTED": 3,
                "TOOL_SETTLED": 3, "BATCH_FEEDBACK": 3, "EPISODE_STARTED": 1,
-               "CHUNK_COMMITTED": 3, "SNAPSHOT_COMMITTED": 1, "APP-FINALIZE": 2},
+               "CHUNK_RAW_SAVED": 3, "CHUNK_COMMITTED": 3, "SNAPSHOT_COMMITTED": 1,
+               "APP-FINALIZE": 2},
     # Four questions and three supplements; Run 2's model fails twice, Run 3 is stopped before
     # its request (a stop is written outside a step: not a crash point).
     "RUNS": {"SESSION_OPENED": 1, "APP-INPUT": 7, "T_FREEZE": 3, "ATTEMPT_FAILED": 1,
@@ -53,9 +55,11 @@ CRASH_POINTS: Mapping[str, Mapping[str, int]] = {
 
 LOST_ANSWER = frozenset({("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
                          ("RAW_RESULT_SAVED", "before"), ("ATTEMPT_FAILED", "before"),
-                         ("CHUNK_COMMITTED", "before")})
+                         ("CHUNK_RAW_SAVED", "before")})
 """Crash points at which the answer to the request in flight (a business answer, a failure, a
-chunk summary) was not saved yet: that one request is asked again, once."""
+chunk summary) was not saved yet: that one request is asked again, once. A chunk's raw answer is
+saved by CHUNK_RAW_SAVED before its post-response chain (§8, CTX-8.70), so a crash before
+CHUNK_COMMITTED post-processes the saved answer and asks nothing again (CTX-9.43)."""
 
 UNKNOWN_TOOL = frozenset({("TOOL_STARTED", "after"), ("TOOL_SETTLED", "before")})
 """Crash points at which a tool may have acted but its result was not saved."""

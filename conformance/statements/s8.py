@@ -301,6 +301,43 @@ def _too_large_check(trace: Trace) -> None:
            f"the message does not give the fixed input and the budget: {message!r}")
 
 
+# --- a chunk inherits the role's model attempts (CTX-8.2, CTX-8.75) ------------------------------
+
+
+def _chunk_retry_scenario(attempts: int, failures: int) -> dict[str, Any]:
+    """The worked example with chunk 2's first ``failures`` attempts failing (a connection
+    reset) before the rest of the script: S2, then S3 as before."""
+    document = example(CHUNKS)
+    document["agent"]["model_attempts"] = attempts
+    summaries = document["model"]["compaction"]
+    document["model"]["compaction"] = [summaries[0], *[{"fail": "reset"}] * failures,
+                                       *summaries[1:]]
+    return document
+
+
+def _chunk_attempts(trace: Trace) -> list[tuple[str, int]]:
+    return [(r["purpose_key"], r["attempt"]) for r in requests(trace, "compaction")]
+
+
+def _chunk_retried_check(trace: Trace) -> None:
+    # model_attempts = 2 (the role's connection retries, which the episode inherits): chunk 2's
+    # attempt 1 fails, so the same Operation is asked again — the same purpose_key
+    # compaction:<episode>:chunk:2, attempt 2 — and answers S2. Not the final failure, so the
+    # episode goes on: chunk 3 folds S2 at attempt 1, and Run 2 ends as the worked example
+    # does (the long S3 still exceeds the window). The compaction uses no business attempt.
+    sent = _chunk_attempts(trace)
+    equal([(key.rsplit(":", 1)[1], attempt) for key, attempt in sent],
+          [("1", 1), ("2", 1), ("2", 2), ("3", 1)], "(chunk, attempt) of the compaction requests")
+    equal(sent[1][0], sent[2][0], "the purpose_key of chunk 2's two attempts")
+    equal(len({key.rsplit(":", 2)[0] for key, _ in sent}), 1, "episodes in the purpose keys")
+    expect("S2: reports 1-2: revenue grew, costs fell." in _texts(requests(trace, "compaction")[3]),
+           "chunk 3 lacks the S2 of chunk 2's second attempt")
+    equal([r["attempt"] for r in requests(trace, "business")], [1, 1, 1, 1],
+          "business attempts (Run 1's four, each at attempt 1)")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
+          "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
          "as a user message, transcript data folded in order, T as max output", "§8",
@@ -353,4 +390,16 @@ CASES: tuple[Case, ...] = (
     Case("S8-PROTECTED-TOO-LARGE", "a fixed input over B with nothing to summarise is refused",
          "§8", ("CTX-8.49",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection"})),
+    Case("S8-CHUNK-RETRIED", "a failed chunk attempt is retried as the next attempt of the same "
+         "purpose key, with the role's model attempts", "§8", ("CTX-8.2", "CTX-8.75"),
+         _chunk_retry_scenario(2, 1), _chunk_retried_check, _COMPACTION),
+    # The same script with model_attempts = 1: the one failure is chunk 2's last attempt, so the
+    # episode fails at once; S2 and S3, still in the script, are never asked for.
+    Case("S8-CHUNK-ONE-ATTEMPT", "with one model attempt a chunk's failure is final", "§8",
+         ("CTX-8.2", "CTX-8.75"), _chunk_retry_scenario(1, 1),
+         _episode_failed([(1, 1), (2, 1)]), _COMPACTION),
+    # model_attempts = 2 and both of chunk 2's attempts fail: only the second is final.
+    Case("S8-CHUNK-LAST-ATTEMPT", "a chunk fails the episode only when its last attempt fails",
+         "§8", ("CTX-8.2", "CTX-8.75"), _chunk_retry_scenario(2, 2),
+         _episode_failed([(1, 1), (2, 1), (2, 2)]), _COMPACTION),
 )

@@ -128,6 +128,42 @@ def _snapshot_takeover_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
+# --- recovery: a chunk whose raw answer is saved is post-processed, never asked again ----------
+
+
+def _raw_saved_scenario() -> dict[str, Any]:
+    return {**example("compaction-three-chunks-window-exceeded"),
+            "hooks": [{"point": "compaction.post_response", "items": [{}]}],
+            "crash": {"commit": "CHUNK_RAW_SAVED", "occurrence": 2, "when": "after"}}
+
+
+def _raw_saved_check(trace: Trace) -> None:
+    # The runtime dies right after chunk 2's raw answer is saved, before its post-response
+    # chain runs and before the chunk's result and cursor are committed (§8: the raw response
+    # is saved first, CTX-8.70). The takeover resumes that post-processing (CTX-9.43): the
+    # chain is asked for chunk 2 after the restart, and the summary model is not — each chunk
+    # request (purpose_key, attempt) is sent exactly once, chunk 2 before the restart and
+    # chunk 3 after it, folding chunk 2's saved S2.
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    chunks = requests(trace, "compaction")
+    asked = [(r["purpose_key"], r["attempt"]) for r in chunks]
+    equal([(key.rsplit(":", 1)[1], attempt) for key, attempt in asked],
+          [("1", 1), ("2", 1), ("3", 1)], "(chunk, attempt) of the compaction requests")
+    equal(len(set(asked)), 3, "distinct chunk requests (none asked twice)")
+    # One post-response chain per chunk, as without the crash: chunk 2's runs after the
+    # restart, between the restart and chunk 3's request.
+    posts = [i for i, e in enumerate(trace) if e["kind"] == "hook_called"
+             and e["point"] == "compaction.post_response"]
+    equal(len(posts), 3, "compaction.post_response chains asked")
+    restart = next(i for i, e in enumerate(trace) if e["kind"] == "restarted")
+    expect(trace.index(chunks[1]) < restart < posts[1] < trace.index(chunks[2]),
+           "chunk 2's post-response chain is not what the takeover did first")
+    expect("S2: reports 1-2: revenue grew, costs fell." in
+           "\n".join(m["text"] for m in chunks[2]["view"]["messages"]), "chunk 3 lacks S2")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
+          "Run endings")
+
+
 _COMPACTION = frozenset({"compaction", "estimator_injection"})
 
 CASES: tuple[Case, ...] = (
@@ -140,4 +176,7 @@ CASES: tuple[Case, ...] = (
     Case("S9-SNAPSHOT-TAKEOVER", "a takeover after the summary commit sends the prepared request "
          "without asking its hooks again", "§9", ("CTX-9.42",), _snapshot_takeover_scenario(),
          _snapshot_takeover_check, _COMPACTION | {"hooks", "crash_points"}),
+    Case("S9-CHUNK-RAW-SAVED", "a takeover after a chunk's raw answer was saved post-processes "
+         "it without asking the summary model again", "§9", ("CTX-8.70", "CTX-9.43"),
+         _raw_saved_scenario(), _raw_saved_check, _COMPACTION | {"hooks", "crash_points"}),
 )

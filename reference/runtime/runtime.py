@@ -37,8 +37,11 @@ from ctxspec.reference.budget import (
     resolve_budget,
 )
 from ctxspec.reference.compaction import (
+    ChunkProgress,
     CompactionPlan,
+    CompactionRequest,
     RequestParts,
+    next_step,
     plan_compaction,
     split_request,
     start_episode,
@@ -274,8 +277,8 @@ class AccessDenied(PermissionError):
 COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_FIRST_OUTPUT",
                 "RAW_RESULT_SAVED", "HOOK_STARTED", "HOOK_DECISION", "EFFECTIVE_RESULT",
                 "TOOL_STARTED", "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED",
-                "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED", "EXECUTION_STARTED", "EXECUTION_ENDED",
-                "APP-FINALIZE", "TAKEOVER")
+                "CHUNK_RAW_SAVED", "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED", "EXECUTION_STARTED",
+                "EXECUTION_ENDED", "APP-FINALIZE", "TAKEOVER")
 """The named RuntimeCommits a crash can be placed before or after (docs/recovery.md says what
 each persists and how recovery continues from it)."""
 
@@ -894,42 +897,10 @@ class ReferenceRuntime:
             if self._stopped_or_out_of_time(run):  # every chunk is under the Run's deadline
                 return None
             request = plan.request(ordinal, summary)
-            if not compaction_fits(plan, request, self.estimator):
-                failed, code = fail_compaction(episode)
-                run.episodes[-1] = failed
-                self._end(run, RunStatus.FAILED, code, "a compaction request would not fit")
+            chunk = self._chunk(run, episode, plan, request, ordinal, target)
+            if chunk is None:
                 return None
-            chunk_operation = self._id()
-            before = self._hooks("compaction.pre_request", run, {"purpose": "compaction"},
-                                 None, None)
-            if before is not None and before.blocked:
-                failed, code = fail_compaction(episode)
-                run.episodes[-1] = failed
-                self._end(run, RunStatus.FAILED, code, "a hook denied a compaction request")
-                return None
-            sent = ModelView(tuple(ViewMessage(
-                role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
-                else ViewKind.PROMPT, text=m.text) for m in request.messages))
-            outcome = self._model(run, "compaction", chunk_operation, request.purpose_key, 1,
-                                  request.messages, (), target, sent,
-                                  compaction=None, snapshot_id=None, protected=(),
-                                  cutoff=None, estimation=self.estimator.estimate(
-                                      request.estimation()).tokens)
-            if not isinstance(outcome, Complete):
-                failed, code = fail_compaction(episode)
-                run.episodes[-1] = failed
-                self._end(run, RunStatus.FAILED, code, "a compaction chunk failed")
-                return None
-            summary = outcome.text
-            after = self._hooks("compaction.post_response", run, {"summary": summary}, None,
-                                None, stage="post")
-            if after is not None and after.blocked:
-                failed, code = fail_compaction(episode)
-                run.episodes[-1] = failed
-                self._end(run, RunStatus.FAILED, code, "a hook denied a compaction response")
-                return None
-            if after is not None and isinstance(after.payload.get("summary"), str):
-                summary = str(after.payload["summary"])
+            chunk_operation, raw, summary = chunk
             committed = commit_episode_chunk(episode, ordinal, self._ref(summary),
                                              chunk_operation)
             if not isinstance(committed, CompactionEpisode):
@@ -939,7 +910,7 @@ class ReferenceRuntime:
                             for e in run.episodes]
             self._operation(chunk_operation, run, OperationPurpose.COMPACTION,
                             request.purpose_key, OperationState.SUCCEEDED,
-                            self._ref(outcome.text), self._ref(summary))
+                            self._ref(raw), self._ref(summary))
             self._commit("CHUNK_COMMITTED", [])
             self.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
                                              f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
@@ -980,6 +951,119 @@ class ReferenceRuntime:
         self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
         new_view, used, _ = view_with_snapshot(view, run.snapshot)
         return new_view, used
+
+    def _fail_episode(self, run: RunState, episode: CompactionEpisode, message: str) -> None:
+        """§8: the whole episode fails and ends the Run; the old snapshot stays active, the
+        committed chunks are audit only (CTX-8.75, CTX-8.76)."""
+        failed, code = fail_compaction(episode)
+        run.episodes = [failed if e.episode_id == failed.episode_id else e for e in run.episodes]
+        self._end(run, RunStatus.FAILED, code, message)
+
+    def _chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+               request: CompactionRequest, ordinal: int, target: int
+               ) -> tuple[UUID, str, str] | None:
+        """One fold step (§8, CTX-8.70): the raw answer is saved first (CHUNK_RAW_SAVED), then
+        the post-response chain makes the effective summary; the caller commits it with the
+        cursor. A takeover reads the chunk's Operation by its purpose_key (§9: never a new
+        identity): a saved raw answer is post-processed without asking the model again
+        (CTX-9.43), a committed post-chain decision is reused, failed attempts are not renewed.
+        Returns (operation, raw answer, effective summary), or None when the Run ended."""
+        key = request.purpose_key
+        stored = next((op for op in self.operations.values()
+                       if op.purpose is OperationPurpose.COMPACTION and op.purpose_key == key),
+                      None)
+        progress = {} if stored is None else {ordinal: ChunkProgress(
+            ordinal, stored.operation_id, stored.raw_result_ref)}
+        step, _ = next_step(episode, len(plan.chunks.chunks), progress)
+        saved = self.store.checkpoint(run.run_id, loop_key(run, "chunk"))
+        facts: dict[str, JSON] = dict(saved) if isinstance(saved, dict) and \
+            saved.get("purpose_key") == key else {}
+        known = facts.get("operation_id")
+        operation_id = stored.operation_id if stored is not None else \
+            UUID(known) if isinstance(known, str) else self._id()
+        facts.update(operation_id=str(operation_id), purpose_key=key)
+        if step == "post_process" and stored is not None and stored.raw_result_ref is not None:
+            raw: str | None = self.store.text(stored.raw_result_ref)
+        else:
+            raw = self._ask_chunk(run, episode, plan, request, operation_id, target, facts)
+        if raw is None:
+            return None
+        effective, denied = facts.get("effective"), facts.get("denied") is True
+        if not isinstance(effective, str) and not denied:
+            def decided(chain: ChainOutcome | None, text: str = raw) -> list[Write]:
+                # The post chain's outcome is committed with its decision (HOOK_DECISION), so a
+                # takeover before the chunk commit reuses it instead of asking the hook again.
+                summary = chain.payload.get("summary") if chain is not None else None
+                outcome: dict[str, JSON] = {"denied": True} if chain is not None and \
+                    chain.blocked else {"effective": summary if isinstance(summary, str)
+                                        else text}
+                facts.update(outcome)
+                return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+            self._hooks("compaction.post_response", run, {"summary": raw}, None, None,
+                        stage="post", extra=decided)
+            effective, denied = facts.get("effective"), facts.get("denied") is True
+        if denied:
+            self._fail_episode(run, episode, "a hook denied a compaction response")
+            return None
+        return operation_id, raw, effective if isinstance(effective, str) else raw
+
+    def _ask_chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+                   request: CompactionRequest, operation_id: UUID, target: int,
+                   facts: dict[str, JSON]) -> str | None:
+        """A chunk's model call with the role's attempts (§8 inherits its model and connection
+        retries, CTX-8.2): each failed attempt is saved (ATTEMPT_FAILED) so a takeover goes on
+        with the next one; the episode fails only when the last attempt fails (CTX-8.75). A
+        request the provider refused as over its window is never sent again. The raw answer of
+        a successful attempt is saved before anything else happens to it (CHUNK_RAW_SAVED)."""
+        failed = facts.get("failed")
+        first = failed + 1 if isinstance(failed, int) else 1
+        if facts.get("refused") is not None:
+            self._fail_episode(run, episode, "the provider refused a compaction request")
+            return None
+        if first == 1:  # an attempt already sent passed these checks and its pre-request chain
+            if not compaction_fits(plan, request, self.estimator):
+                self._fail_episode(run, episode, "a compaction request would not fit")
+                return None
+            pre = facts.get("pre")
+            if pre is None:  # a committed pre-request decision is reused, never asked again
+                def decided(chain: ChainOutcome | None) -> list[Write]:
+                    facts["pre"] = "denied" if chain is not None and chain.blocked else "allowed"
+                    return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+                self._hooks("compaction.pre_request", run, {"purpose": "compaction"}, None, None,
+                            extra=decided)
+                pre = facts.get("pre")
+            if pre == "denied":
+                self._fail_episode(run, episode, "a hook denied a compaction request")
+                return None
+        sent = ModelView(tuple(ViewMessage(
+            role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
+            else ViewKind.PROMPT, text=m.text) for m in request.messages))
+        estimation = self.estimator.estimate(request.estimation()).tokens
+        for attempt in range(first, self.agent.model_attempts + 1):
+            if attempt > first and self._stopped_or_out_of_time(run):
+                return None  # a retry is under the Run's cancellation and deadline too
+            outcome = self._model(run, "compaction", operation_id, request.purpose_key, attempt,
+                                  request.messages, (), target, sent, compaction=None,
+                                  snapshot_id=None, protected=(), cutoff=None,
+                                  estimation=estimation)
+            if isinstance(outcome, Complete):
+                self._operation(operation_id, run, OperationPurpose.COMPACTION,
+                                request.purpose_key, OperationState.RUNNING,
+                                self._ref(outcome.text))
+                self._commit("CHUNK_RAW_SAVED", [])
+                return outcome.text
+            facts["failed"] = attempt
+            if isinstance(outcome, ContextLengthExceeded):
+                facts["refused"] = estimation
+            self._operation(operation_id, run, OperationPurpose.COMPACTION, request.purpose_key,
+                            OperationState.RUNNING)
+            self._commit("ATTEMPT_FAILED", [checkpoint_write(run.run_id, loop_key(run, "chunk"),
+                                                             facts)])
+            if isinstance(outcome, ContextLengthExceeded):
+                self._fail_episode(run, episode, "the provider refused a compaction request")
+                return None
+        self._fail_episode(run, episode, "a compaction chunk failed")
+        return None
 
     # --- the model ------------------------------------------------------------------------------
 
