@@ -121,6 +121,40 @@ def _originals_check(trace: Trace) -> None:
     equal(reads[2].count("tool_result"), 1, "tool results kept after the compaction")
 
 
+# --- §1: a context_patch needs an authorised scope; none is made up for it ---------------------
+
+
+def _no_scope_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "first", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}]}
+    document["tools"] = {"t": [{"text": "r"}]}
+    # The Agent registers no shared field, so its Run has no shared scope; the hook patches
+    # "the shared scope" anyway, on a field the role's own context also has.
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text", "value": "hijacked",
+                           "scope": "shared"}]}]}]
+    return document
+
+
+def _no_scope_check(trace: Trace) -> None:
+    # §1: a context_patch is allowed only where an explicitly authorised ContextScope exists.
+    # There is no shared scope: the item may write no such scope (UNAUTHORISED_SCOPE, the
+    # suite's code for it), so its patch is invalid and the allow goes on without it. No
+    # context is made up for it and it is not redirected to the role's private one: the second
+    # request binds the root context alone and shows the decision as the model wrote it.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"])
+           for d in of(trace, "hook_decided")], [("allow", False, ["UNAUTHORISED_SCOPE"])],
+          "the hook decision")
+    first, second = requests(trace, "business")
+    equal([text for _, kind, text in lines(second) if kind == "assistant"], ["first"],
+          "the decision in request 2")
+    equal(list(second["frozen_revisions"]), list(first["frozen_revisions"]),
+          "contexts request 2 binds (request 1's)")
+    equal(len(second["frozen_revisions"]), 1, "contexts request 2 binds")
+
+
 CASES: tuple[Case, ...] = (
     Case("S1-WORKSPACE-NOT-FACTS",
          "workspace files live by the sandbox policy and change no Session fact; an artifact is "
@@ -130,4 +164,7 @@ CASES: tuple[Case, ...] = (
          "records are appended; trimming and a summary delete none of them", "§1",
          ("CTX-1.4", "CTX-1.13", "CTX-4.19"), _originals_scenario(), _originals_check,
          frozenset({"history_api", "compaction", "estimator_injection"})),
+    Case("S1-NO-SCOPE", "a context_patch for a scope that does not exist is invalid, never "
+         "redirected", "§1", ("CTX-1.18",), _no_scope_scenario(), _no_scope_check,
+         frozenset({"hooks"})),
 )

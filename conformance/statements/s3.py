@@ -411,6 +411,92 @@ def _reused_check(trace: Trace) -> None:
            if e["name"] == "write"], ["reports/a.md"], "write's effective path")
 
 
+# --- §3: sharing files shares no private messages -------------------------------------------
+
+
+def _files_scenario() -> dict[str, Any]:
+    return {
+        "scenario_version": 1, "name": "files",
+        "agent": {"system_prompt": "plan", "window": 16384, "estimator": "chars",
+                  "persistent_sandbox": True,
+                  "executor": {"system_prompt": "execute", "tools": [{"name": "note"}]}},
+        "steps": [{"ask": "go"}, {"advance": True}, {"observe_retention": True},
+                  {"ask": "and now?"}, {"advance": True},
+                  {"read_history": {"kind": "role", "role": "root"}}],
+        "model": {"business": [{"text": "", "tool_calls": [
+            {"name": "delegate", "arguments": {"task": "take a note"}}]},
+            {"text": "done"}, {"text": "still done"}],
+            "executor": [{"text": "private thinking", "tool_calls": [{"name": "note"}]},
+                         {"text": "noted"}]},
+        "tools": {"note": [{"text": "note stored",
+                            "workspace_writes": {"notes.md": "secret words"}}]}}
+
+
+def _files_check(trace: Trace) -> None:
+    # The Executor's tool writes notes.md into the workspace the Planner shares (persistent
+    # sandbox: it is still there after Run 1). Sharing the file shares none of the Executor's
+    # messages: its decision, its tool result and the file's words never enter a Planner
+    # request; the Planner gets the execution's answer ("noted") as its delegate result only.
+    [retained] = of(trace, "retained")
+    equal(sorted(retained["workspace_files"]), ["notes.md"], "working files after Run 1")
+    root = [r for r in requests(trace, "business") if r["role"] == "root"]
+    equal(len(root), 3, "Planner requests")
+    for n, request in enumerate(root, start=1):
+        seen = [word for word in ("private thinking", "note stored", "secret words")
+                if any(word in text for _, _, text in lines(request))]
+        equal(seen, [], f"Executor words in Planner request {n}")
+    expect(any("noted" in text for _, kind, text in lines(root[1]) if kind == "tool_result"),
+           "the Planner's delegate result lacks the execution's answer")
+    # The Planner's own history read serves its records: Run 1's question, decision, delegate
+    # result and answer, Run 2's question and answer — one tool result, never the Executor's.
+    [read] = of(trace, "history_read")
+    equal((read["allowed"], read["message_kinds"].count("tool_result")), (True, 1),
+          "the Planner's history read (served, tool results)")
+
+
+# --- §3: an item spanning two scopes commits whole or not at all -------------------------------
+
+
+def _cross_scope_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "write"}],
+                    shared=[{"name": "budget", "text": "budget: 5", "consumers": ["root"]}])
+    document["steps"] = [{"ask": "write both"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}},
+                                    {"name": "write", "arguments": {"path": "c.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"write": [{"text": "ok a"}, {"text": "ok c"}]}
+    document["hooks"] = [
+        # The call's path (the role's private context) and the Run's shared budget, in one
+        # item; the budget's text is not writable at tool.pre_call (its registry has no "text").
+        {"point": "tool.pre_call", "ordinal": 1, "items": [
+            {"payload_patch": [{"path": "arguments.path", "value": "b.md"}],
+             "context_patch": [{"target": "shared:budget", "field": "text",
+                                "value": "budget: 3", "scope": "shared"}]}]},
+        # The private part alone, for the second call.
+        {"point": "tool.pre_call", "ordinal": 2, "items": [
+            {"payload_patch": [{"path": "arguments.path", "value": "d.md"}]}]}]
+    return document
+
+
+def _cross_scope_check(trace: Trace) -> None:
+    # The first item changes two scopes; its shared part is invalid (FIELD_NOT_REGISTERED), so
+    # the whole item is: validated first, committed in one transaction or not at all — the
+    # private part (b.md), valid on its own, does not take effect either, and the budget stays
+    # 5. The second item's private change alone is valid: c.md becomes d.md.
+    equal([(d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [(False, ["FIELD_NOT_REGISTERED"]), (True, [])], "(patch valid, diagnostics) per item")
+    equal([(e["proposed_arguments"]["path"], e["effective_arguments"]["path"])
+           for e in of(trace, "tool_executed")], [("a.md", "a.md"), ("c.md", "d.md")],
+          "(proposed, effective) paths")
+    second = requests(trace, "business")[1]
+    decision = next(m for m in second["view"]["messages"] if m["tool_calls"])
+    equal([json.loads(c["arguments"])["path"] for c in decision["tool_calls"]],
+          ["a.md", "d.md"], "the paths the model sees")
+    equal([text for _, kind, text in lines(second) if kind == "shared"],
+          ["[shared budget] budget: 5"], "the shared budget in request 2")
+
+
 CASES: tuple[Case, ...] = (
     Case("S3-HOOK-ASKED-ONCE", "a hook chain is asked once; saving its change asks none again",
          "§3", ("CTX-3.2", "CTX-3.12"), _asked_once_scenario(), _asked_once_check,
@@ -441,4 +527,10 @@ CASES: tuple[Case, ...] = (
     Case("S3-HOOK-REUSED", "a takeover reuses a committed hook decision, never asks again",
          "§3", ("CTX-3.65",), _reused_scenario(), _reused_check,
          frozenset({"hooks", "crash_points"})),
+    Case("S3-FILES-NOT-MESSAGES", "an Executor's workspace file shares none of its messages",
+         "§3", ("CTX-3.76",), _files_scenario(), _files_check,
+         frozenset({"planner_executor", "retention", "history_api"})),
+    Case("S3-CROSS-SCOPE-WHOLE", "an item spanning a private and a shared scope commits whole "
+         "or not at all", "§3", ("CTX-3.81",), _cross_scope_scenario(), _cross_scope_check,
+         frozenset({"hooks", "shared_scopes"})),
 )

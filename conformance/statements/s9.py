@@ -164,6 +164,213 @@ def _raw_saved_check(trace: Trace) -> None:
           "Run endings")
 
 
+# --- a later episode folds the applicable summary; coverage is the merged range ----------------
+
+
+def _resummary_scenario() -> dict[str, Any]:
+    """One Run, W = 5000, O = 400, S = 100: B = 4500, trigger 3600; the tool schema of t counts
+    47. Loops 1-2 as in §12 row 20 (ROW-20), then two more loops that grow past the trigger
+    again."""
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                     {"text": "C" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "D" * 600, "tool_calls": [{"name": "t"}]},
+                     {"text": "done"}],
+        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}, {"text": "SUM3"}, {"text": "SUM4"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x" * 1500},
+                               {"text": "y" * 100}]}
+    return document
+
+
+def _resummary_check(trace: Trace) -> None:
+    # Loop 3: I = 3 + 2 + (1500 + "\nt({})" 6) + 1500 + (700 + 6) + 200 + 47 = 3964 ≥ 3600:
+    # episode 1 summarises loops 1-2 (two chunks, SUM1 then SUM2). Loop 3 sends "sys", "go" and
+    # the summary "[summary of earlier material]\nSUM2" (34): I = 3 + 2 + 34 + 47 = 86.
+    # Loop 4: 86 + 1506 + 1500 = 3092 < 3600, the same snapshot. Loop 5: 3092 + (600 + 6) +
+    # 100 = 3798 ≥ 3600: a new business Operation, so a second episode. The first summary
+    # still applies, so it is material of the second (folded, not its records again) together
+    # with the increments C, x, D, y. The merged coverage is loops 1-4: loop 5 sends only
+    # "sys", "go" and the new summary ending SUM4: I = 3 + 2 + 34 + 47 = 86.
+    equal([r["purpose"] for r in requests(trace)],
+          ["business"] * 2 + ["compaction"] * 2 + ["business"] * 2 + ["compaction"] * 2
+          + ["business"], "requests")
+    equal(len({e["episode_id"] for e in of(trace, "compaction")}), 2, "episodes")
+    second = "\n".join(m["text"] for r in requests(trace, "compaction")[2:]
+                       for m in r["view"]["messages"])
+    expect("SUM2" in second, "the second episode does not fold the applicable first summary")
+    expect("C" * 1500 in second and "y" * 100 in second,
+           "the second episode lacks the increments after the first summary")
+    expect("A" * 1500 not in second and "r" * 1500 not in second,
+           "the second episode summarises the first summary's records again")
+    loop3, loop4, loop5 = requests(trace, "business")[2:]
+    equal(loop4["snapshot_id"], loop3["snapshot_id"], "loop 4's snapshot (loop 3's)")
+    expect(loop5["snapshot_id"] not in (None, loop3["snapshot_id"]),
+           "loop 5 does not use the second episode's snapshot")
+    summary = "[summary of earlier material]\n"
+    equal(lines(loop5), [("system", "system_prompt", "sys"), ("user", "user_ref", "go"),
+                         ("system", "summary", summary + "SUM4")],
+          "loop 5 (the merged coverage replaced by the new summary, once)")
+    equal((loop5["compaction"], loop5["estimated_input_tokens"]), ("compact", 86),
+          "loop 5 (§8 decision, I)")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+# --- a hook change to uncovered material keeps the summary; a covered one does not -------------
+
+
+def _uncovered_scenario() -> dict[str, Any]:
+    document = _resummary_scenario()
+    document["model"]["business"] = [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                                     {"text": "C", "tool_calls": [{"name": "t"}]},
+                                     {"text": "D", "tool_calls": [{"name": "t"}]},
+                                     {"text": "done"}]
+    document["model"]["compaction"] = [{"text": "SUM1"}, {"text": "SUM2"}]
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"},
+                               {"text": "y"}]}
+    document["hooks"] = [
+        {"point": "model.pre_request", "ordinal": 4, "items": [{"context_patch": [
+            {"target": "last", "field": "text", "value": "x, corrected"}]}]},
+        {"point": "model.pre_request", "ordinal": 5, "items": [{"context_patch": [
+            {"target": "first_assistant", "field": "text", "value": "A, corrected"}]}]}]
+    return document
+
+
+def _uncovered_check(trace: Trace) -> None:
+    # Loop 3 compacts loops 1-2 as in ROW-20 (I = 3964): loop 3 sends the summary, I = 86.
+    # Before loop 4 a hook corrects loop 3's tool result "x" — after the summary, uncovered:
+    # the summary still stands (same snapshot), the correction shows as it is now:
+    # I = 3 + 2 + 34 + ("C\nt({})" 7) + 12 + 47 = 105. Before loop 5 a hook corrects the first
+    # decision, which the summary covers; no record is appended for it (the covered records'
+    # highest context_seq is what it was), yet the effective content at the new revision
+    # differs from the manifest's: the snapshot no longer applies and every record comes back
+    # as it is now — I = 3 + 2 + (12 + 6) + 1500 + 706 + 200 + 7 + 12 + 7 + 1 + 47 = 2503,
+    # below the trigger, so no new episode.
+    equal([r["purpose"] for r in requests(trace)],
+          ["business"] * 2 + ["compaction"] * 2 + ["business"] * 3, "requests")
+    equal([(d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [(True, []), (True, [])], "hook decisions")
+    loop3, loop4, loop5 = requests(trace, "business")[2:]
+    expect(loop3["snapshot_id"] is not None, "loop 3 uses no snapshot")
+    equal(loop4["snapshot_id"], loop3["snapshot_id"],
+          "loop 4's snapshot after an uncovered correction (loop 3's)")
+    equal(lines(loop4)[2:], [("system", "summary", "[summary of earlier material]\nSUM2"),
+                             ("assistant", "assistant", "C"),
+                             ("tool", "tool_result", "x, corrected")], "loop 4 after the prompt")
+    equal(loop4["estimated_input_tokens"], 105, "loop 4's I")
+    equal((loop5["snapshot_id"], loop5["compaction"], loop5["estimated_input_tokens"]),
+          (None, "below_trigger", 2503), "loop 5 after a covered correction (snapshot, §8, I)")
+    texts = [text for _, _, text in lines(loop5)]
+    expect("A, corrected" in texts and "x, corrected" in texts and "B" * 700 in texts,
+           "loop 5 lacks the records as they are now")
+    expect(not any("SUM" in text for text in texts), "loop 5 still shows the set-aside summary")
+
+
+# --- the frozen request binds view, revisions, snapshot and inputs; retries keep it -------------
+
+
+def _binding_scenario() -> dict[str, Any]:
+    document = _increments_scenario()
+    document["model"]["business"] = [{"text": "b" * 1000}, {"fail": "reset"},
+                                     {"text": "c", "tool_calls": [{"name": "t"}]},
+                                     {"text": "done"}]
+    document["triggers"] = [
+        {"on": {"purpose": "compaction", "ordinal": 1}, "do": {"supplement": "during"}},
+        {"on": {"purpose": "business", "ordinal": 3}, "do": {"supplement": "retry"}}]
+    return document
+
+
+def _binding_check(trace: Trace) -> None:
+    # Run 2's first loop compacts Run 1 as in S9-INCREMENTS (I = 3647). The supplement "during"
+    # arrives while the chunk is summarised — an append only, after the request's input cutoff:
+    # the snapshot commits with its original coverage and the request is sent with it:
+    # I = 3 + 37 ("[summary of earlier material]\nSUMMARY") + 1573 + 47 = 1660. Attempt 1
+    # fails; "retry" arrives just before attempt 2, which sends the frozen request: the same
+    # view hash, revisions, snapshot, protected inputs and cutoff. Loop 2 is a new business
+    # Operation: it reads the new head (the decision "c", its result "r", both supplements),
+    # the same still-applicable snapshot, and binds the question and both supplements:
+    # I = 1660 + 7 + 1 + 6 + 5 = 1679.
+    first, retry, loop2 = requests(trace, "business")[1:]
+    expect(first["snapshot_id"] is not None, "Run 2's first request names no snapshot")
+    binding = ("view_hash", "frozen_revisions", "snapshot_id", "protected_input_ids",
+               "input_cutoff")
+    equal((first["attempt"], retry["attempt"], retry["purpose_key"] == first["purpose_key"]),
+          (1, 2, True), "(attempt, attempt, same purpose key) of Run 2's first Operation")
+    equal({k: retry[k] for k in binding}, {k: first[k] for k in binding},
+          "attempt 2's binding (attempt 1's)")
+    equal(lines(retry), lines(first), "attempt 2's messages")
+    equal([text[:20] for _, kind, text in lines(first) if kind == "user_ref"], ["Q" * 20],
+          "attempt 1's user inputs")
+    equal(first["estimated_input_tokens"], 1660, "attempt 1's I")
+    equal(loop2["snapshot_id"], first["snapshot_id"], "loop 2's snapshot")
+    equal([text[:20] for _, kind, text in lines(loop2) if kind == "user_ref"],
+          ["Q" * 20, "during", "retry"], "loop 2's user inputs")
+    equal(len(loop2["protected_input_ids"]), 3, "loop 2's protected inputs")
+    expect(set(first["protected_input_ids"]) < set(loop2["protected_input_ids"]),
+           "loop 2 does not keep the question among its protected inputs")
+    expect(loop2["view_hash"] != first["view_hash"], "loop 2 binds the old view hash")
+    [context] = first["frozen_revisions"]
+    expect(loop2["frozen_revisions"].get(context, 0) > first["frozen_revisions"][context],
+           "loop 2 binds no newer revision of the Run's context")
+    equal(loop2["estimated_input_tokens"], 1679, "loop 2's I")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+# --- a concurrent update after the episode starts no second summary attempt --------------------
+
+
+def _concurrent_scenario() -> dict[str, Any]:
+    return {**example("compaction-three-chunks-window-exceeded"),
+            "triggers": [{"on": {"purpose": "compaction", "ordinal": 2},
+                          "do": {"supplement": "late words"}}]}
+
+
+def _concurrent_check(trace: Trace) -> None:
+    # The worked example: Run 2's request is compacted in three chunks and the summary leaves
+    # it over B (Q-free arithmetic in the example: 3634 > B). A supplement arrives while chunk
+    # 2 is summarised. The Operation already has its one episode: the rebuilt request is
+    # checked against the hard window and the Run ends with CONTEXT_WINDOW_EXCEEDED — no
+    # fourth chunk, no second episode, no business request of Run 2.
+    equal(len(requests(trace, "compaction")), 3, "compaction requests")
+    equal(len({e["episode_id"] for e in of(trace, "compaction")}), 1, "episodes")
+    equal(len(requests(trace, "business")), 4, "business requests (all Run 1's)")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
+          "Run endings")
+
+
+# --- the summary's coverage takes effect with its pointer, never before ------------------------
+
+
+def _atomic_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}}]
+    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
+    return document
+
+
+def _atomic_check(trace: Trace) -> None:
+    # ROW-04-AT's Session (Run 2: I = 3 + 2024 + 1573 = 3600 ≥ 3600, one chunk) dies just
+    # before the snapshot and its pointer are committed: the summary's coverage has not taken
+    # effect, and no record was removed for it. The takeover reuses the committed chunk (asked
+    # once), commits the snapshot and sends Run 2's request once, with the summary in place of
+    # Run 1 — neither lost nor shown twice; the audit read still returns Run 1's records.
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    equal([(r["purpose"], r["attempt"]) for r in requests(trace)],
+          [("business", 1), ("compaction", 1), ("business", 1)], "(purpose, attempt) of requests")
+    business = requests(trace, "business")[-1]
+    expect(business["snapshot_id"] is not None, "Run 2's request names no snapshot")
+    equal(lines(business), [("system", "system_prompt", "sys"),
+                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
+                            ("user", "user_ref", "Q" * 1573)], "Run 2's request")
+    [read] = of(trace, "history_read")
+    equal(read["message_kinds"], ["user_ref", "assistant", "user_ref", "assistant"],
+          "records an audit read returns after Run 2")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
 _COMPACTION = frozenset({"compaction", "estimator_injection"})
 
 CASES: tuple[Case, ...] = (
@@ -179,4 +386,18 @@ CASES: tuple[Case, ...] = (
     Case("S9-CHUNK-RAW-SAVED", "a takeover after a chunk's raw answer was saved post-processes "
          "it without asking the summary model again", "§9", ("CTX-8.70", "CTX-9.43"),
          _raw_saved_scenario(), _raw_saved_check, _COMPACTION | {"hooks", "crash_points"}),
+    Case("S9-RESUMMARY", "a later episode folds the applicable summary; coverage is merged",
+         "§9", ("CTX-9.21",), _resummary_scenario(), _resummary_check, _COMPACTION),
+    Case("S9-UNCOVERED-CHANGE", "an uncovered correction keeps the summary, a covered one "
+         "sets it aside", "§9", ("CTX-9.22", "CTX-9.24"), _uncovered_scenario(),
+         _uncovered_check, _COMPACTION | {"hooks"}),
+    Case("S9-FROZEN-BINDING", "a retry after compaction sends the frozen binding; the next "
+         "Operation reads the new head", "§9", ("CTX-9.31", "CTX-9.34", "CTX-9.35"),
+         _binding_scenario(), _binding_check, _COMPACTION | {"triggers"}),
+    Case("S9-NO-SECOND-ATTEMPT", "an update during the episode starts no second summary; the "
+         "window check ends the Run", "§9", ("CTX-9.29",), _concurrent_scenario(),
+         _concurrent_check, _COMPACTION | {"triggers"}),
+    Case("S9-SUMMARY-ATOMIC", "a crash before the snapshot commit loses nothing and shows the "
+         "summary once", "§9", ("CTX-9.18",), _atomic_scenario(), _atomic_check,
+         _COMPACTION | {"crash_points", "history_api"}),
 )

@@ -152,6 +152,8 @@ ClientEventKind = Literal["run_started", "input_received", "progress", "run_ende
 ROOT_ROLE = "root"
 DEFAULT_AGENT_ID = UUID(int=1)
 DEFAULT_RELEASE_ID = UUID(int=2)
+NO_SCOPE = UUID(int=0)
+"""The scope a shared-scope patch addresses when the Run registers no shared field."""
 
 REGISTRIES: dict[HookPoint, FieldRegistry] = {
     "model.pre_request": FieldRegistry("model.pre_request", "1", (
@@ -808,6 +810,7 @@ class ReferenceRuntime:
              ) -> tuple[ModelView, str, UUID | None] | None:
         """§7/§8: apply the active snapshot if it still applies, measure, compact once when
         triggered, then the hard window. None when the Run ended on the way."""
+        source = view  # the records as they are now, no summary applied
         view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
         parts = RequestParts((self._system(run),), self._schemas(run), view.messages, (), (),
                              frozenset(p.input_id for p in protected))
@@ -823,7 +826,7 @@ class ReferenceRuntime:
                 raise AssertionError("a compact decision has a summary target")
             compacted = self._compact(run, operation_id, view, split.material,
                                       verdict.summary_target, split.input_tokens,
-                                      split.material_tokens)
+                                      split.material_tokens, source)
             # A stop or the Run's deadline that came while the episode ran starts no business
             # attempt: the episode and the business task share the Run's cancellation and
             # deadline (§8, §11; CTX-8.7, CTX-11.5).
@@ -853,7 +856,8 @@ class ReferenceRuntime:
 
     def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
                  material: Sequence[ViewMessage], target: int, input_tokens: int,
-                 material_tokens: int) -> tuple[ModelView, UUID | None] | None:
+                 material_tokens: int, source: ModelView | None = None
+                 ) -> tuple[ModelView, UUID | None] | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
         or — when it already finished — no second one (§8, §9)."""
@@ -925,7 +929,7 @@ class ReferenceRuntime:
         switched = switch_active(run.pointer, expected_active=run.pointer.snapshot_id,
                                  lease_epoch=run.pointer.lease_epoch,
                                  new_snapshot_id=snapshot_id, manifest=manifest,
-                                 current_view=view)
+                                 current_view=source or view)
         done = finish_episode(episode, len(plan.chunks.chunks), snapshot_id)
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
@@ -949,7 +953,10 @@ class ReferenceRuntime:
             self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
                                              str(snapshot_id)))
         self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
-        new_view, used, _ = view_with_snapshot(view, run.snapshot)
+        # A summary folded into this one is part of its coverage: the new snapshot is checked
+        # against, and applied to, the records themselves, never the view with the old summary
+        # (CTX-9.21).
+        new_view, used, _ = view_with_snapshot(source or view, run.snapshot)
         return new_view, used
 
     def _fail_episode(self, run: RunState, episode: CompactionEpisode, message: str) -> None:
@@ -1535,9 +1542,12 @@ class ReferenceRuntime:
         states = {run.context_id: state}
         if shared_id is not None:
             states[shared_id] = self.contexts[shared_id]
+        # A patch for the shared scope of a Run that has none addresses no context: it is
+        # invalid (UNAUTHORISED_SCOPE), never redirected to the role's own (CTX-1.18).
         proposals = [HookProposal(self._id(), r.decision, r.payload_ops,
-                                  shared_id if r.scope == "shared" and shared_id else
-                                  run.context_id, r.base_revision, r.context_ops, r.failed)
+                                  run.context_id if r.scope != "shared" else
+                                  shared_id or NO_SCOPE, r.base_revision, r.context_ops,
+                                  r.failed)
                      for r in replies]
         authorised = frozenset({shared_id}) if shared_id is not None and \
             self.contexts[shared_id].scope.may_read(run.role) else frozenset()
