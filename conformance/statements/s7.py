@@ -151,6 +151,34 @@ def _hook_over_budget_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+def _whole_request_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "read"}])
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "read", "arguments": {"path": "a"}}]},
+        {"text": "ok"}]}
+    document["tools"] = {"read": [{"text": "contents"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 1, "items": [
+        {"context_patch": [{"target": "question", "field": "text",
+                            "operation": "append_annotation", "value": "NOTE"}]}]}]
+    return document
+
+
+def _whole_request_check(trace: Trace) -> None:
+    # The chars estimator: one token per character of every message and of every tool schema.
+    # The tool schema '{"name": "read", "parameters": {"type": "object"}}' is 50 characters.
+    # Request 1: system "sys" 3 + the current input "hello" 5 + the hook's legitimate
+    # annotation "NOTE" 4 + the schema 50 = 62 — measured after the hook, schema included.
+    # Request 2 adds the history: the call written out as '\nread({"path": "a"})' (20, as in
+    # S7-HOOK-THEN-COMPACT) and its result "contents" (8): 62 + 20 + 8 = 90.
+    first = requests(trace)[0]
+    expect(("system", "annotation", "NOTE") in lines(first),
+           "the first request lacks the hook's annotation")
+    equal([r["estimated_input_tokens"] for r in requests(trace)], [62, 90],
+          "I of the two requests (system, schema, history, input and hook addition counted)")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 def _refused(**agent: Any) -> dict[str, Any]:
     document = _budget_scenario(**agent)
     document["model"] = {"business": [{"text": "never asked"}]}
@@ -204,6 +232,14 @@ CASES: tuple[Case, ...] = (
     Case("S7-RATIO-ONE", "a trigger ratio of 1 is an invalid configuration", "§7", ("CTX-7.10",),
          _refused(window=1000, trigger_ratio="1"), _nothing,
          frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
+    # W = 3: the default O = min(4096, floor(3 / 4) = 0) = 0 — a window known to be unusable
+    # is a configuration error, refused before any request, not a request that fails later.
+    Case("S7-WINDOW-WRONG", "a window no request can fit is a configuration error", "§7",
+         ("CTX-7.22",), _refused(window=3), _nothing,
+         frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
+    Case("S7-ESTIMATE-WHOLE-REQUEST", "I counts system, tool schemas, history, the current "
+         "input and the hook's addition", "§7", ("CTX-7.11",), _whole_request_scenario(),
+         _whole_request_check, frozenset({"hooks", "estimator_injection"})),
     Case("S7-HOOK-THEN-COMPACT", "compaction summarises the hook-corrected context and asks "
          "no hook again", "§7", ("CTX-7.26", "CTX-7.27", "CTX-7.28"),
          _hook_then_compact_scenario(), _hook_then_compact_check,

@@ -338,6 +338,70 @@ def _chunk_retried_check(trace: Trace) -> None:
           "Run endings")
 
 
+# --- after a compaction still above the trigger ------------------------------------------------
+
+
+def _above_trigger_scenario() -> dict[str, Any]:
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1600},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000},
+                                      {"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}],
+                         "compaction": [{"text": "s" * 2000}, {"text": "SUM2"}]}
+    document["tools"] = {"t": [{"text": "x"}]}
+    return document
+
+
+def _above_trigger_check(trace: Trace) -> None:
+    # B = 5000 − 400 − 100 = 4500, trigger floor(0.8 × 4500) = 3600; the schema of t is 47.
+    # Run 2's loop 1: 3 + 47 + Run 1 (1000 + 1000 + its outcome) + 1600 ≥ 3600 → one episode;
+    # the 2000-character summary re-assembles to F + S = (3 + 47 + 1600 + the 30-character
+    # envelope) + 2000 = 3680: at or above the trigger but within B, so it is sent as it is,
+    # with no second episode for the same operation. Loop 2 is a new business call, checked
+    # against the normal threshold: 3680 + the call "\nt({})" 6 + "x" 1 = 3687 ≥ 3600 → a new
+    # episode, which folds the old summary in: 1680 + "SUM2" 4 = 1684.
+    equal([r["purpose"] for r in requests(trace)],
+          ["business", "compaction", "business", "compaction", "business"], "requests")
+    run2 = requests(trace, "business")[1:]
+    equal([(r["compaction"], r["estimated_input_tokens"]) for r in run2],
+          [("compact", 3680), ("compact", 1684)], "Run 2's requests (§8 decision, I)")
+    first = run2[0]
+    expect(first["trigger_threshold"] <= first["estimated_input_tokens"]
+           <= first["input_budget"], "loop 1 is not between the trigger and B")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+# --- a summary that reaches T --------------------------------------------------------------------
+
+
+def _at_cap_scenario() -> dict[str, Any]:
+    document = _boundary()
+    document["model"]["compaction"] = [{"text": "s" * 400}]
+    document["steps"].append({"read_history": {"kind": "audit"}})
+    return document
+
+
+def _at_cap_check(trace: Trace) -> None:
+    # _boundary: B = 4500, F = 3 + 1573 + 30 = 1606, H = 2894, P = min(400, H) = 400,
+    # C = min(8192, 1125, 400) = 400, D = 2700 − 1606 = 1094 → T = 400. The summary is exactly
+    # 400 characters (T tokens) and completes normally: it is accepted — no quality check, no
+    # second episode — and the business request carries it: 3 + 30 + 400 + 1573 = 2006. The
+    # raw records it covers are not lost: the audit reader still gets Run 1's question and
+    # answer beside Run 2's.
+    equal([(r["purpose"], r["max_output_tokens"]) for r in requests(trace)][1:],
+          [("compaction", 400), ("business", 400)], "Run 2's requests (purpose, max output)")
+    business = requests(trace, "business")[-1]
+    expect(("system", "summary", "[summary of earlier material]\n" + "s" * 400)
+           in lines(business), "the business request lacks the summary at the cap")
+    equal(business["estimated_input_tokens"], 2006, "I of Run 2's business request")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+    [read] = of(trace, "history_read")
+    equal((read["allowed"], sorted(read["message_kinds"])),
+          (True, ["assistant", "assistant", "user_ref", "user_ref"]),
+          "the audit read of the raw records")
+
+
 CASES: tuple[Case, ...] = (
     Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
          "as a user message, transcript data folded in order, T as max output", "§8",
@@ -402,4 +466,9 @@ CASES: tuple[Case, ...] = (
     Case("S8-CHUNK-LAST-ATTEMPT", "a chunk fails the episode only when its last attempt fails",
          "§8", ("CTX-8.2", "CTX-8.75"), _chunk_retry_scenario(2, 2),
          _episode_failed([(1, 1), (2, 1), (2, 2)]), _COMPACTION),
+    Case("S8-ABOVE-TRIGGER-AFTER", "a compacted request still above the trigger is sent; the "
+         "next business call is checked again", "§8", ("CTX-8.80",),
+         _above_trigger_scenario(), _above_trigger_check, _COMPACTION),
+    Case("S8-SUMMARY-AT-CAP", "a summary that reaches T is accepted and no raw record is lost",
+         "§8", ("CTX-8.54",), _at_cap_scenario(), _at_cap_check, _COMPACTION | {"history_api"}),
 )
