@@ -2,6 +2,8 @@
 examples (IDs ``S8-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
+import itertools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -402,6 +404,96 @@ def _at_cap_check(trace: Trace) -> None:
           "the audit read of the raw records")
 
 
+# --- the material: history order, effective facts, whole interactions, labelled fragments --------
+
+
+def _order_scenario() -> dict[str, Any]:
+    document = example(CHUNKS)
+    for n, answer in enumerate(document["model"]["business"][:3], 1):
+        answer["tool_calls"][0]["arguments"] = {"path": f"report-{n}.md"}
+    document["hooks"] = [{"point": "tool.pre_call", "ordinal": 2, "items": [
+        {"payload_patch": [{"path": "arguments.path", "value": "report-2-final.md"}]}]}]
+    return document
+
+
+def _order_check(trace: Trace) -> None:
+    # The worked example's episode (three chunks of Run 1's process), with the pre-call hook
+    # moving call 2 to report-2-final.md, which is what the tool ran with. §8: the material is
+    # the effective context in history order — the question, then each call with its result,
+    # then the answer — carrying the executed arguments, never the proposed report-2.md. Each
+    # call and its result travel together: chunk 1 has room left after report 1 for call 2
+    # alone (about 150 characters) but not for its 900-character result, so the interaction
+    # moves whole to chunk 2.
+    marks = ["Collect the three reports.", "report-1.md", "revenue-grew", "report-2-final.md",
+             "costs-fell-ok", "report-3.md", "margin-is-up", "Collected all three."]
+    chunks = [_texts(r) for r in requests(trace, "compaction")]
+    equal([[m for m in marks if m in chunk] for chunk in chunks],
+          [marks[:3], marks[3:5], marks[5:]], "what each chunk carries")
+    material = "\n".join(chunks)
+    equal(sorted(marks, key=material.find), marks, "the material's order")
+    expect("report-2.md" not in material, "the material carries the proposed arguments")
+
+
+def _oversize_text() -> str:
+    words = ("".join(p) + " " for p in itertools.product("abcdefghij", repeat=3))
+    return "".join(words)[:3000]
+
+
+def _oversize_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}], custom_compaction_prompt="K" * 300)
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}],
+                         "compaction": [{"text": "S1"}, {"text": "S2"}, {"text": "S3"}]}
+    document["tools"] = {"t": [{"text": _oversize_text()}]}
+    return document
+
+
+def _oversize_check(trace: Trace) -> None:
+    # B = 3500, trigger 2800. Loop 2: "sys" 3 + "go" 2 + schema 47 + the call + the
+    # 3000-character result ≥ 2800 → compact. F = 3 + 2 + 47 + 30 = 82, H = 3418,
+    # P = min(400, H) = 400, C = min(8192, 875, 400) = 400, D = 2100 − 82 = 2018 → T = 400.
+    # §8 chunk budget: W − S − T (output) − T (previous summary) = 4000 − 100 − 800 = 3100 for
+    # the system prompt, the 300-character custom prompt and the chunk text with its labels;
+    # so a chunk holds at most 3100 − 300 = 2800 characters of the result and the 3000-character
+    # record must be split (at least ceil(3000 / 2800) = 2 chunks, as many as its length needs).
+    chunks = requests(trace, "compaction")
+    text = _oversize_text()
+    pieces: list[tuple[int, int, str]] = []
+    start = 0
+    for chunk in chunks:
+        body = _texts(chunk)
+        end = start
+        while end < len(text) and text[start:end + 1] in body:
+            end += 1
+        if end - start >= 20:  # the words are unique: 20 characters are no accident
+            pieces.append((start, end, body))
+            start = end
+    # Every character summarised once, in order, in at least two fragments.
+    equal(start, len(text), "characters of the oversized result that reached a chunk")
+    expect(len(pieces) >= 2, f"the 3000-character result was not split: {len(pieces)} piece")
+    # Each fragment is labelled with the record's ID (the same identifier in every fragment's
+    # chunk) and its character range (its start and end offsets, end inclusive or not); the
+    # result holds no digit, so numbers come from the labels.
+    uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    shared = set.intersection(*(set(re.findall(uuid, body)) for _, _, body in pieces))
+    expect(bool(shared), "the fragments' chunks name no common record ID")
+    for first, last, body in pieces:
+        numbers = set(re.findall(r"\d+", re.sub(uuid, "", body)))
+        expect(str(first) in numbers and bool({str(last), str(last - 1)} & numbers),
+               f"the fragment {first}-{last} is not labelled with its range")
+    # Each chunk request leaves T for the output and T for the previous summary: without the
+    # previous summary's own text, its input stays within W − S − 2T.
+    previous = ["", "S1", "S2"]
+    for n, chunk in enumerate(chunks, 1):
+        equal(chunk["max_output_tokens"], 400, f"chunk {n}'s T")
+        seen = chunk["estimated_input_tokens"] - len(previous[n - 1])
+        expect(seen <= 4000 - 100 - 2 * 400,
+               f"chunk {n} leaves no room for the previous summary's T: I less the previous "
+               f"summary is {seen} > W − S − 2T = 3100")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
          "as a user message, transcript data folded in order, T as max output", "§8",
@@ -471,4 +563,11 @@ CASES: tuple[Case, ...] = (
          _above_trigger_scenario(), _above_trigger_check, _COMPACTION),
     Case("S8-SUMMARY-AT-CAP", "a summary that reaches T is accepted and no raw record is lost",
          "§8", ("CTX-8.54",), _at_cap_scenario(), _at_cap_check, _COMPACTION | {"history_api"}),
+    Case("S8-MATERIAL-ORDER", "the material is the effective context in history order, each "
+         "tool interaction within one chunk", "§8", ("CTX-8.63", "CTX-8.65"),
+         _order_scenario(), _order_check, _HOOKED),
+    Case("S8-OVERSIZE-RECORD", "an oversized record is split into labelled ranges within a chunk "
+         "budget that reserves the previous summary's T", "§8",
+         ("CTX-8.66", "CTX-8.68", "CTX-8.71"), _oversize_scenario(), _oversize_check,
+         _COMPACTION),
 )
