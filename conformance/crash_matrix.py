@@ -78,7 +78,9 @@ SPARE = {"text": "(a spare answer: the model saw an unknown tool outcome)"}
 then reads an error instead of the result and its Session may take another turn."""
 
 REQUIREMENTS = ("CTX-10.2", "CTX-10.6", "CTX-10.9", "CTX-10.12", "CTX-10.17", "CTX-10.19",
-                "CTX-3.11", "CTX-3.66", "CTX-10.11", "CTX-10.15", "CTX-10.21")
+                "CTX-3.11", "CTX-3.66", "CTX-10.11", "CTX-10.15", "CTX-10.21", "CTX-9.45")
+"""CTX-9.45: a chunk whose answer was in flight (before CHUNK_RAW_SAVED) is asked again, once,
+as an attempt — never taken as done because a blob exists."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
