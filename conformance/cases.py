@@ -29,6 +29,7 @@ from ctxspec.conformance.case import (
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.sessions import boundary, corrected_summary
 from ctxspec.conformance.statements import STATEMENTS
 
 # --- §12 row 2: five supplements in one round -------------------------------------------------
@@ -56,18 +57,6 @@ def _row2_check(trace: Trace) -> None:
 
 
 # --- §12 row 4: the 80% boundary, both sides ----------------------------------------------------
-
-
-def _boundary(question_length: int) -> dict[str, Any]:
-    """W=5000, O=400, S=100: B = 4500, trigger floor(0.8 × 4500) = 3600. Run 1 leaves 1000 +
-    1000 characters and the 24 of "[run 1 ended: succeeded]"; with "sys" (3) run 2's request is
-    I = 2027 + the question's length, so 1572 and 1573 sit on both sides of the trigger."""
-    document = base(window=5000)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True},
-                         {"ask": "Q" * question_length}, {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
-    return document
 
 
 def _below_check(trace: Trace) -> None:
@@ -165,7 +154,7 @@ def _saved_step_check(trace: Trace) -> None:
 
 
 def _row6_scenario() -> dict[str, Any]:
-    document = _boundary(1573)
+    document = boundary(1573)
     document["agent"]["tools"] = [{"name": "look"}]
     document["model"]["business"] = [{"text": "b" * 1000},
                                      {"text": "", "tool_calls": [{"name": "look"}]},
@@ -440,22 +429,6 @@ def _row18_check(trace: Trace) -> None:
 
 
 # --- §12 row 20: an old summary over a modified record ----------------------------------------
-
-
-def _row20_scenario() -> dict[str, Any]:
-    document = base(window=5000, tools=[{"name": "t"}])
-    document["steps"] = [{"ask": "go"}, {"advance": True}]
-    document["model"] = {
-        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
-                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
-                     {"text": "C", "tool_calls": [{"name": "t"}]},
-                     {"text": "done"}],
-        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
-    document["hooks"] = [{"point": "model.pre_request", "ordinal": 4, "items": [
-        {"context_patch": [{"target": "first_assistant", "field": "text",
-                            "value": "A, corrected"}]}]}]
-    return document
 
 
 def _row20_check(trace: Trace) -> None:
@@ -954,19 +927,19 @@ CASES: tuple[Case, ...] = (
          example("planner-two-executors"), _row3_check,
          frozenset({"planner_executor", "triggers"})),
     Case("ROW-04-BELOW", "80% boundary: I = threshold − 1 does not compact", "§12 row 4",
-         ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-6.21"), _boundary(1572), _below_check,
+         ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-6.21"), boundary(1572), _below_check,
          frozenset({"estimator_injection"})),
     Case("ROW-04-AT", "80% boundary: I = threshold compacts", "§12 row 4",
          ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-8.46", "CTX-6.21", "CTX-8.11"),
-         _boundary(1573), _at_check,
+         boundary(1573), _at_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-04-FLOOR", "80% boundary: the trigger is floor(r × B), exactly", "§12 row 4",
-         ("CTX-7.12", "CTX-7.18"), {**_boundary(1573), "agent": {
-             **_boundary(1573)["agent"], "window": 5001}}, _floor_check,
+         ("CTX-7.12", "CTX-7.18"), {**boundary(1573), "agent": {
+             **boundary(1573)["agent"], "window": 5001}}, _floor_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
          ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-1.7", "CTX-5.8",
-          "CTX-8.11"), _boundary(1573), _row5_check,
+          "CTX-8.11"), boundary(1573), _row5_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-06", "a supplement during compaction joins the next request", "§12 row 6",
          ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), _row6_scenario(), _row6_check,
@@ -1016,7 +989,7 @@ CASES: tuple[Case, ...] = (
          _row19_scenario(), _row19_check,
          frozenset({"planner_executor", "hooks", "shared_scopes"})),
     Case("ROW-20", "a modified covered record retires the old summary", "§12 row 20",
-         ("CTX-9.26", "CTX-9.27", "CTX-9.28", "CTX-9.32", "CTX-6.16"), _row20_scenario(),
+         ("CTX-9.26", "CTX-9.27", "CTX-9.28", "CTX-9.32", "CTX-6.16"), corrected_summary(),
          _row20_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
     Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",

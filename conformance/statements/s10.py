@@ -17,7 +17,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.statements.s3 import _row20_scenario
+from ctxspec.conformance.sessions import corrected_summary
 
 # --- §10: each batch member keeps its own result; an unsaved one is unknown, never a success ---
 
@@ -73,7 +73,7 @@ def _budget_check(trace: Trace) -> None:
 
 
 def _correction_scenario() -> dict[str, Any]:
-    document = _row20_scenario()
+    document = corrected_summary()
     document["crash"] = {"commit": "T_FREEZE", "occurrence": 4, "when": "before"}
     return document
 

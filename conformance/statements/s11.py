@@ -16,19 +16,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-
-
-def _boundary() -> dict[str, Any]:
-    """ROW-04-AT's Session (conformance/cases.py): W = 5000, O = 400, S = 100, so B = 4500 and
-    the trigger is 3600; Run 1 leaves 2027 tokens of history and Run 2's question of 1573
-    characters brings its request to I = 3600: Run 2 compacts before its business request."""
-    document = base(window=5000)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
-    return document
-
+from ctxspec.conformance.sessions import boundary
 
 # --- §11: the protected inputs do not fit ----------------------------------------------------
 
@@ -59,7 +47,7 @@ def _too_large_check(trace: Trace) -> None:
 
 
 def _compaction_failed_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["model"]["compaction"] = [{"fail": "reset"}, {"fail": "reset"}]
     document["steps"] = [*document["steps"], {"read_history": {"kind": "role", "role": "root"}}]
     return document
@@ -85,7 +73,7 @@ def _compaction_failed_check(trace: Trace) -> None:
 
 
 def _stop_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["triggers"] = [
         {"on": {"purpose": "compaction", "ordinal": 1}, "do": {"supplement": "late words"}},
         {"on": {"purpose": "compaction", "ordinal": 1}, "do": {"stop": True}}]
@@ -105,7 +93,7 @@ def _stop_check(trace: Trace) -> None:
 
 
 def _deadline_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["agent"]["run_deadline"] = 1
     return document
 

@@ -17,24 +17,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-
-
-def _row20_scenario() -> dict[str, Any]:
-    """§12 row 20's Session (conformance/cases.py): loop 3 compacts the first two loops in two
-    chunks; before loop 4 a hook corrects the first decision, which the summary covers."""
-    document = base(window=5000, tools=[{"name": "t"}])
-    document["steps"] = [{"ask": "go"}, {"advance": True}]
-    document["model"] = {
-        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
-                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
-                     {"text": "C", "tool_calls": [{"name": "t"}]},
-                     {"text": "done"}],
-        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
-    document["hooks"] = [{"point": "model.pre_request", "ordinal": 4, "items": [
-        {"context_patch": [{"target": "first_assistant", "field": "text",
-                            "value": "A, corrected"}]}]}]
-    return document
+from ctxspec.conformance.sessions import corrected_summary
 
 # --- §3: a hook chain is asked once; internal persistence never asks it again ----------------
 
@@ -506,7 +489,7 @@ CASES: tuple[Case, ...] = (
     Case("S3-HOOK-CHANGE-SEEN", "a pre-request change is seen by the call, later Loops and Runs",
          "§3", ("CTX-3.14",), _hook_seen_scenario(), _hook_seen_check, frozenset({"hooks"})),
     Case("S3-STABLE-IDS", "record IDs survive compaction and a retired summary", "§3",
-         ("CTX-3.33",), _row20_scenario(), _stable_ids_check,
+         ("CTX-3.33",), corrected_summary(), _stable_ids_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
     Case("S3-VIEW-INDEX", "a view index addresses nothing; a call_id field reaches the handler",
          "§3", ("CTX-3.20", "CTX-3.21", "CTX-3.34", "CTX-3.43", "CTX-3.44"),

@@ -16,6 +16,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
+from ctxspec.conformance.sessions import corrected_summary
 
 # --- §7 statements: the conservative estimator, the provider's refusal --------------------------
 
@@ -75,24 +76,6 @@ def _budget_check(window: int, reserve: int, margin: int, budget: int, trigger: 
               (window, reserve, margin, budget, trigger), "(W, O, S, B, trigger) of the request")
         equal(endings(trace), [(1, "succeeded", None)], "Run endings")
     return check
-
-
-def _hook_then_compact_scenario() -> dict[str, Any]:
-    # ROW-20's Session, but the correction is made in loop 3's pre-request chain — the loop
-    # that compacts.
-    document = base(window=5000, tools=[{"name": "t"}])
-    document["steps"] = [{"ask": "go"}, {"advance": True}]
-    document["model"] = {
-        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
-                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
-                     {"text": "C", "tool_calls": [{"name": "t"}]},
-                     {"text": "done"}],
-        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
-    document["hooks"] = [{"point": "model.pre_request", "ordinal": 3, "items": [
-        {"context_patch": [{"target": "first_assistant", "field": "text",
-                            "value": "Z" * 1500}]}]}]
-    return document
 
 
 def _hook_then_compact_check(trace: Trace) -> None:
@@ -242,7 +225,7 @@ CASES: tuple[Case, ...] = (
          _whole_request_check, frozenset({"hooks", "estimator_injection"})),
     Case("S7-HOOK-THEN-COMPACT", "compaction summarises the hook-corrected context and asks "
          "no hook again", "§7", ("CTX-7.26", "CTX-7.27", "CTX-7.28"),
-         _hook_then_compact_scenario(), _hook_then_compact_check,
+         corrected_summary(ordinal=3, correction="Z" * 1500), _hook_then_compact_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
     Case("S7-HOOK-OVER-BUDGET", "a hook addition over B is compacted, not judged failed", "§7",
          ("CTX-7.31",), _hook_over_budget_scenario(), _hook_over_budget_check,

@@ -19,6 +19,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
+from ctxspec.conformance.sessions import boundary
 
 CHUNKS = "compaction-three-chunks-window-exceeded"
 """The worked example: Run 2 compacts Run 1's process in three chunks (S1, S2, S3), then ends
@@ -26,20 +27,6 @@ CONTEXT_WINDOW_EXCEEDED; W = 4000, O = 400, S = 100, B = 3500, the chars estimat
 
 _COMPACTION = frozenset({"compaction", "estimator_injection"})
 _HOOKED = _COMPACTION | {"hooks"}
-
-
-def _boundary(**agent: Any) -> dict[str, Any]:
-    """§12 row 4 at the trigger (ROW-04-AT): W = 5000, O = 400, S = 100 give B = 4500 and the
-    trigger 3600; Run 2's request is "sys" (3) + Run 1's "a" × 1000, "b" × 1000 and its
-    24-character outcome + the 1573-character question = 3600, so it compacts Run 1 (2024
-    characters: one chunk under any summariser prompt shorter than about 1500 characters),
-    summary "SUMMARY"."""
-    document = base(window=5000, **agent)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
-    return document
 
 
 def _texts(request: dict[str, Any]) -> str:
@@ -122,7 +109,7 @@ def _pipeline_check(trace: Trace) -> None:
 
 
 def _hook_fails_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["hooks"] = [{"point": "compaction.post_response", "items": [
         {"fails": True},
         {"payload_patch": [{"path": "summary", "value": "SUMMARY (redacted)"}]}]}]
@@ -178,7 +165,7 @@ def _episode_failed(attempts: list[tuple[int, int]]) -> Callable[[Trace], None]:
 
 
 def _forged_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["hooks"] = [{"point": "compaction.pre_request", "items": [{"payload_patch": [
         {"path": "source_manifest", "value": []}, {"path": "cutoff", "value": 99}]}]}]
     return document
@@ -240,7 +227,7 @@ def _waits_check(trace: Trace) -> None:
 
 
 def _stopped_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
                              "do": {"stop": True}}]
     return document
@@ -378,14 +365,14 @@ def _above_trigger_check(trace: Trace) -> None:
 
 
 def _at_cap_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["model"]["compaction"] = [{"text": "s" * 400}]
     document["steps"].append({"read_history": {"kind": "audit"}})
     return document
 
 
 def _at_cap_check(trace: Trace) -> None:
-    # _boundary: B = 4500, F = 3 + 1573 + 30 = 1606, H = 2894, P = min(400, H) = 400,
+    # boundary(): B = 4500, F = 3 + 1573 + 30 = 1606, H = 2894, P = min(400, H) = 400,
     # C = min(8192, 1125, 400) = 400, D = 2700 − 1606 = 1094 → T = 400. The summary is exactly
     # 400 characters (T tokens) and completes normally: it is accepted — no quality check, no
     # second episode — and the business request carries it: 3 + 30 + 400 + 1573 = 2006. The
@@ -512,23 +499,23 @@ CASES: tuple[Case, ...] = (
          _episode_failed([(1, 1), (2, 1)]), _COMPACTION),
     Case("S8-COMPACTION-PATCH", "a compaction hook cannot forge the sources or the cutoff", "§8",
          ("CTX-8.23",), _forged_scenario(), _forged_check, _HOOKED,
-         baseline=_boundary(), compare=_same_compaction),
+         baseline=boundary(), compare=_same_compaction),
     Case("S8-MODEL-CURSOR", "a summary claiming the episode is done advances nothing", "§8",
          ("CTX-8.79",), _cursor_scenario(), _cursor_check, _COMPACTION),
     Case("S8-EPISODE-WAITS", "the prepared business request waits for the episode, uses no "
          "loop for it, and goes with the snapshot", "§8",
-         ("CTX-8.3", "CTX-8.5", "CTX-8.6", "CTX-8.13"), _boundary(loop_limit=1), _waits_check,
+         ("CTX-8.3", "CTX-8.5", "CTX-8.6", "CTX-8.13"), boundary(loop_limit=1), _waits_check,
          _COMPACTION),
     Case("S8-STOP-DURING-COMPACTION", "a stop during the episode sends no business request",
          "§8", ("CTX-8.7",), _stopped_scenario(), _stopped_check, _COMPACTION | {"triggers"}),
     # An explicit target below P: T = min(100, P = min(O = 400, H)) = 100.
     Case("S8-TARGET-EXPLICIT", "an explicit summary target is the chunk's max output", "§8",
-         ("CTX-8.39",), _boundary(summary_target=100), _target_check(100), _COMPACTION),
+         ("CTX-8.39",), boundary(summary_target=100), _target_check(100), _COMPACTION),
     # A known provider limit of 250 is part of P = min(400, 250, H) = 250; the explicit 1000 is
     # capped: T = min(1000, 250) = 250.
     Case("S8-TARGET-PROVIDER-LIMIT", "a known provider output limit caps the summary target",
          "§8", ("CTX-8.39", "CTX-8.42"),
-         _boundary(summary_target=1000, provider_output_limit=250), _target_check(250),
+         boundary(summary_target=1000, provider_output_limit=250), _target_check(250),
          _COMPACTION),
     # F = 3 + 101767 + the 30-character envelope = 101800, M = "m" × 20000 + "n" × 21000 + 24 −
     # 30 = 40994, I = 142794 ≥ 142400. H = 76200, P = min(20000, H) = 20000, C = min(8192,

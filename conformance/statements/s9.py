@@ -16,24 +16,13 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-
-
-def _boundary(**agent: Any) -> dict[str, Any]:
-    """W = 5000, O = 400, S = 100: B = 4500, trigger 3600. Run 1 leaves "a" × 1000, "b" × 1000
-    and its 24-character outcome; Run 2 asks "Q" × 1573 (see ROW-04-AT)."""
-    document = base(window=5000, **agent)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
-    return document
-
+from ctxspec.conformance.sessions import boundary
 
 # --- later loops: the summary once, uncovered increments appended, protected inputs kept -------
 
 
 def _increments_scenario() -> dict[str, Any]:
-    document = _boundary(tools=[{"name": "t"}])
+    document = boundary(tools=[{"name": "t"}])
     document["model"]["business"] = [{"text": "b" * 1000},
                                      {"text": "c", "tool_calls": [{"name": "t"}]},
                                      {"text": "done"}]
@@ -104,7 +93,7 @@ def _chunk_resume_check(trace: Trace) -> None:
 
 
 def _snapshot_takeover_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["hooks"] = [{"point": "model.pre_request", "items": [{}]}]
     document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "after"}
     return document
@@ -345,7 +334,7 @@ def _concurrent_check(trace: Trace) -> None:
 
 
 def _atomic_scenario() -> dict[str, Any]:
-    document = _boundary()
+    document = boundary()
     document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}}]
     document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
     return document

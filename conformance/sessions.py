@@ -1,0 +1,41 @@
+"""Sessions several conformance cases stage: the §12 row 4 boundary and the §12 row 20
+corrected summary, as scenario documents (docs/scenarios.md). Each builder states the
+arithmetic its cases rely on, so a case that reuses it derives its numbers from here."""
+
+from typing import Any
+
+from ctxspec.conformance.case import base
+
+
+def boundary(question_length: int = 1573, **agent: Any) -> dict[str, Any]:
+    """§12 row 4 (ROW-04-*): W = 5000, O = 400, S = 100 give B = 4500 and the trigger
+    floor(0.8 × 4500) = 3600. Run 1 leaves "a" × 1000, "b" × 1000 and the 24 characters of
+    "[run 1 ended: succeeded]"; with "sys" (3) Run 2's request is I = 2027 + the question's
+    length, so 1572 and 1573 sit on both sides of the trigger. At 1573 Run 2 compacts Run 1
+    (2024 characters, one chunk) into "SUMMARY". ``agent`` overrides the Agent's settings."""
+    document = base(window=5000, **agent)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True},
+                         {"ask": "Q" * question_length}, {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def corrected_summary(ordinal: int = 4, correction: str = "A, corrected") -> dict[str, Any]:
+    """§12 row 20 (ROW-20): one Run at W = 5000 with a tool t; loop 3 compacts the first two
+    loops in two chunks (SUM1, SUM2), and the ``ordinal``-th model.pre_request chain replaces
+    the text of the first decision ("A" × 1500) with ``correction`` — by default before loop 4,
+    so the summary covers the record it changes."""
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                     {"text": "B" * 700, "tool_calls": [{"name": "t"}]},
+                     {"text": "C", "tool_calls": [{"name": "t"}]},
+                     {"text": "done"}],
+        "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": ordinal, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": correction}]}]}]
+    return document
