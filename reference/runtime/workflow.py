@@ -15,6 +15,7 @@ error scope): a minimal graph of CapabilityNodes and AgentNodes over a graph sta
   through the root role's delivery rule (CTX-2.21).
 """
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -124,7 +125,9 @@ def _capability(run: WorkflowRun, node: CapabilityNode, tools: ToolPort, hooks: 
                                  node.input_mapping.items()}
     payload: dict[str, JSON] = {"input": proposed}
     operation_id = uuid5(NAMESPACE, f"{node.name}:{counter}")
-    context = HookContext("capability.pre_call", payload, None, None, None, None, counter)
+    # The hook reads a copy: it changes the call only by a validated patch (CTX-3.7).
+    context = HookContext("capability.pre_call", copy.deepcopy(payload), None, None, None,
+                          None, counter)
     for position, reply in enumerate(hooks.items(context)):
         # An outer node has no RoleContext: a context_patch can only address an authorised
         # scope, and this node has none, so it is refused; the payload part stands alone.
