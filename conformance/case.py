@@ -39,6 +39,15 @@ class Case:
     compare: Callable[[Trace, Trace], None] | None = None
 
 
+COMPACTING = frozenset({"compaction", "estimator_injection"})
+"""What a case that compacts at known token counts needs of a driver."""
+
+
+def no_check(trace: Trace) -> None:
+    """The check of a case that reads no trace: a refusal (``refusal``) or a relational case
+    (``compare``)."""
+
+
 # --- reading the trace ----------------------------------------------------------------------
 
 

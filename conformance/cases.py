@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     CaseFailure,
     Trace,
@@ -25,6 +26,7 @@ from ctxspec.conformance.case import (
     example,
     expect,
     lines,
+    no_check,
     of,
     requests,
 )
@@ -908,12 +910,6 @@ def _bad_budget_scenario() -> dict[str, Any]:
     return document
 
 
-def _nothing(trace: Trace) -> None:
-    """A refused scenario has no trace to read."""
-
-
-_TABLE_NEEDS = frozenset({"estimator_injection", "compaction"})
-
 CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24", "CTX-4.7",
@@ -1030,22 +1026,22 @@ CASES: tuple[Case, ...] = (
          _ex4_scenario(), _ex4_check),
     Case("EX8-ROW1", "F=65000, M=20000: T=8192, the request goes at 73192", "§8 table row 1",
          ("CTX-8.34", "CTX-8.35", "CTX-8.36", "CTX-8.37", "CTX-8.38", "CTX-8.56", "CTX-8.14"),
-         _table(65_000, 20_000, summary=8192), _table_row1, _TABLE_NEEDS),
+         _table(65_000, 20_000, summary=8192), _table_row1, COMPACTING),
     Case("EX8-ROW2", "F=79000, M=6000: still above 80% after the summary, sent once",
          "§8 table row 2", ("CTX-8.30", "CTX-8.52", "CTX-8.55", "CTX-8.57", "CTX-9.37"),
-         _table(79_000, 6000, summary=8192), _table_row2, _TABLE_NEEDS),
+         _table(79_000, 6000, summary=8192), _table_row2, COMPACTING),
     Case("EX8-ROW3", "F=96000, M=6000: an over-window source compacts with T=4000",
          "§8 table row 3", ("CTX-8.46", "CTX-8.58"), _table(96_000, 6000, summary=4000),
-         _table_row3, _TABLE_NEEDS),
+         _table_row3, COMPACTING),
     Case("EX8-ROW4", "F=100000 with material: no room for a summary", "§8 table row 4",
          ("CTX-8.50", "CTX-8.59", "CTX-7.32"), _table(100_000, 6000), _table_row4,
-         _TABLE_NEEDS),
+         COMPACTING),
     Case("EX8-ROW5", "no compressible material at I=85000: recorded, and the request goes",
          "§8 table row 5", ("CTX-8.30", "CTX-8.47", "CTX-8.48", "CTX-8.60"),
          _table(85_000, 0), _table_row5, frozenset({"estimator_injection"})),
     Case("EX8-ROW6", "re-assembled at 100001 after the summary: ended, supplement kept",
          "§8 table row 6", ("CTX-8.53", "CTX-8.61", "CTX-8.81", "CTX-9.37", "CTX-7.32"),
-         _table(91_809, 6000, summary=8192, supplement=31_776), _table_row6, _TABLE_NEEDS),
+         _table(91_809, 6000, summary=8192, supplement=31_776), _table_row6, COMPACTING),
     Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
          "bad input", ("CTX-3.59",), _write_scenario(
              {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
@@ -1072,14 +1068,14 @@ CASES: tuple[Case, ...] = (
                   "value": "x"}]}),
          _invalid_patch_check("UNKNOWN_TARGET"), frozenset({"hooks"})),
     Case("BAD-BUDGET", "an unresolvable budget is refused before anything runs", "bad input",
-         ("CTX-7.7",), _bad_budget_scenario(), _nothing, refusal="BUDGET_CONFIGURATION_INVALID"),
+         ("CTX-7.7",), _bad_budget_scenario(), no_check, refusal="BUDGET_CONFIGURATION_INVALID"),
     # Our own document, not the design's: these cases name no requirement of it.
     Case("BAD-SCENARIO-FIELD", "a scenario with a field it does not define is refused",
-         OUR_DOCUMENTS, (), _malformed(surprise=1), _nothing, refusal="SCENARIO_INVALID"),
+         OUR_DOCUMENTS, (), _malformed(surprise=1), no_check, refusal="SCENARIO_INVALID"),
     Case("BAD-SCENARIO-VERSION", "a scenario of an unknown version is refused", OUR_DOCUMENTS,
-         (), _malformed(scenario_version=2), _nothing, refusal="SCENARIO_INVALID"),
+         (), _malformed(scenario_version=2), no_check, refusal="SCENARIO_INVALID"),
     Case("BAD-SCENARIO-CRASH", "a crash at a commit that does not exist is refused",
-         OUR_DOCUMENTS, (), _malformed(crash={"commit": "T_FROZE"}), _nothing,
+         OUR_DOCUMENTS, (), _malformed(crash={"commit": "T_FROZE"}), no_check,
          refusal="SCENARIO_INVALID", needs=frozenset({"crash_points"})),
     *STATEMENTS,
     *CRASH_MATRIX,

@@ -17,7 +17,17 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ctxspec.conformance.case import Case, Trace, endings, equal, example, expect, of, requests
+from ctxspec.conformance.case import (
+    Case,
+    Trace,
+    endings,
+    equal,
+    example,
+    expect,
+    no_check,
+    of,
+    requests,
+)
 
 EXAMPLES: Mapping[str, tuple[str, frozenset[str]]] = {
     "TOOLS": ("tool-batch-hook", frozenset({"hooks"})),
@@ -161,10 +171,6 @@ def _crashed(name: str, short: str, commit: str, occurrence: int, when: str
     return document
 
 
-def _nothing(trace: Trace) -> None:
-    """A relational case judges in ``compare``."""
-
-
 def _cases() -> tuple[Case, ...]:
     cases: list[Case] = []
     for short, points in CRASH_POINTS.items():
@@ -177,7 +183,7 @@ def _cases() -> tuple[Case, ...]:
                         f"{name}: a crash {when} {commit} #{occurrence} changes nothing",
                         "§10 crash matrix", REQUIREMENTS,
                         _crashed(name, short, commit, occurrence, when),
-                        _nothing, needs | {"crash_points"}, baseline=example(name),
+                        no_check, needs | {"crash_points"}, baseline=example(name),
                         compare=_compare(short, commit, occurrence, when)))
     return tuple(cases)
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     Trace,
     base,
@@ -128,20 +129,18 @@ def _format_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "loop_exhausted", None)], "Run endings")
 
 
-_COMPACTION = frozenset({"compaction", "estimator_injection"})
-
 CASES: tuple[Case, ...] = (
     Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
          ("CTX-11.1",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection", "history_api"})),
     Case("S11-COMPACTION-FAILED", "a finally failed compaction ends the Run, context kept",
          "§11", ("CTX-11.2", "CTX-11.3"), _compaction_failed_scenario(),
-         _compaction_failed_check, _COMPACTION | {"history_api"}),
+         _compaction_failed_check, COMPACTING | {"history_api"}),
     Case("S11-STOP-DURING-COMPACTION", "a stop during compaction starts nothing new", "§11",
          ("CTX-11.5", "CTX-11.6"), _stop_scenario(), _stop_check,
-         _COMPACTION | {"triggers", "stop"}),
+         COMPACTING | {"triggers", "stop"}),
     Case("S11-DEADLINE-DURING-COMPACTION", "the deadline during compaction starts no Attempt",
-         "§11", ("CTX-11.5",), _deadline_scenario(), _deadline_check, _COMPACTION),
+         "§11", ("CTX-11.5",), _deadline_scenario(), _deadline_check, COMPACTING),
     Case("S11-FORMAT-ERROR", "a call to a missing tool is fixed by a business Loop that counts",
          "§11", ("CTX-11.9",), _format_scenario(), _format_check),
 )

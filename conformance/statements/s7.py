@@ -13,6 +13,7 @@ from ctxspec.conformance.case import (
     equal,
     expect,
     lines,
+    no_check,
     of,
     requests,
 )
@@ -168,10 +169,6 @@ def _refused(**agent: Any) -> dict[str, Any]:
     return document
 
 
-def _nothing(trace: Trace) -> None:
-    """A refused scenario has no trace to read."""
-
-
 CASES: tuple[Case, ...] = (
     Case("S7-BYTES-CJK", "the byte estimator counts CJK text by its UTF-8 bytes", "§7",
          ("CTX-7.20",), _cjk_scenario(), _cjk_check,
@@ -209,16 +206,16 @@ CASES: tuple[Case, ...] = (
          frozenset({"estimator_injection"})),
     # B = 1000 − 500 − 500 = 0: B must be > 0.
     Case("S7-BUDGET-ZERO", "B = 0 is an invalid configuration", "§7", ("CTX-7.8",),
-         _refused(window=1000, output_reserve=500, safety_margin=500), _nothing,
+         _refused(window=1000, output_reserve=500, safety_margin=500), no_check,
          frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
     # r = 1 is outside 0 < r < 1.
     Case("S7-RATIO-ONE", "a trigger ratio of 1 is an invalid configuration", "§7", ("CTX-7.10",),
-         _refused(window=1000, trigger_ratio="1"), _nothing,
+         _refused(window=1000, trigger_ratio="1"), no_check,
          frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
     # W = 3: the default O = min(4096, floor(3 / 4) = 0) = 0 — a window known to be unusable
     # is a configuration error, refused before any request, not a request that fails later.
     Case("S7-WINDOW-WRONG", "a window no request can fit is a configuration error", "§7",
-         ("CTX-7.22",), _refused(window=3), _nothing,
+         ("CTX-7.22",), _refused(window=3), no_check,
          frozenset({"estimator_injection"}), refusal="BUDGET_CONFIGURATION_INVALID"),
     Case("S7-ESTIMATE-WHOLE-REQUEST", "I counts system, tool schemas, history, the current "
          "input and the hook's addition", "§7", ("CTX-7.11",), _whole_request_scenario(),

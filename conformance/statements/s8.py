@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     Trace,
     base,
@@ -25,8 +26,7 @@ CHUNKS = "compaction-three-chunks-window-exceeded"
 """The worked example: Run 2 compacts Run 1's process in three chunks (S1, S2, S3), then ends
 CONTEXT_WINDOW_EXCEEDED; W = 4000, O = 400, S = 100, B = 3500, the chars estimator."""
 
-_COMPACTION = frozenset({"compaction", "estimator_injection"})
-_HOOKED = _COMPACTION | {"hooks"}
+_HOOKED = COMPACTING | {"hooks"}
 
 
 def _texts(request: dict[str, Any]) -> str:
@@ -486,7 +486,7 @@ CASES: tuple[Case, ...] = (
          "as a user message, transcript data folded in order, T as max output", "§8",
          ("CTX-8.1", "CTX-8.2", "CTX-8.4", "CTX-8.16", "CTX-8.17", "CTX-8.18", "CTX-8.24",
           "CTX-8.25", "CTX-8.44", "CTX-8.62", "CTX-8.67", "CTX-8.69"),
-         _prompt_scenario(), _prompt_check, _COMPACTION),
+         _prompt_scenario(), _prompt_check, COMPACTING),
     Case("S8-COMPACTION-PIPELINE", "every chunk call passes both compaction hook points",
          "§8", ("CTX-8.8", "CTX-8.19"), _pipeline_scenario(), _pipeline_check, _HOOKED),
     Case("S8-COMPACTION-HOOK-FAILS", "a failing compaction hook item is dropped alone", "§8",
@@ -496,27 +496,27 @@ CASES: tuple[Case, ...] = (
          _episode_failed([(1, 1), (2, 1)]), _HOOKED),
     Case("S8-CHUNK-FAILS", "a chunk whose attempts all fail fails the episode and the Run", "§8",
          ("CTX-8.9", "CTX-8.75"), _failed_chunk_scenario(),
-         _episode_failed([(1, 1), (2, 1)]), _COMPACTION),
+         _episode_failed([(1, 1), (2, 1)]), COMPACTING),
     Case("S8-COMPACTION-PATCH", "a compaction hook cannot forge the sources or the cutoff", "§8",
          ("CTX-8.23",), _forged_scenario(), _forged_check, _HOOKED,
          baseline=boundary(), compare=_same_compaction),
     Case("S8-MODEL-CURSOR", "a summary claiming the episode is done advances nothing", "§8",
-         ("CTX-8.79",), _cursor_scenario(), _cursor_check, _COMPACTION),
+         ("CTX-8.79",), _cursor_scenario(), _cursor_check, COMPACTING),
     Case("S8-EPISODE-WAITS", "the prepared business request waits for the episode, uses no "
          "loop for it, and goes with the snapshot", "§8",
          ("CTX-8.3", "CTX-8.5", "CTX-8.6", "CTX-8.13"), boundary(loop_limit=1), _waits_check,
-         _COMPACTION),
+         COMPACTING),
     Case("S8-STOP-DURING-COMPACTION", "a stop during the episode sends no business request",
-         "§8", ("CTX-8.7",), _stopped_scenario(), _stopped_check, _COMPACTION | {"triggers"}),
+         "§8", ("CTX-8.7",), _stopped_scenario(), _stopped_check, COMPACTING | {"triggers"}),
     # An explicit target below P: T = min(100, P = min(O = 400, H)) = 100.
     Case("S8-TARGET-EXPLICIT", "an explicit summary target is the chunk's max output", "§8",
-         ("CTX-8.39",), boundary(summary_target=100), _target_check(100), _COMPACTION),
+         ("CTX-8.39",), boundary(summary_target=100), _target_check(100), COMPACTING),
     # A known provider limit of 250 is part of P = min(400, 250, H) = 250; the explicit 1000 is
     # capped: T = min(1000, 250) = 250.
     Case("S8-TARGET-PROVIDER-LIMIT", "a known provider output limit caps the summary target",
          "§8", ("CTX-8.39", "CTX-8.42"),
          boundary(summary_target=1000, provider_output_limit=250), _target_check(250),
-         _COMPACTION),
+         COMPACTING),
     # F = 3 + 101767 + the 30-character envelope = 101800, M = "m" × 20000 + "n" × 21000 + 24 −
     # 30 = 40994, I = 142794 ≥ 142400. H = 76200, P = min(20000, H) = 20000, C = min(8192,
     # floor(178001 / 4) = 44500, 20000) = 8192, D = floor(0.6 × 178001) − F = floor(106800.6)
@@ -524,37 +524,37 @@ CASES: tuple[Case, ...] = (
     # re-assembles to 101800 + 10 = 101810.
     Case("S8-SOFT-TARGET", "T leaves the input at 60% of B when that is below the cap", "§8",
          ("CTX-8.29", "CTX-8.31", "CTX-8.32", "CTX-8.43"), _soft_target(101_767, 20_000, 21_000),
-         _soft_check(5000, 101_810), _COMPACTION),
+         _soft_check(5000, 101_810), COMPACTING),
     # F = 3 + 50000 + 30 = 50033, M = 46000 + 46500 + 24 − 30 = 92494, I = 142527 ≥ 142400.
     # D = 106800 − 50033 = 56767 > C = min(8192, 44500, 20000) = 8192 → T = A = 8192; the
     # summary of 10 re-assembles to 50043.
     Case("S8-TARGET-CAP", "T is capped at A = 8192", "§8", ("CTX-8.31", "CTX-8.33"),
-         _soft_target(50_000, 46_000, 46_500), _soft_check(8192, 50_043), _COMPACTION),
+         _soft_target(50_000, 46_000, 46_500), _soft_check(8192, 50_043), COMPACTING),
     Case("S8-PROTECTED-TOO-LARGE", "a fixed input over B with nothing to summarise is refused",
          "§8", ("CTX-8.49",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection"})),
     Case("S8-CHUNK-RETRIED", "a failed chunk attempt is retried as the next attempt of the same "
          "purpose key, with the role's model attempts", "§8", ("CTX-8.2", "CTX-8.75"),
-         _chunk_retry_scenario(2, 1), _chunk_retried_check, _COMPACTION),
+         _chunk_retry_scenario(2, 1), _chunk_retried_check, COMPACTING),
     # The same script with model_attempts = 1: the one failure is chunk 2's last attempt, so the
     # episode fails at once; S2 and S3, still in the script, are never asked for.
     Case("S8-CHUNK-ONE-ATTEMPT", "with one model attempt a chunk's failure is final", "§8",
          ("CTX-8.2", "CTX-8.75"), _chunk_retry_scenario(1, 1),
-         _episode_failed([(1, 1), (2, 1)]), _COMPACTION),
+         _episode_failed([(1, 1), (2, 1)]), COMPACTING),
     # model_attempts = 2 and both of chunk 2's attempts fail: only the second is final.
     Case("S8-CHUNK-LAST-ATTEMPT", "a chunk fails the episode only when its last attempt fails",
          "§8", ("CTX-8.2", "CTX-8.75"), _chunk_retry_scenario(2, 2),
-         _episode_failed([(1, 1), (2, 1), (2, 2)]), _COMPACTION),
+         _episode_failed([(1, 1), (2, 1), (2, 2)]), COMPACTING),
     Case("S8-ABOVE-TRIGGER-AFTER", "a compacted request still above the trigger is sent; the "
          "next business call is checked again", "§8", ("CTX-8.80",),
-         _above_trigger_scenario(), _above_trigger_check, _COMPACTION),
+         _above_trigger_scenario(), _above_trigger_check, COMPACTING),
     Case("S8-SUMMARY-AT-CAP", "a summary that reaches T is accepted and no raw record is lost",
-         "§8", ("CTX-8.54",), _at_cap_scenario(), _at_cap_check, _COMPACTION | {"history_api"}),
+         "§8", ("CTX-8.54",), _at_cap_scenario(), _at_cap_check, COMPACTING | {"history_api"}),
     Case("S8-MATERIAL-ORDER", "the material is the effective context in history order, each "
          "tool interaction within one chunk", "§8", ("CTX-8.63", "CTX-8.65"),
          _order_scenario(), _order_check, _HOOKED),
     Case("S8-OVERSIZE-RECORD", "an oversized record is split into labelled ranges within a chunk "
          "budget that reserves the previous summary's T", "§8",
          ("CTX-8.66", "CTX-8.68", "CTX-8.71"), _oversize_scenario(), _oversize_check,
-         _COMPACTION),
+         COMPACTING),
 )

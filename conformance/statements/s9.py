@@ -5,6 +5,7 @@ expected values derived by hand from the design (see conformance/case.py)."""
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     Trace,
     base,
@@ -360,33 +361,31 @@ def _atomic_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
-_COMPACTION = frozenset({"compaction", "estimator_injection"})
-
 CASES: tuple[Case, ...] = (
     Case("S9-INCREMENTS", "later loops reuse the summary and append only uncovered records",
          "§9", ("CTX-9.12", "CTX-9.19", "CTX-9.20", "CTX-9.23"), _increments_scenario(),
-         _increments_check, _COMPACTION),
+         _increments_check, COMPACTING),
     Case("S9-CHUNK-RESUME", "a takeover continues the same episode with the same chunk keys",
          "§9", ("CTX-9.38", "CTX-9.39", "CTX-9.40", "CTX-8.73", "CTX-8.78"),
-         _chunk_resume_scenario(), _chunk_resume_check, _COMPACTION | {"crash_points"}),
+         _chunk_resume_scenario(), _chunk_resume_check, COMPACTING | {"crash_points"}),
     Case("S9-SNAPSHOT-TAKEOVER", "a takeover after the summary commit sends the prepared request "
          "without asking its hooks again", "§9", ("CTX-9.42",), _snapshot_takeover_scenario(),
-         _snapshot_takeover_check, _COMPACTION | {"hooks", "crash_points"}),
+         _snapshot_takeover_check, COMPACTING | {"hooks", "crash_points"}),
     Case("S9-CHUNK-RAW-SAVED", "a takeover after a chunk's raw answer was saved post-processes "
          "it without asking the summary model again", "§9", ("CTX-8.70", "CTX-9.43"),
-         _raw_saved_scenario(), _raw_saved_check, _COMPACTION | {"hooks", "crash_points"}),
+         _raw_saved_scenario(), _raw_saved_check, COMPACTING | {"hooks", "crash_points"}),
     Case("S9-RESUMMARY", "a later episode folds the applicable summary; coverage is merged",
-         "§9", ("CTX-9.21",), _resummary_scenario(), _resummary_check, _COMPACTION),
+         "§9", ("CTX-9.21",), _resummary_scenario(), _resummary_check, COMPACTING),
     Case("S9-UNCOVERED-CHANGE", "an uncovered correction keeps the summary, a covered one "
          "sets it aside", "§9", ("CTX-9.22", "CTX-9.24"), _uncovered_scenario(),
-         _uncovered_check, _COMPACTION | {"hooks"}),
+         _uncovered_check, COMPACTING | {"hooks"}),
     Case("S9-FROZEN-BINDING", "a retry after compaction sends the frozen binding; the next "
          "Operation reads the new head", "§9", ("CTX-9.31", "CTX-9.34", "CTX-9.35"),
-         _binding_scenario(), _binding_check, _COMPACTION | {"triggers"}),
+         _binding_scenario(), _binding_check, COMPACTING | {"triggers"}),
     Case("S9-NO-SECOND-ATTEMPT", "an update during the episode starts no second summary; the "
          "window check ends the Run", "§9", ("CTX-9.29",), _concurrent_scenario(),
-         _concurrent_check, _COMPACTION | {"triggers"}),
+         _concurrent_check, COMPACTING | {"triggers"}),
     Case("S9-SUMMARY-ATOMIC", "a crash before the snapshot commit loses nothing and shows the "
          "summary once", "§9", ("CTX-9.18",), _atomic_scenario(), _atomic_check,
-         _COMPACTION | {"crash_points", "history_api"}),
+         COMPACTING | {"crash_points", "history_api"}),
 )
