@@ -450,9 +450,11 @@ def test_fits_window_counts_output_and_margin() -> None:
 def test_material_key_of_every_kind_of_message() -> None:
     run, call, input_id, record = uuid(2), uuid(50), uuid(20), uuid(6)
 
-    def key(kind: ViewKind, **fields: UUID) -> str:
+    def key(kind: ViewKind, record_id: UUID | None = None, input_id: UUID | None = None,
+            call_id: UUID | None = None) -> str:
         return material_key(ViewMessage(role=MessageRole.SYSTEM, kind=kind, text="t",
-                                        source_run_id=run, **fields))  # type: ignore[arg-type]
+                                        source_run_id=run, record_id=record_id,
+                                        input_id=input_id, call_id=call_id))
 
     assert key(ViewKind.SUMMARY, record_id=record) == f"snapshot:{record}"
     assert key(ViewKind.ASSISTANT, record_id=record) == f"record:{record}"
@@ -726,8 +728,9 @@ def test_every_episode_transition_moves_the_revision_by_one() -> None:
 
 @pytest.mark.covers("CTX-8.73", "CTX-9.38")
 def test_the_last_chunk_is_called_before_the_episode_finishes() -> None:
-    state = commit_chunk(commit_chunk(running(), 1, ref("S1"), uuid(81)),  # type: ignore[arg-type]
-                         2, ref("S2"), uuid(82))
+    first = commit_chunk(running(), 1, ref("S1"), uuid(81))
+    assert isinstance(first, CompactionEpisode)
+    state = commit_chunk(first, 2, ref("S2"), uuid(82))
     assert isinstance(state, CompactionEpisode)
     assert next_step(state, 3, {}) == ("call_model", 3)
     assert next_step(state, 2, {}) == ("finish", 2)
