@@ -53,6 +53,26 @@ def _keys_only(original: Callable[..., Applicability]) -> Callable[..., Applicab
     return applicability
 
 
+def _pointer_only_switch(original: Callable[..., Any]) -> Callable[..., Any]:
+    def switch(pointer: Any, *, current_view: ModelView, manifest: Any, **checks: Any) -> Any:
+        # The CAS compares the pointer and the lease, never the covered material.
+        return original(pointer, current_view=ModelView(()), manifest=replace(manifest,
+                        pieces=()), **checks)
+    return switch
+
+
+def _resummarise_on_conflict(original: Callable[..., Any]) -> Callable[..., Any]:
+    def compact(self: Any, run: Any, operation_id: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, run, operation_id, *args, **kwargs)
+        steps = [e for e in self.trace.events if getattr(e, "kind", None) == "compaction"]
+        if result is not None and steps and steps[-1].step == "snapshot_refused":
+            # Resolve the conflict by summarising again: a fresh episode (under a fresh
+            # operation id, as the store allows one per operation), its chunks re-asked.
+            return original(self, run, self._id(), *args, **kwargs)
+        return result
+    return compact
+
+
 MUTANTS = (
     Mutant("COMPACTION-REQUEST-OVERFLOWS",
            "the chunk plan ignores the window, so a compaction request itself overflows it "
@@ -71,4 +91,13 @@ MUTANTS = (
            "a snapshot stays applicable while its covered records exist, even when their "
            "effective content changed (§9: compare content, not identity)",
            (Patch(snapshots, "applicability", _keys_only),)),
+    Mutant("SWITCH-IGNORES-COVERAGE",
+           "the snapshot pointer switch checks the active snapshot and the lease but not the "
+           "covered material, so a correction made while the episode ran is summarised away "
+           "(§9: the commit re-checks the source versions)",
+           (Patch(runtime, "switch_active", _pointer_only_switch),)),
+    Mutant("CAS-RESUMMARISED",
+           "a switch refused because covered material changed is resolved by a new episode "
+           "that asks the summary model again (§9: never re-call completed chunks)",
+           (Patch(runtime.ReferenceRuntime, "_compact", _resummarise_on_conflict),)),
 )

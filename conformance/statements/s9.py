@@ -17,7 +17,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.sessions import boundary
+from ctxspec.conformance.sessions import boundary, corrected_summary
 
 # --- later loops: the summary once, uncovered increments appended, protected inputs kept -------
 
@@ -361,6 +361,66 @@ def _atomic_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
+# --- covered material changed while the episode ran: a refused switch, nothing re-run ----------
+
+
+def _cas_scenario(correction: str) -> dict[str, Any]:
+    """ROW-20's Run, but the correction of the first decision comes from the hook of the
+    episode's second chunk request — after chunk 1 summarised the record — and loop 3's answer
+    is the final one."""
+    document = corrected_summary()
+    business = document["model"]["business"]
+    document["model"]["business"] = [*business[:2], {"text": "done"}]
+    document["hooks"] = [{"point": "compaction.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text",
+                            "value": correction}]}]}]
+    return document
+
+
+def _cas_common(trace: Trace) -> None:
+    # Loop 3: I = 3 + 2 + (1500 + 6) + 1500 + (700 + 6) + 200 + 47 = 3964 ≥ 3600 (ROW-20's
+    # arithmetic), two chunks. The hook of chunk 2's request corrects the first decision, which
+    # chunk 1 already summarised: the snapshot may not become the head. Each chunk is asked
+    # once and its hook chain runs once — the conflict is not resolved by asking either again.
+    equal([r["purpose"] for r in requests(trace)][:4],
+          ["business", "business", "compaction", "compaction"], "requests up to the episode")
+    equal(len(requests(trace, "compaction")), 2, "compaction requests")
+    equal([e["point"] for e in of(trace, "hook_called")],
+          ["compaction.pre_request", "compaction.pre_request"], "hook chains run")
+    equal(len({e["episode_id"] for e in of(trace, "compaction")}), 1, "episodes")
+    steps = [e["step"] for e in of(trace, "compaction")]
+    expect("snapshot_active" not in steps, "the summary of changed material became the head")
+    expect(steps[-1] == "snapshot_refused",
+           f"the episode's last step is {steps[-1]!r}, not the refused switch")
+    expect("COVERED_MATERIAL_CHANGED" in of(trace, "compaction")[-1]["detail"],
+           "the refusal does not say the covered material changed")
+
+
+def _cas_rebuilt_check(trace: Trace) -> None:
+    # The view is rebuilt from the records as they are now: the corrected decision stands in
+    # for "A" × 1500, no summary. I = 3964 − 1506 + (2036 + 6) = 4500 = B: it fits the hard
+    # window exactly, and goes.
+    _cas_common(trace)
+    loop3 = requests(trace, "business")[2]
+    equal((loop3["snapshot_id"], loop3["estimated_input_tokens"]), (None, 4500),
+          "loop 3's snapshot and I")
+    texts = [m["text"] for m in loop3["view"]["messages"]]
+    expect(not any("SUM" in text for text in texts), "loop 3 shows the refused summary")
+    expect("Z" * 2036 in texts and "r" * 1500 in texts and "B" * 700 in texts,
+           "loop 3 lacks the covered records as they are now")
+    expect("A" * 1500 not in texts, "loop 3 shows the decision as it was before the hook")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _cas_over_check(trace: Trace) -> None:
+    # One character more: I = 4501 > B = 4500. The Operation had its one episode, so the
+    # rebuilt request is not summarised again: the Run ends with CONTEXT_WINDOW_EXCEEDED and
+    # loop 3 is never sent.
+    _cas_common(trace)
+    equal(len(requests(trace, "business")), 2, "business requests")
+    equal(endings(trace), [(1, "failed", "CONTEXT_WINDOW_EXCEEDED")], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S9-INCREMENTS", "later loops reuse the summary and append only uncovered records",
          "§9", ("CTX-9.12", "CTX-9.19", "CTX-9.20", "CTX-9.23"), _increments_scenario(),
@@ -388,4 +448,12 @@ CASES: tuple[Case, ...] = (
     Case("S9-SUMMARY-ATOMIC", "a crash before the snapshot commit loses nothing and shows the "
          "summary once", "§9", ("CTX-9.18",), _atomic_scenario(), _atomic_check,
          COMPACTING | {"crash_points", "history_api"}),
+    Case("S9-CAS-REBUILT", "covered material changed during the episode: the summary is not "
+         "made the head, the view is rebuilt and sent at I = B", "§9",
+         ("CTX-9.30", "CTX-9.33"), _cas_scenario("Z" * 2036), _cas_rebuilt_check,
+         COMPACTING | {"hooks"}),
+    Case("S9-CAS-OVER", "covered material changed during the episode and the rebuilt request is "
+         "one token over B: the Run ends, nothing is summarised again", "§9",
+         ("CTX-9.33", "CTX-9.29"), _cas_scenario("Z" * 2037), _cas_over_check,
+         COMPACTING | {"hooks"}),
 )

@@ -165,7 +165,10 @@ REGISTRIES: dict[HookPoint, FieldRegistry] = {
         FieldSpec("tool_call:{call_id}.arguments", "arguments", "object", required=True),)),
     "tool.post_call": FieldRegistry("tool.post_call", "1", (
         FieldSpec(None, "result", "string"),)),
-    "compaction.pre_request": FieldRegistry("compaction.pre_request", "1", ()),
+    # A compaction request's hook may correct a record of the role's context (say, redact it
+    # before it is summarised); the request's own sources and cutoff are not writable (§8).
+    "compaction.pre_request": FieldRegistry("compaction.pre_request", "2", (
+        FieldSpec("text", None, "string"),)),
     "compaction.post_response": FieldRegistry("compaction.post_response", "1", (
         FieldSpec(None, "summary", "string"),)),
 }
@@ -826,7 +829,7 @@ class ReferenceRuntime:
                 raise AssertionError("a compact decision has a summary target")
             compacted = self._compact(run, operation_id, view, split.material,
                                       verdict.summary_target, split.input_tokens,
-                                      split.material_tokens, source)
+                                      split.material_tokens, source, protected)
             # A stop or the Run's deadline that came while the episode ran starts no business
             # attempt: the episode and the business task share the Run's cancellation and
             # deadline (§8, §11; CTX-8.7, CTX-11.5).
@@ -856,7 +859,8 @@ class ReferenceRuntime:
 
     def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
                  material: Sequence[ViewMessage], target: int, input_tokens: int,
-                 material_tokens: int, source: ModelView | None = None
+                 material_tokens: int, source: ModelView | None = None,
+                 protected: Sequence[ProtectedInput] = ()
                  ) -> tuple[ModelView, UUID | None] | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
@@ -926,10 +930,15 @@ class ReferenceRuntime:
                                   previous=[(run.snapshot[0], run.snapshot[1])]
                                   if run.snapshot else [])
         snapshot_id = self._id()
+        # The CAS reads the records as they are now, not as the episode found them: a hook of
+        # the episode's own chunk requests may have corrected covered material meanwhile (§9).
+        current = self._view(run, protected)
+        if isinstance(current, UnsettledBatch):
+            raise AssertionError("an episode runs between batches")
         switched = switch_active(run.pointer, expected_active=run.pointer.snapshot_id,
                                  lease_epoch=run.pointer.lease_epoch,
                                  new_snapshot_id=snapshot_id, manifest=manifest,
-                                 current_view=source or view)
+                                 current_view=current)
         done = finish_episode(episode, len(plan.chunks.chunks), snapshot_id)
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
@@ -952,11 +961,21 @@ class ReferenceRuntime:
                     "manifest": manifest_document(manifest)}))
             self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
                                              str(snapshot_id)))
+        else:
+            # Not made the head: the episode's model facts and summary stay (the snapshot row)
+            # with why it was refused; the view is rebuilt from the records as they are now.
+            # Neither the hooks nor the finished chunks are asked again, and this Operation
+            # gets no second episode (§9 rebuild steps 3 and 4; CTX-9.33).
+            snapshot_rows.append(checkpoint_write(run.run_id, "snapshot_refused", {
+                "snapshot_id": str(snapshot_id), "reason": switched.reason,
+                "detail": switched.detail}))
+            self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_refused",
+                                             f"{switched.reason}: {switched.detail}"))
         self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
         # A summary folded into this one is part of its coverage: the new snapshot is checked
         # against, and applied to, the records themselves, never the view with the old summary
         # (CTX-9.21).
-        new_view, used, _ = view_with_snapshot(source or view, run.snapshot)
+        new_view, used, _ = view_with_snapshot(current, run.snapshot)
         return new_view, used
 
     def _fail_episode(self, run: RunState, episode: CompactionEpisode, message: str) -> None:
