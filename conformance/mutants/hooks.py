@@ -7,6 +7,7 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import hooks
 from ctxspec.reference.contracts import HookDecision
+from ctxspec.reference.runtime import runtime
 
 
 def _payload_wins(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,6 +29,18 @@ def _invalid_deny_allows(original: Callable[..., Any]) -> Callable[..., Any]:
     return evaluate
 
 
+def _no_fixed_room(original: Callable[..., Any]) -> Callable[..., Any]:
+    def room(self: Any, run: Any, view: Any, protected: Any) -> None:
+        return None  # the chain never weighs what an item adds to the fixed input
+    return room
+
+
+def _annotations_compressible(original: Callable[..., Any]) -> Callable[..., Any]:
+    def pinned(self: Any, run: Any, protected: Any) -> frozenset[Any]:
+        return frozenset()  # an annotation of the current question counts as history
+    return pinned
+
+
 MUTANTS = (
     Mutant("PAYLOAD-WINS",
            "when payload_patch and context_patch disagree on a field, the payload's value wins "
@@ -37,4 +50,13 @@ MUTANTS = (
            "a deny whose patch is invalid is treated as no decision and the call runs (§3: a "
            "legitimate deny still blocks)",
            (Patch(hooks, "evaluate", _invalid_deny_allows),)),
+    Mutant("FIXED-ADDITION-UNCHECKED",
+           "a pre-request item's new fixed material is never measured, so an item that cannot "
+           "fit by itself is kept (§7: that item is discarded, the earlier values stay)",
+           (Patch(runtime.ReferenceRuntime, "_fixed_room", _no_fixed_room),)),
+    Mutant("QUESTION-ANNOTATION-SUMMARISED",
+           "a hook's annotation of the current question is compaction material and is "
+           "summarised away (§8: legitimate hook additions kept verbatim are part of F)",
+           (Patch(runtime.ReferenceRuntime, "_protected_annotations",
+                  _annotations_compressible),)),
 )

@@ -17,7 +17,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.sessions import corrected_summary
+from ctxspec.conformance.sessions import boundary, corrected_summary
 
 # --- §7 statements: the conservative estimator, the provider's refusal --------------------------
 
@@ -104,35 +104,97 @@ def _hook_then_compact_check(trace: Trace) -> None:
 
 
 def _hook_over_budget_scenario() -> dict[str, Any]:
-    document = base(window=40_000, output_reserve=20_000, summary_target=50)
+    document = base(window=40_000, output_reserve=20_000, summary_target=50,
+                    tools=[{"name": "t"}])
     document["steps"] = [{"ask": "go"}, {"advance": True}]
-    document["model"] = {"business": [{"text": "done"}], "compaction": [{"text": "SUM"}]}
-    document["hooks"] = [{"point": "model.pre_request", "items": [
-        {"context_patch": [{"target": "question", "field": "text",
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}],
+                         "compaction": [{"text": "SUM"}]}
+    document["tools"] = {"t": [{"text": "r"}]}
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "last", "field": "text",
                             "operation": "append_annotation", "value": "N" * 20_000}]}]}]
     return document
 
 
 def _hook_over_budget_check(trace: Trace) -> None:
-    # B = 40000 − 20000 − 100 = 19900. The hook's annotation (compressible: not a protected
-    # input) makes I = 3 + 2 + 20000 = 20005 > B before compaction. §7: the item is legitimate
-    # and goes through CompactionPolicy — allowed, its patch valid, no diagnostic — and the
-    # annotation is summarised (T = 50 leaves one chunk room for the whole 20000). The
-    # business request then carries "sys", "go" and the summary in its 30-character envelope:
-    # I = 3 + 2 + 30 + 3 = 38.
+    # B = 40000 − 20000 − 100 = 19900. Loop 2's hook annotates the tool result — compressible
+    # material, not a protected input — making I = 3 + 2 + ("" + "\nt({})" 6) + 1 + 20000 +
+    # the schema 47 = 20059 > B before compaction. §7: the item is legitimate and goes through
+    # CompactionPolicy — allowed, its patch valid, no diagnostic — and the annotation is
+    # summarised (T = 50 leaves one chunk room for all of it). The business request then
+    # carries "sys", "go" and the summary in its 30-character envelope: I = 3 + 2 + 33 + 47 = 85.
     equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [("allow", True, [])], "the hook item's decision")
-    equal([r["purpose"] for r in requests(trace)], ["compaction", "business"], "requests")
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
+          "requests")
     material = "".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
     expect("N" * 20_000 in material, "the hook's annotation was not summarised")
-    business = requests(trace, "business")[0]
+    business = requests(trace, "business")[1]
     equal(sorted(lines(business)), sorted([("system", "system_prompt", "sys"),
                                            ("user", "user_ref", "go"),
                                            ("system", "summary",
                                             "[summary of earlier material]\nSUM")]),
           "the business request's messages")
-    equal(business["estimated_input_tokens"], 38, "I of the business request")
+    equal(business["estimated_input_tokens"], 85, "I of the business request")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _annotated_question(*sizes: int) -> dict[str, Any]:
+    """One question, "short question" (14), whose pre-request chain has one item per size,
+    each annotating the question with that many "N"s."""
+    document = base(window=3000, output_reserve=500)
+    document["steps"] = [{"ask": "short question"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "ok"}]}
+    document["hooks"] = [{"point": "model.pre_request", "items": [
+        {"context_patch": [{"target": "question", "field": "text",
+                            "operation": "append_annotation", "value": "N" * size}]}
+        for size in sizes]}]
+    return document
+
+
+def _fixed_too_big_check(trace: Trace) -> None:
+    # B = 3000 − 500 − 100 = 2400; the fixed input is "sys" 3 + the question 14 = 17. An
+    # annotation of the current question rides with it as fixed material (Q56): the first
+    # item's 2383 characters bring F to 2400 = B and fit; the second item's one more character
+    # cannot fit by itself, so that item alone is discarded (ITEM_DOES_NOT_FIT) and the first
+    # one's annotation stays. Nothing is compressible: the request goes at I = 2400.
+    equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
+          [("allow", True, []), ("allow", False, ["ITEM_DOES_NOT_FIT"])], "the items' decisions")
+    [request] = requests(trace)
+    equal(lines(request), [("system", "system_prompt", "sys"),
+                           ("user", "user_ref", "short question"),
+                           ("system", "annotation", "N" * 2383)], "the request")
+    equal((request["estimated_input_tokens"], request["compaction"]),
+          (2400, "no_compressible_material"), "I and the compaction verdict")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _fixed_kept_scenario() -> dict[str, Any]:
+    document = boundary(question_length=1000)
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "question", "field": "text",
+                            "operation": "append_annotation", "value": "N" * 600}]}]}]
+    return document
+
+
+def _fixed_kept_check(trace: Trace) -> None:
+    # The row 4 Session (B = 4500, trigger 3600) with a 1000-character second question: Run 2's
+    # request is I = 2027 + 1000 = 3027 until its chain annotates the question with 600 "N"s:
+    # 3627 ≥ 3600. Run 1's 2024 characters are summarised; the annotation, fixed material of
+    # the current question, is not — it is sent verbatim after the question, and nothing of it
+    # is in the compaction material.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
+          "requests")
+    material = "".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
+    expect("a" * 1000 in material and "b" * 1000 in material, "Run 1 was not summarised")
+    expect("N" * 600 not in material, "the question's annotation was sent to be summarised")
+    equal(lines(requests(trace, "business")[1]),
+          [("system", "system_prompt", "sys"),
+           ("system", "summary", "[summary of earlier material]\nSUMMARY"),
+           ("user", "user_ref", "Q" * 1000), ("system", "annotation", "N" * 600)],
+          "Run 2's request")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
 def _whole_request_scenario() -> dict[str, Any]:
@@ -227,4 +289,11 @@ CASES: tuple[Case, ...] = (
     Case("S7-HOOK-OVER-BUDGET", "a hook addition over B is compacted, not judged failed", "§7",
          ("CTX-7.31",), _hook_over_budget_scenario(), _hook_over_budget_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
+    Case("S7-HOOK-FIXED-TOO-BIG", "a hook item whose fixed material cannot fit by itself is "
+         "discarded; the earlier item's stays", "§7", ("CTX-7.30",),
+         _annotated_question(2383, 1), _fixed_too_big_check,
+         frozenset({"hooks", "estimator_injection"})),
+    Case("S7-HOOK-FIXED-KEPT", "a hook's annotation of the current question is fixed: sent "
+         "verbatim, never summarised", "§7", ("CTX-7.30", "CTX-8.26"), _fixed_kept_scenario(),
+         _fixed_kept_check, frozenset({"hooks", "compaction", "estimator_injection"})),
 )

@@ -80,7 +80,9 @@ from ctxspec.reference.effective import (
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
 from ctxspec.reference.hooks import (
+    BudgetRoom,
     ChainOutcome,
+    ChangeSet,
     GateChecks,
     HookCall,
     HookProposal,
@@ -715,7 +717,8 @@ class ReferenceRuntime:
         # the chain's changes are in the effective context, so it is not run again (§10).
         chain = None if resume_operation is not None else self._hooks(
             "model.pre_request", run, {"params": {}}, None, None, always=[
-                self._checkpoint(run, "prepared", operation_id=str(operation_id))])
+                self._checkpoint(run, "prepared", operation_id=str(operation_id))],
+            budget=self._fixed_room(run, view, protected))
         if chain is not None and chain.items:
             view = self._view(run, protected)
             if isinstance(view, UnsettledBatch):
@@ -815,9 +818,7 @@ class ReferenceRuntime:
         triggered, then the hard window. None when the Run ended on the way."""
         source = view  # the records as they are now, no summary applied
         view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
-        parts = RequestParts((self._system(run),), self._schemas(run), view.messages, (), (),
-                             frozenset(p.input_id for p in protected))
-        split = split_request(parts, self.estimator)
+        split = split_request(self._parts(run, view, protected), self.estimator)
         verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
         decision = verdict.decision
         if decision == "error":
@@ -847,6 +848,53 @@ class ReferenceRuntime:
                                            else "preparing the request"))
             return None
         return final, decision, snapshot_id
+
+    def _parts(self, run: RunState, view: ModelView, protected: Sequence[ProtectedInput]
+               ) -> RequestParts:
+        """The request's parts for §8's F and M. A hook's annotation of a current protected
+        input is a hook increment kept verbatim: it rides with its input and is never
+        summarised (Q56)."""
+        pinned = self._protected_annotations(run, protected)
+        return RequestParts((self._system(run),), self._schemas(run),
+                            tuple(m for m in view.messages if m.record_id not in pinned),
+                            tuple(m for m in view.messages if m.record_id in pinned), (),
+                            frozenset(p.input_id for p in protected))
+
+    def _protected_records(self, run: RunState, protected: Sequence[ProtectedInput]
+                           ) -> frozenset[UUID]:
+        inputs = {p.input_id for p in protected}
+        return frozenset(raw.record_id for raw in self.contexts[run.context_id].records
+                         if raw.record.message_kind == "user_ref"
+                         and raw.record.origin_input_id in inputs)
+
+    def _protected_annotations(self, run: RunState, protected: Sequence[ProtectedInput]
+                               ) -> frozenset[UUID]:
+        questions = {str(r) for r in self._protected_records(run, protected)}
+        return frozenset(raw.record_id for raw in self.contexts[run.context_id].records
+                         if raw.record.message_kind == "annotation"
+                         and raw.content.get("annotates") in questions)
+
+    def _fixed_room(self, run: RunState, view: ModelView | UnsettledBatch,
+                    protected: Sequence[ProtectedInput]) -> BudgetRoom | None:
+        """§7: what a pre-request item adds to the fixed input (its annotations of current
+        protected inputs) must fit the input budget B by itself, with the fixed input and what
+        earlier items added; otherwise the item is discarded (ITEM_DOES_NOT_FIT, CTX-7.30).
+        Everything else it changes is compressible and left to the compaction policy."""
+        if isinstance(view, UnsettledBatch):
+            return None
+        split = split_request(self._parts(run, view, protected), self.estimator)
+        questions = self._protected_records(run, protected)
+
+        def tokens(messages: tuple[ViewMessage, ...]) -> int:
+            return self.estimator.estimate(estimation_request(ModelView(messages),
+                                                              self._schemas(run))).tokens
+
+        def measure(changes: ChangeSet) -> int:
+            added = tuple(ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.ANNOTATION,
+                                      text=str(note.text)) for note in changes.annotations
+                          if note.target_record_id in questions)
+            return tokens((*split.fixed, *added)) - tokens(split.fixed) if added else 0
+        return BudgetRoom(split.fixed_tokens, self.budget.input_budget, measure)
 
     def _window_message(self, tokens: int, stage: str) -> str:
         """§11: numbers, configuration sources and the stage; never the prompt or secrets."""
@@ -1516,7 +1564,8 @@ class ReferenceRuntime:
     def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
                call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
                extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
-               always: Sequence[Write] = ()) -> ChainOutcome | None:
+               always: Sequence[Write] = (), budget: BudgetRoom | None = None
+               ) -> ChainOutcome | None:
         """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
         writes made from the outcome and the ``always`` writes — the loop checkpoint that
         records the chain as done (§10: a committed decision is reused, never re-run)."""
@@ -1582,7 +1631,7 @@ class ReferenceRuntime:
                         actor_context_id=run.context_id, call_id=call_id,
                         call_record_id=record_id, authorised_scopes=authorised)
         chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
-                          annotation_ids=lambda _p, _i: self._id())
+                          annotation_ids=lambda _p, _i: self._id(), budget=budget)
         for context_id in states:
             self.contexts[context_id] = chain.states[context_id]
         self._commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
