@@ -73,6 +73,25 @@ def _resummarise_on_conflict(original: Callable[..., Any]) -> Callable[..., Any]
     return compact
 
 
+def _fit_unaware(original: Callable[..., Any]) -> Callable[..., Any]:
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.__dict__["mutant_compacting"] = True
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            self.__dict__["mutant_compacting"] = False
+    return fit
+
+
+def _stop_unseen_while_fitting(original: Callable[..., Any]) -> Callable[..., Any]:
+    def stopped(self: Any, run: Any) -> bool:
+        if self.__dict__.get("mutant_compacting"):
+            return False  # the episode runs apart from the Run's cancellation and deadline
+        result: bool = original(self, run)
+        return result
+    return stopped
+
+
 MUTANTS = (
     Mutant("COMPACTION-REQUEST-OVERFLOWS",
            "the chunk plan ignores the window, so a compaction request itself overflows it "
@@ -100,4 +119,11 @@ MUTANTS = (
            "a switch refused because covered material changed is resolved by a new episode "
            "that asks the summary model again (§9: never re-call completed chunks)",
            (Patch(runtime.ReferenceRuntime, "_compact", _resummarise_on_conflict),)),
+    Mutant("EPISODE-IGNORES-STOP",
+           "the compaction episode runs apart from the Run: a stop or the deadline reached "
+           "while it runs is seen only after the business request (§8, §11: the episode "
+           "shares the Run's cancellation and deadline)",
+           (Patch(runtime.ReferenceRuntime, "_fit", _fit_unaware),
+            Patch(runtime.ReferenceRuntime, "_stopped_or_out_of_time",
+                  _stop_unseen_while_fitting))),
 )

@@ -5,7 +5,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
-from ctxspec.reference import hooks
+from ctxspec.reference import hooks, registry
 from ctxspec.reference.contracts import HookDecision
 from ctxspec.reference.runtime import runtime
 
@@ -41,6 +41,20 @@ def _annotations_compressible(original: Callable[..., Any]) -> Callable[..., Any
     return pinned
 
 
+def _post_deny_ignored(original: Callable[..., Any]) -> Callable[..., Any]:
+    def chain(proposals: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+        outcome = original(proposals, call, *args, **kwargs)
+        # A post-call deny is recorded but the raw result is delivered anyway.
+        return replace(outcome, blocked=False) if call.stage == "post" else outcome
+    return chain
+
+
+def _context_side_dropped(original: Callable[..., Any]) -> Callable[..., Any]:
+    def payload_path(self: Any, field_key: str, call_id: Any) -> None:
+        return None  # a context-side write of a call's arguments never reaches the payload
+    return payload_path
+
+
 MUTANTS = (
     Mutant("PAYLOAD-WINS",
            "when payload_patch and context_patch disagree on a field, the payload's value wins "
@@ -59,4 +73,13 @@ MUTANTS = (
            "summarised away (§8: legitimate hook additions kept verbatim are part of F)",
            (Patch(runtime.ReferenceRuntime, "_protected_annotations",
                   _annotations_compressible),)),
+    Mutant("POST-DENY-DELIVERS-RAW",
+           "a post-call deny is recorded but the raw result is fed back (§3: the deny replaces "
+           "the undelivered result with its feedback)",
+           (Patch(runtime, "run_chain", _post_deny_ignored),)),
+    Mutant("CONTEXT-SIDE-DROPPED",
+           "a context-side patch of a call's arguments, addressed by its stable call_id, "
+           "never reaches the handler (§3: the registry maps the field to the payload)",
+           (Patch(registry.FieldRegistry, "payload_path_of_context",
+                  _context_side_dropped),)),
 )
