@@ -51,7 +51,7 @@ from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEsti
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
                           "triggers", "planner_executor", "crash_points", "retention",
-                          "history_api", "shared_scopes"})
+                          "history_api", "shared_scopes", "usage_reports", "tool_latency"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -60,7 +60,11 @@ DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
 ``crash`` (die at a named commit, restart on the same store) and marks it in the trace.
 ``retention``: ``workspace()`` and ``delete_agent()``; ``history_api``:
 ``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25). ``shared_scopes``:
-Run-level shared fields registered for consumer roles (§3)."""
+Run-level shared fields registered for consumer roles (§3). ``usage_reports``: a scripted
+answer's ``usage`` reaches the runtime as the provider's report and is traced as a
+``model_usage`` event (§7). ``tool_latency``: a scripted tool result's ``latency`` reaches the
+runtime as the time the call took; the reference runs a batch's calls one by one and records
+the figure on ``tool_executed`` (§2; Q58 "Tool latency")."""
 
 
 @dataclass(frozen=True)

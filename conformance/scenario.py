@@ -104,13 +104,27 @@ class CallDoc(_Doc):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class UsageDoc(_Doc):
+    """The actual usage a provider reports with a complete response (§7): audit data only."""
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _some(self) -> "UsageDoc":
+        if self.input_tokens is None and self.output_tokens is None:
+            raise ValueError("a usage report gives input_tokens, output_tokens or both")
+        return self
+
+
 class ModelDoc(_Doc):
     """One scripted model response: exactly one of text, fail (optionally after partial), or
-    context_length_exceeded."""
+    context_length_exceeded; a response with text may report its actual ``usage``."""
 
     text: str | None = None
     tool_calls: tuple[CallDoc, ...] = ()
     reasoning: str | None = None
+    usage: UsageDoc | None = None
     fail: str | None = None
     partial: str | None = None
     context_length_exceeded: bool = False
@@ -125,6 +139,8 @@ class ModelDoc(_Doc):
             raise ValueError("partial goes with fail: a partial stream then a failure")
         if self.tool_calls and self.text is None:
             raise ValueError("tool_calls belong to a response with text")
+        if self.usage is not None and self.text is None:
+            raise ValueError("usage belongs to a response with text")
         return self
 
     def outcome(self) -> ModelOutcome:
@@ -133,8 +149,11 @@ class ModelDoc(_Doc):
         if self.fail is not None:
             return PartialThenFailed(self.partial, self.fail) if self.partial is not None \
                 else Failed(self.fail)
+        usage = self.usage
         return Complete(self.text or "", tuple(ProposedCall(c.name, c.arguments)
-                                               for c in self.tool_calls), self.reasoning)
+                                               for c in self.tool_calls), self.reasoning,
+                        output_tokens=None if usage is None else usage.output_tokens,
+                        input_tokens=None if usage is None else usage.input_tokens)
 
 
 class ScriptDoc(_Doc):
@@ -157,6 +176,9 @@ class ToolResultDoc(_Doc):
     error: str | None = None
     artifact: ArtifactDoc | None = None
     workspace_writes: dict[str, str] = Field(default_factory=dict)
+    latency: int | None = Field(default=None, ge=1, description=(
+        "the logical time the call takes: calls of a batch run concurrently finish in latency "
+        "order (ties in call order); the protocol order stays the action order (§2)"))
 
 
 class PayloadPatchDoc(_Doc):
@@ -419,7 +441,8 @@ class ScriptedTools:
         result = results[ordinal - 1]
         artifact = None if result.artifact is None else Artifact(
             result.artifact.path, result.artifact.media_type, result.artifact.size_bytes)
-        return ToolOutcome(result.text, result.error, artifact, dict(result.workspace_writes))
+        return ToolOutcome(result.text, result.error, artifact, dict(result.workspace_writes),
+                           result.latency)
 
 
 class ScriptedHooks:

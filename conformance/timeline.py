@@ -36,6 +36,12 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
                 for call in message.tool_calls:
                     lines.append(f"    {'':<9} {'tool_call':<13} #{call.action_ordinal} "
                                  f"{call.name}{_short(call.arguments, 50)}")
+        elif isinstance(event, tr.ModelUsage):
+            deviation = "" if event.input_deviation is None \
+                else f", deviation {event.input_deviation:+d}"
+            lines.append(f"    usage reported (audit only): input {event.input_tokens} "
+                         f"(estimate {event.estimated_input_tokens}{deviation}), output "
+                         f"{event.output_tokens}")
         elif isinstance(event, tr.HookDecided):
             changed = ", ".join(event.changes) or "no change"
             problems = f" [{', '.join(event.diagnostics)}]" if event.diagnostics else ""
@@ -45,7 +51,8 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
             arguments = json.dumps(dict(event.effective_arguments), ensure_ascii=False)
             proposed = json.dumps(dict(event.proposed_arguments), ensure_ascii=False)
             note = "" if arguments == proposed else f" (the model proposed {proposed})"
-            lines.append(f"  tool {event.name}{arguments}{note} → {event.outcome}")
+            took = "" if event.latency is None else f" (took {event.latency})"
+            lines.append(f"  tool {event.name}{arguments}{note} → {event.outcome}{took}")
         elif isinstance(event, tr.CompactionStep):
             lines.append(f"  compaction {event.step}: {event.detail}")
         elif isinstance(event, tr.DeliveryChanged):

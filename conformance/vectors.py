@@ -4,8 +4,9 @@ runtime in any language can replay them without our predicates.
 
 Observations keep what the design makes observable and drop identifiers a runtime chooses
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
-(role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
-executed with their effective arguments; hook calls and decisions; Run endings; restarts; what
+(role, kind, text), estimated input tokens, max output tokens and compaction decision; the
+usage a provider reported, beside the estimate, where a scenario scripts it; tools executed with
+their effective arguments; hook calls and decisions; Run endings; restarts; what
 a Session retains and what the history API served. A message text longer than ``LONG_TEXT``
 characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
 100000 characters; the scenario beside them holds them in full).
@@ -36,7 +37,19 @@ VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
 def observations(trace: Trace) -> dict[str, Any]:
-    """The identifier-free projection of a trace that vectors compare."""
+    """The identifier-free projection of a trace that vectors compare. The usage a provider
+    reported (``model_usage``) is observed only where a scenario scripts some, so the vectors
+    of every other case stay as they were."""
+    seen = _observations(trace)
+    usage = [[e["purpose"], e["attempt"], e["estimated_input_tokens"], e["input_tokens"],
+              e["output_tokens"], e["input_deviation"]]
+             for e in trace if e["kind"] == "model_usage"]
+    if usage:
+        seen["model_usage"] = usage
+    return seen
+
+
+def _observations(trace: Trace) -> dict[str, Any]:
     return {
         "model_requests": [
             {"purpose": e["purpose"], "role": e["role"], "attempt": e["attempt"],

@@ -44,6 +44,10 @@ CATCHER = {
     "CROSS-SESSION-READ": "ROW-25",
     "CLAIMED-SUPPLEMENT-LOST": "ROW-13",
     "RETRY-TAKES-LATE-SUPPLEMENT": "S5-RETRY-FROZEN",
+    "USAGE-REWRITES-ESTIMATE": "S7-USAGE-AUDITED",
+    "USAGE-RESENDS": "S7-USAGE-HUGE",
+    "USAGE-CALIBRATES": "S7-USAGE-HUGE",
+    "FEEDBACK-BY-COMPLETION": "S2-COMPLETION-ORDER",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
 

@@ -80,6 +80,14 @@ def test_a_script_that_runs_out_fails_loudly() -> None:
     (lambda d: d.update(surprise=1), "scenario.surprise: Extra inputs are not permitted"),
     (lambda d: d.update(model={"business": [{"text": "a", "fail": "b"}]}),
      "scenario.model.business[0]: Value error, a model response is exactly one of"),
+    (lambda d: d.update(model={"business": [{"fail": "b", "usage": {"input_tokens": 1}}]}),
+     "scenario.model.business[0]: Value error, usage belongs to a response with text"),
+    (lambda d: d.update(model={"business": [{"text": "a", "usage": {}}]}),
+     "scenario.model.business[0].usage: Value error, a usage report gives input_tokens"),
+    (lambda d: d.update(model={"business": [{"text": "a", "usage": {"input_tokens": -1}}]}),
+     "scenario.model.business[0].usage.input_tokens: Input should be greater than or equal"),
+    (lambda d: d.update(tools={"t": [{"text": "a", "latency": 0}]}),
+     "scenario.tools.t[0].latency: Input should be greater than or equal to 1"),
 ])
 def test_malformed_scenarios_name_the_field(change: Any, message: str) -> None:
     document = base()
@@ -109,3 +117,19 @@ def test_compaction_calls_pass_through_hooks_and_a_deny_fails_the_episode() -> N
     assert [r.purpose for r in denied.model_requests()] == ["business"]  # nothing summarised
 
 
+def test_reported_usage_and_latency_reach_the_trace_as_reported() -> None:
+    # An answer reporting only output tokens has no input deviation; one reporting input has
+    # reported − estimate: "sys" 3 + "hi" 2 + t's 47-character schema = 52, so 50 gives −2; the
+    # second request adds the two calls written out ("\nt({})", 6 each) and "x", "y": 66. The
+    # tool's latency is recorded on its execution; a result without one records None.
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "hi"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "t"}, {"name": "t"}],
+         "usage": {"input_tokens": 50}},
+        {"text": "ok", "usage": {"output_tokens": 2}}]}
+    document["tools"] = {"t": [{"text": "x", "latency": 4}, {"text": "y"}]}
+    trace = run(document)
+    assert [(u.estimated_input_tokens, u.input_tokens, u.output_tokens, u.input_deviation)
+            for u in trace.of(tr.ModelUsage)] == [(52, 50, None, -2), (66, None, 2, None)]
+    assert [e.latency for e in trace.of(tr.ToolExecuted)] == [4, None]

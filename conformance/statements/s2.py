@@ -147,6 +147,63 @@ def _kept_context_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
+# --- §2 statements: the protocol order is the action order, not the completion order -----------
+
+
+def _finishing(latencies: tuple[int, int, int]) -> dict[str, Any]:
+    """One decision calls a, b and c in one batch; their results take ``latencies`` to arrive.
+    A second question follows, so Run 1's batch is also seen as history."""
+    document = base(tools=[{"name": "a"}, {"name": "b"}, {"name": "c"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}, {"ask": "again"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "a"}, {"name": "b"}, {"name": "c"}]},
+        {"text": "done"}, {"text": "ok"}]}
+    document["tools"] = {name: [{"text": name.upper(), "latency": latency}]
+                         for name, latency in zip("abc", latencies, strict=True)}
+    return document
+
+
+def _batch_as_shown(request: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The assistant message that made the calls and the messages right after it: (kind, the
+    call names in action order) for the decision, (kind, the call its result answers, text)
+    for each tool result."""
+    messages = request["view"]["messages"]
+    at = next(i for i, m in enumerate(messages) if m["tool_calls"])
+    calls = {c["call_id"]: c["name"] for c in messages[at]["tool_calls"]}
+    shown: list[tuple[Any, ...]] = [
+        ("assistant", [(c["action_ordinal"], c["name"]) for c in messages[at]["tool_calls"]])]
+    for message in messages[at + 1:at + 4]:
+        shown.append((message["kind"], calls.get(message["call_id"], "no call of the batch"),
+                      message["text"]))
+    return shown
+
+
+def _completion_order_check(trace: Trace) -> None:
+    # a, b and c finish in reverse order (latencies 3, 2, 1). §2: context_seq is the committed
+    # order and the protocol order is never the completion order: the next request shows the
+    # decision with its calls a, b, c (action ordinals 1..3), then exactly their results A, B,
+    # C in that order, each answering its own call — in Run 1's next loop and again as Run 2's
+    # history.
+    expected = [("assistant", [(1, "a"), (2, "b"), (3, "c")]),
+                ("tool_result", "a", "A"), ("tool_result", "b", "B"), ("tool_result", "c", "C")]
+    business = requests(trace, "business")
+    equal(len(business), 3, "business requests")
+    equal(_batch_as_shown(business[1]), expected, "Run 1's batch in its next request")
+    equal(_batch_as_shown(business[2]), expected, "Run 1's batch as Run 2's history")
+    equal(lines(business[1])[-1], ("tool", "tool_result", "C"),
+          "the last message of Run 1's next request")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+def _completion_order_compare(trace: Trace, baseline: Trace) -> None:
+    # The same Session with the calls finishing in call order sends the same requests: when
+    # the calls finished changes nothing the model sees.
+    def sent(of_trace: Trace) -> list[tuple[Any, ...]]:
+        return [(r["purpose"], lines(r), r["estimated_input_tokens"])
+                for r in requests(of_trace)]
+    equal(sent(trace), sent(baseline), "the requests sent")
+
+
 CASES: tuple[Case, ...] = (
     Case("S2-POST-PROCESSED", "the Loop and history take the post-processed answer, marked as "
          "modified", "§2", ("CTX-2.31", "CTX-2.32", "CTX-2.34"), _post_processed_scenario(),
@@ -158,4 +215,8 @@ CASES: tuple[Case, ...] = (
     Case("S2-ONE-CONTEXT", "loops and a takeover keep the execution's context and add no "
          "history round", "§2", ("CTX-2.5", "CTX-4.20"), _kept_context_scenario(),
          _kept_context_check, frozenset({"hooks", "crash_points"})),
+    Case("S2-COMPLETION-ORDER", "a batch whose calls finish in reverse order is fed back in "
+         "action order", "§2", ("CTX-2.28",), _finishing((3, 2, 1)), _completion_order_check,
+         frozenset({"tool_latency"}), baseline=_finishing((1, 2, 3)),
+         compare=_completion_order_compare),
 )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     Trace,
     base,
@@ -225,6 +226,80 @@ def _whole_request_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+# --- §7 statements: the provider's actual usage is audit data ---------------------------------
+
+USAGE = frozenset({"usage_reports", "estimator_injection"})
+"""What a case about reported usage needs: a driver that passes a scripted model's usage on
+and traces it (``model_usage``), measured with the chars estimator."""
+
+
+def _audited_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "hello"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "t"}],
+         "usage": {"input_tokens": 80, "output_tokens": 12}},
+        {"text": "ok", "usage": {"input_tokens": 40, "output_tokens": 3}}]}
+    document["tools"] = {"t": [{"text": "r"}]}
+    return document
+
+
+def _audited_check(trace: Trace) -> None:
+    # The chars estimator: request 1 is "sys" 3 + "hello" 5 + t's schema '{"name": "t",
+    # "parameters": {"type": "object"}}' 47 = 55; request 2 adds the call written out as
+    # "\nt({})" 6 and its result "r" 1: 62. The provider reports 80 and 40 input tokens: the
+    # requests keep their estimates (and O = 400), and each answer's usage is reported beside
+    # its request's estimate with the deviation 80 − 55 = 25 and 40 − 62 = −22.
+    sent = requests(trace)
+    equal([(r["estimated_input_tokens"], r["max_output_tokens"]) for r in sent],
+          [(55, 400), (62, 400)], "(I, max_output_tokens) of the requests as sent")
+    equal([(u["purpose_key"], u["attempt"], u["estimated_input_tokens"], u["input_tokens"],
+            u["output_tokens"], u["input_deviation"]) for u in of(trace, "model_usage")],
+          [(sent[0]["purpose_key"], 1, 55, 80, 12, 25), (sent[1]["purpose_key"], 1, 62, 40, 3,
+                                                          -22)],
+          "the usage reported (request, attempt, estimate, input, output, deviation)")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+def _reporting(document: dict[str, Any], input_tokens: int, output_tokens: int
+               ) -> dict[str, Any]:
+    """The same Session, its model reporting this usage with every answer."""
+    usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    return {**document, "model": {purpose: [{**answer, "usage": usage} for answer in script]
+                                  for purpose, script in document["model"].items()}}
+
+
+def _sent_as(trace: Trace) -> list[tuple[Any, ...]]:
+    """Each request as sent: purpose, attempt, messages, I, max_output_tokens, §8 decision."""
+    return [(r["purpose"], r["attempt"], lines(r), r["estimated_input_tokens"],
+             r["max_output_tokens"], r["compaction"]) for r in requests(trace)]
+
+
+def _usage_check(input_tokens: int, output_tokens: int, business: list[int]
+                 ) -> Callable[[Trace], None]:
+    def check(trace: Trace) -> None:
+        # Every answer reported (input_tokens, output_tokens): each is audited once, beside
+        # the estimate its request was sent with; the business requests keep the estimates
+        # derived by hand (sessions.boundary).
+        sent = requests(trace)
+        equal([r["estimated_input_tokens"] for r in requests(trace, "business")], business,
+              "I of the business requests")
+        equal([(u["purpose_key"], u["attempt"], u["estimated_input_tokens"], u["input_tokens"],
+                u["output_tokens"], u["input_deviation"]) for u in of(trace, "model_usage")],
+              [(r["purpose_key"], r["attempt"], r["estimated_input_tokens"], input_tokens,
+                output_tokens, input_tokens - r["estimated_input_tokens"]) for r in sent],
+              "the usage reported for each request")
+    return check
+
+
+def _usage_compare(trace: Trace, baseline: Trace) -> None:
+    # §7: the reported usage changes no request — the same requests with the same messages,
+    # estimates, max_output_tokens and §8 decisions as the Session whose model reports none —
+    # and the same Run endings.
+    equal(_sent_as(trace), _sent_as(baseline), "the requests sent")
+    equal(endings(trace), endings(baseline), "Run endings")
+
+
 def _refused(**agent: Any) -> dict[str, Any]:
     document = _budget_scenario(**agent)
     document["model"] = {"business": [{"text": "never asked"}]}
@@ -286,6 +361,21 @@ CASES: tuple[Case, ...] = (
          "no hook again", "§7", ("CTX-7.26", "CTX-7.27", "CTX-7.28"),
          corrected_summary(ordinal=3, correction="Z" * 1500), _hook_then_compact_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
+    Case("S7-USAGE-AUDITED", "reported usage is traced beside the estimate with its "
+         "deviation; the requests keep their estimates", "§7", ("CTX-7.21",),
+         _audited_scenario(), _audited_check, USAGE),
+    # boundary(1572): Run 1 is I = 3 + 1000 = 1003, Run 2 is 3599, one below the trigger; a
+    # usage of a million tokens per answer must not make Run 2 compact or fail.
+    Case("S7-USAGE-HUGE", "a huge reported usage changes no request", "§7", ("CTX-7.21",),
+         _reporting(boundary(1572), 1_000_000, 1_000_000), _usage_check(
+             1_000_000, 1_000_000, [1003, 3599]), USAGE, baseline=boundary(1572),
+         compare=_usage_compare),
+    # boundary(1573): Run 2 is I = 3600, at the trigger, and compacts; after the summary it is
+    # "sys" 3 + the 30-character envelope + "SUMMARY" 7 + the question 1573 = 1613. A usage of
+    # one token per answer must not stop the compaction.
+    Case("S7-USAGE-TINY", "a tiny reported usage changes no request", "§7", ("CTX-7.21",),
+         _reporting(boundary(1573), 1, 1), _usage_check(1, 1, [1003, 1613]),
+         USAGE | COMPACTING, baseline=boundary(1573), compare=_usage_compare),
     Case("S7-HOOK-OVER-BUDGET", "a hook addition over B is compacted, not judged failed", "§7",
          ("CTX-7.31",), _hook_over_budget_scenario(), _hook_over_budget_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),

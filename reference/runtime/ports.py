@@ -42,12 +42,15 @@ class ProposedCall:
 
 @dataclass(frozen=True)
 class Complete:
-    """A complete model response."""
+    """A complete model response. ``output_tokens`` and ``input_tokens`` are the actual usage
+    the provider reported for it, None when it reported none: for audit and deviation
+    monitoring only, never a reason to change the request that was sent (§7, CTX-7.21)."""
 
     text: str
     tool_calls: tuple[ProposedCall, ...] = ()
     reasoning: str | None = None
     output_tokens: int | None = None
+    input_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,10 @@ class ToolOutcome:
     error: str | None = None
     artifact: Artifact | None = None
     workspace_writes: Mapping[str, str] = field(default_factory=dict)
+    latency: int | None = None
+    """The logical time the call took, as the world reports it (None: not known). Calls of a
+    batch that run concurrently finish in latency order; the model protocol order is still the
+    action order, never the completion order (§2, CTX-2.28)."""
 
 
 class ToolPort(Protocol):

@@ -1146,6 +1146,10 @@ class ReferenceRuntime:
                max_output: int, view: ModelView, *, compaction: str | None,
                snapshot_id: UUID | None, protected: Sequence[ProtectedInput],
                cutoff: int | None, estimation: int) -> ModelOutcome:
+        """Send one attempt: the request is traced as sent, then asked. An answer's reported
+        usage is traced beside the estimate for audit and deviation monitoring; nothing reads
+        it back — not this request's figures, not a later budget (§7; Q57 "Reported usage").
+        CTX-7.21"""
         ordinal = self._ordinal(f"{purpose}:{run.role}")
         self.trace.add(tr.ModelRequestSent(
             purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
@@ -1160,8 +1164,17 @@ class ReferenceRuntime:
             input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
             role=run.role))
         self.clock.tick()
-        return self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt, messages,
-                                         schemas, max_output, ordinal, run.role))
+        outcome = self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt,
+                                            messages, schemas, max_output, ordinal, run.role))
+        if isinstance(outcome, Complete) and (outcome.input_tokens is not None
+                                              or outcome.output_tokens is not None):
+            self.trace.add(tr.ModelUsage(
+                purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
+                attempt=attempt, estimated_input_tokens=estimation,
+                input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                input_deviation=None if outcome.input_tokens is None
+                else outcome.input_tokens - estimation, role=run.role))
+        return outcome
 
     def _call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,
                              protected: Sequence[ProtectedInput], cutoff: int, decision: str,
@@ -1370,7 +1383,8 @@ class ReferenceRuntime:
             owner.tool_calls_made += 1
             outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
             self.trace.add(tr.ToolExecuted(call_id, call.name, arguments, proposed,
-                                           "error" if outcome.error else "ok"))
+                                           "error" if outcome.error else "ok",
+                                           outcome.latency))
             text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
                 else outcome.text
             self.workspace.update(outcome.workspace_writes)
@@ -1402,11 +1416,18 @@ class ReferenceRuntime:
             if not isinstance(content, dict):
                 raise AssertionError("a settled member has its result content")
             results.append((call_id, content))
-        for call_id, content in results:  # in action order: one feedback
-            self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
+        self._feed_back(run, results)
         self._commit("BATCH_FEEDBACK", [self._checkpoint(run, "loop_done")])
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
+
+    def _feed_back(self, run: RunState, results: Sequence[tuple[UUID, dict[str, JSON]]]
+                   ) -> None:
+        """A settled batch's feedback: its results appended in action order, whatever order
+        the calls completed in, so context_seq follows the action order too (§2, §10:
+        "按固定动作顺序提交父角色反馈"). CTX-2.28"""
+        for call_id, content in results:
+            self._append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
 
     def _result_content(self, text: str) -> dict[str, JSON]:
         """A large result becomes a bounded preview with its range and result_ref; the whole

@@ -1,6 +1,7 @@
 """The neutral trace: what the design makes observable of a runtime, recorded as events
 (ARCHITECTURE.md "The conformance suite"). The conformance cases assert over these, never over
-the reference's internals: model requests as sent, tools executed with their effective
+the reference's internals: model requests as sent, the usage a provider reported for them,
+tools executed with their effective
 arguments, deliveries, operation states, run terminal states and error codes, client events
 (run_seq: lifecycle, progress, terminal; never model tokens, §2), hook decisions.
 """
@@ -41,12 +42,35 @@ class ModelRequestSent:
 
 
 @dataclass(frozen=True)
+class ModelUsage:
+    """The actual usage the provider reported for one answered request, beside the estimate
+    the request was sent with (§7): audit and deviation monitoring only. ``input_deviation``
+    is reported input tokens minus the estimate (negative: the estimate was conservative). The
+    request's own event is never changed by it (CTX-7.21)."""
+
+    purpose: Literal["business", "compaction"]
+    operation_id: UUID
+    purpose_key: str
+    attempt: int
+    estimated_input_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    input_deviation: int | None
+    role: str = "root"
+    kind: Literal["model_usage"] = "model_usage"
+
+
+@dataclass(frozen=True)
 class ToolExecuted:
     call_id: UUID
     name: str
     effective_arguments: Mapping[str, Any]
     proposed_arguments: Mapping[str, Any]
     outcome: str
+    latency: int | None = None
+    """The logical time the tool port reported the call took (None: not reported). The
+    reference runs a batch's calls one by one; the figure is recorded, never used to order
+    anything (§2, CTX-2.28)."""
     kind: Literal["tool_executed"] = "tool_executed"
 
 
@@ -164,9 +188,9 @@ class Retained:
     kind: Literal["retained"] = "retained"
 
 
-TraceEvent = (ModelRequestSent | ToolExecuted | HookCalled | HookDecided | DeliveryChanged
-              | OperationState | RunEnded | ClientEvent | CompactionStep | NodeEnded | Restarted
-              | HistoryRead | Retained)
+TraceEvent = (ModelRequestSent | ModelUsage | ToolExecuted | HookCalled | HookDecided
+              | DeliveryChanged | OperationState | RunEnded | ClientEvent | CompactionStep
+              | NodeEnded | Restarted | HistoryRead | Retained)
 
 
 @dataclass
