@@ -6,7 +6,8 @@ Observations keep what the design makes observable and drop identifiers a runtim
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
 (role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
 executed with their effective arguments; hook calls and decisions; Run endings; restarts; what
-a Session retains and what the history API served. A message text longer than ``LONG_TEXT``
+a Session retains and what the history API served (with the bodies' digests when a read asked
+for them); where each further Session opened. A message text longer than ``LONG_TEXT``
 characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
 100000 characters; the scenario beside them holds them in full).
 """
@@ -35,8 +36,30 @@ def _text(text: str) -> str | dict[str, Any]:
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
+def _read(event: dict[str, Any]) -> list[Any]:
+    read = [event["caller"], event["session"], event["allowed"], event["message_kinds"]]
+    if event.get("records") is not None:  # a read that asked for bodies (digests already)
+        read.append([[r["message_kind"], r["text"], r["full_body"]] for r in event["records"]])
+    return read
+
+
 def observations(trace: Trace) -> dict[str, Any]:
-    """The identifier-free projection of a trace that vectors compare."""
+    """The identifier-free projection of a trace that vectors compare. A scenario of several
+    Sessions adds ``sessions_opened``: each new Session's number and how many model requests
+    came before it, which places the Session boundaries in ``model_requests``."""
+    seen = _observations(trace)
+    opened, sent = [], 0
+    for event in trace:
+        if event["kind"] == "model_request":
+            sent += 1
+        elif event["kind"] == "session_opened":
+            opened.append([event["session"], sent])
+    if opened:
+        seen["sessions_opened"] = opened
+    return seen
+
+
+def _observations(trace: Trace) -> dict[str, Any]:
     return {
         "model_requests": [
             {"purpose": e["purpose"], "role": e["role"], "attempt": e["attempt"],
@@ -57,8 +80,7 @@ def observations(trace: Trace) -> dict[str, Any]:
         # How many blobs a runtime writes is its own business; whether any are kept is not.
         "retained": [[e["workspace_files"], e["records"], e["blobs"] > 0]
                      for e in trace if e["kind"] == "retained"],
-        "history_reads": [[e["caller"], e["session"], e["allowed"], e["message_kinds"]]
-                          for e in trace if e["kind"] == "history_read"],
+        "history_reads": [_read(e) for e in trace if e["kind"] == "history_read"],
     }
 
 
