@@ -4,6 +4,7 @@ JSON, so a runtime in any language can pass it. The cases themselves are in ``ca
 rows and worked examples) and ``crash_matrix.py`` (§10 crash points).
 """
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,25 @@ def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
 
 def requests(trace: Trace, purpose: str | None = None) -> list[dict[str, Any]]:
     return [e for e in of(trace, "model_request") if purpose in (None, e["purpose"])]
+
+
+def sessions(trace: Trace) -> list[Trace]:
+    """The trace cut into its Sessions at each ``session_opened`` event (a scenario's
+    ``new_session`` step): the first Session's events come before the first one."""
+    parts: list[Trace] = [[]]
+    for event in trace:
+        if event["kind"] == "session_opened":
+            parts.append([])
+        else:
+            parts[-1].append(event)
+    return parts
+
+
+def digest(text: str) -> dict[str, Any]:
+    """A text as a ``history_read`` with bodies shows it: characters and SHA-256 (hex) of its
+    UTF-8 bytes, computed here from the text a case scripts."""
+    return {"chars": len(text),
+            "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
 def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -24,9 +24,11 @@ from ctxspec.conformance.scenario import (
     StepDoc,
     Triggers,
 )
+from ctxspec.reference.contracts import PayloadRef
 from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
+    COMMIT_NAMES,
     DELEGATE_TOOL,
     AccessDenied,
     AgentConfig,
@@ -39,7 +41,16 @@ from ctxspec.reference.runtime.runtime import (
     ToolSpec,
 )
 from ctxspec.reference.runtime.store import TABLES, Store
-from ctxspec.reference.runtime.trace import HistoryRead, NodeEnded, Restarted, Retained, Trace
+from ctxspec.reference.runtime.trace import (
+    BodyDigest,
+    HistoryRead,
+    NodeEnded,
+    RecordBody,
+    Restarted,
+    Retained,
+    SessionOpened,
+    Trace,
+)
 from ctxspec.reference.runtime.workflow import (
     AgentNode,
     CapabilityNode,
@@ -51,7 +62,8 @@ from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEsti
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
                           "triggers", "planner_executor", "crash_points", "retention",
-                          "history_api", "shared_scopes", "usage_reports", "tool_latency"})
+                          "history_api", "shared_scopes", "usage_reports", "tool_latency",
+                          "sessions"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -64,7 +76,8 @@ Run-level shared fields registered for consumer roles (§3). ``usage_reports``: 
 answer's ``usage`` reaches the runtime as the provider's report and is traced as a
 ``model_usage`` event (§7). ``tool_latency``: a scripted tool result's ``latency`` reaches the
 runtime as the time the call took; the reference runs a batch's calls one by one and records
-the figure on ``tool_executed`` (§2; Q58 "Tool latency")."""
+the figure on ``tool_executed`` (§2; Q58 "Tool latency"). ``sessions``: ``new_session()``
+opens another Session of the same Agent on the same store and workspace (§10)."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +127,24 @@ class ReferenceDriver:
     runtime at its commit: the object is dropped, a new one restores the Session from the same
     store (no Python state carried over) and the interrupted step continues — an ``advance`` is
     performed again, an input the dead runtime never committed is sent again, as a client
-    whose request failed would."""
+    whose request failed would.
+
+    ``new_session()`` opens another Session of the same Agent: a new runtime on the same store,
+    with its own identities, and the same Agent workspace; the earlier Sessions' runtimes stay
+    idle. A crash counts its commit over the whole scenario, and the restart takes over the
+    Session the steps talk to."""
 
     capabilities = CAPABILITIES
 
     def __init__(self) -> None:
         self.runtime: ReferenceRuntime | None = None
+        self.sessions: list[ReferenceRuntime] = []
+        """The runtimes of the earlier Sessions (idle; kept to delete the Agent)."""
+        self.agent_workspace: dict[str, str] = {}
+        """The Agent's workspace, the same for each of its Sessions and incarnations."""
+        self.crashed = False
+        self.counted: dict[str, int] = {}
+        """Commits the earlier Sessions made before the planned crash fired, by name."""
         self.workflow_trace: Trace | None = None
         self.workflow_run: WorkflowRun | None = None
         self.earlier = Trace()
@@ -132,19 +157,35 @@ class ReferenceDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         self.agent, self.ports, self.seed = _agent_config(scenario.agent), ports, scenario.name
+        self.scenario_name = scenario.name
         self.store, self.clock = Store(), LogicalClock()
         crash = scenario.crash
         self.crash = None if crash is None else CrashPlan(crash.commit, crash.occurrence,
                                                           crash.when)
+        self._open()
+
+    def _open(self) -> None:
         try:
-            self.runtime = self._new(self.crash)
+            self.runtime = self._new(self._pending_crash())
         except Crash:
             self._restart()
 
+    def _pending_crash(self) -> CrashPlan | None:
+        """The scenario's crash, counted from where this incarnation starts: its occurrence
+        counts the commits of the whole scenario, the earlier Sessions' too."""
+        plan = self.crash
+        if plan is None or self.crashed:
+            return None
+        return CrashPlan(plan.commit, plan.occurrence - self.counted.get(plan.commit, 0),
+                         plan.when)
+
     def _new(self, crash: CrashPlan | None) -> ReferenceRuntime:
-        return ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
-                                hooks=self.ports.hooks, estimator=self.ports.estimator,
-                                clock=self.clock, seed=self.seed, store=self.store, crash=crash)
+        runtime = ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
+                                   hooks=self.ports.hooks, estimator=self.ports.estimator,
+                                   clock=self.clock, seed=self.seed, store=self.store,
+                                   crash=crash)
+        runtime.workspace = self.agent_workspace
+        return runtime
 
     def _restart(self) -> None:
         """Drop the dead runtime; a Session the store does not know yet is opened afresh."""
@@ -152,13 +193,37 @@ class ReferenceDriver:
             self.earlier.events.extend(self.runtime.trace.events)
         plan = self.crash
         assert plan is not None  # only a planned crash restarts
+        self.crashed = True
         self.earlier.add(Restarted(plan.commit, plan.occurrence, plan.when))
-        if self.store.count("sessions") == 0:
+        earlier = {str(runtime.session_id) for runtime in self.sessions}
+        current = [UUID(row["session_id"]) for row in self.store.query(
+            "SELECT session_id FROM sessions") if row["session_id"] not in earlier]
+        if not current:
             self.runtime = self._new(None)
             return
+        [session_id] = current
         self.runtime = restore(self.store, self.agent, model=self.ports.model,
                                tools=self.ports.tools, hooks=self.ports.hooks,
-                               estimator=self.ports.estimator, clock=self.clock, seed=self.seed)
+                               estimator=self.ports.estimator, clock=self.clock, seed=self.seed,
+                               session_id=session_id)
+        self.runtime.workspace = self.agent_workspace
+
+    def new_session(self) -> None:
+        """Open another Session of the same Agent (ending nothing): later stimuli go to it.
+        Its identities come from its own seed, so nothing of the earlier Sessions is shared
+        but the store, the Agent and its workspace."""
+        previous = self._runtime()
+        if not self.crashed:
+            for name in COMMIT_NAMES:
+                self.counted[name] = self.counted.get(name, 0) + previous.commits_made(name)
+        self.sessions.append(previous)
+        self.earlier.events.extend([*previous.trace.events, *self.observed.events])
+        self.observed = Trace()
+        self.runtime = None
+        ordinal = len(self.sessions) + 1
+        self.earlier.add(SessionOpened(ordinal))
+        self.seed = f"{self.scenario_name}:session:{ordinal}"
+        self._open()
 
     def _runtime(self) -> ReferenceRuntime:
         if self.runtime is None:
@@ -204,7 +269,7 @@ class ReferenceDriver:
     # --- retention and access (optional capabilities) ---------------------------------------
 
     def workspace(self) -> dict[str, str]:
-        """The working files the Session's tools wrote that are still there."""
+        """The working files the Agent's tools wrote that are still there."""
         return dict(self._runtime().workspace)
 
     def observe_retention(self) -> None:
@@ -218,17 +283,37 @@ class ReferenceDriver:
         try:
             rows = self.read_history(session, read.kind, read.role)
         except AccessDenied as refused:
-            self.observed.add(HistoryRead(caller, read.session, False, (), str(refused)))
+            self.observed.add(HistoryRead(caller, read.session, False, (), str(refused),
+                                          () if read.bodies else None))
             return
+        bodies = None
+        if read.bodies:
+            who = HistoryCaller(session, read.kind, read.role)
+            bodies = tuple(self._body(who, row) for row in rows)
         self.observed.add(HistoryRead(caller, read.session, True,
-                                      tuple(r["message_kind"] for r in rows), None))
+                                      tuple(r["message_kind"] for r in rows), None, bodies))
+
+    def _body(self, caller: HistoryCaller, row: dict[str, Any]) -> RecordBody:
+        """A served record as digests: its text, and the full body behind its result_ref as
+        the caller reads it on demand."""
+        content = row["content"]
+        text = content.get("text")
+        cut = content.get("truncation")
+        full = None
+        if isinstance(cut, dict) and isinstance(cut.get("result_ref"), dict):
+            ref = PayloadRef.model_validate(cut["result_ref"])
+            full = BodyDigest.of(self._runtime().read_result_body(caller, ref))
+        return RecordBody(str(row["message_kind"]),
+                          BodyDigest.of(text if isinstance(text, str) else ""), full)
 
     def stored_rows(self) -> int:
         """How many rows the store holds, all tables together."""
         return sum(self.store.count(table) for table in TABLES)
 
     def delete_agent(self) -> None:
-        self._runtime().delete_agent()
+        """Each Session's runtime deletes its own records and the Agent."""
+        for runtime in [*self.sessions, self._runtime()]:
+            runtime.delete_agent()
 
     def session_id(self) -> UUID:
         return self._runtime().session_id
@@ -319,6 +404,13 @@ class RetentionDriver(Driver, Protocol):
     def history_step(self, read: HistoryReadDoc) -> None: ...
 
 
+class SessionsDriver(Driver, Protocol):
+    """A driver with the optional ``sessions`` capability: it opens another Session of the same
+    Agent (same store, same Agent workspace) and traces ``session_opened``."""
+
+    def new_session(self) -> None: ...
+
+
 def perform(driver: Driver, step: StepDoc) -> None:
     if step.ask is not None:
         driver.ask(step.ask)
@@ -332,6 +424,8 @@ def perform(driver: Driver, step: StepDoc) -> None:
         cast(RetentionDriver, driver).observe_retention()
     elif step.delete_agent:
         cast(RetentionDriver, driver).delete_agent()
+    elif step.new_session:
+        cast(SessionsDriver, driver).new_session()
     else:
         driver.advance()
 

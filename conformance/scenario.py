@@ -258,6 +258,9 @@ class HistoryReadDoc(_Doc):
     kind: Literal["role", "audit", "script"]
     role: str | None = None
     session: Literal["own", "other"] = "own"
+    bodies: bool = Field(default=False, description=(
+        "trace each served record's text, and the full body behind a bounded preview's "
+        "result_ref as the caller reads it, as characters and SHA-256 (§6)"))
 
 
 class StepDoc(_Doc):
@@ -271,14 +274,18 @@ class StepDoc(_Doc):
     """Needs ``retention``; traces the working files left and the records kept."""
     delete_agent: bool = False
     """Needs ``retention``: delete the Agent and all its records (§12 row 24)."""
+    new_session: bool = False
+    """Needs ``sessions``: open another Session of the same Agent, on the same store and the
+    same Agent workspace, ending nothing; the later steps talk to it (traced as
+    ``session_opened``)."""
 
     @model_validator(mode="after")
     def _one(self) -> "StepDoc":
         if sum([self.ask is not None, self.supplement is not None, self.advance, self.stop,
                 self.read_history is not None, self.observe_retention,
-                self.delete_agent]) != 1:
+                self.delete_agent, self.new_session]) != 1:
             raise ValueError("a step is exactly one of: ask, supplement, advance, stop, "
-                             "read_history, observe_retention, delete_agent")
+                             "read_history, observe_retention, delete_agent, new_session")
         return self
 
 
@@ -297,6 +304,13 @@ class OnDoc(_Doc):
 class TriggerDoc(_Doc):
     on: OnDoc
     do: StepDoc
+
+    @model_validator(mode="after")
+    def _in_session(self) -> "TriggerDoc":
+        if self.do.new_session:
+            raise ValueError("a trigger acts inside the Session it fires in: new_session is a "
+                             "step of its own")
+        return self
 
 
 class CrashDoc(_Doc):

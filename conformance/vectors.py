@@ -6,8 +6,9 @@ Observations keep what the design makes observable and drop identifiers a runtim
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
 (role, kind, text), estimated input tokens, max output tokens and compaction decision; the
 usage a provider reported, beside the estimate, where a scenario scripts it; tools executed with
-their effective arguments; hook calls and decisions; Run endings; restarts; what
-a Session retains and what the history API served. A message text longer than ``LONG_TEXT``
+their effective arguments; hook calls and decisions; Run endings; restarts; what a Session
+retains and what the history API served (with the bodies' digests when a read asked for them);
+where each further Session opened. A message text longer than ``LONG_TEXT``
 characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
 100000 characters; the scenario beside them holds them in full).
 """
@@ -36,16 +37,33 @@ def _text(text: str) -> str | dict[str, Any]:
 VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
+def _read(event: dict[str, Any]) -> list[Any]:
+    read = [event["caller"], event["session"], event["allowed"], event["message_kinds"]]
+    if event.get("records") is not None:  # a read that asked for bodies (digests already)
+        read.append([[r["message_kind"], r["text"], r["full_body"]] for r in event["records"]])
+    return read
+
+
 def observations(trace: Trace) -> dict[str, Any]:
     """The identifier-free projection of a trace that vectors compare. The usage a provider
-    reported (``model_usage``) is observed only where a scenario scripts some, so the vectors
-    of every other case stay as they were."""
+    reported (``model_usage``) is observed only where a scenario scripts some, and
+    ``sessions_opened`` (each new Session's number and how many model requests came before it,
+    which places the Session boundaries in ``model_requests``) only in a scenario of several
+    Sessions, so the vectors of every other case stay as they were."""
     seen = _observations(trace)
     usage = [[e["purpose"], e["attempt"], e["estimated_input_tokens"], e["input_tokens"],
               e["output_tokens"], e["input_deviation"]]
              for e in trace if e["kind"] == "model_usage"]
     if usage:
         seen["model_usage"] = usage
+    opened, sent = [], 0
+    for event in trace:
+        if event["kind"] == "model_request":
+            sent += 1
+        elif event["kind"] == "session_opened":
+            opened.append([event["session"], sent])
+    if opened:
+        seen["sessions_opened"] = opened
     return seen
 
 
@@ -70,8 +88,7 @@ def _observations(trace: Trace) -> dict[str, Any]:
         # How many blobs a runtime writes is its own business; whether any are kept is not.
         "retained": [[e["workspace_files"], e["records"], e["blobs"] > 0]
                      for e in trace if e["kind"] == "retained"],
-        "history_reads": [[e["caller"], e["session"], e["allowed"], e["message_kinds"]]
-                          for e in trace if e["kind"] == "history_read"],
+        "history_reads": [_read(e) for e in trace if e["kind"] == "history_read"],
     }
 
 

@@ -1,11 +1,12 @@
 """Mutants of role boundaries, access and input delivery (§1, §5, §10, §11)."""
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import delivery
-from ctxspec.reference.contracts import DeliveryState, MessageRole
+from ctxspec.reference.contracts import DeliveryState, MessageRole, UserInput
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
@@ -57,6 +58,56 @@ def _claimed_dropped(original: Callable[..., Any]) -> Callable[..., Any]:
     return to_carry
 
 
+def _session_notes(original: Callable[..., Any]) -> Callable[..., Any]:
+    def ask(self: Any, text: str) -> Any:
+        if not self.runs:  # the Session's first question: what the workspace holds is "known"
+            self.notes = dict(self.workspace)
+        return original(self, text)
+    return ask
+
+
+def _with_notes(original: Callable[..., Any]) -> Callable[..., Any]:
+    def system(self: Any, run: Any) -> ViewMessage:
+        message: ViewMessage = original(self, run)
+        notes = getattr(self, "notes", None)
+        if not notes:
+            return message
+        # The files found in the Agent's workspace when the Session opened are read into
+        # every request as the Session's notes.
+        listed = "\n".join(f"{path}: {text}" for path, text in sorted(notes.items()))
+        return replace(message, text=f"{message.text}\n\nNotes:\n{listed}")
+    return system
+
+
+def _guessed_preferences(original: Callable[..., Any]) -> Callable[..., Any]:
+    def system(self: Any, run: Any) -> ViewMessage:
+        message: ViewMessage = original(self, run)
+        # Preferences the user stated in the Agent's other Sessions, guessed from their inputs
+        # and added to every request as a memory of the user.
+        said = [self.store.text(UserInput.model_validate_json(row["doc"]).body_ref)
+                for row in self.store.query("SELECT doc FROM user_inputs WHERE session_id != ?",
+                                            (str(self.session_id),))]
+        liked = [text for text in said if "prefer" in text]
+        if not liked:
+            return message
+        return replace(message,
+                       text=f"{message.text}\n\nThe user's preferences: {' '.join(liked)}")
+    return system
+
+
+def _preview_served(original: Callable[..., Any]) -> Callable[..., Any]:
+    def read_result_body(self: Any, caller: Any, result_ref: Any) -> str:
+        original(self, caller, result_ref)  # the same authorisation
+        # The record as the model saw it is served: the bounded preview, not the full body.
+        for raw in self.read_history(caller):
+            cut = raw.content.get("truncation")
+            if isinstance(cut, dict) and cut.get("result_ref", {}).get("digest") == \
+                    result_ref.digest:
+                return str(raw.content["text"])
+        raise LookupError("no record carries this result_ref")
+    return read_result_body
+
+
 MUTANTS = (
     Mutant("RETRY-TAKES-LATE-SUPPLEMENT",
            "a retry rebuilds its request and takes in a supplement received after the freeze "
@@ -73,4 +124,18 @@ MUTANTS = (
            "a supplement claimed by a request that failed before any output is not carried "
            "to the next question (§5, §11: it becomes pending again, same UserInput)",
            (Patch(delivery, "to_carry", _claimed_dropped),)),
+    Mutant("WORKSPACE-AS-MEMORY",
+           "a new Session reads the files it finds in the Agent's persistent workspace into "
+           "its requests as notes, carrying one Session's facts into the next (§10: the "
+           "workspace is no implicit memory around Session isolation)",
+           (Patch(ReferenceRuntime, "ask", _session_notes),
+            Patch(ReferenceRuntime, "_system", _with_notes))),
+    Mutant("GUESSED-PREFERENCES",
+           "preferences the user stated in the Agent's other Sessions are guessed from their "
+           "inputs and added to every request (§10: no background memory of the user)",
+           (Patch(ReferenceRuntime, "_system", _guessed_preferences),)),
+    Mutant("AUDIT-SEES-PREVIEW",
+           "an audit or on-demand read behind a result_ref serves the bounded preview the "
+           "model saw, not the full body (§6: the unread body stays readable)",
+           (Patch(ReferenceRuntime, "read_result_body", _preview_served),)),
 )

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from uuid import UUID
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import history, protocol
@@ -44,6 +45,19 @@ def _made_up_answer(original: Callable[..., Any]) -> Callable[..., Any]:
     return marker
 
 
+def _agent_history(original: Callable[..., Any]) -> Callable[..., Any]:
+    def ended_runs(self: Any, before_run_no: int) -> Any:
+        # History is read per Agent: the Runs of the Agent's earlier Sessions come first.
+        rows = self.store.query(
+            "SELECT s.session_id FROM sessions s JOIN sessions mine ON s.agent_id = "
+            "mine.agent_id WHERE mine.session_id = ? AND s.session_id != ? ORDER BY s.rowid",
+            (str(self.session_id), str(self.session_id)))
+        earlier = [run for row in rows for run in original(
+            type(self)(self.store, UUID(row["session_id"])), 10**9)]
+        return [*earlier, *original(self, before_run_no)]
+    return ended_runs
+
+
 MUTANTS = (
     Mutant("HISTORY-ORPHAN-RESULT",
            "older history keeps tool results but cuts the calls that made them (§6: every "
@@ -60,4 +74,8 @@ MUTANTS = (
            "a Run without a final result gets a made-up assistant answer (§4: a system fact "
            "marker, never a fake answer)",
            (Patch(history, "terminal_marker", _made_up_answer),)),
+    Mutant("SESSION-INHERITS-HISTORY",
+           "a new Session's history projection takes in the Runs of the Agent's earlier "
+           "Sessions (§10: Session history is no memory across Sessions)",
+           (Patch(history_source.StoredHistory, "ended_runs", _agent_history),)),
 )

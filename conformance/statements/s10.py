@@ -9,6 +9,7 @@ from ctxspec.conformance.case import (
     Case,
     Trace,
     base,
+    digest,
     endings,
     equal,
     example,
@@ -16,6 +17,7 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    sessions,
 )
 from ctxspec.conformance.sessions import corrected_summary
 
@@ -120,6 +122,78 @@ def _snapshot_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
+# --- §10: Session history is no memory across Sessions ------------------------------------------
+
+
+def _new_session_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "My name is Ada."}, {"advance": True},
+                         {"ask": "The launch code is 4711."}, {"advance": True},
+                         {"new_session": True},
+                         {"ask": "What is my name?"}, {"advance": True},
+                         {"read_history": {"kind": "audit", "bodies": True}}]
+    document["model"] = {"business": [{"text": "Hello, Ada."}, {"text": "Noted: 4711."},
+                                      {"text": "I do not know."}]}
+    return document
+
+
+def _new_session_check(trace: Trace) -> None:
+    # Two Sessions of one Agent on one store. Within Session 1 history works: Run 2's request
+    # shows Run 1 (recent_runs 2). Session 2 starts with nothing of Session 1: its first Run has
+    # no ended Run before it, so its request is the system prompt and its own question, exactly;
+    # and the history API of Session 2 serves Session 2's two records (its question and its
+    # answer) and none of Session 1's.
+    equal([e["session"] for e in of(trace, "session_opened")], [2], "Sessions opened")
+    first, second = sessions(trace)
+    texts = [text for _, _, text in lines(requests(first, "business")[-1])]
+    expect("My name is Ada." in texts and "Hello, Ada." in texts,
+           f"Session 1's Run 2 does not show Run 1 (its own history): {texts!r}")
+    [request] = requests(second)
+    equal(lines(request), [("system", "system_prompt", "sys"),
+                           ("user", "user_ref", "What is my name?")], "Session 2's request")
+    equal([status for _, status, _ in endings(second)], ["succeeded"], "Session 2's Runs")
+    [read] = of(second, "history_read")
+    equal([(r["message_kind"], r["text"], r["full_body"]) for r in read["records"]],
+          [("user_ref", digest("What is my name?"), None),
+           ("assistant", digest("I do not know."), None)], "Session 2's history")
+
+
+# --- §10: no background memory of the user, no workspace that bypasses Session isolation ------
+
+
+def _no_memory_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "save"}], persistent_sandbox=True)
+    document["steps"] = [{"ask": "I prefer tabs over spaces; keep that in mind."},
+                         {"advance": True}, {"observe_retention": True},
+                         {"new_session": True}, {"observe_retention": True},
+                         {"ask": "Format this snippet."}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "save", "arguments": {"path": "prefs.md"}}]},
+        {"text": "Noted."}, {"text": "Formatted."}]}
+    document["tools"] = {"save": [{"text": "saved prefs.md", "workspace_writes": {
+        "prefs.md": "The user prefers tabs over spaces."}}]}
+    return document
+
+
+def _no_memory_check(trace: Trace) -> None:
+    # Session 1's user states a preference and its tool writes it to prefs.md in the Agent's
+    # persistent workspace; the file is still there when Session 2 opens (the staging works).
+    # Session 2's request is its system prompt and its question, exactly: neither the stated
+    # preference (no background guess of it into a memory) nor the file (the workspace is no
+    # implicit memory across Sessions) reaches it, and no tool runs in Session 2.
+    first, second = sessions(trace)
+    equal([r["workspace_files"] for r in of(first, "retained")], [["prefs.md"]],
+          "Session 1's workspace after its Run")
+    equal([r["workspace_files"] for r in of(second, "retained")], [["prefs.md"]],
+          "the Agent's workspace as Session 2 opens")
+    equal([e["name"] for e in of(first, "tool_executed")], ["save"], "Session 1's tools")
+    [request] = requests(second)
+    equal(lines(request), [("system", "system_prompt", "sys"),
+                           ("user", "user_ref", "Format this snippet.")], "Session 2's request")
+    equal(of(second, "tool_executed"), [], "Session 2's tools")
+    equal([status for _, status, _ in endings(second)], ["succeeded"], "Session 2's Runs")
+
+
 CASES: tuple[Case, ...] = (
     Case("S10-UNKNOWN-OUTCOME", "a settled member is reused; an unsaved one is unknown", "§10",
          ("CTX-10.14", "CTX-10.25"), _unknown_scenario(), _unknown_check,
@@ -133,4 +207,10 @@ CASES: tuple[Case, ...] = (
     Case("S10-SNAPSHOT-NOT-CHECKPOINT", "a committed snapshot does not end the Run", "§10",
          ("CTX-10.3",), _snapshot_scenario(), _snapshot_check,
          frozenset({"crash_points", "compaction", "estimator_injection"})),
+    Case("S10-NEW-SESSION", "a new Session starts with nothing of the previous one", "§10",
+         ("CTX-10.30",), _new_session_scenario(), _new_session_check,
+         frozenset({"sessions", "history_api"})),
+    Case("S10-NO-IMPLICIT-MEMORY", "no stated preference and no workspace file reaches the "
+         "next Session", "§10", ("CTX-10.31",), _no_memory_scenario(), _no_memory_check,
+         frozenset({"sessions", "retention"})),
 )

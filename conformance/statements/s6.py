@@ -10,10 +10,12 @@ from ctxspec.conformance.case import (
     CaseFailure,
     Trace,
     base,
+    digest,
     endings,
     equal,
     expect,
     lines,
+    of,
     requests,
 )
 
@@ -89,9 +91,52 @@ def _preview_check(trace: Trace) -> None:
                f"{what}: text beyond the preview reached the model")
 
 
+# --- §6 statements: the unread full body stays readable for audit and on demand ----------------
+
+_TABLE = "".join(f"row {n:05d}\n" for n in range(2000))  # 20000 characters, as in §12 row 8
+
+
+def _audit_scenario() -> dict[str, Any]:
+    document = base(window=40_000, output_reserve=2000, safety_margin=500,
+                    tools=[{"name": "dump"}])
+    readers = [{"kind": "audit", "bodies": True}, {"kind": "role", "role": "root", "bodies": True},
+               {"kind": "role", "role": "executor", "bodies": True}]
+    document["steps"] = [{"ask": "dump the table"}, {"advance": True},
+                         *({"read_history": reader} for reader in readers)]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "dump"}]},
+                                      {"text": "2000 rows"}]}
+    document["tools"] = {"dump": [{"text": _TABLE}]}
+    return document
+
+
+def _audit_check(trace: Trace) -> None:
+    # The dump's 20000 characters reach the model as a bounded preview of the first 4000 (the
+    # default preview bound); nothing reads the rest. After the Run, authorised audit and the
+    # root role (an on-demand read) are served the Session's four records — the question, the
+    # call, the result as recorded (still the 4000-character preview: history does not expand
+    # it) and the answer — and, behind the result's result_ref, the full 20000-character body:
+    # its length and SHA-256 computed here from the scripted text. A role the history is not
+    # for is served nothing, body or record.
+    [result] = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+                if m["kind"] == "tool_result"]
+    equal(result["text"], _TABLE[:4000], "what the model saw of the result")
+    audit, role, other = of(trace, "history_read")
+    for read, who in ((audit, "audit"), (role, "the root role")):
+        equal(read["allowed"], True, f"{who}'s read served")
+        equal([(r["message_kind"], r["text"], r["full_body"]) for r in read["records"]],
+              [("user_ref", digest("dump the table"), None),
+               ("assistant", digest(""), None),
+               ("tool_result", digest(_TABLE[:4000]), digest(_TABLE)),
+               ("assistant", digest("2000 rows"), None)], f"what {who} reads")
+    equal((other["allowed"], other["records"]), (False, []), "an executor role's read")
+
+
 CASES: tuple[Case, ...] = (
     Case("S6-ITEM-ERROR", "one item's failure is a structured error of its own result; the "
          "others are kept", "§6", ("CTX-6.5",), _item_error_scenario(), _item_error_check),
     Case("S6-PREVIEW-STAYS", "a bounded preview stays marked as partial, in history too", "§6",
          ("CTX-6.20",), _preview_scenario(), _preview_check, frozenset({"estimator_injection"})),
+    Case("S6-AUDIT-FULL-BODY", "the unread full body behind a preview is readable by audit",
+         "§6", ("CTX-6.19",), _audit_scenario(), _audit_check,
+         frozenset({"estimator_injection", "history_api"})),
 )

@@ -58,12 +58,18 @@ from ctxspec.reference.tokens import TokenEstimator
 def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
             hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str = "ctxspec",
             crash: CrashPlan | None = None,
-            coordinator: CommitCoordinator | None = None) -> ReferenceRuntime:
-    """A new runtime on ``store`` that continues its Session from the stored facts."""
-    sessions = store.query("SELECT session_id FROM sessions")
-    if len(sessions) != 1:
-        raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
-    session_id = UUID(sessions[0]["session_id"])
+            coordinator: CommitCoordinator | None = None,
+            session_id: UUID | None = None) -> ReferenceRuntime:
+    """A new runtime on ``store`` that continues its Session from the stored facts: the
+    Session ``session_id``, or the store's only Session when it is None. Nothing of the
+    store's other Sessions is read into it."""
+    if session_id is None:
+        sessions = store.query("SELECT session_id FROM sessions")
+        if len(sessions) != 1:
+            raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
+        session_id = UUID(sessions[0]["session_id"])
+    elif store.session_agent(session_id) is None:
+        raise ValueError(f"the store holds no Session {session_id}")
     incarnation = _incarnation(store, session_id)
     runtime = ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks,
                                estimator=estimator, clock=clock,
@@ -73,8 +79,9 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(
         "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",
         (str(session_id),))]
-    deliveries = [UserInputDelivery.model_validate_json(row["doc"])
-                  for row in store.query("SELECT doc FROM deliveries ORDER BY rowid")]
+    deliveries = [UserInputDelivery.model_validate_json(row["doc"]) for row in store.query(
+        "SELECT doc FROM deliveries WHERE input_id IN (SELECT input_id FROM user_inputs "
+        "WHERE session_id = ?) ORDER BY rowid", (str(session_id),))]
     runs = [Run.model_validate_json(row["doc"]) for row in store.query(
         "SELECT doc FROM runs WHERE session_id = ? ORDER BY run_no", (str(session_id),))]
     loops: dict[UUID, dict[str, JSON]] = {}
@@ -132,7 +139,8 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             _restore_executions(store, runtime, state, loops.get(state.run_id, {}))
     runtime.operations = {op.operation_id: op for op in (
         Operation.model_validate_json(row["doc"]) for row in store.query(
-            "SELECT doc FROM operations"))}
+            "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
+            "WHERE session_id = ?)", (str(session_id),)))}
     runtime._stored = runtime._versions()
     for state in runtime.runs.values():
         if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on

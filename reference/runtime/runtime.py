@@ -128,6 +128,7 @@ from ctxspec.reference.runtime.store import (
     sweep_blobs,
     update,
     update_doc,
+    upsert,
 )
 from ctxspec.reference.snapshots import (
     ActivePointer,
@@ -363,8 +364,9 @@ class ReferenceRuntime:
         continues from (§10)."""
         if restoring:
             return
+        # The Agent may have had Sessions before this one: its row is written once.
         self._commit("SESSION_OPENED", [
-            insert("agents", agent_id=agent.agent_id, config=json.dumps(
+            upsert("agents", "agent_id", agent_id=agent.agent_id, config=json.dumps(
                 {"system_prompt": agent.system_prompt, "recent_runs": agent.recent_runs,
                  "loop_limit": agent.loop_limit, "window": budget.window},
                 sort_keys=True)),
@@ -410,6 +412,10 @@ class ReferenceRuntime:
         self._mark_stored()
         if hit:
             raise Crash(f"after {name} #{count}")
+
+    def commits_made(self, name: str) -> int:
+        """How many RuntimeCommits of ``name`` this incarnation made (crash plans count them)."""
+        return self._commit_counts.get(name, 0)
 
     def _owner_guard(self) -> list[Write]:
         """A takeover moved the owner epoch on: a commit of the previous owner of the active
@@ -1445,15 +1451,32 @@ class ReferenceRuntime:
         may read them — the root role, or authorised audit. Other Sessions, other roles and
         workspace scripts are refused, and the refusal says nothing of what exists (§1, §11).
         CTX-11.15, CTX-4.11"""
-        allowed = caller.session_id == self.session_id and (
-            caller.kind == "audit" or (caller.kind == "role" and caller.role == ROOT_ROLE))
-        if not allowed:
-            raise AccessDenied("not authorised to read this history")
+        self._authorise(caller)
         contexts = [run.context_id for run in self.runs.values()]
         if caller.kind == "audit":
             contexts += [task.context_id for task in self.tasks]
         return [raw for context_id in contexts
                 for raw in self.store.iter_records(context_id)]
+
+    def _authorise(self, caller: "HistoryCaller") -> None:
+        allowed = caller.session_id == self.session_id and (
+            caller.kind == "audit" or (caller.kind == "role" and caller.role == ROOT_ROLE))
+        if not allowed:
+            raise AccessDenied("not authorised to read this history")
+
+    def read_result_body(self, caller: "HistoryCaller", result_ref: PayloadRef) -> str:
+        """The full body behind a bounded preview's ``result_ref``, read from its blob: for a
+        caller the history API serves, and only for a reference one of the records it may read
+        carries — the unread body stays available to authorised audit and on-demand reads,
+        never to anyone else (§6).  CTX-6.19"""
+        carried = any(
+            isinstance(cut := raw.content.get("truncation"), dict)
+            and isinstance(ref := cut.get("result_ref"), dict)
+            and ref.get("digest") == result_ref.digest
+            for raw in self.read_history(caller))
+        if not carried:
+            raise AccessDenied("not authorised to read this history")
+        return self.store.text(result_ref)
 
     def delete_agent(self) -> None:
         """Deleting the Agent removes every record it owns: Sessions, Runs, inputs, contexts,

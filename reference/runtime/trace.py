@@ -6,6 +6,7 @@ arguments, deliveries, operation states, run terminal states and error codes, cl
 (run_seq: lifecycle, progress, terminal; never model tokens, §2), hook decisions.
 """
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -165,16 +166,52 @@ class Restarted:
 
 
 @dataclass(frozen=True)
+class BodyDigest:
+    """A text as a black box shows it: its length in characters and the SHA-256 of its UTF-8
+    bytes (hex), so a case can compare it with a text it derives itself."""
+
+    chars: int
+    sha256: str
+
+    @classmethod
+    def of(cls, text: str) -> "BodyDigest":
+        return cls(len(text), hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+@dataclass(frozen=True)
+class RecordBody:
+    """One record a history read served (§6, §11): its kind, the digest of its text, and for a
+    tool result shown as a bounded preview the digest of the full body behind its result_ref,
+    as the caller could read it on demand (None for any other record)."""
+
+    message_kind: str
+    text: BodyDigest
+    full_body: BodyDigest | None
+
+
+@dataclass(frozen=True)
 class HistoryRead:
     """A history API call (§11): the caller, whether it was served, the kinds of the records
-    returned, and the refusal's words (which must name nothing that exists)."""
+    returned, and the refusal's words (which must name nothing that exists). ``records``, when
+    the read asked for bodies: each served record's text and full body as digests."""
 
     caller: str
     session: Literal["own", "other"]
     allowed: bool
     message_kinds: tuple[str, ...]
     refusal: str | None
+    records: tuple[RecordBody, ...] | None = None
     kind: Literal["history_read"] = "history_read"
+
+
+@dataclass(frozen=True)
+class SessionOpened:
+    """A scenario opened another Session of the same Agent (the ``new_session`` step): the
+    events after it, up to the next one, belong to Session ``session`` (the first Session is 1
+    and opens without this event)."""
+
+    session: int
+    kind: Literal["session_opened"] = "session_opened"
 
 
 @dataclass(frozen=True)
@@ -190,7 +227,7 @@ class Retained:
 
 TraceEvent = (ModelRequestSent | ModelUsage | ToolExecuted | HookCalled | HookDecided
               | DeliveryChanged | OperationState | RunEnded | ClientEvent | CompactionStep
-              | NodeEnded | Restarted | HistoryRead | Retained)
+              | NodeEnded | Restarted | HistoryRead | Retained | SessionOpened)
 
 
 @dataclass
