@@ -6,7 +6,8 @@ Observations keep what the design makes observable and drop identifiers a runtim
 freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attempt, messages
 (role, kind, text), estimated input tokens, max output tokens and compaction decision; tools
 executed with their effective arguments; hook calls and decisions; Run endings; restarts; what
-a Session retains and what the history API served. A message text longer than ``LONG_TEXT``
+a Session retains and what the history API served; for a workflow, its node endings,
+capability Operations, graph state writes and ending. A message text longer than ``LONG_TEXT``
 characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
 100000 characters; the scenario beside them holds them in full).
 """
@@ -36,8 +37,9 @@ VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 
 def observations(trace: Trace) -> dict[str, Any]:
-    """The identifier-free projection of a trace that vectors compare."""
-    return {
+    """The identifier-free projection of a trace that vectors compare (a workflow's adds
+    ``workflow``)."""
+    seen = {
         "model_requests": [
             {"purpose": e["purpose"], "role": e["role"], "attempt": e["attempt"],
              "messages": [[m["role"], m["kind"], _text(m["text"])]
@@ -59,6 +61,24 @@ def observations(trace: Trace) -> dict[str, Any]:
                      for e in trace if e["kind"] == "retained"],
         "history_reads": [[e["caller"], e["session"], e["allowed"], e["message_kinds"]]
                           for e in trace if e["kind"] == "history_read"],
+    }
+    if any(e["kind"] == "workflow_ended" for e in trace):
+        seen["workflow"] = _workflow(trace)
+    return seen
+
+
+def _workflow(trace: Trace) -> dict[str, Any]:
+    """A workflow's node endings, capability Operations, graph state writes (key and writer:
+    a routed failure's value carries the runtime's own message) and the tree's ending."""
+    return {
+        "node_endings": [[e["node"], e["status"], e["route"], e["error_code"]]
+                         for e in trace if e["kind"] == "node_ended"],
+        "capability_calls": [[e["node"], e["tool"], e["proposed_input"], e["effective_input"],
+                              e["modified_by"]]
+                             for e in trace if e["kind"] == "capability_called"],
+        "graph_state_writes": [[e["key"], e["source"]]
+                               for e in trace if e["kind"] == "graph_state_written"],
+        "endings": [e["status"] for e in trace if e["kind"] == "workflow_ended"],
     }
 
 

@@ -6,7 +6,7 @@ runs — a function of the pure core or a method of the runtime shell swapped fo
 (``Patch``). The kill matrix runs the conformance cases against each mutant: a case that fails
 or errors kills it. A mutant no case kills is a missing case: add the case, never weaken the
 mutant. The mutants live in one module per area (history, budget, compaction, hooks,
-recovery, access); each names the design rule it breaks.
+recovery, access, workflow); each names the design rule it breaks.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -78,9 +78,17 @@ def judge(mutant: Mutant, cases: Sequence[Case]) -> Verdict:
 
 
 def all_mutants() -> tuple[Mutant, ...]:
-    from ctxspec.conformance.mutants import access, budget, compaction, history, hooks, recovery
+    from ctxspec.conformance.mutants import (
+        access,
+        budget,
+        compaction,
+        history,
+        hooks,
+        recovery,
+        workflow,
+    )
     return (*history.MUTANTS, *budget.MUTANTS, *compaction.MUTANTS, *hooks.MUTANTS,
-            *recovery.MUTANTS, *access.MUTANTS)
+            *recovery.MUTANTS, *access.MUTANTS, *workflow.MUTANTS)
 
 
 __all__ = ["Mutant", "Patch", "Verdict", "all_mutants", "applied", "judge"]
