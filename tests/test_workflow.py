@@ -12,6 +12,7 @@ from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver, run_scenario
 from ctxspec.conformance.harness import run_case
 from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.conformance.timeline import timeline
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.ports import HookContext, HookReply, ToolOutcome
@@ -172,3 +173,13 @@ def test_a_scenario_is_steps_or_a_workflow() -> None:
     document["steps"] = [{"ask": "x"}]
     with pytest.raises(ValueError, match="either steps"):
         parse_scenario(document)
+
+
+def test_the_replay_timeline_shows_the_nodes_and_the_graph_state() -> None:
+    lines = timeline(run(example()).raw_trace().events)
+    assert "node publish (capability node) starts" in lines
+    assert '  capability publish{"text": "Three fixes shipped; no incidents.", "channel": ' \
+        '"#weekly"} (mapped {"text": "Three fixes shipped; no incidents."}; changed by hook ' \
+        '#0) → ok' in lines
+    assert '  graph state published = "posted to #weekly" (by publish)' in lines
+    assert lines[-1] == "workflow ended: completed"
