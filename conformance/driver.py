@@ -8,7 +8,7 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
@@ -23,8 +23,10 @@ from ctxspec.conformance.scenario import (
     ScriptedTools,
     StepDoc,
     Triggers,
+    WorkflowDoc,
 )
 from ctxspec.reference.contracts import PayloadRef
+from ctxspec.reference.runtime import workflow as wf
 from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
@@ -44,7 +46,6 @@ from ctxspec.reference.runtime.store import TABLES, Store
 from ctxspec.reference.runtime.trace import (
     BodyDigest,
     HistoryRead,
-    NodeEnded,
     RecordBody,
     Restarted,
     Retained,
@@ -55,15 +56,15 @@ from ctxspec.reference.runtime.workflow import (
     AgentNode,
     CapabilityNode,
     Workflow,
+    WorkflowControl,
     WorkflowRun,
-    run_workflow,
 )
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
                           "triggers", "planner_executor", "crash_points", "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
-                          "sessions"})
+                          "sessions", "workflow"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -77,7 +78,8 @@ answer's ``usage`` reaches the runtime as the provider's report and is traced as
 ``model_usage`` event (§7). ``tool_latency``: a scripted tool result's ``latency`` reaches the
 runtime as the time the call took; the reference runs a batch's calls one by one and records
 the figure on ``tool_executed`` (§2; Q58 "Tool latency"). ``sessions``: ``new_session()``
-opens another Session of the same Agent on the same store and workspace (§10)."""
+opens another Session of the same Agent on the same store and workspace (§10).
+``workflow``: ``run_workflow`` runs a scenario's outer workflow (§1, §2, §11)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,18 @@ class Ports:
     tools: ToolPort
     hooks: HookPort
     estimator: TokenEstimator
+
+
+@dataclass(frozen=True)
+class WorkflowPorts:
+    """What the harness injects into a workflow: the tools and hooks every node shares (a
+    CapabilityNode's tool and its ``capability.pre_call`` hooks, an AgentNode's tools and
+    hooks), and each AgentNode's own Ports (its scripted model and its estimator), by node
+    name."""
+
+    tools: ToolPort
+    hooks: HookPort
+    nodes: Mapping[str, Ports]
 
 
 class Driver(Protocol):
@@ -147,6 +161,8 @@ class ReferenceDriver:
         """Commits the earlier Sessions made before the planned crash fired, by name."""
         self.workflow_trace: Trace | None = None
         self.workflow_run: WorkflowRun | None = None
+        self.workflow_control: WorkflowControl | None = None
+        """Set while a workflow runs: the user's stop goes to its root Run."""
         self.earlier = Trace()
         """The events of incarnations that died, each followed by its Restarted marker."""
         self.observed = Trace()
@@ -258,6 +274,9 @@ class ReferenceDriver:
         self._input(text, ReferenceRuntime.supplement)
 
     def stop(self) -> None:
+        if self.workflow_control is not None:
+            self.workflow_control.stop()
+            return
         self._runtime().stop()
 
     def advance(self) -> None:
@@ -331,36 +350,32 @@ class ReferenceDriver:
         return Trace([*self.earlier.events, *self._runtime().trace.events,
                       *self.observed.events])
 
-    def run_workflow(self, scenario: Scenario) -> None:
-        """Run the scenario's workflow: each AgentNode an AgentInvocation of its own Agent with
-        its own scripted model; the trace is each node's events, then how the node ended."""
+    def run_workflow(self, scenario: Scenario, ports: WorkflowPorts) -> None:
+        """Run the scenario's workflow: each AgentNode an AgentInvocation of its own Agent on
+        its own Ports, all on one logical clock (the root Run's deadline); the trace is the
+        workflow's own (``workflow.run_workflow``)."""
         document = scenario.workflow
         if document is None:
             raise ValueError("the scenario has no workflow")
-        triggers = Triggers(())
-        tools = ScriptedTools(scenario.tools, triggers)
-        agents = {node.agent_node.name: node.agent_node for stage in document.stages
-                  for node in stage if node.agent_node is not None}
+        clock = LogicalClock()
 
         def invoke(node: AgentNode) -> ReferenceRuntime:
-            doc = agents[node.name]
-            return ReferenceRuntime(node.agent, model=ScriptedModel(doc.model, triggers),
-                                    tools=tools, hooks=ScriptedHooks(()),
-                                    estimator=ESTIMATORS[doc.agent.estimator](),
-                                    clock=LogicalClock(), seed=f"{scenario.name}:{node.name}")
+            own = ports.nodes[node.name]
+            return ReferenceRuntime(node.agent, model=own.model, tools=own.tools,
+                                    hooks=own.hooks, estimator=own.estimator, clock=clock,
+                                    seed=f"{scenario.name}:{node.name}")
 
         stages = tuple(tuple(_node(n) for n in stage) for stage in document.stages)
-        result = run_workflow(Workflow(stages, document.input_mapping), document.input,
-                              tools=tools, hooks=ScriptedHooks(scenario.hooks), invoke=invoke,
-                              stop_after=document.stop_after)
-        trace = Trace()
-        for node_result in result.results:
-            runtime = result.invocations.get(node_result.node)
-            if runtime is not None:
-                trace.events.extend(runtime.trace.events)
-            trace.add(NodeEnded(node_result.node, node_result.status, node_result.route,
-                                node_result.error_code))
-        self.workflow_trace = trace
+        self.workflow_control = WorkflowControl()
+        try:
+            result = wf.run_workflow(
+                Workflow(stages, document.input_mapping, document.deadline,
+                         document.loop_limit), document.input, tools=ports.tools,
+                hooks=ports.hooks, invoke=invoke, stop_after=document.stop_after,
+                control=self.workflow_control, clock=clock)
+        finally:
+            self.workflow_control = None
+        self.workflow_trace = result.trace
         self.workflow_run = result
 
 
@@ -391,6 +406,13 @@ def _agent_config(agent: AgentDoc) -> AgentConfig:
                        tool_quota=agent.tool_quota,
                        persistent_sandbox=agent.persistent_sandbox,
                        custom_compaction_prompt=agent.custom_compaction_prompt)
+
+
+class WorkflowDriver(Driver, Protocol):
+    """A driver with the optional ``workflow`` capability: it runs a scenario's outer
+    workflow on the ports the harness injects; a ``stop`` during it is the root Run's stop."""
+
+    def run_workflow(self, scenario: Scenario, ports: WorkflowPorts) -> None: ...
 
 
 class RetentionDriver(Driver, Protocol):
@@ -434,13 +456,9 @@ def run_scenario(scenario: Scenario,
                  driver_factory: Callable[[], Driver] = ReferenceDriver) -> Driver:
     """Build the scripted ports, configure a driver, perform the steps (or run the workflow);
     the driver holds the trace afterwards."""
-    if scenario.workflow is not None:
-        driver = driver_factory()
-        if not isinstance(driver, ReferenceDriver):
-            raise NotImplementedError("outer workflows run on the reference driver only")
-        driver.run_workflow(scenario)
-        return driver
     triggers = Triggers(scenario.triggers)
+    if scenario.workflow is not None:
+        return _run_workflow(scenario, scenario.workflow, triggers, driver_factory)
     ports = Ports(ScriptedModel(scenario.model, triggers), ScriptedTools(scenario.tools, triggers),
                   ScriptedHooks(scenario.hooks), ESTIMATORS[scenario.agent.estimator]())
     driver = driver_factory()
@@ -448,4 +466,21 @@ def run_scenario(scenario: Scenario,
     triggers.act = lambda step: perform(driver, step)
     for step in scenario.steps:
         perform(driver, step)
+    return driver
+
+
+def _run_workflow(scenario: Scenario, document: WorkflowDoc, triggers: Triggers,
+                  driver_factory: Callable[[], Driver]) -> Driver:
+    """A workflow needs the ``workflow`` capability; every node shares the scripted tools and
+    hooks, each AgentNode has its own model script and estimator, and a trigger's stop is the
+    root Run's."""
+    driver = driver_factory()
+    if "workflow" not in driver.capabilities:
+        raise NotImplementedError("the driver does not declare the workflow capability")
+    tools, hooks = ScriptedTools(scenario.tools, triggers), ScriptedHooks(scenario.hooks)
+    nodes = {node.agent_node.name: Ports(ScriptedModel(node.agent_node.model, triggers), tools,
+                                         hooks, ESTIMATORS[node.agent_node.agent.estimator]())
+             for stage in document.stages for node in stage if node.agent_node is not None}
+    triggers.act = lambda step: perform(driver, step)
+    cast(WorkflowDriver, driver).run_workflow(scenario, WorkflowPorts(tools, hooks, nodes))
     return driver

@@ -247,9 +247,27 @@ class WorkflowDoc(_Doc):
     """A WorkflowSession: its inputs go through the outer input mapping (§2)."""
 
     input: dict[str, Any] = Field(default_factory=dict)
-    input_mapping: dict[str, str] = Field(default_factory=dict)
+    input_mapping: dict[str, str] = Field(default_factory=dict,
+                                          description="input name → graph state key")
     stages: tuple[tuple[NodeDoc, ...], ...] = Field(min_length=1)
-    stop_after: str | None = None
+    stop_after: str | None = Field(default=None, description=(
+        "the root Run's stop arrives once this node finished"))
+    deadline: int | None = Field(default=None, ge=1, description=(
+        "the root Run's deadline: logical ticks for the whole tree (one per model call and "
+        "tool run of any node)"))
+    loop_limit: int | None = Field(default=None, ge=1, description=(
+        "the root Run's Loop budget: business Loops of all AgentNode invocations together"))
+
+    @model_validator(mode="after")
+    def _names(self) -> "WorkflowDoc":
+        names = [n.agent_node.name if n.agent_node is not None else
+                 n.capability_node.name if n.capability_node is not None else ""
+                 for stage in self.stages for n in stage]
+        if len(set(names)) != len(names):
+            raise ValueError("node names are unique in a workflow")
+        if self.stop_after is not None and self.stop_after not in names:
+            raise ValueError(f"stop_after {self.stop_after!r} names no node")
+        return self
 
 
 class HistoryReadDoc(_Doc):
@@ -347,6 +365,13 @@ class Scenario(_Doc):
     def _steps_or_workflow(self) -> "Scenario":
         if bool(self.steps) == (self.workflow is not None):
             raise ValueError("a scenario has either steps (one Agent's Session) or a workflow")
+        if self.workflow is not None:
+            # A workflow's root Run takes the user's stop only: its inputs go through the
+            # input mapping, never as questions or supplements (§2).
+            if any(not trigger.do.stop for trigger in self.triggers):
+                raise ValueError("a workflow's triggers do stop only")
+            if self.crash is not None:
+                raise ValueError("a workflow scenario has no crash")
         return self
 
 

@@ -1,6 +1,7 @@
 """A readable timeline of a trace, for reviewers of the design (`ctxspec replay`): for each
 model request what was sent and the budget figures, whether and why it compacted, which hooks
-changed what, which tools ran with which arguments, how inputs moved and how Runs ended."""
+changed what, which tools ran with which arguments, how inputs moved and how Runs ended; for a
+workflow, each node, its capability Operation, the graph state writes and the ending."""
 
 import json
 from collections.abc import Iterable
@@ -57,6 +58,20 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
             lines.append(f"  compaction {event.step}: {event.detail}")
         elif isinstance(event, tr.DeliveryChanged):
             lines.append(f"  input {str(event.input_id)[:8]} {event.state}")
+        elif isinstance(event, tr.NodeStarted):
+            lines.append(f"node {event.node} ({event.node_kind.replace('_', ' ')}) starts")
+        elif isinstance(event, tr.CapabilityCalled):
+            arguments = json.dumps(dict(event.effective_input), ensure_ascii=False)
+            proposed = json.dumps(dict(event.proposed_input), ensure_ascii=False)
+            note = "" if arguments == proposed else \
+                f" (mapped {proposed}; changed by hook #{', #'.join(map(str, event.modified_by))})"
+            lines.append(f"  capability {event.tool}{arguments}{note} → {event.outcome}")
+        elif isinstance(event, tr.GraphStateWritten):
+            value = json.dumps(event.value, ensure_ascii=False)
+            lines.append(f"  graph state {event.key} = {_short(value, 50)} "
+                         f"(by {event.source.replace('_', ' ')})")
+        elif isinstance(event, tr.WorkflowEnded):
+            lines.append(f"workflow ended: {event.status}")
         elif isinstance(event, tr.NodeEnded):
             route = f" → route {event.route}" if event.route else ""
             code = f" {event.error_code}" if event.error_code else ""

@@ -8,7 +8,8 @@ freely (UUIDs, purpose keys, hashes): per model request its purpose, role, attem
 usage a provider reported, beside the estimate, where a scenario scripts it; tools executed with
 their effective arguments; hook calls and decisions; Run endings; restarts; what a Session
 retains and what the history API served (with the bodies' digests when a read asked for them);
-where each further Session opened. A message text longer than ``LONG_TEXT``
+where each further Session opened; for a workflow, its node endings, capability
+Operations, graph state writes and ending. A message text longer than ``LONG_TEXT``
 characters is kept as its length and SHA-256 (the §8 table's requests carry texts of up to
 100000 characters; the scenario beside them holds them in full).
 """
@@ -49,7 +50,8 @@ def observations(trace: Trace) -> dict[str, Any]:
     reported (``model_usage``) is observed only where a scenario scripts some, and
     ``sessions_opened`` (each new Session's number and how many model requests came before it,
     which places the Session boundaries in ``model_requests``) only in a scenario of several
-    Sessions, so the vectors of every other case stay as they were."""
+    Sessions, and ``workflow`` only for a workflow, so the vectors of every other case stay as
+    they were."""
     seen = _observations(trace)
     usage = [[e["purpose"], e["attempt"], e["estimated_input_tokens"], e["input_tokens"],
               e["output_tokens"], e["input_deviation"]]
@@ -64,6 +66,8 @@ def observations(trace: Trace) -> dict[str, Any]:
             opened.append([event["session"], sent])
     if opened:
         seen["sessions_opened"] = opened
+    if any(e["kind"] == "workflow_ended" for e in trace):
+        seen["workflow"] = _workflow(trace)
     return seen
 
 
@@ -89,6 +93,21 @@ def _observations(trace: Trace) -> dict[str, Any]:
         "retained": [[e["workspace_files"], e["records"], e["blobs"] > 0]
                      for e in trace if e["kind"] == "retained"],
         "history_reads": [_read(e) for e in trace if e["kind"] == "history_read"],
+    }
+
+
+def _workflow(trace: Trace) -> dict[str, Any]:
+    """A workflow's node endings, capability Operations, graph state writes (key and writer:
+    a routed failure's value carries the runtime's own message) and the tree's ending."""
+    return {
+        "node_endings": [[e["node"], e["status"], e["route"], e["error_code"]]
+                         for e in trace if e["kind"] == "node_ended"],
+        "capability_calls": [[e["node"], e["tool"], e["proposed_input"], e["effective_input"],
+                              e["modified_by"]]
+                             for e in trace if e["kind"] == "capability_called"],
+        "graph_state_writes": [[e["key"], e["source"]]
+                               for e in trace if e["kind"] == "graph_state_written"],
+        "endings": [e["status"] for e in trace if e["kind"] == "workflow_ended"],
     }
 
 

@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver, run_scenario
+from ctxspec.conformance.harness import run_case
 from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.conformance.timeline import timeline
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.ports import HookContext, HookReply, ToolOutcome
@@ -129,6 +132,40 @@ def test_a_stop_of_the_workflow_stops_every_node_not_yet_run() -> None:
         ("analyst", "failed"), ("reporter", "not_run"), ("publish", "not_run")]
     assert [e.node for e in driver.raw_trace().of(tr.NodeEnded)] == \
         ["analyst", "reporter", "publish"]
+    [ended] = driver.raw_trace().of(tr.WorkflowEnded)
+    assert ended.status == "stopped"
+    assert "report" not in ended.state and "published" not in ended.state
+
+
+def test_a_workflow_scenario_is_checked_before_it_runs() -> None:
+    for change, problem in (
+            ({"triggers": [{"on": {"tool": "publish", "ordinal": 1},
+                            "do": {"supplement": "x"}}]}, "triggers do stop only"),
+            ({"crash": {"commit": "APP-INPUT"}}, "has no crash")):
+        with pytest.raises(ValueError, match=problem):
+            parse_scenario({**example(), **change})
+    document = example()
+    document["workflow"]["stop_after"] = "nobody"
+    with pytest.raises(ValueError, match="names no node"):
+        parse_scenario(document)
+    document = example()
+    document["workflow"]["stages"].append(document["workflow"]["stages"][-1])
+    with pytest.raises(ValueError, match="unique"):
+        parse_scenario(document)
+
+
+class Sessionless(ReferenceDriver):
+    """A driver of Sessions only: it lacks the workflow capability."""
+
+    capabilities = CAPABILITIES - {"workflow"}
+
+
+def test_a_workflow_needs_the_capability() -> None:
+    with pytest.raises(NotImplementedError, match="workflow capability"):
+        run_scenario(parse_scenario(example()), Sessionless)
+    [case] = by_id(["S11-NODE-FAILURE-ROUTED"])
+    result = run_case(case, Sessionless)
+    assert (result.status, result.detail) == ("unsupported", "the driver lacks workflow")
 
 
 def test_a_scenario_is_steps_or_a_workflow() -> None:
@@ -136,3 +173,13 @@ def test_a_scenario_is_steps_or_a_workflow() -> None:
     document["steps"] = [{"ask": "x"}]
     with pytest.raises(ValueError, match="either steps"):
         parse_scenario(document)
+
+
+def test_the_replay_timeline_shows_the_nodes_and_the_graph_state() -> None:
+    lines = timeline(run(example()).raw_trace().events)
+    assert "node publish (capability node) starts" in lines
+    assert '  capability publish{"text": "Three fixes shipped; no incidents.", "channel": ' \
+        '"#weekly"} (mapped {"text": "Three fixes shipped; no incidents."}; changed by hook ' \
+        '#0) → ok' in lines
+    assert '  graph state published = "posted to #weekly" (by publish)' in lines
+    assert lines[-1] == "workflow ended: completed"

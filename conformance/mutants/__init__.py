@@ -6,7 +6,7 @@ runs — a function of the pure core or a method of the runtime shell swapped fo
 (``Patch``). The kill matrix runs the conformance cases against each mutant: a case that fails
 or errors kills it. A mutant no case kills is a missing case: add the case, never weaken the
 mutant. The mutants live in one module per area (history, budget, compaction, hooks,
-recovery, access, ports); each names the design rule it breaks.
+recovery, access, ports, workflow); each names the design rule it breaks.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -86,9 +86,10 @@ def all_mutants() -> tuple[Mutant, ...]:
         hooks,
         ports,
         recovery,
+        workflow,
     )
     return (*history.MUTANTS, *budget.MUTANTS, *compaction.MUTANTS, *hooks.MUTANTS,
-            *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS)
+            *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS, *workflow.MUTANTS)
 
 
 __all__ = ["Mutant", "Patch", "Verdict", "all_mutants", "applied", "judge"]

@@ -2,10 +2,23 @@
 and the worked examples, one module per section (IDs ``S<section>-<name>``)."""
 
 from ctxspec.conformance.case import Case
-from ctxspec.conformance.statements import s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11
+from ctxspec.conformance.statements import (
+    s1,
+    s2,
+    s3,
+    s4,
+    s5,
+    s6,
+    s7,
+    s8,
+    s9,
+    s10,
+    s11,
+    workflow,
+)
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
                                 *s6.CASES, *s7.CASES, *s8.CASES, *s9.CASES, *s10.CASES,
-                                *s11.CASES)
+                                *s11.CASES, *workflow.CASES)
 
 __all__ = ["STATEMENTS"]

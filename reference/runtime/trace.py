@@ -144,14 +144,66 @@ class CompactionStep:
 
 
 @dataclass(frozen=True)
+class NodeStarted:
+    """An outer workflow node starts (§1): the events up to its ``node_ended`` are its own — an
+    AgentNode's AgentInvocation's events, or a CapabilityNode's hook chain, Operation and graph
+    state write."""
+
+    node: str
+    node_kind: Literal["agent_node", "capability_node"]
+    kind: Literal["node_started"] = "node_started"
+
+
+@dataclass(frozen=True)
 class NodeEnded:
-    """An outer workflow node finished (or was not run): its status and the route taken."""
+    """An outer workflow node finished (or was not run): its status and the route taken.
+    ``succeeded``, ``failed`` (a local failure, its result routed under ``route``),
+    ``not_run``, or the whole tree's ending that reached it: ``stopped``, ``timed_out``,
+    ``loop_exhausted`` (never routed, §11)."""
 
     node: str
     status: str
     route: str | None
     error_code: str | None
     kind: Literal["node_ended"] = "node_ended"
+
+
+@dataclass(frozen=True)
+class CapabilityCalled:
+    """An outer CapabilityNode's Operation ran its tool (§1): the proposed input (its input
+    mapping over the graph state), the effective input the tool received, and the chain
+    positions of the ``capability.pre_call`` hook items whose patch changed it (the
+    modification source)."""
+
+    node: str
+    tool: str
+    proposed_input: Mapping[str, Any]
+    effective_input: Mapping[str, Any]
+    modified_by: tuple[int, ...]
+    outcome: Literal["ok", "error"]
+    kind: Literal["capability_called"] = "capability_called"
+
+
+@dataclass(frozen=True)
+class GraphStateWritten:
+    """A write to a WorkflowSession's graph state (§1, §2): by the outer input mapping
+    (``source`` = ``input_mapping``) or by a node's output mapping (``source`` = the node)."""
+
+    key: str
+    value: Any
+    source: str
+    kind: Literal["graph_state_written"] = "graph_state_written"
+
+
+@dataclass(frozen=True)
+class WorkflowEnded:
+    """A WorkflowSession's Run ended: ``completed`` (every node ran or was routed), or the
+    whole tree's ending — ``stopped``, ``timed_out``, ``loop_exhausted`` (§11) — and the final
+    graph state."""
+
+    status: str
+    state: Mapping[str, Any]
+    kind: Literal["workflow_ended"] = "workflow_ended"
 
 
 @dataclass(frozen=True)
@@ -227,7 +279,8 @@ class Retained:
 
 TraceEvent = (ModelRequestSent | ModelUsage | ToolExecuted | HookCalled | HookDecided
               | DeliveryChanged | OperationState | RunEnded | ClientEvent | CompactionStep
-              | NodeEnded | Restarted | HistoryRead | Retained | SessionOpened)
+              | NodeStarted | NodeEnded | CapabilityCalled | GraphStateWritten | WorkflowEnded
+              | Restarted | HistoryRead | Retained | SessionOpened)
 
 
 @dataclass
