@@ -64,7 +64,7 @@ from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEsti
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
                           "triggers", "planner_executor", "crash_points", "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
-                          "sessions", "workflow"})
+                          "sessions", "workflow", "history_bodies"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -79,7 +79,8 @@ answer's ``usage`` reaches the runtime as the provider's report and is traced as
 runtime as the time the call took; the reference runs a batch's calls one by one and records
 the figure on ``tool_executed`` (§2; Q58 "Tool latency"). ``sessions``: ``new_session()``
 opens another Session of the same Agent on the same store and workspace (§10).
-``workflow``: ``run_workflow`` runs a scenario's outer workflow (§1, §2, §11)."""
+``workflow``: ``run_workflow`` runs a scenario's outer workflow (§1, §2, §11).
+``history_bodies``: a history read with ``bodies`` traces ``records`` (§6)."""
 
 
 @dataclass(frozen=True)

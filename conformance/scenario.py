@@ -278,7 +278,8 @@ class HistoryReadDoc(_Doc):
     session: Literal["own", "other"] = "own"
     bodies: bool = Field(default=False, description=(
         "trace each served record's text, and the full body behind a bounded preview's "
-        "result_ref as the caller reads it, as characters and SHA-256 (§6)"))
+        "result_ref as the caller reads it, as characters and SHA-256 (§6; needs the driver "
+        "capability history_bodies)"))
 
 
 class StepDoc(_Doc):

@@ -80,4 +80,9 @@ def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
             code = f" {event.error_code}" if event.error_code else ""
             why = f" — {event.message}" if event.message else ""
             lines.append(f"run {event.run_no} ended: {event.status}{code}{why}")
+        elif isinstance(event, tr.Restarted):
+            lines.append(f"-- the process died {event.when} {event.commit} "
+                         f"#{event.occurrence}; a new runtime takes the Session over --")
+        elif isinstance(event, tr.SessionOpened):
+            lines.append(f"== Session {event.session} opens ==")
     return lines

@@ -183,3 +183,18 @@ def test_the_replay_timeline_shows_the_nodes_and_the_graph_state() -> None:
         '#0) → ok' in lines
     assert '  graph state published = "posted to #weekly" (by publish)' in lines
     assert lines[-1] == "workflow ended: completed"
+
+
+@pytest.mark.covers("CTX-11.13")
+def test_a_stop_after_the_last_node_still_stops_the_root_run() -> None:
+    # The example's last node is "publish": a stop arriving once it finished comes before the
+    # workflow's ending, so the root Run ends stopped (what ran kept), never "completed".
+    document = example()
+    document["workflow"]["stop_after"] = "publish"
+    driver = run(document)
+    result = driver.workflow_run
+    assert result is not None
+    assert [n.status for n in result.results] == ["failed", "succeeded", "succeeded"]
+    [ended] = [e for e in driver.trace() if e["kind"] == "workflow_ended"]
+    assert ended["status"] == "stopped"
+    assert ended["state"]["published"] == "posted to #weekly"

@@ -92,6 +92,20 @@ def _stop_unseen_while_fitting(original: Callable[..., Any]) -> Callable[..., An
     return stopped
 
 
+def _remember_material(original: Callable[..., Any]) -> Callable[..., Any]:
+    def compact(self: Any, run: Any, operation_id: Any, view: Any, material: Any, target: int,
+                *rest: Any) -> Any:
+        self.__dict__["mutant_material"] = (tuple(material), target)
+        return original(self, run, operation_id, view, material, target, *rest)
+    return compact
+
+
+def _material_as_it_is_now(original: Callable[..., Any]) -> Callable[..., Any]:
+    def source(self: Any, episode: Any) -> Any:
+        return self.__dict__["mutant_material"]  # the records now, not what the episode froze
+    return source
+
+
 MUTANTS = (
     Mutant("COMPACTION-REQUEST-OVERFLOWS",
            "the chunk plan ignores the window, so a compaction request itself overflows it "
@@ -126,4 +140,11 @@ MUTANTS = (
            (Patch(runtime.ReferenceRuntime, "_fit", _fit_unaware),
             Patch(runtime.ReferenceRuntime, "_stopped_or_out_of_time",
                   _stop_unseen_while_fitting))),
+    Mutant("EPISODE-MATERIAL-REREAD",
+           "a takeover resumes a running episode on the records as they are now instead of "
+           "the material it started with, so a correction made meanwhile makes the summary of "
+           "the old text look applicable (§8, §9: the coverage and chunk plan are persisted)",
+           (Patch(runtime.ReferenceRuntime, "_compact", _remember_material),
+            Patch(runtime.ReferenceRuntime, "_episode_source", _material_as_it_is_now)),
+           recovery=True),
 )

@@ -138,5 +138,5 @@ CASES: tuple[Case, ...] = (
          ("CTX-6.20",), _preview_scenario(), _preview_check, frozenset({"estimator_injection"})),
     Case("S6-AUDIT-FULL-BODY", "the unread full body behind a preview is readable by audit",
          "§6", ("CTX-6.19",), _audit_scenario(), _audit_check,
-         frozenset({"estimator_injection", "history_api"})),
+         frozenset({"estimator_injection", "history_api", "history_bodies"})),
 )

@@ -421,6 +421,26 @@ def _cas_over_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "failed", "CONTEXT_WINDOW_EXCEEDED")], "Run endings")
 
 
+
+def _cas_takeover_scenario() -> dict[str, Any]:
+    document = _cas_scenario("Z" * 2037)
+    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
+    return document
+
+
+def _cas_takeover_check(trace: Trace) -> None:
+    # S9-CAS-OVER's Session dies just before the snapshot commit, both chunks committed and the
+    # correction committed with chunk 2's hook decision. The takeover resumes the episode on
+    # the material it started with — not on the records as they are now, which already carry
+    # the correction and would make the summary of "A" × 1500 look applicable. So the switch is
+    # still refused and the Run ends as uncrashed: CONTEXT_WINDOW_EXCEEDED at I = 4501, no
+    # chunk or hook asked again.
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    _cas_common(trace)
+    equal(len(requests(trace, "business")), 2, "business requests")
+    equal(endings(trace), [(1, "failed", "CONTEXT_WINDOW_EXCEEDED")], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S9-INCREMENTS", "later loops reuse the summary and append only uncovered records",
          "§9", ("CTX-9.12", "CTX-9.19", "CTX-9.20", "CTX-9.23"), _increments_scenario(),
@@ -456,4 +476,8 @@ CASES: tuple[Case, ...] = (
          "one token over B: the Run ends, nothing is summarised again", "§9",
          ("CTX-9.33", "CTX-9.29"), _cas_scenario("Z" * 2037), _cas_over_check,
          COMPACTING | {"hooks"}),
+    Case("S9-CAS-TAKEOVER", "a takeover before the snapshot commit resumes the episode on its "
+         "own material: the changed coverage is still refused", "§9",
+         ("CTX-9.33", "CTX-9.30"), _cas_takeover_scenario(), _cas_takeover_check,
+         COMPACTING | {"hooks", "crash_points"}),
 )

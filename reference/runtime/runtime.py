@@ -142,6 +142,7 @@ from ctxspec.reference.snapshots import (
 )
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TokenEstimator
 from ctxspec.reference.view import (
+    VIEW_ADAPTER,
     EffectiveRecord,
     ModelView,
     ViewKind,
@@ -724,7 +725,8 @@ class ReferenceRuntime:
         chain = None if resume_operation is not None else self._hooks(
             "model.pre_request", run, {"params": {}}, None, None, always=[
                 self._checkpoint(run, "prepared", operation_id=str(operation_id))],
-            budget=self._fixed_room(run, view, protected))
+            budget=self._fixed_room(run, view, protected)
+            if self.hooks.registered("model.pre_request") else None)
         if chain is not None and chain.items:
             view = self._view(run, protected)
             if isinstance(view, UnsettledBatch):
@@ -822,7 +824,6 @@ class ReferenceRuntime:
              ) -> tuple[ModelView, str, UUID | None] | None:
         """§7/§8: apply the active snapshot if it still applies, measure, compact once when
         triggered, then the hard window. None when the Run ended on the way."""
-        source = view  # the records as they are now, no summary applied
         view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
         split = split_request(self._parts(run, view, protected), self.estimator)
         verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
@@ -836,7 +837,7 @@ class ReferenceRuntime:
                 raise AssertionError("a compact decision has a summary target")
             compacted = self._compact(run, operation_id, view, split.material,
                                       verdict.summary_target, split.input_tokens,
-                                      split.material_tokens, source, protected)
+                                      split.material_tokens, protected)
             # A stop or the Run's deadline that came while the episode ran starts no business
             # attempt: the episode and the business task share the Run's cancellation and
             # deadline (§8, §11; CTX-8.7, CTX-11.5).
@@ -913,8 +914,7 @@ class ReferenceRuntime:
 
     def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
                  material: Sequence[ViewMessage], target: int, input_tokens: int,
-                 material_tokens: int, source: ModelView | None = None,
-                 protected: Sequence[ProtectedInput] = ()
+                 material_tokens: int, protected: Sequence[ProtectedInput]
                  ) -> tuple[ModelView, UUID | None] | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
@@ -924,12 +924,18 @@ class ReferenceRuntime:
         if existing is not None and existing.status is not EpisodeStatus.RUNNING:
             applied, used, _ = view_with_snapshot(view, run.snapshot)
             return applied, used
-        if existing is None:
+        if existing is not None:
+            # A takeover resumes the episode on the material and target it started with: the
+            # records may have changed since, which the switch's CAS is there to see (§8, §9).
+            material, target = self._episode_source(existing)
+        else:
+            source_doc = json.dumps({"summary_target": target, "material": json.loads(
+                VIEW_ADAPTER.dump_json(ModelView(tuple(material))))}, sort_keys=True)
             started = start_episode(
                 episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
                 triggering_model_operation_id=operation_id, existing=run.episodes,
                 material_tokens=material_tokens, source_view_hash=view_hash(view),
-                source_manifest_ref=self._ref("manifest"), source_effective_revisions={},
+                source_manifest_ref=self._ref(source_doc), source_effective_revisions={},
                 release_id=self.agent.release_id, input_tokens=input_tokens,
                 created_at=self._time())
             if not isinstance(started, CompactionEpisode):
@@ -1013,24 +1019,32 @@ class ReferenceRuntime:
                 snapshot_rows.append(checkpoint_write(run.run_id, "snapshot", {
                     "snapshot_id": str(snapshot_id), "summary": summary,
                     "manifest": manifest_document(manifest)}))
-            self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_active",
-                                             str(snapshot_id)))
+            step = tr.CompactionStep(done.episode_id, "snapshot_active", str(snapshot_id))
         else:
             # Not made the head: the episode's model facts and summary stay (the snapshot row)
             # with why it was refused; the view is rebuilt from the records as they are now.
             # Neither the hooks nor the finished chunks are asked again, and this Operation
             # gets no second episode (§9 rebuild steps 3 and 4; CTX-9.33).
-            snapshot_rows.append(checkpoint_write(run.run_id, "snapshot_refused", {
+            snapshot_rows.append(checkpoint_write(run.run_id, loop_key(run, "snapshot_refused"), {
                 "snapshot_id": str(snapshot_id), "reason": switched.reason,
                 "detail": switched.detail}))
-            self.trace.add(tr.CompactionStep(done.episode_id, "snapshot_refused",
-                                             f"{switched.reason}: {switched.detail}"))
+            step = tr.CompactionStep(done.episode_id, "snapshot_refused",
+                                     f"{switched.reason}: {switched.detail}")
         self._commit("SNAPSHOT_COMMITTED", snapshot_rows)
+        self.trace.add(step)  # traced once it is a fact
         # A summary folded into this one is part of its coverage: the new snapshot is checked
         # against, and applied to, the records themselves, never the view with the old summary
         # (CTX-9.21).
         new_view, used, _ = view_with_snapshot(current, run.snapshot)
         return new_view, used
+
+    def _episode_source(self, episode: CompactionEpisode
+                        ) -> tuple[tuple[ViewMessage, ...], int]:
+        """The material and summary target an episode froze when it started (its source
+        manifest blob)."""
+        document = json.loads(self.store.text(episode.source_manifest_ref))
+        material = VIEW_ADAPTER.validate_python(document["material"])
+        return material.messages, int(document["summary_target"])
 
     def _fail_episode(self, run: RunState, episode: CompactionEpisode, message: str) -> None:
         """§8: the whole episode fails and ends the Run; the old snapshot stays active, the

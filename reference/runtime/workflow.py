@@ -174,6 +174,10 @@ def run_workflow(workflow: Workflow, inputs: Mapping[str, JSON], *, tools: ToolP
                 _agent(run, node, invoke, workflow, control, clock)
             if node.name == stop_after:
                 control.stop()
+    if run.ended is None and control.stop_requested:
+        # A stop that came while the last node ran (or right after it) still stops the root
+        # Run: the tree ends stopped with what ran kept, never "completed" (CTX-11.13).
+        run.ended = "stopped"
     run.trace.add(WorkflowEnded(run.ended or "completed", dict(run.state)))
     return run
 
@@ -278,7 +282,8 @@ def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], Refe
         runtime.advance()
     finally:
         control.active = None
-    run.loops += sum(state.loops for state in runtime.runs.values())
+    # Every business Loop of the invocation takes one of the root's, an Executor's too.
+    run.loops += sum(state.loops for state in (*runtime.runs.values(), *runtime.tasks))
     run.trace.events.extend(runtime.trace.events)
     ended = runtime.trace.of(RunEnded)[-1]
     if ended.status == "succeeded":
