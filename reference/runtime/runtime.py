@@ -984,6 +984,15 @@ class ReferenceRuntime:
                                              f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
         if summary is None:
             raise AssertionError("a plan has at least one chunk")
+        return self._switch_snapshot(run, episode, material, plan, summary, protected)
+
+    def _switch_snapshot(self, run: RunState, episode: CompactionEpisode,
+                         material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
+                         protected: Sequence[ProtectedInput]
+                         ) -> tuple[ModelView, UUID | None]:
+        """§9: the finished episode's snapshot and, in the same commit, the CAS of the active
+        pointer against the records as they are now. The view goes on with the new summary, or
+        — refused — is rebuilt from the current records.  CTX-9.17, CTX-9.18, CTX-9.30, CTX-9.33"""
         manifest = build_manifest(material, self._record_seqs(), self._heads(),
                                   plan.chunks.capacity,
                                   len(plan.chunks.chunks),
