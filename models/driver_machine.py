@@ -4,12 +4,14 @@ recovery, §11 stop).
 
 An initialize rule picks the Agent (a small window measured with the ``chars`` estimator, so
 compaction happens; the tools ``read`` and ``write``; a few recent Runs), the scripted model,
-tool and hook answers (tool calls, failures, partial streams, hooks that patch a call's
-arguments, deny it, fail, or try to overwrite the question), an optional stop trigger on a tool
-run and an optional crash plan at a named commit (capability ``crash_points``). Rules then ask,
-supplement, stop and advance, one step at a time, on a live driver (``conformance.driver.
-perform``). The scripted ports never run out: they repeat their pattern on demand, and what
-they handed out is written into the scenario document, so the document replays exactly.
+tool and hook answers (tool calls, failures, partial streams, answers reporting usage, tool
+results with a latency, hooks that patch a call's arguments, deny it, fail, try to overwrite
+the question, or annotate it with fixed material that may not fit), an optional stop trigger
+on a tool run and an optional crash plan at a named commit (capability ``crash_points``).
+Rules then ask, supplement, stop and advance, one step at a time, on a live driver
+(``conformance.driver.perform``). The scripted ports never run out: they repeat their
+pattern on demand, and what they handed out is written into the scenario document, so the
+document replays exactly.
 
 After every step the trace is read back as plain JSON and checked, with expectations derived
 from the steps and the scripts — never from the driver's store or internals:
@@ -115,7 +117,11 @@ end and non-ASCII characters, which a runtime must keep verbatim."""
 _PATHS = st.sampled_from(["a.md", "notes.md", "reports/x.md"])
 _CALLS = st.lists(st.builds(lambda name, path: {"name": name, "arguments": {"path": path}},
                             st.sampled_from([*TOOLS, "shell"]), _PATHS), min_size=1, max_size=2)
-_TEXT = st.builds(lambda n: {"text": f"answer {n}"}, st.integers(1, 99))
+_TEXT = st.one_of(
+    st.builds(lambda n: {"text": f"answer {n}"}, st.integers(1, 99)),
+    # A provider's usage report is audit data: whatever it says, no request may change (§7).
+    st.builds(lambda n, used: {"text": f"answer {n}", "usage": {"input_tokens": used}},
+              st.integers(1, 99), st.sampled_from([0, 1, 10 ** 6])))
 _TOOL_CALLS = st.builds(lambda calls: {"text": "", "tool_calls": calls}, _CALLS)
 _ANSWERS = st.one_of(
     # Repeated to weigh them: most answers complete, many call tools.
@@ -125,7 +131,9 @@ _ANSWERS = st.one_of(
     st.just({"context_length_exceeded": True}),
 )
 _RESULTS = st.one_of(
-    st.builds(lambda n: {"text": "r" * n}, st.integers(0, 400)),
+    # A latency lets a batch's calls finish out of order; feedback stays in action order (§2).
+    st.builds(lambda n, latency: {"text": "r" * n, **({"latency": latency} if latency else {})},
+              st.integers(0, 400), st.integers(0, 3)),
     st.builds(lambda n: {"text": "r" * n}, st.integers(0, 60)),
     st.just({"error": "ENOENT"}),
     st.just({"text": "L" * 4100}),
@@ -151,6 +159,10 @@ _HOOKS = st.one_of(
         st.one_of(st.none(), st.integers(1, 3)), st.booleans()),
     st.just({"point": "model.pre_request", "items": [{"decision": "allow", "context_patch": [
         {"target": "question", "field": "text", "value": "an overwritten question"}]}]}),
+    # Fixed material: an annotation of the current question, sometimes too large to fit (§7).
+    st.builds(lambda n: {"point": "model.pre_request", "items": [{"context_patch": [
+        {"target": "question", "field": "note", "operation": "append_annotation",
+         "value": "N" * n}]}]}, st.integers(1, 3000)),
 )
 _CRASHES = st.builds(lambda commit, occurrence, when: {"commit": commit,
                                                        "occurrence": occurrence, "when": when},
