@@ -78,7 +78,8 @@ class AgentDoc(_Doc):
     summary_target: int | None = Field(default=None, gt=0)
     provider_output_limit: int | None = Field(default=None, gt=0)
     recent_runs: int = Field(default=2, ge=0)
-    loop_limit: int = Field(default=8, ge=1)
+    loop_limit: int = Field(default=8, ge=1, description=(
+        "business Loops per Run, its root role's and every Executor execution's together"))
     run_deadline: int | None = Field(default=None, ge=1)
     model_attempts: int = Field(default=2, ge=1)
     tool_quota: int | None = Field(default=None, ge=0)

@@ -108,6 +108,13 @@ def _preview_served(original: Callable[..., Any]) -> Callable[..., Any]:
     return read_result_body
 
 
+def _loops_per_role(original: Callable[..., Any]) -> Callable[..., Any]:
+    def taken(self: Any, run: Any) -> int:
+        loops: int = run.loops  # each role against its own budget
+        return loops
+    return taken
+
+
 MUTANTS = (
     Mutant("RETRY-TAKES-LATE-SUPPLEMENT",
            "a retry rebuilds its request and takes in a supplement received after the freeze "
@@ -138,4 +145,8 @@ MUTANTS = (
            "an audit or on-demand read behind a result_ref serves the bounded preview the "
            "model saw, not the full body (§6: the unread body stays readable)",
            (Patch(ReferenceRuntime, "read_result_body", _preview_served),)),
+    Mutant("LOOPS-PER-ROLE",
+           "the Planner and each Executor count Loops against loop_limit on their own, so a "
+           "Run with Executors takes many times its budget (§11: one shared Loop budget)",
+           (Patch(ReferenceRuntime, "_loops_taken", _loops_per_role),)),
 )

@@ -52,6 +52,15 @@ def _episode_abandoned(original: Callable[..., Any]) -> Callable[..., Any]:
     return restore
 
 
+def _executor_loops_forgotten(original: Callable[..., Any]) -> Callable[..., Any]:
+    def restore(*args: Any, **kwargs: Any) -> Any:
+        runtime = original(*args, **kwargs)
+        for run in runtime.runs.values():
+            run.finished_executor_loops = 0  # only the executions still running are counted
+        return runtime
+    return restore
+
+
 MUTANTS = (
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
@@ -69,4 +78,8 @@ MUTANTS = (
            "a takeover writes the interrupted compaction episode off instead of resuming it "
            "(§8, §10: the same episode resumes at its committed cursor)",
            (Patch(driver, "restore", _episode_abandoned),), recovery=True),
+    Mutant("EXECUTOR-LOOPS-FORGOTTEN",
+           "a takeover counts only the Loops of the Executor executions it resumes, so a "
+           "finished one's Loops are spent again (§11: one shared Loop budget per Run)",
+           (Patch(driver, "restore", _executor_loops_forgotten),), recovery=True),
 )

@@ -129,6 +129,45 @@ def _format_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "loop_exhausted", None)], "Run endings")
 
 
+
+# --- §11: the Run's Loop budget is shared by its roles ------------------------------------------
+
+
+def _shared_loops_scenario(crash: dict[str, Any] | None = None) -> dict[str, Any]:
+    document = base(window=16384, loop_limit=3, executor={"tools": [{"name": "grep"}]})
+    document["steps"] = [{"ask": "find it"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "", "tool_calls": [{"name": "delegate",
+                                                  "arguments": {"task": "grep it"}}]},
+                     {"text": "found it"}],
+        "executor": [{"text": "", "tool_calls": [{"name": "grep",
+                                                  "arguments": {"pattern": "x"}}]},
+                     {"text": "x at a.py:1"}]}
+    document["tools"] = {"grep": [{"text": "a.py:1 x"}]}
+    if crash is not None:
+        document["crash"] = crash
+    return document
+
+
+def _shared_loops_check(trace: Trace) -> None:
+    # loop_limit = 3 is the Run's budget, shared by its roles (§11 "占 Run 共享 Loop"). The
+    # Planner's Loop 1 delegates (1); the Executor greps in its Loop 1 and answers in its
+    # Loop 2 (1 + 2 = 3). The Planner's Loop 2 would be the fourth: the Run ends
+    # LOOP_EXHAUSTED without it — a per-role count (1 of 3) would have let it answer.
+    equal([(r["role"], r["purpose"]) for r in requests(trace)],
+          [("root", "business"), ("executor", "business"), ("executor", "business")],
+          "(role, purpose) of requests")
+    equal(endings(trace), [(1, "loop_exhausted", None)], "Run endings")
+
+
+def _shared_loops_takeover_check(trace: Trace) -> None:
+    # The same Run dies right after the Executor's execution ended was committed. The takeover
+    # finds the execution finished (nothing of it to resume) and still counts its two Loops:
+    # the Planner's next Loop is the fourth, so the Run ends as uncrashed.
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    _shared_loops_check(trace)
+
+
 CASES: tuple[Case, ...] = (
     Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
          ("CTX-11.1",), _too_large_scenario(), _too_large_check,
@@ -143,4 +182,12 @@ CASES: tuple[Case, ...] = (
          "§11", ("CTX-11.5",), _deadline_scenario(), _deadline_check, COMPACTING),
     Case("S11-FORMAT-ERROR", "a call to a missing tool is fixed by a business Loop that counts",
          "§11", ("CTX-11.9",), _format_scenario(), _format_check),
+    Case("S11-LOOPS-SHARED", "an Executor's Loops spend the Run's shared Loop budget", "§11",
+         ("CTX-11.9", "CTX-11.13"), _shared_loops_scenario(), _shared_loops_check,
+         frozenset({"planner_executor"})),
+    Case("S11-LOOPS-SHARED-TAKEOVER", "a takeover still counts the Loops of a finished "
+         "Executor execution", "§11", ("CTX-11.9", "CTX-10.12"),
+         _shared_loops_scenario({"commit": "EXECUTION_ENDED", "occurrence": 1,
+                                 "when": "after"}),
+         _shared_loops_takeover_check, frozenset({"planner_executor", "crash_points"})),
 )

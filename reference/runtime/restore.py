@@ -152,12 +152,25 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
 
 def _restore_executions(store: Store, runtime: ReferenceRuntime, planner: RunState,
                         loop: dict[str, JSON]) -> None:
-    """The Executor executions the Planner's open batch started and has not settled: each
-    NodeTask with its private context, its hand-over (its own first records) and its loop
-    checkpoint, to go on where it stood (§10)."""
+    """The Planner's Executor executions: those its open batch started and has not settled go
+    on where they stood (§10); the Loops of all the others still count against the Run's shared
+    Loop budget (§11)."""
     delegated, settled = loop.get("delegated"), loop.get("settled")
-    if loop.get("stage") != "batch" or not isinstance(delegated, dict):
-        return
+    if loop.get("stage") == "batch" and isinstance(delegated, dict):
+        _restore_running_executions(store, runtime, planner, delegated, settled)
+    running = {loop_key(task, "loop") for task in runtime.tasks if task.parent is planner}
+    finished = 0
+    for name, doc in store.checkpoints_of(planner.run_id).items():
+        loops = doc.get("loops") if isinstance(doc, dict) else None
+        if name.startswith("loop:") and name not in running and isinstance(loops, int):
+            finished += loops
+    planner.finished_executor_loops = finished
+
+
+def _restore_running_executions(store: Store, runtime: ReferenceRuntime, planner: RunState,
+                                delegated: dict[str, JSON], settled: JSON) -> None:
+    """Each execution of the open batch not settled yet: its NodeTask with its private
+    context, its hand-over (its own first records) and its loop checkpoint."""
     for call_id, context in delegated.items():
         if not isinstance(context, str) or (isinstance(settled, dict) and call_id in settled):
             continue

@@ -267,6 +267,9 @@ class RunState:
     """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
     resume_partial: bool = False
     """Whether the last stored failed attempt had shown a partial output."""
+    finished_executor_loops: int = 0
+    """The Loops of this Run's Executor executions that a takeover found finished (their tasks
+    are not restored); with the tasks still held they make the Run's shared Loop budget."""
 
 
 @dataclass(frozen=True)
@@ -707,10 +710,18 @@ class ReferenceRuntime:
             return True
         return False
 
+    def _loops_taken(self, run: RunState) -> int:
+        """The Run's shared Loop budget spent: the business Loops of its root role and of every
+        Executor execution it delegated (§11: a Loop "占 Run 共享 Loop"; root Loop exhaustion
+        ends the whole tree).  CTX-11.13"""
+        owner = run.parent or run
+        return owner.loops + owner.finished_executor_loops + sum(
+            task.loops for task in self.tasks if task.parent is owner)
+
     def _loop(self, run: RunState, resume_operation: UUID | None = None) -> None:
         if self._stopped_or_out_of_time(run):
             return
-        if run.loops >= self.agent.loop_limit:
+        if self._loops_taken(run) >= self.agent.loop_limit:
             self._end(run, RunStatus.LOOP_EXHAUSTED)
             return
         run.loops += 1
