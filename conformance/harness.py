@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.cases import Case, CaseFailure, Trace
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
+from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
 from ctxspec.reference.runtime.runtime import ScriptExhausted
@@ -107,7 +108,10 @@ def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) ->
     return trace
 
 
-def run_case(case: Case, factory: DriverFactory) -> CaseResult:
+def run_case(case: Case, factory: DriverFactory,
+             probes: Mapping[str, ProbeResult] | None = None) -> CaseResult:
+    """One case on a fresh driver. ``probes`` (from :func:`confirm_capabilities`) turns a case
+    that needs a declared but unconfirmed capability into ``failed``, naming the probe."""
     began = time.perf_counter()
 
     def result(status: Status, detail: str) -> CaseResult:
@@ -120,6 +124,11 @@ def run_case(case: Case, factory: DriverFactory) -> CaseResult:
     missing = sorted(case.needs - frozenset(driver.capabilities))
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
+    unconfirmed = [probes[need] for need in sorted(case.needs) if probes is not None
+                   and need in probes and probes[need].status == "not_confirmed"]
+    if unconfirmed:
+        return result("failed", "; ".join(f"the driver declares {p.capability} but {p.detail}"
+                                          for p in unconfirmed))
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
@@ -156,9 +165,16 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
     return result("failed", f"the driver accepted a scenario it must refuse with {case.refusal}")
 
 
-def run_suite(cases: Iterable[Case], factory: DriverFactory) -> Iterator[CaseResult]:
+def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
+    """Probe every capability the driver declares (conformance/probes.py)."""
+    return probe(frozenset(factory().capabilities),
+                 lambda scenario: scenario_trace(factory(), scenario))
+
+
+def run_suite(cases: Iterable[Case], factory: DriverFactory,
+              probes: Mapping[str, ProbeResult] | None = None) -> Iterator[CaseResult]:
     for case in cases:
-        yield run_case(case, factory)
+        yield run_case(case, factory, probes)
 
 
 def load_factory(spec: str | None) -> DriverFactory:
@@ -174,5 +190,5 @@ def load_factory(spec: str | None) -> DriverFactory:
     return cast(DriverFactory, factory)
 
 
-__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "load_factory",
-           "run_case", "run_suite", "scenario_trace", "write_reports"]
+__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "confirm_capabilities",
+           "load_factory", "run_case", "run_suite", "scenario_trace", "write_reports"]

@@ -1,16 +1,23 @@
 """The conformance cases as pytest tests (run with ``pytest --pyargs ctxspec.conformance.suite``;
 ``--ctxspec-driver`` picks the driver). A case the driver lacks a capability for is skipped with
-the reason ``unsupported``: it is never reported as passed."""
+the reason ``unsupported``: it is never reported as passed; one needing a capability the driver
+declares but its probe does not confirm fails (conformance/probes.py)."""
 
 import pytest
 
 from ctxspec.conformance.cases import CASES, Case
-from ctxspec.conformance.harness import DriverFactory, run_case
+from ctxspec.conformance.harness import DriverFactory, confirm_capabilities, run_case
+from ctxspec.conformance.probes import ProbeResult
+
+_PROBED: dict[DriverFactory, dict[str, ProbeResult]] = {}
+"""The capability probes of each driver factory, run once per test session."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_conformance_case(case: Case, ctxspec_driver_factory: DriverFactory) -> None:
-    result = run_case(case, ctxspec_driver_factory)
+    if ctxspec_driver_factory not in _PROBED:
+        _PROBED[ctxspec_driver_factory] = confirm_capabilities(ctxspec_driver_factory)
+    result = run_case(case, ctxspec_driver_factory, _PROBED[ctxspec_driver_factory])
     if result.status == "unsupported":
         pytest.skip(f"unsupported: {result.detail}")
     assert result.status == "passed", f"{case.id} ({case.source}) {result.status}: {result.detail}"

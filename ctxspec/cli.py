@@ -332,6 +332,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
+        confirm_capabilities,
         load_factory,
         run_suite,
         write_reports,
@@ -357,8 +358,16 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
 
         def factory() -> StdioDriver:
             return connected
+    probes = confirm_capabilities(factory)
+    unconfirmed = [p for p in probes.values() if p.status == "not_confirmed"]
+    if not as_json:
+        click.echo(f"capabilities: {len(probes)} declared, "
+                   f"{sum(p.status == 'confirmed' for p in probes.values())} confirmed by probing"
+                   + "".join(f"\n  {p.capability} NOT confirmed: {p.detail}" for p in unconfirmed)
+                   + "".join(f"\n  {p.capability} not probed: {p.detail}"
+                             for p in probes.values() if p.status == "not_probed"))
     results = []
-    for result in run_suite(cases, factory):
+    for result in run_suite(cases, factory, probes):
         results.append(result)
         if as_json:
             continue
@@ -379,6 +388,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     if as_json:
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
+            "probes": [p.to_json() for p in probes.values()],
             "cases": [r.to_json() for r in results],
             "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
                                                        "error")}}, ensure_ascii=False))

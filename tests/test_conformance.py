@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from ctxspec.catalogue import load_catalogue
 from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, OUR_DOCUMENTS, by_id
-from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver
 from ctxspec.conformance.harness import run_case, scenario_trace
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, replay
@@ -166,8 +166,11 @@ def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_p
                                         "ROW-04-AT", "--case", "ROW-02", "--driver",
                                         "tests.test_conformance:DropsThirdSupplement"])
     assert outcome.exit_code == 1
-    lines = outcome.output.splitlines()
-    # The failed case first, with what differs; then one row per source in suite order.
+    capabilities, *lines = outcome.output.splitlines()
+    # The probes' verdict on what the driver declares; the failed case, with what differs;
+    # then one row per source in suite order.
+    assert capabilities == f"capabilities: {len(CAPABILITIES)} declared, " \
+        f"{len(CAPABILITIES)} confirmed by probing"
     assert lines[0].split()[:2] == ["ROW-02", "failed"]
     assert lines[1].strip().startswith("Run 1 as the fourth request shows it: expected")
     assert lines[2].split() == ["source", "cases", "passed", "failed", "unsupported", "error",
@@ -275,6 +278,9 @@ def test_the_whole_suite_passes_through_the_stdio_protocol(tmp_path: Path) -> No
     report = json.loads(outcome.output)
     assert report["driver"] == f"stdio: {STDIO}"
     assert report["summary"]["passed"] == len(CASES)
+    # Every capability the subprocess declares is confirmed by its probe over the protocol too.
+    assert {p["capability"]: p["status"] for p in report["probes"]} == \
+        dict.fromkeys(CAPABILITIES, "confirmed")
 
 
 def test_a_driver_speaking_another_protocol_version_is_refused(tmp_path: Path) -> None:

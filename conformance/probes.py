@@ -1,0 +1,154 @@
+"""Capability probes (ARCHITECTURE.md "The conformance suite": capabilities are declared by the
+driver and confirmed by probing). For each capability a driver declares, one small scenario
+that exercises it and the sign its trace must show — that the runtime did the thing at all, not
+that it did it right (the cases judge that). A declared capability whose probe shows no sign is
+*not confirmed*: the harness reports every case that needs it ``failed``, naming the probe, so
+a driver never collects ``unsupported`` (or a pile of puzzling failures) for a claim it does not
+keep. A probe whose scenario needs another capability the driver does not declare is not run.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ctxspec.conformance.case import Trace, base, of, requests
+from ctxspec.conformance.sessions import boundary
+
+ProbeStatus = Literal["confirmed", "not_confirmed", "not_probed"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    capability: str
+    scenario: Mapping[str, Any]
+    sign: str
+    """What the trace must show, in words (the report quotes it)."""
+    shows: Callable[[Trace], bool]
+    needs: frozenset[str] = field(default_factory=frozenset)
+    """Other capabilities the scenario uses."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    capability: str
+    status: ProbeStatus
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"capability": self.capability, "status": self.status, "detail": self.detail}
+
+
+def _session(*steps: Mapping[str, Any], answers: Sequence[Mapping[str, Any]] = ({"text": "hi"},),
+             **agent: Any) -> dict[str, Any]:
+    """"hello" asked and answered (plus ``steps``), measured in characters: I = 3 + 5 = 8."""
+    document = base(**agent)
+    document["name"] = "probe"
+    document["steps"] = [{"ask": "hello"}, {"advance": True}, *steps]
+    document["model"] = {"business": list(answers)}
+    return document
+
+
+def _with(document: dict[str, Any], **parts: Any) -> dict[str, Any]:
+    return {**document, **parts}
+
+
+def _tool_loop(**result: Any) -> dict[str, Any]:
+    """One call of tool t, then the answer."""
+    return _with(_session(answers=({"text": "", "tool_calls": [{"name": "t"}]}, {"text": "done"}),
+                          tools=[{"name": "t"}]),
+                 tools={"t": [{"text": "ok", **result}]})
+
+
+def _texts(trace: Trace) -> list[str]:
+    return [m["text"] for r in requests(trace) for m in r["view"]["messages"]]
+
+
+def _workflow() -> dict[str, Any]:
+    return {"scenario_version": 1, "name": "probe", "agent": base()["agent"],
+            "workflow": {"stages": [[{"capability_node": {
+                "name": "fetch", "tool": "t", "input": {}, "output_key": "out"}}]]},
+            "tools": {"t": [{"text": "x"}]}}
+
+
+PROBES: tuple[Probe, ...] = (
+    Probe("root_loop", _session(), "a business request and the Run's ending",
+          lambda t: bool(requests(t, "business")) and bool(of(t, "run_ended"))),
+    Probe("estimator_injection", _session(),
+          'I = 8 for "sys" and "hello" with the character estimator',
+          lambda t: [r["estimated_input_tokens"] for r in requests(t)] == [8]),
+    Probe("hooks", _with(_session(), hooks=[{"point": "model.pre_request",
+                                             "items": [{"decision": "allow"}]}]),
+          "a hook_decided event", lambda t: bool(of(t, "hook_decided"))),
+    Probe("stop", _with(_session(), steps=[{"ask": "hello"}, {"stop": True}, {"advance": True}]),
+          "the Run ended stopped",
+          lambda t: [e["status"] for e in of(t, "run_ended")][-1:] == ["stopped"]),
+    Probe("triggers", _with(_tool_loop(), triggers=[
+        {"on": {"tool": "t", "ordinal": 1}, "do": {"supplement": "also this"}}]),
+          'the supplement "also this", sent while the tool ran, in a later request',
+          lambda t: "also this" in _texts(t)),
+    Probe("compaction", boundary(), "a compaction request",
+          lambda t: bool(requests(t, "compaction")), frozenset({"estimator_injection"})),
+    Probe("planner_executor", _with(_session(executor={}), model={
+        "business": [{"text": "", "tool_calls": [{"name": "delegate",
+                                                  "arguments": {"task": "look"}}]},
+                     {"text": "done"}],
+        "executor": [{"text": "seen"}]}),
+          "a request of the executor role",
+          lambda t: any(r["role"] == "executor" for r in requests(t))),
+    Probe("crash_points", _with(_session(), crash={"commit": "T_FREEZE", "occurrence": 1,
+                                                   "when": "after"}),
+          "a restarted event", lambda t: bool(of(t, "restarted"))),
+    Probe("retention", _session({"observe_retention": True}), "a retained event",
+          lambda t: bool(of(t, "retained"))),
+    Probe("history_api", _session({"read_history": {"kind": "audit"}}), "a history_read event",
+          lambda t: bool(of(t, "history_read"))),
+    Probe("history_bodies", _session({"read_history": {"kind": "audit", "bodies": True}}),
+          "a history_read event with records",
+          lambda t: any(e.get("records") for e in of(t, "history_read")),
+          frozenset({"history_api"})),
+    Probe("shared_scopes", _session(shared=[{"name": "style", "text": "be brief",
+                                             "consumers": ["root"]}]),
+          'the shared field "be brief" in the request', lambda t: any(
+              "be brief" in text for text in _texts(t))),
+    Probe("usage_reports", _session(answers=({"text": "hi", "usage": {"input_tokens": 5}},)),
+          "a model_usage event", lambda t: bool(of(t, "model_usage"))),
+    Probe("tool_latency", _tool_loop(latency=2), "a tool_executed event with latency 2",
+          lambda t: [e.get("latency") for e in of(t, "tool_executed")] == [2]),
+    Probe("sessions", _session({"new_session": True}, {"ask": "again"}, {"advance": True},
+                               answers=({"text": "hi"}, {"text": "hi again"})),
+          "a session_opened event", lambda t: bool(of(t, "session_opened"))),
+    Probe("workflow", _workflow(), "a workflow_ended event",
+          lambda t: bool(of(t, "workflow_ended"))),
+)
+
+
+def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trace]
+          ) -> dict[str, ProbeResult]:
+    """Run the probe of every declared capability; ``trace_of`` runs a scenario on a fresh
+    driver and returns its trace as plain JSON. A declared name the suite has no probe for is
+    ``not_probed`` (no case needs it either)."""
+    results: dict[str, ProbeResult] = {
+        name: ProbeResult(name, "not_probed", "the suite knows no such capability")
+        for name in sorted(declared - {each.capability for each in PROBES})}
+    for each in PROBES:
+        if each.capability not in declared:
+            continue
+        missing = sorted(each.needs - declared)
+        if missing:
+            results[each.capability] = ProbeResult(
+                each.capability, "not_probed", f"its probe needs {', '.join(missing)}")
+            continue
+        try:
+            shown = each.shows(trace_of(each.scenario))
+        except Exception as failure:  # the probe's own run broke: that is no confirmation
+            results[each.capability] = ProbeResult(
+                each.capability, "not_confirmed",
+                f"its probe scenario failed: {type(failure).__name__}: {failure}")
+            continue
+        results[each.capability] = ProbeResult(
+            each.capability, "confirmed" if shown else "not_confirmed",
+            "" if shown else f"its probe's trace lacks {each.sign}")
+    return results
+
+
+__all__ = ["PROBES", "Probe", "ProbeResult", "probe"]

@@ -1,0 +1,106 @@
+"""Capability probes (conformance/probes.py): every capability the reference declares is
+confirmed; a claim a driver does not keep is caught by its probe, and the cases that need it
+fail naming the probe instead of passing as unsupported or failing obscurely."""
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.driver import CAPABILITIES, Ports, ReferenceDriver
+from ctxspec.conformance.harness import confirm_capabilities, run_case
+from ctxspec.conformance.probes import PROBES
+from ctxspec.conformance.scenario import Scenario
+from ctxspec.reference.tokens import ByteEstimator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "driver-example"))
+
+from toy_driver import ToyDriver
+
+
+class ClaimsEverything(ToyDriver):
+    """The toy runtime declaring every capability it does not have."""
+
+    capabilities = CAPABILITIES
+
+
+class DropsRequests(ReferenceDriver):
+    """Its trace leaves the model requests out."""
+
+    def trace(self) -> list[dict[str, Any]]:
+        return [e for e in super().trace() if e["kind"] != "model_request"]
+
+
+class OwnEstimator(ReferenceDriver):
+    """Measures with its own byte estimator whatever the scenario injects."""
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None:
+        super().configure(scenario, Ports(ports.model, ports.tools, ports.hooks,
+                                          ByteEstimator()))
+
+
+class DropsMidCallSupplements(ReferenceDriver):
+    """Loses a supplement that arrives while a tool runs (a step mid-call)."""
+
+    def supplement(self, text: str) -> None:
+        if self.depth == 0:
+            super().supplement(text)
+
+
+def test_every_capability_the_reference_declares_has_a_probe_and_is_confirmed() -> None:
+    assert {each.capability for each in PROBES} == CAPABILITIES
+    probes = confirm_capabilities(ReferenceDriver)
+    assert {name: result.status for name, result in probes.items()} == \
+        dict.fromkeys(CAPABILITIES, "confirmed")
+
+
+def test_a_claim_the_driver_does_not_keep_is_not_confirmed() -> None:
+    probes = confirm_capabilities(ClaimsEverything)
+    # The toy runs a root loop, takes the injected estimator and tolerates a step mid-call:
+    # those claims hold. Every other one is caught by its probe.
+    assert {name for name, r in probes.items() if r.status == "confirmed"} == \
+        {"root_loop", "estimator_injection", "triggers"}
+    assert probes["hooks"].detail == "its probe's trace lacks a hook_decided event"
+    assert probes["crash_points"].detail == "its probe's trace lacks a restarted event"
+    assert probes["stop"].detail.startswith("its probe scenario failed: NotImplementedError")
+
+
+@pytest.mark.parametrize(("driver", "capability"), [
+    (DropsRequests, "root_loop"), (OwnEstimator, "estimator_injection"),
+    (DropsMidCallSupplements, "triggers")])
+def test_the_probes_the_toy_passes_can_fail_too(driver: type[ReferenceDriver],
+                                                capability: str) -> None:
+    assert confirm_capabilities(driver)[capability].status == "not_confirmed"
+
+
+def test_a_case_needing_an_unconfirmed_capability_fails_naming_the_probe() -> None:
+    [case] = by_id(["ROW-21"])  # needs crash_points and hooks
+    probes = confirm_capabilities(ClaimsEverything)
+    result = run_case(case, ClaimsEverything, probes)
+    assert result.status == "failed"
+    assert result.detail == ("the driver declares crash_points but its probe's trace lacks a "
+                             "restarted event; the driver declares hooks but its probe's trace "
+                             "lacks a hook_decided event")
+    # Without the probes the same claim ends up elsewhere: never as unsupported.
+    assert run_case(case, ClaimsEverything).status != "unsupported"
+
+
+def test_a_probe_needing_an_undeclared_capability_is_not_run() -> None:
+    class CompactsWithoutInjection(ReferenceDriver):
+        capabilities = CAPABILITIES - {"estimator_injection"}
+
+    probes = confirm_capabilities(CompactsWithoutInjection)
+    assert (probes["compaction"].status, probes["compaction"].detail) == \
+        ("not_probed", "its probe needs estimator_injection")
+    assert "estimator_injection" not in probes
+
+
+def test_the_terminal_report_opens_with_the_probes() -> None:
+    shown = CliRunner().invoke(main, ["conformance", "--case", "ROW-01"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.splitlines()[0] == \
+        f"capabilities: {len(CAPABILITIES)} declared, {len(CAPABILITIES)} confirmed by probing"
