@@ -42,7 +42,7 @@ from ctxspec.reference.runtime.runtime import (
     SharedField,
     ToolSpec,
 )
-from ctxspec.reference.runtime.store import TABLES, Store
+from ctxspec.reference.runtime.store import TABLES, CommitFailed, Store
 from ctxspec.reference.runtime.trace import (
     BodyDigest,
     HistoryRead,
@@ -62,7 +62,8 @@ from ctxspec.reference.runtime.workflow import (
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
-                          "triggers", "planner_executor", "crash_points", "retention",
+                          "triggers", "planner_executor", "crash_points", "commit_failures",
+                          "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
                           "sessions", "workflow", "history_bodies"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
@@ -70,7 +71,9 @@ DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
                                      "constraints": {"type": "array"},
                                      "materials": {"type": "array"}}}}, sort_keys=True)
 """What the reference driver supports. ``crash_points``: the driver honours a scenario's
-``crash`` (die at a named commit, restart on the same store) and marks it in the trace.
+``crash`` (die at a named commit, restart on the same store) and marks it in the trace;
+``commit_failures``: a ``crash`` with ``when: fails`` — the store refuses that commit, the
+runtime stops on it and traces ``persistence_failed``, and the driver restarts it.
 ``retention``: ``workspace()`` and ``delete_agent()``; ``history_api``:
 ``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25). ``shared_scopes``:
 Run-level shared fields registered for consumer roles (§3). ``usage_reports``: a scripted
@@ -184,8 +187,15 @@ class ReferenceDriver:
     def _open(self) -> None:
         try:
             self.runtime = self._new(self._pending_crash())
-        except Crash:
+        except (Crash, CommitFailed) as dead:
+            self._planned(dead)
             self._restart()
+
+    def _planned(self, dead: BaseException) -> None:
+        """A failed commit the scenario did not inject is the runtime's own fault: it goes up
+        (the harness reports an error); a planned crash or refused commit restarts."""
+        if isinstance(dead, CommitFailed) and (self.crash is None or self.crash.when != "fails"):
+            raise dead
 
     def _pending_crash(self) -> CrashPlan | None:
         """The scenario's crash, counted from where this incarnation starts: its occurrence
@@ -252,9 +262,10 @@ class ReferenceDriver:
         self.depth += 1
         try:
             step()
-        except Crash:
+        except (Crash, CommitFailed) as dead:
             if self.depth > 1:
                 raise
+            self._planned(dead)
             self._restart()
             again()
         finally:

@@ -339,7 +339,10 @@ class CrashDoc(_Doc):
 
     commit: str = Field(min_length=1)
     occurrence: int = Field(default=1, ge=1)
-    when: Literal["before", "after"] = "after"
+    when: Literal["before", "after", "fails"] = Field(default="after", description=(
+        "before or after the commit the process dies; fails: the store refuses the commit "
+        "(rolled back whole) and the runtime must stop on it (driver capability "
+        "commit_failures)"))
 
     @model_validator(mode="after")
     def _known(self) -> "CrashDoc":

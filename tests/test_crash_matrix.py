@@ -121,7 +121,7 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(
     ({"commit": "T_FREEZE", "occurrence": 0},
      "scenario.crash.occurrence: Input should be greater than or equal to 1"),
     ({"commit": "T_FREEZE", "when": "during"},
-     "scenario.crash.when: Input should be 'before' or 'after'")])
+     "scenario.crash.when: Input should be 'before', 'after' or 'fails'")])
 def test_a_bad_crash_is_refused_naming_the_field_and_the_rule(crash: dict[str, Any],
                                                               expected: str) -> None:
     with pytest.raises(ScenarioError) as refused:

@@ -1,5 +1,6 @@
 """Mutants of recovery (§10): what a takeover reuses, and what it must not do again."""
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -7,6 +8,7 @@ from ctxspec.conformance import driver
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference.contracts import EpisodeStatus, MessageRole
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
+from ctxspec.reference.runtime.store import CommitFailed
 
 
 def _forget_saved_answer(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,6 +63,24 @@ def _executor_loops_forgotten(original: Callable[..., Any]) -> Callable[..., Any
     return restore
 
 
+def _fail_open(original: Callable[..., Any]) -> Callable[..., Any]:
+    def commit(self: Any, name: str, writes: Any) -> None:
+        # Logged and ignored: the runtime goes on as if the write had happened.
+        with contextlib.suppress(CommitFailed):
+            original(self, name, writes)
+    return commit
+
+
+def _failure_hidden(original: Callable[..., Any]) -> Callable[..., Any]:
+    def commit(self: Any, name: str, writes: Any) -> None:
+        try:
+            original(self, name, writes)
+        except CommitFailed:
+            self.trace.events.pop()  # stops on it, but says nothing of why
+            raise
+    return commit
+
+
 MUTANTS = (
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
@@ -82,4 +102,12 @@ MUTANTS = (
            "a takeover counts only the Loops of the Executor executions it resumes, so a "
            "finished one's Loops are spent again (§11: one shared Loop budget per Run)",
            (Patch(driver, "restore", _executor_loops_forgotten),), recovery=True),
+    Mutant("COMMIT-FAILURE-FAIL-OPEN",
+           "a required commit the store refuses is logged and ignored, so the run goes on with "
+           "values the store does not have (§3, §10: never continue on an unsaved write)",
+           (Patch(ReferenceRuntime, "_commit", _fail_open),)),
+    Mutant("COMMIT-FAILURE-HIDDEN",
+           "a refused required commit stops the runtime without surfacing it (§10: a "
+           "required-persistence failure is surfaced explicitly)",
+           (Patch(ReferenceRuntime, "_commit", _failure_hidden),)),
 )

@@ -194,7 +194,47 @@ def _no_memory_check(trace: Trace) -> None:
     equal([status for _, status, _ in endings(second)], ["succeeded"], "Session 2's Runs")
 
 
+# --- a required commit the store refuses ------------------------------------------------------
+
+
+def _refused_commit_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "write"}])
+    document["steps"] = [{"ask": "write it"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"write": [{"text": "ok"}]}
+    document["hooks"] = [{"point": "tool.pre_call", "items": [
+        {"decision": "allow", "payload_patch": [{"path": "arguments.path", "value": "b.md"}]}]}]
+    document["crash"] = {"commit": "HOOK_DECISION", "occurrence": 1, "when": "fails"}
+    return document
+
+
+def _refused_commit_check(trace: Trace) -> None:
+    # The pre-call hook moves the write to b.md; the store refuses the commit of that decision.
+    # The runtime must surface the failure and stop on it — not go on with b.md, which the
+    # store does not have, and not take it for a hook failure. The restarted runtime finds the
+    # hook marked running and no decision: its outcome is unknown and it is dropped (Q50), so
+    # the one write runs with the path the model proposed, a.md.
+    kinds = [e["kind"] for e in trace]
+    expect("persistence_failed" in kinds, "the refused commit was not surfaced")
+    failed = kinds.index("persistence_failed")
+    equal([(e["commit"], e["occurrence"]) for e in of(trace, "persistence_failed")],
+          [("HOOK_DECISION", 1)], "surfaced persistence failures")
+    expect("tool_executed" not in kinds[:failed],
+           "a tool ran before the decision was stored")
+    expect("hook_decided" not in kinds[:failed],
+           "the refused commit was recorded as a hook decision or failure")
+    equal([e["effective_arguments"] for e in of(trace, "tool_executed")], [{"path": "a.md"}],
+          "the writes (after the restart, the hook's unknown outcome dropped)")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
+    Case("S10-COMMIT-REFUSED", "a refused required commit is surfaced and nothing goes on with "
+         "what it held", "§10", ("CTX-3.90", "CTX-3.91", "CTX-10.28", "CTX-3.52"),
+         _refused_commit_scenario(), _refused_commit_check,
+         frozenset({"commit_failures", "hooks"})),
     Case("S10-UNKNOWN-OUTCOME", "a settled member is reused; an unsaved one is unknown", "§10",
          ("CTX-10.14", "CTX-10.25"), _unknown_scenario(), _unknown_check,
          frozenset({"crash_points", "hooks"})),

@@ -114,6 +114,7 @@ from ctxspec.reference.runtime.ports import (
 )
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
+    CommitFailed,
     Store,
     Write,
     blob_write,
@@ -307,11 +308,12 @@ class Crash(BaseException):
 
 @dataclass(frozen=True)
 class CrashPlan:
-    """Crash just before or just after the n-th commit of a name (in this incarnation)."""
+    """Crash just before or just after the n-th commit of a name (in this incarnation), or —
+    ``fails`` — have the store refuse that commit (an injected persistence fault)."""
 
     commit: str
     occurrence: int = 1
-    when: Literal["before", "after"] = "after"
+    when: Literal["before", "after", "fails"] = "after"
 
 
 class ScriptExhausted(RuntimeError):
@@ -412,7 +414,16 @@ class ReferenceRuntime:
         blobs = self._pending_blobs
         self._pending_blobs = {}
         blob_writes = [blob_write(data)[1] for data in blobs.values()]
-        self.coordinator.commit(name, [*blob_writes, *all_writes])
+        try:
+            if hit and plan is not None and plan.when == "fails":
+                raise CommitFailed(name, RuntimeError("the store refused the commit"))
+            self.coordinator.commit(name, [*blob_writes, *all_writes])
+        except CommitFailed as failed:
+            # Surfaced as what it is — a required write that did not happen — and the runtime
+            # stops on it: nothing goes on with values the store does not have, and it is never
+            # taken for a hook failure (CTX-3.90, CTX-3.91, CTX-10.28).
+            self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
+            raise
         self._mark_stored()
         if hit:
             raise Crash(f"after {name} #{count}")

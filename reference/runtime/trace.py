@@ -207,13 +207,24 @@ class WorkflowEnded:
 
 
 @dataclass(frozen=True)
+class PersistenceFailed:
+    """A required commit failed and was rolled back whole (§3, §10): the runtime stops on it
+    instead of going on with values the store does not have."""
+
+    commit: str
+    occurrence: int
+    error: str
+    kind: Literal["persistence_failed"] = "persistence_failed"
+
+
+@dataclass(frozen=True)
 class Restarted:
     """The process died at a commit boundary and a new runtime took the Session over from the
     store (§10): the events before it are the dead incarnation's."""
 
     commit: str
     occurrence: int
-    when: Literal["before", "after"]
+    when: Literal["before", "after", "fails"]
     kind: Literal["restarted"] = "restarted"
 
 
@@ -280,7 +291,7 @@ class Retained:
 TraceEvent = (ModelRequestSent | ModelUsage | ToolExecuted | HookCalled | HookDecided
               | DeliveryChanged | OperationState | RunEnded | ClientEvent | CompactionStep
               | NodeStarted | NodeEnded | CapabilityCalled | GraphStateWritten | WorkflowEnded
-              | Restarted | HistoryRead | Retained | SessionOpened)
+              | PersistenceFailed | Restarted | HistoryRead | Retained | SessionOpened)
 
 
 @dataclass
