@@ -470,7 +470,7 @@ CASES: tuple[Case, ...] = (
          COMPACTING | {"crash_points", "history_api"}),
     Case("S9-CAS-REBUILT", "covered material changed during the episode: the summary is not "
          "made the head, the view is rebuilt and sent at I = B", "§9",
-         ("CTX-9.30", "CTX-9.33"), _cas_scenario("Z" * 2036), _cas_rebuilt_check,
+         ("CTX-9.30", "CTX-9.33", "CTX-8.12"), _cas_scenario("Z" * 2036), _cas_rebuilt_check,
          COMPACTING | {"hooks"}),
     Case("S9-CAS-OVER", "covered material changed during the episode and the rebuilt request is "
          "one token over B: the Run ends, nothing is summarised again", "§9",
