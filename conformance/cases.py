@@ -31,7 +31,7 @@ from ctxspec.conformance.case import (
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
-from ctxspec.conformance.sessions import boundary, corrected_summary
+from ctxspec.conformance.sessions import boundary, corrected_summary, write_path
 from ctxspec.conformance.statements import STATEMENTS
 
 # --- §12 row 2: five supplements in one round -------------------------------------------------
@@ -623,18 +623,6 @@ _ELSEWHERE = {"target": "call", "field": "tool_call:{call_id}.arguments.path",
               "value": "other/a.md"}
 
 
-def _write_scenario(*items: dict[str, Any]) -> dict[str, Any]:
-    """The model proposes write(path="a.md"); one pre-call hook item answers ``items``."""
-    document = base(tools=[{"name": "write"}])
-    document["steps"] = [{"ask": "write it"}, {"advance": True}]
-    document["model"] = {"business": [
-        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
-        {"text": "done"}]}
-    document["tools"] = {"write": [{"text": "ok"}]}
-    document["hooks"] = [{"point": "tool.pre_call", "items": list(items)}]
-    return document
-
-
 def _path_seen_by_model(trace: Trace) -> str:
     decision = next(m for m in requests(trace, "business")[1]["view"]["messages"]
                     if m["tool_calls"])
@@ -692,7 +680,7 @@ def _stale(decision: str) -> dict[str, Any]:
     """Two items on write's pre-call chain: the first moves the call to b.md; the second claims
     the revision the chain started from and moves it to c.md — the field it writes has changed
     since that revision."""
-    return _write_scenario(
+    return write_path(
         {"decision": "allow", "context_patch": [{**_CALL_ARGUMENTS, "value": {"path": "b.md"}}]},
         {"decision": decision, "stale_base": True,
          "context_patch": [{**_CALL_ARGUMENTS, "value": {"path": "c.md"}}]})
@@ -1006,15 +994,15 @@ CASES: tuple[Case, ...] = (
          ("CTX-11.15", "CTX-4.11"), _row25_scenario(), _row25_check,
          frozenset({"history_api", "hooks"})),
     Case("EX3-WRITE", "write(path): the hook's path is what runs and what is recorded",
-         "§3 example", ("CTX-3.57", "CTX-3.69", "CTX-3.42"), _write_scenario(
+         "§3 example", ("CTX-3.57", "CTX-3.69", "CTX-3.42"), write_path(
              {"decision": "allow", "payload_patch": [_MOVE]}), _write_check,
          frozenset({"hooks"})),
     Case("EX3-WRITE-CONFLICT", "write(path) with a conflicting context path keeps a.md",
-         "§3 example", ("CTX-3.59", "CTX-3.41", "CTX-3.42"), _write_scenario(
+         "§3 example", ("CTX-3.59", "CTX-3.41", "CTX-3.42"), write_path(
              {"decision": "allow", "payload_patch": [_MOVE], "context_patch": [_ELSEWHERE]}),
          _write_conflict_check, frozenset({"hooks"})),
     Case("EX3-DENY-CONFLICT", "a deny with a conflicting patch still blocks", "§3 example",
-         ("CTX-3.59", "CTX-3.70", "CTX-3.41"), _write_scenario(
+         ("CTX-3.59", "CTX-3.70", "CTX-3.41"), write_path(
              {"decision": "deny", "payload_patch": [_MOVE], "context_patch": [_ELSEWHERE]}),
          _deny_conflict_check, frozenset({"hooks"})),
     Case("EX7-BUDGET", "W=128K, O=8K, S=1280 gives B=121600 and a trigger near 95K",
@@ -1043,7 +1031,7 @@ CASES: tuple[Case, ...] = (
          "§8 table row 6", ("CTX-8.53", "CTX-8.61", "CTX-8.81", "CTX-9.37", "CTX-7.32"),
          _table(91_809, 6000, summary=8192, supplement=31_776), _table_row6, COMPACTING),
     Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
-         "bad input", ("CTX-3.59",), _write_scenario(
+         "bad input", ("CTX-3.59",), write_path(
              {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),
          _unregistered_check, frozenset({"hooks"})),
     Case("BAD-STALE-ALLOW", "an allow patching a field changed since its base keeps the old value",
@@ -1053,16 +1041,16 @@ CASES: tuple[Case, ...] = (
          "bad input", ("CTX-3.83", "CTX-3.84", "CTX-3.60", "CTX-3.70"), _stale("deny"),
          _stale_deny_check, frozenset({"hooks"})),
     Case("BAD-INVALID-PATCH", "deleting a required field is refused, allow goes on",
-         "bad input", ("CTX-3.51", "CTX-3.59", "CTX-3.78"), _write_scenario(
+         "bad input", ("CTX-3.51", "CTX-3.59", "CTX-3.78"), write_path(
              {"decision": "allow", "payload_patch": [{"path": "arguments", "delete": True}]}),
          _invalid_patch_check("SCHEMA_MISMATCH"), frozenset({"hooks"})),
     Case("BAD-FORBIDDEN-FIELD", "a patch of the call's identity is refused, allow goes on",
-         "bad input", ("CTX-3.46", "CTX-3.59"), _write_scenario(
+         "bad input", ("CTX-3.46", "CTX-3.59"), write_path(
              {"decision": "allow", "context_patch": [
                  {"target": "call", "field": "tool_call:{call_id}.call_id", "value": "x"}]}),
          _invalid_patch_check("FORBIDDEN_FIELD"), frozenset({"hooks"})),
     Case("BAD-UNKNOWN-TARGET", "a patch of a record that is not there is refused, allow goes on",
-         "bad input", ("CTX-3.45", "CTX-3.59", "CTX-3.78"), _write_scenario(
+         "bad input", ("CTX-3.45", "CTX-3.59", "CTX-3.78"), write_path(
              {"decision": "allow", "context_patch": [
                  {"target": "00000000-0000-0000-0000-000000000001", "field": "text",
                   "value": "x"}]}),

@@ -1,6 +1,6 @@
-"""Sessions several conformance cases stage: the §12 row 4 boundary and the §12 row 20
-corrected summary, as scenario documents (docs/scenarios.md). Each builder states the
-arithmetic its cases rely on, so a case that reuses it derives its numbers from here."""
+"""Sessions several conformance cases stage: the §12 row 4 boundary, the §12 row 20 corrected
+summary and the §3 write(path) call, as scenario documents (docs/scenarios.md). Each builder
+states the arithmetic its cases rely on, so a case that reuses it derives its numbers from here."""
 
 from typing import Any
 
@@ -38,4 +38,17 @@ def corrected_summary(ordinal: int = 4, correction: str = "A, corrected") -> dic
     document["hooks"] = [{"point": "model.pre_request", "ordinal": ordinal, "items": [
         {"context_patch": [{"target": "first_assistant", "field": "text",
                             "value": correction}]}]}]
+    return document
+
+
+def write_path(*items: dict[str, Any]) -> dict[str, Any]:
+    """§3's example: the model proposes write(path="a.md"); one pre-call hook chain answers
+    ``items``."""
+    document = base(tools=[{"name": "write"}])
+    document["steps"] = [{"ask": "write it"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"write": [{"text": "ok"}]}
+    document["hooks"] = [{"point": "tool.pre_call", "items": list(items)}]
     return document

@@ -19,7 +19,7 @@ from ctxspec.conformance.case import (
     requests,
     sessions,
 )
-from ctxspec.conformance.sessions import corrected_summary
+from ctxspec.conformance.sessions import corrected_summary, write_path
 
 # --- §10: each batch member keeps its own result; an unsaved one is unknown, never a success ---
 
@@ -198,14 +198,8 @@ def _no_memory_check(trace: Trace) -> None:
 
 
 def _refused_commit_scenario() -> dict[str, Any]:
-    document = base(tools=[{"name": "write"}])
-    document["steps"] = [{"ask": "write it"}, {"advance": True}]
-    document["model"] = {"business": [
-        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
-        {"text": "done"}]}
-    document["tools"] = {"write": [{"text": "ok"}]}
-    document["hooks"] = [{"point": "tool.pre_call", "items": [
-        {"decision": "allow", "payload_patch": [{"path": "arguments.path", "value": "b.md"}]}]}]
+    document = write_path({"decision": "allow", "payload_patch": [
+        {"path": "arguments.path", "value": "b.md"}]})
     document["crash"] = {"commit": "HOOK_DECISION", "occurrence": 1, "when": "fails"}
     return document
 

@@ -724,7 +724,7 @@ class ReferenceRuntime:
     def _loops_taken(self, run: RunState) -> int:
         """The Run's shared Loop budget spent: the business Loops of its root role and of every
         Executor execution it delegated (§11: a Loop "占 Run 共享 Loop"; root Loop exhaustion
-        ends the whole tree).  CTX-11.13"""
+        ends the whole tree).  CTX-11.9, CTX-11.13"""
         owner = run.parent or run
         return owner.loops + owner.finished_executor_loops + sum(
             task.loops for task in self.tasks if task.parent is owner)
@@ -951,8 +951,8 @@ class ReferenceRuntime:
             # records may have changed since, which the switch's CAS is there to see (§8, §9).
             material, target = self._episode_source(existing)
         else:
-            source_doc = json.dumps({"summary_target": target, "material": json.loads(
-                VIEW_ADAPTER.dump_json(ModelView(tuple(material))))}, sort_keys=True)
+            source_doc = json.dumps({"summary_target": target, "material": VIEW_ADAPTER.dump_python(
+                ModelView(tuple(material)), mode="json")}, sort_keys=True)
             started = start_episode(
                 episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
                 triggering_model_operation_id=operation_id, existing=run.episodes,
