@@ -282,7 +282,9 @@ def schemas_command(check: bool, out: Path | None) -> None:
 @main.command("replay")
 @click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the neutral trace as JSON.")
-def replay_command(scenario_file: Path, as_json: bool) -> None:
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the timeline as one self-contained HTML page (docs/design-review.md).")
+def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -> None:
     """Run a scenario on the reference runtime and print what happened, request by request."""
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
@@ -298,6 +300,9 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
         run_scenario(scenario, lambda: driver)
     except ScriptExhausted as error:
         raise click.ClickException(f"the scenario's script ran out: {error}") from error
+    if html_file is not None:
+        from ctxspec.conformance.replay_page import write_replay_page
+        write_replay_page(html_file, scenario, driver.trace())
     if as_json:
         click.echo(json.dumps(driver.trace(), indent=2, ensure_ascii=False))
         return
@@ -322,11 +327,13 @@ def replay_command(scenario_file: Path, as_json: bool) -> None:
               help="Write a JSON Lines report (spec/schemas/ConformanceReportLine.json).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a JUnit XML report for CI.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report as one HTML page: status matrices, failures one click away.")
 @click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
               "those that did not pass.")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
-                        junit: Path | None, verbose: bool) -> None:
+                        junit: Path | None, html_file: Path | None, verbose: bool) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
@@ -385,6 +392,9 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     summary = Counter(r.status for r in results)
     total = time.perf_counter() - began
     write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
+    if html_file is not None:
+        from ctxspec.conformance.report_html import write_report_page
+        write_report_page(html_file, results, driver_spec or "reference", probes, total)
     if as_json:
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
