@@ -92,8 +92,10 @@ class Crash:
 class Lane:
     input_id: str
     text: str
-    states: dict[int, list[str]] = field(default_factory=dict)
-    """Column (a Run's index, or len(runs) for after the last Run) → its states in order."""
+    states: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    """Column (a Run's index, or len(runs) for after the last Run) → (delivery, state) in order;
+    deliveries are numbered 1, 2, … per input (a carried input gets a new delivery, §5)."""
+    deliveries: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -231,8 +233,9 @@ class _Builder:
         self.episode_label = "compaction episode"
         self.episodes: set[str] = set()
         self.changes: list[Change] = []
-        self.waiting: list[tuple[Lane, str]] = []
+        self.waiting: list[tuple[Lane, tuple[int, str]]] = []
         self.lanes: dict[str, Lane] = {}
+        self.last_state: dict[str, str] = {}
         self.texts: dict[str, str] = {}
 
     def agent(self) -> AgentDoc:
@@ -338,11 +341,16 @@ class _Builder:
         self.waiting = []
 
     def delivery(self, event: Event) -> None:
+        key = (str(event["delivery_id"]), str(event["state"]))
+        if self.last_state.get(key[0]) == key[1]:
+            return  # the same delivery traced in the same state again (a takeover, a commit)
+        self.last_state[key[0]] = key[1]
         lane = self.lanes.setdefault(event["input_id"], Lane(event["input_id"], ""))
+        number = lane.deliveries.setdefault(key[0], len(lane.deliveries) + 1)
         if self.open_run is None:
-            self.waiting.append((lane, str(event["state"])))
+            self.waiting.append((lane, (number, key[1])))
         else:
-            lane.states.setdefault(self.open_run, []).append(str(event["state"]))
+            lane.states.setdefault(self.open_run, []).append((number, key[1]))
 
     def event(self, event: Event, later: Sequence[Event]) -> None:
         kind = event["kind"]

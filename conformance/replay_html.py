@@ -11,13 +11,18 @@ from itertools import groupby
 from ctxspec.conformance.html_page import document, esc, px
 from ctxspec.conformance.replay_data import LABELS, Bar, Budget, Change, ReplayPage
 
-LEFT, SLOT, BAR, TOP, PLOT, BOTTOM, RIGHT = 140, 84, 44, 64, 300, 215, 24
-CHAR = Fraction(13, 2)
-"""Width of one character of the 11 px labels, generously: labels are cut to fit by it."""
+LEFT, SLOT, BAR, BANDS, TOP, PLOT, RIGHT = 140, 84, 44, 46, 76, 300, 24
+CHAR = Fraction(15, 2)
+"""Width of one character of the 11 px labels, generously (capitals measure about 7.3 px):
+labels are cut to fit by it."""
+LONGEST = 36
+"""Characters of a decision label shown whole (the longest error code has 33)."""
 COLOURS = {"fixed": "#8c959f", "protected": "#2f81f7", "material": "#e3b341",
            "summary": "#8250df", "hooks": "#db61a2", "unsplit": "#d0d7de"}
 LINES = (("window", "W", "#1d232a", ""), ("input_budget", "B", "#0969da", "6 3"),
-         ("trigger", "trigger", "#bc4c00", "2 3"))
+         ("trigger", "⌊r×B⌋", "#bc4c00", "2 3"))
+"""The budget lines: the attribute of :class:`Budget`, the label, colour and dash."""
+LEGEND = {"W": "W, the window", "B": "B = W − O − S", "⌊r×B⌋": "the trigger floor(r × B)"}
 STATES = {"pending": "#d0d7de", "claimed": "#f2cc60", "delivered": "#4ac26b",
           "carried": "#54aeff"}
 CSS = """
@@ -27,7 +32,8 @@ svg text { font: 11px system-ui, sans-serif; fill: #1d232a; }
 .chip { display: inline-block; padding: 0 6px; margin: 1px; border-radius: 8px;
         font-size: 12px; border: 1px solid #8c959f; }
 .failed, .error { color: #cf222e; font-weight: 600; } .succeeded { color: #1a7f37; }
-.changed { background: #fff8c5; }
+.changed { background: #fff8c5; } td.nowrap { white-space: nowrap; }
+.delivery { font-size: 12px; color: #57606a; }
 """
 
 
@@ -35,6 +41,16 @@ def _fit(text: str, width: Fraction | int) -> str:
     """A label cut to the room it has, so no label runs over its neighbour."""
     room = int(Fraction(width) / CHAR)
     return text if len(text) <= room else text[:max(room - 1, 0)] + "…"
+
+
+def _decision(bar: Bar) -> str:
+    """The label under a bar: its §8 decision (who asked, when not the root role), its chunk,
+    or why it was not sent."""
+    if bar.kind == "compaction":
+        return bar.title
+    if bar.kind == "evaluated":
+        return f"§8 {bar.decision}, not sent"
+    return bar.decision if bar.role == "root" else f"{bar.role}: {bar.decision}"
 
 
 class _Plot:
@@ -46,7 +62,9 @@ class _Plot:
         self.top_value = max([1, *(b.budget.window for b in page.bars),
                               *(b.total or 0 for b in page.bars)])
         self.width = LEFT + self.slots * SLOT + RIGHT
-        self.height = TOP + PLOT + BOTTOM
+        longest = max([8, *(len(_decision(bar)) for bar in page.bars)])
+        self.bottom = 30 + int(min(longest, LONGEST) * CHAR)
+        self.height = TOP + PLOT + self.bottom
 
     def x(self, slot: int) -> int:
         return LEFT + slot * SLOT
@@ -71,16 +89,17 @@ def _budget_lines(page: ReplayPage, plot: _Plot) -> list[str]:
         for attribute, name, colour, dash in LINES:
             value = getattr(budget, attribute)
             y = plot.y(value)
-            out.append(f'<line class="budget-line" data-line="{name}" data-value="{value}" '
+            out.append(f'<line class="budget-line" data-line="{attribute}" data-value="{value}" '
                        f'x1="{plot.x(first)}" x2="{plot.x(last + 1)}" y1="{px(y)}" y2="{px(y)}" '
                        f'stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}">'
                        f'<title>{esc(name)} = {value}</title></line>')
-            label_y = y + 4
+            # In the margin for the first bars; above the line where the figures change.
+            label_y = y + 4 if first == 0 else y - 3
             while any(abs(label_y - other) < 12 for other in placed):
                 label_y -= 12  # keep close lines' labels apart
             placed.append(label_y)
             x, anchor, room = (LEFT - 6, "end", LEFT - 8) if first == 0 else \
-                (plot.x(first) + 3, "start", SLOT - 6)
+                (plot.x(first) + 3, "start", (last - first + 1) * SLOT - 6)
             out.append(f'<text class="line-label" x="{x}" y="{px(label_y)}" '
                        f'text-anchor="{anchor}" fill="{colour}">'
                        f'{esc(_fit(f"{name} {value}", room))}</text>')
@@ -109,13 +128,10 @@ def _bar(index: int, bar: Bar, plot: _Plot) -> list[str]:
     base = TOP + PLOT
     out.append(f'<text class="slot-no" x="{centre}" y="{base + 14}" text-anchor="middle">'
                f'#{index + 1}</text>')
-    who = "" if bar.role == "root" else f"{bar.role}: "
-    decision = bar.title if bar.kind == "compaction" else f"{who}{bar.decision}"
-    if bar.kind == "evaluated":
-        decision = f"§8 {bar.decision}, not sent"
+    decision = _decision(bar)
     out.append(f'<text class="decision" x="{centre + 4}" y="{base + 22}" text-anchor="end" '
                f'transform="rotate(-90 {centre + 4} {base + 22})">'
-               f'{esc(_fit(decision, BOTTOM - 28))}<title>{esc(decision)}</title></text>')
+               f'{esc(_fit(decision, plot.bottom - 28))}<title>{esc(decision)}</title></text>')
     out.append("</g>")
     return out
 
@@ -127,28 +143,27 @@ def _bands(page: ReplayPage, plot: _Plot) -> list[str]:
             continue
         first, last = min(run.bars), max(run.bars)
         x, width = plot.x(first) + 2, (last - first + 1) * SLOT - 4
-        name = " · ".join(p for p in (run.node or "", run.label) if p)
-        if len({r.session for r in page.runs}) > 1:
-            name = f"session {run.session} · {name}"
         status = run.status or "(did not end)"
         colour = {"succeeded": "#dafbe1", "failed": "#ffebe9"}.get(status, "#eaeef2")
-        out.append(f'<g class="run-band" data-status="{esc(status)}">'
-                   f'<rect x="{x}" y="4" width="{width}" height="36" fill="{colour}" rx="3"/>'
-                   f'<text x="{x + 4}" y="18">{esc(_fit(name, width - 8))}</text>'
-                   f'<text x="{x + 4}" y="34">{esc(_fit(status, width - 8))}'
-                   f'<title>{esc(status)} {esc(run.code or "")}</title></text></g>')
+        rows = [run.node or "", run.label if len({r.session for r in page.runs}) == 1
+                else f"session {run.session} · {run.label}", status]
+        texts = "".join(f'<text x="{x + 4}" y="{14 + 13 * i}">{esc(_fit(row, width - 8))}'
+                        f"<title>{esc(row)}</title></text>"
+                        for i, row in enumerate(r for r in rows if r))
+        out.append(f'<g class="run-band" data-status="{esc(status)}"><rect x="{x}" y="2" '
+                   f'width="{width}" height="{BANDS - 6}" fill="{colour}" rx="3"/>{texts}</g>')
         if first > 0:
-            out.append(f'<line x1="{plot.x(first)}" x2="{plot.x(first)}" y1="4" '
+            out.append(f'<line x1="{plot.x(first)}" x2="{plot.x(first)}" y1="2" '
                        f'y2="{TOP + PLOT}" stroke="#8c959f"/>')
     for first, last, label in page.episodes:
         x, width = plot.x(first) + 2, (last - first + 1) * SLOT - 4
-        out.append(f'<g class="episode"><rect x="{x}" y="44" width="{width}" '
-                   f'height="{TOP + PLOT - 44}" fill="#8250df" fill-opacity="0.08" '
-                   f'stroke="#8250df" stroke-dasharray="3 3"/><text x="{x + 4}" y="57" '
+        out.append(f'<g class="episode"><rect x="{x}" y="{BANDS}" width="{width}" '
+                   f'height="{TOP + PLOT - BANDS}" fill="#8250df" fill-opacity="0.08" '
+                   f'stroke="#8250df" stroke-dasharray="3 3"/><text x="{x + 4}" y="{BANDS + 13}" '
                    f'fill="#8250df">{esc(_fit(label, width - 8))}</text></g>')
     for crash in page.crashes:
         x = plot.x(crash.after_bars)
-        out.append(f'<g class="crash"><line x1="{x}" x2="{x}" y1="44" y2="{TOP + PLOT}" '
+        out.append(f'<g class="crash"><line x1="{x}" x2="{x}" y1="{BANDS}" y2="{TOP + PLOT}" '
                    f'stroke="#cf222e" stroke-width="3" stroke-dasharray="6 3"/>'
                    f'<text x="{x + 4}" y="{TOP + 12}" fill="#cf222e">crash<title>'
                    f'{esc(crash.text)}</title></text><text x="{x + 4}" y="{TOP + 25}" '
@@ -186,8 +201,8 @@ HOW = ("How the bars are made: I (the bar's height) and the budget lines W, B an
 def _legend() -> str:
     items = "".join(f'<span class="swatch" style="background:{colour}"></span>{esc(LABELS[p])}'
                     for p, colour in COLOURS.items())
-    lines = "".join(f'<span class="swatch" style="background:{colour}"></span>{esc(name)}'
-                    for _, name, colour, _ in LINES)
+    lines = "".join(f'<span class="swatch" style="background:{colour}"></span>'
+                    f"{esc(LEGEND[name])}" for _, name, colour, _ in LINES)
     return f'<p class="legend">{items}</p><p class="legend">lines:{lines}</p>'
 
 
@@ -260,15 +275,23 @@ def _column_name(page: ReplayPage, column: int) -> str:
         else name
 
 
+def _deliveries(states: list[tuple[int, str]]) -> str:
+    """One line per delivery of the input in this Run: its number and its states in order."""
+    lines: dict[int, list[str]] = {}
+    for number, state in states:
+        lines.setdefault(number, []).append(
+            f'<span class="chip" data-state="{esc(state)}" style="background:'
+            f'{STATES.get(state, "#ffffff")}">{esc(state)}</span>')
+    return "<br>".join(f'<span class="delivery">delivery {n}:</span> ' + " → ".join(chips)
+                       for n, chips in lines.items())
+
+
 def _lanes(page: ReplayPage) -> str:
     columns = sorted({c for lane in page.lanes for c in lane.states})
     head = "".join(f"<th>{esc(_column_name(page, c))}</th>" for c in columns)
     rows = []
     for lane in page.lanes:
-        cells = "".join("<td>" + " → ".join(
-            f'<span class="chip" data-state="{esc(s)}" style="background:'
-            f'{STATES.get(s, "#ffffff")}">{esc(s)}</span>' for s in lane.states.get(c, ()))
-            + "</td>" for c in columns)
+        cells = "".join(f"<td>{_deliveries(lane.states.get(c, []))}</td>" for c in columns)
         rows.append(f'<tr class="lane"><td><code>{esc(lane.input_id[:8])}</code> '
                     f"{esc(lane.text)}</td>{cells}</tr>")
     return (f"<table id=\"inputs\"><tr><th>input</th>{head}</tr>{''.join(rows)}</table>"
@@ -277,8 +300,8 @@ def _lanes(page: ReplayPage) -> str:
 
 def _endings(page: ReplayPage) -> str:
     rows = "".join(
-        f'<tr><td>{esc(_column_name(page, i))}</td><td class="{esc(r.status or "")}">'
-        f'{esc(r.status or "(did not end)")}</td><td>{esc(r.code or "")}</td>'
+        f'<tr><td>{esc(_column_name(page, i))}</td><td class="nowrap {esc(r.status or "")}">'
+        f'{esc(r.status or "(did not end)")}</td><td class="nowrap">{esc(r.code or "")}</td>'
         f"<td>{esc(r.message or '')}</td></tr>" for i, r in enumerate(page.runs))
     return ("<table id=\"endings\"><tr><th>Run</th><th>status</th><th>code</th><th>message</th>"
             f"</tr>{rows}</table>")

@@ -1,0 +1,174 @@
+"""A small W3C WebDriver client for Debian's chromium and chromium-driver: enough to load a
+page, run a script in it, click, cut the network and take a screenshot. Run as a script it
+writes the screenshots of the review pages that docs/design-review.md shows.
+
+The browser runs headless with a fresh profile and every background connection off, so it
+starts on a machine with no network at all.
+"""
+
+import base64
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+INSTALL = "apt-get install -y chromium chromium-driver"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars")
+
+
+class BrowserMissing(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Browser:
+    """One headless Chromium session through chromedriver on a loopback port."""
+
+    def __init__(self, width: int = 1280, height: int = 1000) -> None:
+        for program in (CHROMIUM, CHROMEDRIVER):
+            if not Path(program).exists():
+                raise BrowserMissing(f"{program} is missing: the page tests need Debian's "
+                                     f"chromium and chromium-driver ({INSTALL})")
+        self.profile = tempfile.mkdtemp(prefix="ctxspec-chromium-")
+        self.url = f"http://127.0.0.1:{_free_port()}"
+        self.process = subprocess.Popen([CHROMEDRIVER, f"--port={self.url.rsplit(':', 1)[1]}"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            self._wait_ready()
+            options = {"binary": CHROMIUM, "args": [*FLAGS, f"--user-data-dir={self.profile}",
+                                                    f"--window-size={width},{height}"]}
+            answer = self._call("POST", "/session", {"capabilities": {"alwaysMatch": {
+                "browserName": "chrome", "goog:chromeOptions": options}}})
+            self.session = f"/session/{answer['sessionId']}"
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if self._call("GET", "/status").get("ready"):
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            time.sleep(0.05)
+        raise BrowserMissing("chromedriver did not start within 15 s")
+
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as error:
+            raise RuntimeError(f"webdriver {method} {path}: {error.read().decode()}") from None
+
+    def open(self, page: Path) -> None:
+        self._call("POST", f"{self.session}/url", {"url": page.resolve().as_uri()})
+
+    def run(self, script: str, *args: Any) -> Any:
+        """A script's return value (the script is a function body)."""
+        return self._call("POST", f"{self.session}/execute/sync",
+                          {"script": script, "args": list(args)})
+
+    def click(self, css: str) -> None:
+        element = self._call("POST", f"{self.session}/element",
+                             {"using": "css selector", "value": css})
+        self._call("POST", f"{self.session}/element/{next(iter(element.values()))}/click", {})
+
+    def offline(self) -> None:
+        """Cut the network for every later load (Chromium's network emulation)."""
+        self._call("POST", f"{self.session}/chromium/network_conditions", {
+            "network_conditions": {"offline": True, "latency": 0, "download_throughput": 0,
+                                   "upload_throughput": 0}})
+
+    def screenshot(self, target: Path, width: int = 1280) -> None:
+        """The whole page, as tall as it is."""
+        height = int(self.run("return document.documentElement.scrollHeight;"))
+        self._call("POST", f"{self.session}/window/rect", {"width": width, "height": height})
+        png = self._call("GET", f"{self.session}/screenshot")
+        target.write_bytes(base64.b64decode(png))
+
+    def close(self) -> None:
+        try:
+            if hasattr(self, "session"):
+                self._call("DELETE", self.session)
+        finally:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def replayed(example: Path) -> tuple[Any, list[dict[str, Any]]]:
+    """A scenario file and the trace of its replay on the reference runtime."""
+    from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+    from ctxspec.conformance.scenario import load_scenario
+
+    scenario = load_scenario(example)
+    driver = ReferenceDriver()
+    run_scenario(scenario, lambda: driver)
+    trace: list[dict[str, Any]] = driver.trace()
+    return scenario, trace
+
+
+def screenshots(target: Path) -> list[Path]:
+    """The pictures docs/design-review.md shows: each worked example's replay page, and the
+    report of a runtime with a float-rounded trigger (the FLOAT-THRESHOLD mutant) over every
+    case outside the crash matrix."""
+    from ctxspec.conformance.cases import CASES
+    from ctxspec.conformance.driver import ReferenceDriver
+    from ctxspec.conformance.harness import confirm_capabilities, run_suite
+    from ctxspec.conformance.mutants import all_mutants, applied
+    from ctxspec.conformance.replay_page import write_replay_page
+    from ctxspec.conformance.report_html import write_report_page
+
+    root = Path(__file__).resolve().parent.parent
+    written = []
+    browser = Browser()
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            for example in sorted((root / "docs" / "examples").glob("*.json")):
+                page = Path(work) / f"{example.stem}.html"
+                write_replay_page(page, *replayed(example))
+                browser.open(page)
+                written.append(target / f"replay-{example.stem}.png")
+                browser.screenshot(written[-1])
+            mutant = next(m for m in all_mutants() if m.id == "FLOAT-THRESHOLD")
+            cases = [c for c in CASES if c.source != "§10 crash matrix"]
+            began = time.perf_counter()
+            with applied(mutant):
+                probes = confirm_capabilities(ReferenceDriver)
+                results = list(run_suite(cases, ReferenceDriver, probes))
+            page = Path(work) / "report.html"
+            write_report_page(page, results, "reference with the FLOAT-THRESHOLD mutant",
+                              probes, time.perf_counter() - began)
+            browser.open(page)
+            browser.click("#by-source td.failed summary")
+            written.append(target / "conformance-report.png")
+            browser.screenshot(written[-1])
+    finally:
+        browser.close()
+    return written
+
+
+if __name__ == "__main__":
+    for path in screenshots(Path(__file__).resolve().parent.parent / "docs" / "images"):
+        print(path)

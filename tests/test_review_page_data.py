@@ -1,0 +1,85 @@
+"""What the review pages are built from, without a browser: how a request's I is split into §8's
+parts, the hook changes with their values before, the delivery lanes, and the pages written
+whole or not at all by the command line."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.replay_data import build_page
+from tests.browser import replayed
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def page_of(name: str) -> Any:
+    scenario, trace = replayed(EXAMPLES / name)
+    return build_page(scenario, json.loads(json.dumps(trace, default=str))), trace
+
+
+def test_the_parts_of_i_are_derived_from_the_requests_own_messages() -> None:
+    page, trace = page_of("compaction-three-chunks-window-exceeded.json")
+    document = json.loads((EXAMPLES / "compaction-three-chunks-window-exceeded.json").read_text())
+    question = document["steps"][0]["ask"]
+    sent = [e["estimated_input_tokens"] for e in trace if e["kind"] == "model_request"]
+    business = [bar for bar in page.bars if bar.kind == "business"]
+    parts = [dict(bar.segments) for bar in business]
+    # One token a character: the question is its length; the first request is the fixed
+    # input and the question only; each later one adds exactly one call and its result.
+    assert all(p["protected"] == len(question) for p in parts)
+    assert parts[0] == {"fixed": sent[0] - len(question), "protected": len(question)}
+    assert [p.get("material", 0) for p in parts] == [i - sent[0] for i in sent[:4]]
+    assert all(sum(p.values()) == bar.total for p, bar in zip(parts, business, strict=True))
+    evaluated = next(bar for bar in page.bars if bar.kind == "evaluated")
+    assert (evaluated.total, dict(evaluated.segments)["material"]) == (3041, 2651)
+    assert [bar.kind for bar in page.bars[page.episodes[0][0]:page.episodes[0][1] + 1]] == \
+        ["evaluated", "compaction", "compaction", "compaction"]
+
+
+def test_a_hooks_change_shows_the_value_before_it() -> None:
+    page, _ = page_of("tool-batch-hook.json")
+    change = page.bars[1].changes[0]
+    assert (change.by, change.before, change.after) == \
+        ("tool.pre_call #0 (allow)", '"a.md"', '"reports/a.md"')
+    assert change.field.endswith(".arguments.path")
+
+
+def test_a_carried_input_shows_each_delivery_per_run() -> None:
+    page, _ = page_of("supplements-across-runs.json")
+    carried = next(lane for lane in page.lanes if lane.text == "包括构建缓存")
+    runs = [page.runs[column].label for column in sorted(carried.states)]
+    assert runs == ["run 2", "run 3", "run 4"]
+    ever = [state for column in sorted(carried.states) for _, state in carried.states[column]]
+    assert ever.count("carried") == 2 and ever[-1] == "delivered"
+
+
+def test_replay_writes_its_page_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "page.html"
+    runner = CliRunner()
+    good = runner.invoke(main, ["replay", str(EXAMPLES / "tool-batch-hook.json"), "--html",
+                                str(target)])
+    assert good.exit_code == 0, good.output
+    assert target.read_text("utf-8").rstrip().endswith("</html>")
+    short = json.loads((EXAMPLES / "tool-batch-hook.json").read_text("utf-8"))
+    short["model"]["business"] = short["model"]["business"][:1]  # the script runs out
+    (tmp_path / "short.json").write_text(json.dumps(short), "utf-8")
+    target.write_text("the page before", "utf-8")
+    failed = runner.invoke(main, ["replay", str(tmp_path / "short.json"), "--html",
+                                  str(target)])
+    assert failed.exit_code == 1 and "ran out" in failed.output
+    assert target.read_text("utf-8") == "the page before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "short.json"]
+
+
+def test_conformance_writes_the_matrix_page(tmp_path: Path) -> None:
+    target = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["conformance", "--case", "ROW-02", "--html", str(target)])
+    assert result.exit_code == 0, result.output
+    text = target.read_text("utf-8")
+    assert 'id="by-source"' in text and 'id="by-section"' in text
+    assert 'data-row="§12 row 2"' in text and 'data-case="ROW-02"' in text
+    assert "<th>driver</th><td>reference</td>" in text
