@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import INSTALL as BROWSER_INSTALL
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -82,4 +84,7 @@ def test_ci_runs_the_readme_check_command_word_for_word() -> None:
     assert len(commands) == 2, "the README gives exactly two commands"
     ci_lines = [line for line in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
                 if line and not line.startswith(("#", "set ", "cd "))]
-    assert ci_lines == [commands[1]]
+    install = [line for line in ci_lines if BROWSER_INSTALL in line]
+    assert ci_lines == [*install, commands[1]], "CI installs the browser, then runs the README's"
+    assert len(install) == 1 and f"`{BROWSER_INSTALL}`" in readme, \
+        "the README names the browser the page tests need, as CI installs it"
