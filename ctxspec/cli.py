@@ -283,7 +283,7 @@ def schemas_command(check: bool, out: Path | None) -> None:
 @click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the neutral trace as JSON.")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the timeline as one self-contained HTML page (docs/design-review.md).")
+              help="Also write the timeline as one self-contained HTML page.")
 def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -> None:
     """Run a scenario on the reference runtime and print what happened, request by request."""
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario

@@ -23,7 +23,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 INSTALL = "apt-get install -y chromium chromium-driver"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars")
+         "--disable-dev-shm-usage", "--hide-scrollbars")
 
 
 class BrowserMissing(RuntimeError):
