@@ -30,10 +30,11 @@ svg text { font: 11px system-ui, sans-serif; fill: #1d232a; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
           vertical-align: -2px; border: 1px solid #57606a; }
 .chip { display: inline-block; padding: 0 6px; margin: 1px; border-radius: 8px;
+        white-space: nowrap;
         font-size: 12px; border: 1px solid #8c959f; }
 .failed, .error { color: #cf222e; font-weight: 600; } .succeeded { color: #1a7f37; }
 .changed { background: #fff8c5; } td.nowrap { white-space: nowrap; }
-.delivery { font-size: 12px; color: #57606a; }
+.delivery { font-size: 12px; color: #57606a; white-space: nowrap; }
 """
 
 
@@ -292,8 +293,10 @@ def _lanes(page: ReplayPage) -> str:
     rows = []
     for lane in page.lanes:
         cells = "".join(f"<td>{_deliveries(lane.states.get(c, []))}</td>" for c in columns)
-        rows.append(f'<tr class="lane"><td><code>{esc(lane.input_id[:8])}</code> '
-                    f"{esc(lane.text)}</td>{cells}</tr>")
+        text = " ".join(lane.text.split())
+        shown = text if len(text) <= 80 else text[:79] + "…"  # whole in its requests' messages
+        rows.append(f'<tr class="lane"><td title="{esc(text)}"><code>{esc(lane.input_id[:8])}'
+                    f"</code> {esc(shown)}</td>{cells}</tr>")
     return (f"<table id=\"inputs\"><tr><th>input</th>{head}</tr>{''.join(rows)}</table>"
             if rows else "<p>No user input was traced.</p>")
 
