@@ -149,6 +149,8 @@ def screenshots(target: Path) -> list[Path]:
                 page = Path(work) / f"{example.stem}.html"
                 write_replay_page(page, *replayed(example))
                 browser.open(page)
+                browser.run("document.querySelectorAll('details.request').forEach(d => "
+                            "{ d.open = d.querySelector('tr.changed') !== null; });")
                 written.append(target / f"replay-{example.stem}.png")
                 browser.screenshot(written[-1])
             mutant = next(m for m in all_mutants() if m.id == "FLOAT-THRESHOLD")
