@@ -303,7 +303,8 @@ def _lanes(page: ReplayPage) -> str:
 
 def _endings(page: ReplayPage) -> str:
     rows = "".join(
-        f'<tr><td>{esc(_column_name(page, i))}</td><td class="nowrap {esc(r.status or "")}">'
+        f'<tr><td class="nowrap">{esc(_column_name(page, i))}</td>'
+        f'<td class="nowrap {esc(r.status or "")}">'
         f'{esc(r.status or "(did not end)")}</td><td class="nowrap">{esc(r.code or "")}</td>'
         f"<td>{esc(r.message or '')}</td></tr>" for i, r in enumerate(page.runs))
     return ("<table id=\"endings\"><tr><th>Run</th><th>status</th><th>code</th><th>message</th>"

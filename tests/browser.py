@@ -117,12 +117,22 @@ class Browser:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def replayed(example: Path) -> tuple[Any, list[dict[str, Any]]]:
-    """A scenario file and the trace of its replay on the reference runtime."""
-    from ctxspec.conformance.driver import ReferenceDriver, run_scenario
-    from ctxspec.conformance.scenario import load_scenario
+CRASH = {"commit": "CHUNK_COMMITTED", "occurrence": 2, "when": "after"}
+"""The crash docs/design-review.md shows: the process dies right after the second chunk of the
+compaction example is committed."""
 
-    scenario = load_scenario(example)
+
+def replayed(example: Path, crash: dict[str, Any] | None = None
+             ) -> tuple[Any, list[dict[str, Any]]]:
+    """A scenario file (with ``crash`` put in, when given) and the trace of its replay on the
+    reference runtime."""
+    from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+    from ctxspec.conformance.scenario import parse_scenario
+
+    document = json.loads(example.read_text("utf-8"))
+    if crash is not None:
+        document["crash"] = crash
+    scenario = parse_scenario(document)
     driver = ReferenceDriver()
     run_scenario(scenario, lambda: driver)
     trace: list[dict[str, Any]] = driver.trace()
@@ -153,6 +163,12 @@ def screenshots(target: Path) -> list[Path]:
                             "{ d.open = d.querySelector('tr.changed') !== null; });")
                 written.append(target / f"replay-{example.stem}.png")
                 browser.screenshot(written[-1])
+            page = Path(work) / "crash.html"
+            example = root / "docs" / "examples" / "compaction-three-chunks-window-exceeded.json"
+            write_replay_page(page, *replayed(example, CRASH))
+            browser.open(page)
+            written.append(target / "replay-crash-takeover.png")
+            browser.screenshot(written[-1])
             mutant = next(m for m in all_mutants() if m.id == "FLOAT-THRESHOLD")
             cases = [c for c in CASES if c.source != "§10 crash matrix"]
             began = time.perf_counter()

@@ -19,7 +19,7 @@ from ctxspec.conformance.probes import ProbeResult
 from ctxspec.conformance.replay_page import write_replay_page
 from ctxspec.conformance.report_html import write_report_page
 from ctxspec.conformance.scenario import parse_scenario
-from tests.browser import Browser
+from tests.browser import CRASH, Browser
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.json"))
@@ -126,6 +126,7 @@ def test_bars_stand_in_proportion_against_the_trigger_b_and_w(browser: Browser,
 def test_a_crash_is_marked_where_the_takeover_happened(browser: Browser, tmp_path: Path) -> None:
     document = copy.deepcopy(load(COMPACTION))
     document["crash"] = {"commit": "CHUNK_COMMITTED", "occurrence": 2, "when": "after"}
+    assert document["crash"] == CRASH  # the crash the screenshot in the docs shows
     replay(document, tmp_path / "crash.html")
     browser.open(tmp_path / "crash.html")
     seen = browser.run(GEOMETRY)
