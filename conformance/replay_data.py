@@ -265,17 +265,7 @@ class _Builder:
         segments, note = split_request(event, ESTIMATORS[self.agent().estimator]())
         changes, self.changes = self.changes, []
         for message in event["view"]["messages"]:
-            record, text = message.get("record_id"), str(message.get("text", ""))
-            patched = message.get("modified_by") or ()
-            # Only a hook's committed patch changes a record's text; a marker standing for an
-            # input shown elsewhere (§5) is the same record projected differently.
-            if record and patched and record in self.texts and self.texts[record] != text:
-                changes.append(Change(f"hook patch {', '.join(patched)}",
-                                      f"record {record[:8]} text",
-                                      json.dumps(self.texts[record], ensure_ascii=False),
-                                      json.dumps(text, ensure_ascii=False)))
-            if record:
-                self.texts[record] = text
+            self.record_change(message, changes)
         self.add(Bar(
             kind=event["purpose"], role=str(event.get("role", "root")),
             title=_chunk_title(event) if compaction else f"attempt {event['attempt']}",
@@ -284,6 +274,26 @@ class _Builder:
             budget=budget_of(event), run=self.run(), note=note,
             max_output=int(event["max_output_tokens"]),
             messages=tuple(event["view"]["messages"]), changes=changes))
+
+    def record_change(self, message: Mapping[str, Any], changes: list[Change]) -> None:
+        """A record whose text a hook's committed patch changed since an earlier request showed
+        it: the value before goes to the hook's own change of ``text`` when one says the same
+        value after, else it is listed as the patch's. Only a patch changes a record's text; a
+        marker standing for an input shown elsewhere (§5) is the record projected differently."""
+        record, text = message.get("record_id"), str(message.get("text", ""))
+        patched = message.get("modified_by") or ()
+        if record and patched and record in self.texts and self.texts[record] != text:
+            before, after = (json.dumps(t, ensure_ascii=False) for t in (self.texts[record], text))
+            own = [i for i, c in enumerate(changes) if c.field == "text" and c.after == after
+                   and c.before == _UNKNOWN]
+            if own:
+                changes[own[0]] = Change(changes[own[0]].by, f"record {record[:8]} text", before,
+                                         after)
+            else:
+                changes.append(Change(f"hook patch {', '.join(patched)}",
+                                      f"record {record[:8]} text", before, after))
+        if record:
+            self.texts[record] = text
 
     def planned(self, event: Event) -> None:
         episode = str(event["episode_id"])

@@ -226,12 +226,17 @@ def _agents(page: ReplayPage) -> str:
             "<th>r</th><th>trigger</th></tr>" + "".join(rows) + "</table>")
 
 
+def _cut(value: str, room: int = 300) -> str:
+    """A long value as its start and its length: the whole text is in the messages."""
+    return value if len(value) <= room else f"{value[:room]}… ({len(value)} characters)"
+
+
 def _changes(changes: Sequence[Change]) -> str:
     if not changes:
         return ""
     rows = "".join(f'<tr class="changed"><td>{esc(c.by)}</td><td><code>{esc(c.field)}</code>'
-                   f"</td><td><code>{esc(c.before)}</code> → <code>{esc(c.after)}</code></td>"
-                   "</tr>" for c in changes)
+                   f"</td><td><code>{esc(_cut(c.before))}</code> → "
+                   f"<code>{esc(_cut(c.after))}</code></td></tr>" for c in changes)
     return f"<table><tr><th>changed by</th><th>field</th><th>before → after</th></tr>{rows}</table>"
 
 

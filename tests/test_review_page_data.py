@@ -9,7 +9,10 @@ from typing import Any
 from click.testing import CliRunner
 
 from ctxspec.cli import main
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.replay_data import build_page
+from ctxspec.conformance.scenario import parse_scenario
 from tests.browser import replayed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,3 +86,16 @@ def test_conformance_writes_the_matrix_page(tmp_path: Path) -> None:
     assert 'id="by-source"' in text and 'id="by-section"' in text
     assert 'data-row="§12 row 2"' in text and 'data-case="ROW-02"' in text
     assert "<th>driver</th><td>reference</td>" in text
+
+
+def test_a_hooks_patch_of_a_record_shows_the_text_it_replaced() -> None:
+    [case] = by_id(["ROW-20"])
+    scenario = parse_scenario(case.scenario)
+    driver = ReferenceDriver()
+    run_scenario(scenario, lambda: driver)
+    page = build_page(scenario, json.loads(json.dumps(driver.trace(), default=str)))
+    [patch] = case.scenario["hooks"][0]["items"][0]["context_patch"]
+    answer = case.scenario["model"]["business"][0]["text"]  # the record the patch targets
+    changes = [c for bar in page.bars for c in bar.changes if c.field.startswith("record ")]
+    assert changes and {(c.by.split(" #")[0], c.before, c.after) for c in changes} == \
+        {("model.pre_request", json.dumps(answer), json.dumps(patch["value"]))}
