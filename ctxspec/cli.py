@@ -9,7 +9,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from fractions import Fraction
 from pathlib import Path
@@ -302,13 +302,21 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
         raise click.ClickException(f"the scenario's script ran out: {error}") from error
     if html_file is not None:
         from ctxspec.conformance.replay_page import write_replay_page
-        write_replay_page(html_file, scenario, driver.trace())
+        _write_page(html_file, lambda: write_replay_page(html_file, scenario, driver.trace()))
     if as_json:
         click.echo(json.dumps(driver.trace(), indent=2, ensure_ascii=False))
         return
     click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
     for line in timeline(driver.raw_trace().events):
         click.echo(line)
+
+
+def _write_page(path: Path, write: Callable[[], None]) -> None:
+    """A page that cannot be written is said, with the reason, not raised (exit 1)."""
+    try:
+        write()
+    except OSError as error:
+        raise click.ClickException(f"--html {path}: {error.strerror or error}") from error
 
 
 # --- conformance -------------------------------------------------------------------------
@@ -394,7 +402,9 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
     if html_file is not None:
         from ctxspec.conformance.report_html import write_report_page
-        write_report_page(html_file, results, driver_spec or "reference", probes, total)
+        _write_page(html_file, lambda: write_report_page(html_file, results,
+                                                         driver_spec or "reference", probes,
+                                                         total))
     if as_json:
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",

@@ -76,6 +76,9 @@ def test_replay_writes_its_page_whole_or_not_at_all(tmp_path: Path) -> None:
     assert failed.exit_code == 1 and "ran out" in failed.output
     assert target.read_text("utf-8") == "the page before"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "short.json"]
+    nowhere = runner.invoke(main, ["replay", str(EXAMPLES / "tool-batch-hook.json"), "--html",
+                                   str(tmp_path / "missing" / "page.html")])
+    assert nowhere.exit_code == 1 and "No such file or directory" in nowhere.output
 
 
 def test_conformance_writes_the_matrix_page(tmp_path: Path) -> None:
