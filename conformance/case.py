@@ -1,7 +1,7 @@
-"""What a conformance case is and how it reads the neutral trace (ARCHITECTURE.md "The
-conformance suite"): a declarative scenario plus a predicate over the trace read back as plain
-JSON, so a runtime in any language can pass it. The cases themselves are in ``cases.py`` (§12
-rows and worked examples) and ``crash_matrix.py`` (§10 crash points).
+"""What a conformance case is and how it reads the neutral trace (docs/architecture.md
+"Layers"): a declarative scenario plus a predicate over the trace read back as plain JSON, so
+a runtime in any language can pass it. The cases themselves are in ``cases.py`` (§12 rows and
+worked examples) and ``crash_matrix.py`` (§10 crash points).
 """
 
 import hashlib

@@ -1,5 +1,5 @@
 """The conformance cases: §12 rows and the worked examples of §3, §4, §7 and §8 as a declarative
-scenario plus a predicate over the neutral trace (ARCHITECTURE.md "The conformance suite"), and
+scenario plus a predicate over the neutral trace (docs/architecture.md "Layers"), and
 the crash matrix of ``crash_matrix.py``.
 
 A case asserts only what the design makes observable — requests as sent, tools executed, run

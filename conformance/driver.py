@@ -1,5 +1,5 @@
 """The Driver: the small interface through which the conformance harness and the models drive
-any runtime (ARCHITECTURE.md "The conformance suite"), and the reference runtime's Driver.
+any runtime (docs/architecture.md "Layers"), and the reference runtime's Driver.
 
 A driver is configured with an Agent (a scenario's ``agent``) and the ports the harness
 injects (scripted model, tools and hooks, the token estimator); then it is given stimuli —

@@ -1,5 +1,5 @@
-"""The conformance harness: runs cases against a Driver and reports each honestly (ARCHITECTURE.md
-"The conformance suite"): ``passed`` only when the scenario ran and every expectation held;
+"""The conformance harness: runs cases against a Driver and reports each honestly
+(docs/architecture.md "Layers"): ``passed`` only when the scenario ran and every expectation held;
 ``failed`` when an expectation did not, or the runtime asked a scripted port for more than the
 scenario scripts; ``error`` when the driver itself broke; ``unsupported``
 when the driver lacks a capability the case needs — never ``passed``.

@@ -1,4 +1,4 @@
-"""Capability probes (ARCHITECTURE.md "The conformance suite": capabilities are declared by the
+"""Capability probes (docs/architecture.md "Layers": capabilities are declared by the
 driver and confirmed by probing). For each capability a driver declares, one small scenario
 that exercises it and the sign its trace must show — that the runtime did the thing at all, not
 that it did it right (the cases judge that). A declared capability whose probe shows no sign is

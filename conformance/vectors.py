@@ -1,4 +1,4 @@
-"""Golden vectors (ARCHITECTURE.md "The conformance suite"): each case in generator mode writes
+"""Golden vectors (docs/architecture.md "Layers"): each case in generator mode writes
 its scenario, the reference's observations and a manifest into spec/vectors/<case id>.json, so a
 runtime in any language can replay them without our predicates.
 

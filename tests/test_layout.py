@@ -1,6 +1,9 @@
-"""The package layout of ARCHITECTURE.md: one import name, the four parts as real files in a
-wheel, the data (catalogue, schemas) shipped with it."""
+"""The package layout of docs/architecture.md: one import name, the four parts as real files in a
+wheel, the data (catalogue, schemas) shipped with it, and no citation outside the repository."""
 
+import functools
+import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -88,3 +91,68 @@ def test_ci_runs_the_readme_check_command_word_for_word() -> None:
     assert ci_lines == [*install, commands[1]], "CI installs the browser, then runs the README's"
     assert len(install) == 1 and f"`{BROWSER_INSTALL}`" in readme, \
         "the README names the browser the page tests need, as CI installs it"
+
+
+# --- no citation outside the repository ------------------------------------------------------
+
+PROJECT_PARTS = ("README.md", "pyproject.toml", ".ci", "docs", "spec", "reference", "conformance",
+                 "models", "tests")
+"""The repository's own files (``ctxspec/`` holds links to these folders and its own modules);
+build output, virtual environments and caches are not the project's."""
+
+UPPER_DOC = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9_-]+\.md)\b")
+"""A document named like README.md: it must be a file of the repository."""
+IN_REPO = re.compile(r"(?<![\w/.-])((?:docs|spec)/[\w./-]*\.(?:md|toml|json|py))\b")
+"""A path into the repository's docs or spec: it must exist."""
+MACHINE = re.compile(r"(?<![\w.~/:-])(/(?:work|home|root|Users|mnt|srv|opt|var)/[\w./-]*)")
+"""A path on some machine's disk (never a citation a reader of the project can follow)."""
+UPWARD = re.compile(r"(?<![\w.-])((?:\.\./)+[\w./-]*)")
+"""A relative path that may climb out of the repository."""
+
+
+@functools.cache
+def project_files() -> tuple[Path, ...]:
+    files = [ROOT / "ctxspec" / name for name in sorted(os.listdir(ROOT / "ctxspec"))
+             if name.endswith(".py")]
+    for part in PROJECT_PARTS:
+        path = ROOT / part
+        files.extend([path] if path.is_file() else sorted(
+            p for p in path.rglob("*") if p.is_file() and (p.suffix in (".py", ".md", ".toml")
+                                                             or p.parent.name == ".ci")
+            and "__pycache__" not in p.parts and "vectors" not in p.parts))
+    return tuple(files)
+
+
+def outside_citations(path: Path, text: str) -> list[str]:
+    """What ``text`` (the content of ``path``) cites that is not in the repository."""
+    names = {p.name for p in project_files()}
+    found = [f"{doc} (no such file in the repository)" for doc in UPPER_DOC.findall(text)
+             if doc not in names]
+    found += [f"{cited} (no such path)" for cited in IN_REPO.findall(text)
+              if not (ROOT / cited).exists()]
+    found += [f"{cited} (a machine path)" for cited in MACHINE.findall(text)]
+    found += [f"{cited} (outside the repository)" for cited in UPWARD.findall(text)
+              if not (path.parent / cited).resolve().is_relative_to(ROOT)]
+    return found
+
+
+def test_no_project_file_cites_anything_outside_the_repository() -> None:
+    # A reader of the project can follow every citation: team notes, a sibling checkout or a
+    # path on the author's machine are not part of it (docs/architecture.md, "Invariants").
+    cited = [f"{path.relative_to(ROOT)}: {what}" for path in project_files()
+             for what in outside_citations(path, path.read_text("utf-8"))]
+    assert cited == [], "project files cite what is not in the repository:\n" + "\n".join(cited)
+
+
+@pytest.mark.parametrize("text", [
+    "see " + "ARCHITECTURE" + ".md for the layout",
+    "as " + "docs/" + "nowhere.md says",
+    "read " + "/work" + "/shared/notes.txt",
+    "the guide in " + ".." + "/../shared/guide.md",
+])
+def test_the_citation_rule_sees_each_kind(text: str) -> None:
+    # The rule above would pass vacuously if its patterns matched nothing: each kind of outside
+    # citation is caught, and a citation of a file that is here is not.
+    assert outside_citations(ROOT / "docs" / "x.md", text) != []
+    assert outside_citations(ROOT / "docs" / "x.md",
+                             "see README.md and docs/architecture.md") == []

@@ -1,5 +1,5 @@
 """Mutants: deliberately wrong runtimes, each one realistic bug, and the kill matrix that shows
-which conformance cases catch it (ARCHITECTURE.md "The conformance suite"; issue #10).
+which conformance cases catch it (docs/architecture.md "Layers"; issue #10).
 
 A mutant is the reference driver with one piece of the reference runtime replaced while it
 runs — a function of the pure core or a method of the runtime shell swapped for a wrong version

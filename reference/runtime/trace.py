@@ -1,5 +1,5 @@
 """The neutral trace: what the design makes observable of a runtime, recorded as events
-(ARCHITECTURE.md "The conformance suite"). The conformance cases assert over these, never over
+(docs/architecture.md "Layers"). The conformance cases assert over these, never over
 the reference's internals: model requests as sent, the usage a provider reported for them,
 tools executed with their effective
 arguments, deliveries, operation states, run terminal states and error codes, client events
