@@ -25,12 +25,12 @@ from ctxspec.conformance.scenario import (
     Triggers,
     WorkflowDoc,
 )
+from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PayloadRef
+from ctxspec.reference.ports import HookPort, LogicalClock, ModelPort, ToolPort, ToolSpec
 from ctxspec.reference.runtime import workflow as wf
-from ctxspec.reference.runtime.ports import HookPort, LogicalClock, ModelPort, ToolPort
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
-    COMMIT_NAMES,
     DELEGATE_TOOL,
     AccessDenied,
     AgentConfig,
@@ -40,7 +40,6 @@ from ctxspec.reference.runtime.runtime import (
     HistoryCaller,
     ReferenceRuntime,
     SharedField,
-    ToolSpec,
 )
 from ctxspec.reference.runtime.store import TABLES, CommitFailed, Store
 from ctxspec.reference.runtime.trace import (

@@ -25,7 +25,7 @@ from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
-from ctxspec.reference.runtime.runtime import ScriptExhausted
+from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
 Status = Literal["passed", "failed", "unsupported", "error"]

@@ -18,11 +18,11 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ctxspec.reference.budget import BudgetConfig
+from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.hooks import ContextOp, PayloadOp
-from ctxspec.reference.registry import ABSENT, JSON
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     Artifact,
     Complete,
     ContextLengthExceeded,
@@ -34,9 +34,11 @@ from ctxspec.reference.runtime.ports import (
     ModelOutcome,
     PartialThenFailed,
     ProposedCall,
+    ScriptExhausted,
     ToolOutcome,
+    ToolSpec,
 )
-from ctxspec.reference.runtime.runtime import COMMIT_NAMES, ScriptExhausted, ToolSpec
+from ctxspec.reference.registry import ABSENT, JSON
 
 SCENARIO_VERSION = 1
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
-from ctxspec.reference.runtime.runtime import ScriptExhausted
+from ctxspec.reference.ports import ScriptExhausted
 
 PROTOCOL = "ctxspec-stdio"
 VERSION = 1

@@ -1,12 +1,17 @@
 """A readable timeline of a trace, for reviewers of the design (`ctxspec replay`): for each
 model request what was sent and the budget figures, whether and why it compacted, which hooks
 changed what, which tools ran with which arguments, how inputs moved and how Runs ended; for a
-workflow, each node, its capability Operation, the graph state writes and the ending."""
+workflow, each node, its capability Operation, the graph state writes and the ending.
+
+It reads the neutral trace as plain JSON (the events of docs/scenarios.md "The trace"), the
+same a case reads, so it shows any driver's trace and depends on no runtime's internals.
+"""
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from ctxspec.reference.runtime import trace as tr
+Event = Mapping[str, Any]
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -14,75 +19,104 @@ def _short(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[:width - 1] + "…"
 
 
-def timeline(events: Iterable[tr.TraceEvent]) -> list[str]:
+def _client_event(event: Event) -> list[str]:
+    if event["event"] not in ("run_started", "run_ended"):
+        return []
+    return [f"[run_seq {event['run_seq']}] {event['event'].replace('_', ' ')}: "
+            f"{event['detail']}"]
+
+
+def _model_request(event: Event) -> list[str]:
+    figures = (f"I={event['estimated_input_tokens']} max_output={event['max_output_tokens']} "
+               f"W={event['window']} O={event['output_reserve']} S={event['safety_margin']} "
+               f"B={event['input_budget']} trigger={event['trigger_threshold']}")
+    why = f"; §8: {event['compaction']}" if event.get("compaction") else ""
+    who = "" if event.get("role", "root") == "root" else f"{event['role']}, "
+    lines = [f"  model request ({who}{event['purpose']}, {event['purpose_key']}, attempt "
+             f"{event['attempt']}): {figures}{why}"]
+    if event.get("snapshot_id"):
+        lines.append(f"    summary in use: snapshot {event['snapshot_id']}")
+    for message in event["view"]["messages"]:
+        lines.append(f"    {message['role']:<9} {message['kind']:<13} {_short(message['text'])}")
+        for call in message.get("tool_calls", ()):
+            lines.append(f"    {'':<9} {'tool_call':<13} #{call['action_ordinal']} "
+                         f"{call['name']}{_short(call['arguments'], 50)}")
+    return lines
+
+
+def _model_usage(event: Event) -> list[str]:
+    deviation = "" if event["input_deviation"] is None \
+        else f", deviation {event['input_deviation']:+d}"
+    return [f"    usage reported (audit only): input {event['input_tokens']} "
+            f"(estimate {event['estimated_input_tokens']}{deviation}), output "
+            f"{event['output_tokens']}"]
+
+
+def _hook_decided(event: Event) -> list[str]:
+    changed = ", ".join(event["changes"]) or "no change"
+    problems = f" [{', '.join(event['diagnostics'])}]" if event["diagnostics"] else ""
+    return [f"  hook {event['point']} #{event['chain_position']}: {event['decision']}, "
+            f"{changed}{problems}"]
+
+
+def _tool_executed(event: Event) -> list[str]:
+    arguments = json.dumps(dict(event["effective_arguments"]), ensure_ascii=False)
+    proposed = json.dumps(dict(event["proposed_arguments"]), ensure_ascii=False)
+    note = "" if arguments == proposed else f" (the model proposed {proposed})"
+    took = "" if event.get("latency") is None else f" (took {event['latency']})"
+    return [f"  tool {event['name']}{arguments}{note} → {event['outcome']}{took}"]
+
+
+def _capability_called(event: Event) -> list[str]:
+    arguments = json.dumps(dict(event["effective_input"]), ensure_ascii=False)
+    proposed = json.dumps(dict(event["proposed_input"]), ensure_ascii=False)
+    note = "" if arguments == proposed else \
+        f" (mapped {proposed}; changed by hook #{', #'.join(map(str, event['modified_by']))})"
+    return [f"  capability {event['tool']}{arguments}{note} → {event['outcome']}"]
+
+
+def _node_ended(event: Event) -> list[str]:
+    route = f" → route {event['route']}" if event.get("route") else ""
+    code = f" {event['error_code']}" if event.get("error_code") else ""
+    return [f"node {event['node']}: {event['status']}{code}{route}"]
+
+
+def _run_ended(event: Event) -> list[str]:
+    code = f" {event['error_code']}" if event.get("error_code") else ""
+    why = f" — {event['message']}" if event.get("message") else ""
+    return [f"run {event['run_no']} ended: {event['status']}{code}{why}"]
+
+
+LINES: Mapping[str, Callable[[Event], list[str]]] = {
+    "client_event": _client_event,
+    "model_request": _model_request,
+    "model_usage": _model_usage,
+    "hook_decided": _hook_decided,
+    "tool_executed": _tool_executed,
+    "compaction": lambda e: [f"  compaction {e['step']}: {e['detail']}"],
+    "delivery": lambda e: [f"  input {str(e['input_id'])[:8]} {e['state']}"],
+    "node_started": lambda e: [
+        f"node {e['node']} ({e['node_kind'].replace('_', ' ')}) starts"],
+    "capability_called": _capability_called,
+    "graph_state_written": lambda e: [
+        f"  graph state {e['key']} = {_short(json.dumps(e['value'], ensure_ascii=False), 50)} "
+        f"(by {e['source'].replace('_', ' ')})"],
+    "workflow_ended": lambda e: [f"workflow ended: {e['status']}"],
+    "node_ended": _node_ended,
+    "run_ended": _run_ended,
+    "restarted": lambda e: [f"-- the process died {e['when']} {e['commit']} "
+                            f"#{e['occurrence']}; a new runtime takes the Session over --"],
+    "session_opened": lambda e: [f"== Session {e['session']} opens =="],
+}
+"""How each kind of event reads; a kind not listed (an operation state, a history read, an
+event another runtime adds) is left out."""
+
+
+def timeline(events: Iterable[Event]) -> list[str]:
+    """The timeline of a neutral trace (a driver's ``trace()``), one line per thing shown."""
     lines: list[str] = []
     for event in events:
-        if isinstance(event, tr.ClientEvent):
-            if event.event in ("run_started", "run_ended"):
-                lines.append(f"[run_seq {event.run_seq}] {event.event.replace('_', ' ')}: "
-                             f"{event.detail}")
-        elif isinstance(event, tr.ModelRequestSent):
-            figures = (f"I={event.estimated_input_tokens} max_output={event.max_output_tokens} "
-                       f"W={event.window} O={event.output_reserve} S={event.safety_margin} "
-                       f"B={event.input_budget} trigger={event.trigger_threshold}")
-            why = f"; §8: {event.compaction}" if event.compaction else ""
-            who = "" if event.role == "root" else f"{event.role}, "
-            lines.append(f"  model request ({who}{event.purpose}, {event.purpose_key}, attempt "
-                         f"{event.attempt}): {figures}{why}")
-            if event.snapshot_id:
-                lines.append(f"    summary in use: snapshot {event.snapshot_id}")
-            for message in event.view.messages:
-                lines.append(f"    {message.role.value:<9} {message.kind.value:<13} "
-                             f"{_short(message.text)}")
-                for call in message.tool_calls:
-                    lines.append(f"    {'':<9} {'tool_call':<13} #{call.action_ordinal} "
-                                 f"{call.name}{_short(call.arguments, 50)}")
-        elif isinstance(event, tr.ModelUsage):
-            deviation = "" if event.input_deviation is None \
-                else f", deviation {event.input_deviation:+d}"
-            lines.append(f"    usage reported (audit only): input {event.input_tokens} "
-                         f"(estimate {event.estimated_input_tokens}{deviation}), output "
-                         f"{event.output_tokens}")
-        elif isinstance(event, tr.HookDecided):
-            changed = ", ".join(event.changes) or "no change"
-            problems = f" [{', '.join(event.diagnostics)}]" if event.diagnostics else ""
-            lines.append(f"  hook {event.point} #{event.chain_position}: {event.decision}, "
-                         f"{changed}{problems}")
-        elif isinstance(event, tr.ToolExecuted):
-            arguments = json.dumps(dict(event.effective_arguments), ensure_ascii=False)
-            proposed = json.dumps(dict(event.proposed_arguments), ensure_ascii=False)
-            note = "" if arguments == proposed else f" (the model proposed {proposed})"
-            took = "" if event.latency is None else f" (took {event.latency})"
-            lines.append(f"  tool {event.name}{arguments}{note} → {event.outcome}{took}")
-        elif isinstance(event, tr.CompactionStep):
-            lines.append(f"  compaction {event.step}: {event.detail}")
-        elif isinstance(event, tr.DeliveryChanged):
-            lines.append(f"  input {str(event.input_id)[:8]} {event.state}")
-        elif isinstance(event, tr.NodeStarted):
-            lines.append(f"node {event.node} ({event.node_kind.replace('_', ' ')}) starts")
-        elif isinstance(event, tr.CapabilityCalled):
-            arguments = json.dumps(dict(event.effective_input), ensure_ascii=False)
-            proposed = json.dumps(dict(event.proposed_input), ensure_ascii=False)
-            note = "" if arguments == proposed else \
-                f" (mapped {proposed}; changed by hook #{', #'.join(map(str, event.modified_by))})"
-            lines.append(f"  capability {event.tool}{arguments}{note} → {event.outcome}")
-        elif isinstance(event, tr.GraphStateWritten):
-            value = json.dumps(event.value, ensure_ascii=False)
-            lines.append(f"  graph state {event.key} = {_short(value, 50)} "
-                         f"(by {event.source.replace('_', ' ')})")
-        elif isinstance(event, tr.WorkflowEnded):
-            lines.append(f"workflow ended: {event.status}")
-        elif isinstance(event, tr.NodeEnded):
-            route = f" → route {event.route}" if event.route else ""
-            code = f" {event.error_code}" if event.error_code else ""
-            lines.append(f"node {event.node}: {event.status}{code}{route}")
-        elif isinstance(event, tr.RunEnded):
-            code = f" {event.error_code}" if event.error_code else ""
-            why = f" — {event.message}" if event.message else ""
-            lines.append(f"run {event.run_no} ended: {event.status}{code}{why}")
-        elif isinstance(event, tr.Restarted):
-            lines.append(f"-- the process died {event.when} {event.commit} "
-                         f"#{event.occurrence}; a new runtime takes the Session over --")
-        elif isinstance(event, tr.SessionOpened):
-            lines.append(f"== Session {event.session} opens ==")
+        render = LINES.get(str(event.get("kind")))
+        if render is not None:
+            lines.extend(render(event))
     return lines

@@ -289,7 +289,7 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
     from ctxspec.conformance.timeline import timeline
-    from ctxspec.reference.runtime.runtime import ScriptExhausted
+    from ctxspec.reference.ports import ScriptExhausted
 
     try:
         scenario = load_scenario(scenario_file)
@@ -307,7 +307,7 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
         click.echo(json.dumps(driver.trace(), indent=2, ensure_ascii=False))
         return
     click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
-    for line in timeline(driver.raw_trace().events):
+    for line in timeline(driver.trace()):
         click.echo(line)
 
 

@@ -72,9 +72,9 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
+from ctxspec.reference.commits import COMMIT_NAMES
+from ctxspec.reference.ports import ModelCall, ModelOutcome, ToolOutcome
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime.ports import ModelCall, ModelOutcome, ToolOutcome
-from ctxspec.reference.runtime.runtime import COMMIT_NAMES
 
 Trace = list[dict[str, Any]]
 DriverFactory = Callable[[], Driver]

@@ -26,7 +26,7 @@ from ctxspec.conformance.crash_matrix import (
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
-from ctxspec.reference.runtime.runtime import ScriptExhausted
+from ctxspec.reference.ports import ScriptExhausted
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
 
 SHORT = {name: short for short, (name, _) in EXAMPLES.items()}

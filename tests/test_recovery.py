@@ -17,7 +17,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     HookContext,
     HookPoint,
     HookReply,

@@ -38,14 +38,14 @@ from ctxspec.reference.contracts import (
     MutationSourceKind,
     UserInputDelivery,
 )
-from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     Complete,
     HookContext,
     HookReply,
     ModelCall,
     ModelOutcome,
 )
+from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.runtime import REGISTRIES, AgentConfig, HistoryCaller
 from ctxspec.reference.runtime.store import TABLES
 from ctxspec.reference.snapshots import (

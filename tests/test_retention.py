@@ -18,7 +18,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.reference.runtime.ports import LogicalClock
+from ctxspec.reference.ports import LogicalClock
 from ctxspec.reference.runtime.runtime import AccessDenied, HistoryCaller, ReferenceRuntime
 from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, Store, insert
 

@@ -16,8 +16,8 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.reference.runtime.ports import LogicalClock
-from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime, ToolSpec
+from ctxspec.reference.ports import LogicalClock, ToolSpec
+from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitCoordinator, CommitFailed, Store
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
@@ -87,7 +87,7 @@ def test_a_failed_commit_stops_the_runtime_and_leaves_nothing_half_written() -> 
 def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
     from ctxspec.conformance.driver import CharEstimator
     from ctxspec.reference.budget import BudgetConfig, CompactionEvaluation, ResolvedBudget
-    from ctxspec.reference.runtime.ports import Complete, ModelCall, ModelOutcome, NoHooks
+    from ctxspec.reference.ports import Complete, ModelCall, ModelOutcome, NoHooks
     from ctxspec.reference.runtime.trace import RunEnded
 
     def never_compact(budget: ResolvedBudget, fixed: int, material: int) -> CompactionEvaluation:

@@ -15,8 +15,8 @@ import pytest
 
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, load_scenario, parse_scenario
+from ctxspec.reference.ports import ScriptExhausted
 from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.runtime import ScriptExhausted
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "docs" / "examples"
 

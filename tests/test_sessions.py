@@ -15,7 +15,7 @@ from ctxspec.conformance.crash_matrix import SPARE, UNKNOWN_TOOL, _compare
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.harness import scenario_trace
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
-from ctxspec.reference.runtime.runtime import COMMIT_NAMES
+from ctxspec.reference.commits import COMMIT_NAMES
 
 pytestmark = [pytest.mark.covers("CTX-10.30", "CTX-10.31")]
 

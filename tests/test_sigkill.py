@@ -34,10 +34,16 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
+from ctxspec.reference.ports import (
+    LogicalClock,
+    ModelCall,
+    ModelOutcome,
+    ScriptExhausted,
+    ToolOutcome,
+)
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime.ports import LogicalClock, ModelCall, ModelOutcome, ToolOutcome
 from ctxspec.reference.runtime.restore import restore
-from ctxspec.reference.runtime.runtime import ReferenceRuntime, ScriptExhausted
+from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitCoordinator, Store
 from ctxspec.reference.runtime.trace import ToolExecuted
 

@@ -13,9 +13,9 @@ from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver, run_scenar
 from ctxspec.conformance.harness import run_case
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.timeline import timeline
+from ctxspec.reference.ports import HookContext, HookReply, ToolOutcome
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.ports import HookContext, HookReply, ToolOutcome
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.workflow import AgentNode, CapabilityNode, Workflow, run_workflow
 
@@ -176,7 +176,7 @@ def test_a_scenario_is_steps_or_a_workflow() -> None:
 
 
 def test_the_replay_timeline_shows_the_nodes_and_the_graph_state() -> None:
-    lines = timeline(run(example()).raw_trace().events)
+    lines = timeline(run(example()).trace())
     assert "node publish (capability node) starts" in lines
     assert '  capability publish{"text": "Three fixes shipped; no incidents.", "channel": ' \
         '"#weekly"} (mapped {"text": "Three fixes shipped; no incidents."}; changed by hook ' \

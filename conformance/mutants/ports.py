@@ -11,9 +11,9 @@ from uuid import UUID
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import history, protocol
 from ctxspec.reference.contracts import MessageRole
+from ctxspec.reference.ports import Complete, Failed, ModelOutcome
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.ports import Complete, Failed, ModelOutcome
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import EstimationRequest, TokenEstimate, TokenEstimator
 from ctxspec.reference.view import ViewKind, ViewMessage, message_from_record

@@ -6,8 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference.ports import HookContext, HookPoint, HookReply
 from ctxspec.reference.runtime import workflow
-from ctxspec.reference.runtime.ports import HookContext, HookPoint, HookReply
 
 
 def _context_patch_dropped(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     Complete,
     ContextLengthExceeded,
     ModelCall,

@@ -33,9 +33,9 @@ from ctxspec.reference.effective import (
     Revision,
     Scope,
 )
+from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.runtime.runtime import (
     EPOCH,
     ROOT_ROLE,

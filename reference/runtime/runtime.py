@@ -90,12 +90,7 @@ from ctxspec.reference.hooks import (
     execution_gate,
     run_chain,
 )
-from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
-from ctxspec.reference.protocol import UnsettledBatch, bounded_preview, structured_error
-from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
-from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.history_source import StoredHistory
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     Artifact,
     Clock,
     Complete,
@@ -111,7 +106,13 @@ from ctxspec.reference.runtime.ports import (
     ProposedCall,
     Purpose,
     ToolPort,
+    ToolSpec,
 )
+from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+from ctxspec.reference.protocol import UnsettledBatch, bounded_preview, structured_error
+from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
     CommitFailed,
@@ -178,13 +179,6 @@ REGISTRIES: dict[HookPoint, FieldRegistry] = {
         FieldSpec(None, "summary", "string"),)),
 }
 """The field registries of the reference hook points (versioned; recorded with decisions)."""
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    schema: str
-    """The tool's JSON schema as canonical JSON text (what the model request carries)."""
 
 
 @dataclass(frozen=True)
@@ -287,15 +281,6 @@ class AccessDenied(PermissionError):
     """The history API refused a caller; the message names nothing of what exists."""
 
 
-COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_FIRST_OUTPUT",
-                "RAW_RESULT_SAVED", "HOOK_STARTED", "HOOK_DECISION", "EFFECTIVE_RESULT",
-                "TOOL_STARTED", "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED",
-                "CHUNK_RAW_SAVED", "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED", "EXECUTION_STARTED",
-                "EXECUTION_ENDED", "APP-FINALIZE", "TAKEOVER")
-"""The named RuntimeCommits a crash can be placed before or after (docs/recovery.md says what
-each persists and how recovery continues from it)."""
-
-
 def loop_key(run: "RunState", name: str) -> str:
     """A role's checkpoint name: the root role's is plain; an Executor's carries its context,
     since its NodeTask shares the Run."""
@@ -314,10 +299,6 @@ class CrashPlan:
     commit: str
     occurrence: int = 1
     when: Literal["before", "after", "fails"] = "after"
-
-
-class ScriptExhausted(RuntimeError):
-    """A scripted port ran out: the scenario did not say what should happen next."""
 
 
 class ReferenceRuntime:
@@ -1757,5 +1738,5 @@ class _HandoverOnly:
         return InputPlacement(None, None)
 
 
-__all__ = ["COMMIT_NAMES", "REGISTRIES", "AccessDenied", "AgentConfig", "Crash", "CrashPlan",
-           "HistoryCaller", "ReferenceRuntime", "RunState", "ScriptExhausted", "ToolSpec"]
+__all__ = ["REGISTRIES", "AccessDenied", "AgentConfig", "Crash", "CrashPlan",
+           "HistoryCaller", "ReferenceRuntime", "RunState"]

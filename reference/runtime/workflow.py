@@ -31,14 +31,14 @@ from ctxspec.reference.contracts import (
     OperationState,
 )
 from ctxspec.reference.hooks import HookCall, HookProposal, evaluate
-from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
-from ctxspec.reference.runtime.ports import (
+from ctxspec.reference.ports import (
     HookContext,
     HookPoint,
     HookPort,
     LogicalClock,
     ToolPort,
 )
+from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime
 from ctxspec.reference.runtime.trace import (
     CapabilityCalled,

@@ -1,7 +1,11 @@
-"""The ports the reference runtime is driven through (§3 "可替换端口", §7, §8): the model, the
-tools, the hooks, the clock and the token estimator come from outside. The runtime never
+"""The ports a runtime is driven through (§3 "可替换端口", §7, §8): the model, the tools, the
+hooks, the clock and the token estimator (``tokens.py``) come from outside. The runtime never
 decides what a model says or what a tool returns; scripted ports (conformance/scenario.py)
 and a production runtime's adapters implement these.
+
+A public seam (docs/architecture.md "Layers"): the reference runtime (``reference/runtime/``)
+and the conformance package both import it, and neither owns it, so the scenario schema does
+not depend on the implementation it judges. Values only: no I/O, no process-wide state.
 """
 
 from collections.abc import Mapping
@@ -105,6 +109,15 @@ class ToolOutcome:
     action order, never the completion order (§2, CTX-2.28)."""
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the Agent declares it and the model request carries it."""
+
+    name: str
+    schema: str
+    """The tool's JSON schema as canonical JSON text (what the model request carries)."""
+
+
 class ToolPort(Protocol):
     def run(self, name: str, arguments: Mapping[str, JSON], ordinal: int) -> ToolOutcome: ...
 
@@ -180,3 +193,7 @@ class LogicalClock:
 
     def tick(self) -> None:
         self._now += 1
+
+
+class ScriptExhausted(RuntimeError):
+    """A scripted port ran out: the scenario did not say what should happen next."""
