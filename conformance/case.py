@@ -62,6 +62,15 @@ def equal(seen: object, expected: object, what: str) -> None:
         raise CaseFailure(f"{what}: expected {expected!r}, saw {seen!r}")
 
 
+def structured(text: str, what: str) -> Any:
+    """A result the design makes structured (a placeholder, a denial, an item's error), read as
+    JSON; anything else fails the case, naming ``what``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
+
+
 def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
     return [event for event in trace if event["kind"] == kind]
 

@@ -2,12 +2,10 @@
 examples (IDs ``S1-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-import json
 from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
-    CaseFailure,
     Trace,
     base,
     equal,
@@ -15,16 +13,8 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    structured,
 )
-
-
-def _json(text: str, what: str) -> Any:
-    """A result the design makes structured, read as JSON; anything else fails the case."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
-
 
 # --- §1 statements: workspace files are not session facts; artifacts are metadata ---------------
 
@@ -66,7 +56,7 @@ def _workspace_check(trace: Trace) -> None:
     # §6: a non-text file enters as artifact metadata and its path, never as its bytes: the
     # plot's result is exactly the metadata the tool returned.
     first_result = next(text for _, kind, text in lines(run2) if kind == "tool_result")
-    equal(_json(first_result, "the plot's result"),
+    equal(structured(first_result, "the plot's result"),
           {"artifact": {"path": "out/chart.png", "media_type": "image/png",
                         "size_bytes": 20480}}, "the plot's result as the model sees it")
 

@@ -2,12 +2,10 @@
 examples (IDs ``S2-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-import json
 from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
-    CaseFailure,
     Trace,
     base,
     endings,
@@ -17,16 +15,8 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    structured,
 )
-
-
-def _json(text: str, what: str) -> Any:
-    """A result the design makes structured, read as JSON; anything else fails the case."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
-
 
 # --- §2 statements: the Loop takes the post-processed response ----------------------------------
 
@@ -83,7 +73,7 @@ def _post_deny_check(trace: Trace) -> None:
                if kind == "tool_result"]
     equal(len(results), 1, "tool results in the second request")
     expect("payload" not in results[0], f"the denied result was delivered: {results[0]!r}")
-    denied = _json(results[0], "fetch's result")
+    denied = structured(results[0], "fetch's result")
     equal((denied["status"], denied["stage"], denied["executed"], denied["result_delivered"]),
           ("denied", "post", True, False), "the denied state the Loop receives")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")

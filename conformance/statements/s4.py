@@ -7,7 +7,6 @@ from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
-    CaseFailure,
     Trace,
     base,
     equal,
@@ -15,16 +14,8 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    structured,
 )
-
-
-def _json(text: str, what: str) -> Any:
-    """A result the design makes structured, read as JSON; anything else fails the case."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
-
 
 # --- §4 statements: the current Run stands apart from ended history -----------------------------
 
@@ -133,7 +124,7 @@ def _actual_process_check(trace: Trace) -> None:
         expect(bool(decision["modified_by"]), f"{what}: the changed call is not marked")
         results = [text for _, kind, text in lines(request) if kind == "tool_result"]
         equal(results[0], "wrote", f"{what}: write's result")
-        denied = _json(results[1], f"{what}: rm's result")
+        denied = structured(results[1], f"{what}: rm's result")
         equal((denied["status"], denied["stage"], denied["executed"]), ("denied", "pre", False),
               f"{what}: rm's result")
     # The records behind it: each Run's question and answers, both results, none rewritten.

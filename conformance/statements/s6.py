@@ -7,7 +7,6 @@ from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
-    CaseFailure,
     Trace,
     base,
     digest,
@@ -17,16 +16,8 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    structured,
 )
-
-
-def _json(text: str, what: str) -> Any:
-    """A result the design makes structured, read as JSON; anything else fails the case."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
-
 
 # --- §6 statements: one item's failure is its own structured error ------------------------------
 
@@ -51,7 +42,7 @@ def _item_error_check(trace: Trace) -> None:
     equal((results[0], results[2]), ("a ok", "c ok"), "the results of a and c")
     # The design fixes no field names for the error, only that it is structured and b's own:
     # a JSON object naming the tool's failure.
-    error = _json(results[1], "b's result")
+    error = structured(results[1], "b's result")
     expect(isinstance(error, dict) and "ENOENT" in json.dumps(error),
            f"b's result is not a structured error naming ENOENT: {error!r}")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
