@@ -445,21 +445,28 @@ def _grouped(results: Sequence["CaseResult"]) -> str:
                    "summary (total, killed).")
 @click.option("--mutant", "mutant_ids", multiple=True, metavar="ID",
               help="Judge only this mutant (repeatable).")
-def mutants_command(as_json: bool, mutant_ids: tuple[str, ...]) -> None:
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Judge against only this case (repeatable; default: every case).")
+def mutants_command(as_json: bool, mutant_ids: tuple[str, ...],
+                    case_ids: tuple[str, ...]) -> None:
     """Run the conformance cases against every deliberately wrong runtime and print the kill
-    matrix; exit 1 if a mutant survives (a missing case)."""
-    from ctxspec.conformance.cases import CASES
+    matrix; exit 1 if a mutant survives (a missing case, or one left out by --case)."""
+    from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.mutants import all_mutants, judge
 
     mutants = all_mutants()
     unknown = sorted(set(mutant_ids) - {m.id for m in mutants})
     if unknown:
         raise click.UsageError(f"no mutant {', '.join(unknown)}")
+    try:
+        cases = by_id(case_ids or None)
+    except KeyError as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
     chosen = [m for m in mutants if not mutant_ids or m.id in mutant_ids]
     began = time.perf_counter()
     verdicts = []
     for number, mutant in enumerate(chosen, start=1):
-        verdict = judge(mutant, CASES)
+        verdict = judge(mutant, cases)
         verdicts.append(verdict)
         if not as_json:  # progress: one line per mutant as it is judged
             killers = verdict.killed_by

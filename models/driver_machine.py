@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, reject, settings
+from hypothesis import HealthCheck, reject
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
@@ -82,12 +82,12 @@ Tolerance = Callable[[Mapping[str, Any], str], bool]
 """A known, reported defect of the driver under test: given the scenario and the problem, whether
 this failure is that defect (the example is then discarded, not passed)."""
 
-QUICK = settings(max_examples=60, stateful_step_count=15, deadline=None,
-                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-"""The CI profile: a few seconds on the reference driver."""
-THOROUGH = settings(max_examples=1000, stateful_step_count=30, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-"""On demand: CTXSPEC_PROFILE=thorough."""
+STEPS = 15
+"""Steps per example (each runs a Session step on the runtime under test, so they are few).
+How many examples run is the Hypothesis profile's choice (tests/conftest.py); a runtime's own
+test sets its own settings."""
+HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
+"""Health checks to suppress: a Session is slow to build and its scenario is large."""
 
 NAME = "driver-machine"
 TOOLS = ("read", "write")
@@ -691,6 +691,6 @@ def replay_checked(document: Mapping[str, Any],
     return trace
 
 
-__all__ = ["NAME", "QUICK", "THOROUGH", "DriverMachine", "DriverViolation", "EndlessModel",
+__all__ = ["HEALTH", "NAME", "STEPS", "DriverMachine", "DriverViolation", "EndlessModel",
            "EndlessTools", "Judge", "counterexample_path", "machine", "replay_checked",
            "setups"]

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from uuid import UUID
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -44,8 +43,9 @@ from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 REF = PayloadRef(digest="sha256:" + "1" * 64, size_bytes=1)
 CAPACITY = 400
-QUICK = settings(max_examples=60, stateful_step_count=40, deadline=None)
-THOROUGH = settings(max_examples=1500, stateful_step_count=80, deadline=None)
+STEPS = 40
+"""Steps per example: enough for an episode to start, lose chunks, crash and finish. How
+many examples run is the Hypothesis profile's choice (tests/conftest.py)."""
 
 
 @dataclass

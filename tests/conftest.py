@@ -1,10 +1,35 @@
-"""Test-suite wiring: every ``covers`` marker must name a requirement of the catalogue."""
+"""Test-suite wiring: the Hypothesis profiles, and every ``covers`` marker must name a
+requirement of the catalogue.
+
+The profiles are registered here and nowhere else; ``CTXSPEC_PROFILE`` picks one (default
+``dev``, the inner loop). Tests set no ``max_examples`` of their own, so the profile decides how
+hard every property and state machine is searched:
+
+- ``dev``: a few examples each, for ``pytest`` while editing;
+- ``ci``: what CI runs (the README's check command sets it);
+- ``thorough``: on demand, many more examples, e.g. before a release or after touching a model.
+"""
+
+import os
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ctxspec.catalogue import load_catalogue
 
 pytest_plugins = ["pytester"]
+
+# No deadline: the machine is shared, and a slow example is not a wrong one.
+_COMMON = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", _COMMON, max_examples=15)
+settings.register_profile("ci", _COMMON, max_examples=200)
+settings.register_profile("thorough", _COMMON, max_examples=2000)
+PROFILE = os.environ.get("CTXSPEC_PROFILE", "dev")
+settings.load_profile(PROFILE)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {PROFILE} (CTXSPEC_PROFILE)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxspec.reference.budget import (
@@ -377,7 +377,6 @@ def naive_target(b: int, f: int, o: int, limit: int | None, explicit: int | None
 
 @pytest.mark.covers("CTX-8.32", "CTX-8.33", "CTX-8.34", "CTX-8.35", "CTX-8.36", "CTX-8.37",
                     "CTX-8.38", "CTX-8.39", "CTX-8.43")
-@settings(max_examples=500, deadline=None)
 @given(b=st.integers(4, 2_000_000), f_share=st.integers(0, 999), o=st.integers(1, 200_000),
        limit=st.none() | st.integers(1, 200_000), explicit=st.none() | st.integers(1, 50_000))
 def test_target_matches_a_naive_transcription_and_is_positive(
@@ -389,7 +388,6 @@ def test_target_matches_a_naive_transcription_and_is_positive(
 
 
 @pytest.mark.covers("CTX-7.12")
-@settings(max_examples=300, deadline=None)
 @given(b=st.integers(1, 10**9), num=st.integers(1, 999))
 def test_threshold_matches_fraction_floor(b: int, num: int) -> None:
     budget = resolved(window=b + 2, output_reserve=1, safety_margin=1,

@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
@@ -34,7 +34,6 @@ def test_every_contract_has_a_strategy() -> None:
 @pytest.mark.covers("CTX-2.6")
 @pytest.mark.parametrize("contract", c.CONTRACTS, ids=lambda m: m.__name__)
 def test_json_round_trip(contract: type[c.Contract]) -> None:
-    @settings(max_examples=60, deadline=None)
     @given(STRATEGIES[contract])
     def round_trip(instance: c.Contract) -> None:
         assert type(instance).model_validate_json(instance.model_dump_json()) == instance
@@ -50,7 +49,6 @@ def test_dumps_satisfy_the_published_schema(contract: type[c.Contract]) -> None:
     validator = jsonschema.Draft202012Validator(
         schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
-    @settings(max_examples=30, deadline=None)
     @given(STRATEGIES[contract])
     def conforms(instance: c.Contract) -> None:
         document = instance.model_dump(mode="json")

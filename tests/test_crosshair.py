@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.slow  # a proof: seconds to minutes per module
 @pytest.mark.covers("CTX-7.5", "CTX-7.6", "CTX-7.12", "CTX-8.43", "CTX-8.68")
 @pytest.mark.parametrize("module", ["ctxspec.reference.budget", "ctxspec.reference.compaction"])
 def test_crosshair_confirms_every_condition(module: str) -> None:

@@ -1,10 +1,10 @@
-"""Runs the driver-level model (models/driver_machine.py) on the reference driver with the quick
-profile, and shows it is not vacuous: realistic wrong drivers — one that loses a waiting
-supplement, one whose trace reports a tool run twice, one that trims the question — make it fail,
-and the scenario it saves parses, replays and fails the same way on the same driver only."""
+"""Runs the driver-level model (models/driver_machine.py) on the reference driver with the
+Hypothesis profile (tests/conftest.py), and shows it is not vacuous: realistic wrong drivers —
+one that loses a waiting supplement, one whose trace reports a tool run twice, one that trims
+the question — make it fail, and the scenario it saves parses, replays and fails the same way
+on the same driver only."""
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -19,8 +19,8 @@ from ctxspec.conformance.case import endings, requests
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.models.driver_machine import (
-    QUICK,
-    THOROUGH,
+    HEALTH,
+    STEPS,
     DriverViolation,
     counterexample_path,
     machine,
@@ -31,17 +31,19 @@ DEFECTS = Path(__file__).parent / "data" / "driver_machine"
 """Sessions that once failed on the reference, kept as regressions."""
 
 
-PROFILE = THOROUGH if os.environ.get("CTXSPEC_PROFILE") == "thorough" else QUICK
 TestReferenceDriver = machine(ReferenceDriver).TestCase
-TestReferenceDriver.settings = PROFILE
+TestReferenceDriver.settings = settings(stateful_step_count=STEPS, suppress_health_check=HEALTH)
 
 run_machine = cast(Callable[..., None], run_state_machine_as_test)
 """Typed here: Hypothesis annotates it only in newer releases, and CI may install either."""
 
-HUNT = settings(QUICK, max_examples=300, database=None, derandomize=True,
-                report_multiple_bugs=False, phases=[Phase.generate])
+HUNT = settings(max_examples=300, stateful_step_count=STEPS, suppress_health_check=HEALTH,
+                database=None, derandomize=True, report_multiple_bugs=False,
+                phases=[Phase.generate])
 """For the wrong drivers: deterministic, with room to find the bug (it takes far fewer). The
-shrink phase is left out to keep the suite fast (shrinking a stateful example here can take
+count is fixed here, not by the profile: a hunt must find its bug under every profile (the dev
+profile's few examples would miss it), and it stops at the first failure. The shrink phase is
+left out to keep the suite fast (shrinking a stateful example here can take
 minutes); the first failing example is saved instead."""
 
 
@@ -82,6 +84,7 @@ def hunt(driver: type[ReferenceDriver]) -> str:
     return str(caught.value)
 
 
+@pytest.mark.slow  # a long hunt
 def test_a_lost_waiting_supplement_fails_the_protected_inputs(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch
                                                               ) -> None:
@@ -92,6 +95,7 @@ def test_a_lost_waiting_supplement_fails_the_protected_inputs(tmp_path: Path,
     assert "input_cutoff" in message or "protected inputs" in message, message
 
 
+@pytest.mark.slow  # a long hunt
 def test_a_tool_reported_twice_fails_the_fetch_once_check(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTXSPEC_COUNTEREXAMPLES", str(tmp_path))

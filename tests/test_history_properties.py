@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxspec.reference.contracts import TERMINAL_RUN_STATUSES, InputKind, OperationState
@@ -93,7 +93,6 @@ def project(s: Scenario) -> ModelView:
 
 
 @pytest.mark.covers("CTX-4.5", "CTX-4.15", "CTX-4.17", "CTX-5.24", "CTX-5.25", "CTX-5.26")
-@settings(max_examples=200, deadline=None)
 @given(scenarios())
 def test_every_user_input_appears_exactly_once_with_its_body(s: Scenario) -> None:
     view = project(s)
@@ -110,7 +109,6 @@ def test_every_user_input_appears_exactly_once_with_its_body(s: Scenario) -> Non
 
 
 @pytest.mark.covers("CTX-4.4", "CTX-4.7", "CTX-4.6")
-@settings(max_examples=200, deadline=None)
 @given(scenarios())
 def test_only_the_last_n_ended_runs_contribute_process(s: Scenario) -> None:
     view = project(s)
@@ -147,7 +145,6 @@ def assert_protocol_closed(messages: list[ViewMessage]) -> None:
 
 
 @pytest.mark.covers("CTX-6.2", "CTX-6.3", "CTX-6.4", "CTX-6.6")
-@settings(max_examples=150, deadline=None)
 @given(scenarios(), st.data())
 def test_protocol_is_closed_at_every_cut_of_an_ended_run(s: Scenario, data: st.DataObject) -> None:
     for run in s.session.runs[:-1]:
@@ -161,7 +158,6 @@ def test_protocol_is_closed_at_every_cut_of_an_ended_run(s: Scenario, data: st.D
 
 
 @pytest.mark.covers("CTX-6.10")
-@settings(max_examples=100, deadline=None)
 @given(scenarios(), st.sampled_from(list(OperationState)))
 def test_placeholders_report_and_never_change_operation_state(s: Scenario,
                                                               state: OperationState) -> None:

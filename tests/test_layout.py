@@ -48,6 +48,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow  # builds a wheel
 def test_wheel_holds_the_parts_as_real_files(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         infos = {info.filename: info for info in archive.infolist()}
@@ -66,6 +67,7 @@ def test_wheel_holds_the_parts_as_real_files(wheel: Path) -> None:
     assert not any(name.startswith(("tests/", "reference/", "models/")) for name in infos)
 
 
+@pytest.mark.slow  # builds a wheel
 def test_wheel_installs_and_runs_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",

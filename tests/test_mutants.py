@@ -1,5 +1,8 @@
 """The kill matrix: every deliberately wrong runtime is caught by a conformance case — the one
-written for its bug among them — and judging a mutant leaves the reference as it was."""
+written for its bug among them — and judging a mutant leaves the reference as it was.
+
+The default tier judges each mutant against its catcher alone; the slow tier (``-m slow``)
+judges each against every case, as ``ctxspec mutants`` does."""
 
 import json
 
@@ -76,6 +79,14 @@ def test_there_are_at_least_twenty_mutants_each_with_its_catcher() -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) -> None:
+    # The inner loop: each mutant against its catcher alone (the whole kill matrix is slow).
+    verdict = judge(mutant, by_id([CATCHER[mutant.id]]))
+    assert verdict.killed_by == [CATCHER[mutant.id]], (verdict.killed_by, verdict.errored)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(mutant: Mutant) -> None:
     verdict = judge(mutant, CASES)
     assert CATCHER[mutant.id] in verdict.killed_by, (verdict.killed_by, verdict.errored)
 
@@ -87,6 +98,25 @@ def test_judging_a_mutant_leaves_the_reference_unchanged() -> None:
     assert run_case(row1, ReferenceDriver).status == "passed"
 
 
+def test_the_cli_judges_mutants_against_the_chosen_cases() -> None:
+    outcome = CliRunner().invoke(main, ["mutants", "--json", "--mutant", "STRICT-TRIGGER",
+                                        "--mutant", "CROSS-SESSION-READ", "--case", "ROW-04-AT",
+                                        "--case", "ROW-25", "--case", "ROW-02"])
+    assert outcome.exit_code == 0, outcome.output
+    report = json.loads(outcome.output)
+    assert report["summary"] == {"total": 2, "killed": 2}
+    rows = {row["id"]: row for row in report["mutants"]}
+    assert set(rows["STRICT-TRIGGER"]) == {"id", "description", "killed_by", "errored"}
+    assert rows["STRICT-TRIGGER"]["killed_by"] == ["ROW-04-AT"]
+    assert rows["CROSS-SESSION-READ"]["killed_by"] == ["ROW-25"]
+    survived = CliRunner().invoke(main, ["mutants", "--mutant", "STRICT-TRIGGER",
+                                         "--case", "ROW-02"])
+    assert survived.exit_code == 1
+    assert "STRICT-TRIGGER" in survived.output and "SURVIVED" in survived.output
+    assert "0 of 1 mutants killed" in survived.output
+
+
+@pytest.mark.slow
 def test_the_cli_prints_the_kill_matrix() -> None:
     outcome = CliRunner().invoke(main, ["mutants", "--json", "--mutant", "STRICT-TRIGGER",
                                         "--mutant", "CROSS-SESSION-READ"])
@@ -103,3 +133,6 @@ def test_the_cli_refuses_an_unknown_mutant() -> None:
     outcome = CliRunner().invoke(main, ["mutants", "--mutant", "NOPE"])
     assert outcome.exit_code == 2
     assert "no mutant NOPE" in outcome.output
+    outcome = CliRunner().invoke(main, ["mutants", "--case", "ROW-99"])
+    assert outcome.exit_code == 2
+    assert "no conformance case ROW-99" in outcome.output

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -290,21 +290,18 @@ REQUESTS = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(text=TEXTS)
 def test_utf8_bytes_bound_cl100k_tokens(enc: tiktoken.Encoding, text: str) -> None:
     assert utf8_length(text) >= count(enc, text)
 
 
 @pytest.mark.covers("CTX-7.20")
-@settings(max_examples=300, deadline=None)
 @given(r=REQUESTS)
 def test_byte_estimator_is_an_upper_bound(tk: TiktokenEstimator, r: EstimationRequest) -> None:
     assert ByteEstimator().estimate(r).tokens >= tk.estimate(r).tokens
 
 
 @pytest.mark.covers("CTX-7.11")
-@settings(max_examples=300, deadline=None)
 @given(r=REQUESTS)
 def test_request_count_is_priming_plus_whole_message_counts(
     tk: TiktokenEstimator, enc: tiktoken.Encoding, r: EstimationRequest
@@ -317,7 +314,6 @@ def test_request_count_is_priming_plus_whole_message_counts(
     assert tk.estimate(r).tokens == expected
 
 
-@settings(max_examples=300, deadline=None)
 @given(a=REQUESTS, b=REQUESTS)
 def test_counts_are_additive_across_messages(
     tk: TiktokenEstimator, a: EstimationRequest, b: EstimationRequest
