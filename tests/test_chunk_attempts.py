@@ -77,9 +77,21 @@ HOOKED_POINTS = [(failures, *point) for failures in (0, 1)
 """Tool outcomes lost at a crash are the crash matrix's concern (UNKNOWN_OUTCOME, Q44)."""
 
 
+def tiered(points: list[tuple[int, str, int, str]]) -> list[Any]:
+    """Every point: the first crash at each commit name, before or after it, in the default
+    tier; the other occurrences and the other Session (with or without a failing attempt) in
+    the slow tier."""
+    first: dict[tuple[str, str], tuple[int, str, int, str]] = {}
+    for point in points:
+        first.setdefault((point[1], point[3]), point)
+    inner = set(first.values())
+    return [pytest.param(*point, id=f"{point[0]}-{point[3]}-{point[1]}-{point[2]}",
+                         marks=() if point in inner else pytest.mark.slow)
+            for point in points]
+
+
 @pytest.mark.covers("CTX-8.70", "CTX-9.43", "CTX-9.39", "CTX-10.6")
-@pytest.mark.parametrize(("failures", "commit", "occurrence", "when"), HOOKED_POINTS,
-                         ids=[f"{p[0]}-{p[3]}-{p[1]}-{p[2]}" for p in HOOKED_POINTS])
+@pytest.mark.parametrize(("failures", "commit", "occurrence", "when"), tiered(HOOKED_POINTS))
 def test_a_crash_at_any_commit_of_a_hooked_episode_asks_nothing_saved_again(
         failures: int, commit: str, occurrence: int, when: str) -> None:
     # The hooked example (with a failing attempt of chunk 2, or without) crashed at each of its

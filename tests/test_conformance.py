@@ -1,11 +1,16 @@
 """The conformance harness is honest: every case passes on the reference driver, a driver that
 lacks a capability gets `unsupported` (never `passed`), a driver that misbehaves fails the case
-that watches for it, and a broken driver is an `error`."""
+that watches for it, and a broken driver is an `error`.
+
+The plumbing (CLI, plugin, reports, stdio, vectors) runs on a few cases (``SOME``) in the
+default tier and on every case in the slow tier; the crash matrix's cases run in
+tests/test_crash_matrix.py."""
 
 import io
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -16,18 +21,36 @@ from click.testing import CliRunner
 
 from ctxspec.catalogue import load_catalogue
 from ctxspec.cli import main
+from ctxspec.conformance.case import Case
 from ctxspec.conformance.cases import CASES, OUR_DOCUMENTS, by_id
+from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver
 from ctxspec.conformance.harness import run_case, scenario_trace
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
-from ctxspec.conformance.vectors import VECTORS, drifted, replay
+from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 
 ROOT = Path(__file__).resolve().parent.parent
+CRASHES = {case.id for case in CRASH_MATRIX}
+
+SOME = ("ROW-02", "ROW-21", "BAD-BUDGET", "EX8-ROW6", "CRASH-TOOLS-T_FREEZE-1-AFTER",
+        "CRASH-CHUNKS-RAW_RESULT_SAVED-1-BEFORE")
+"""The cases the plumbing tests (CLI, plugin, reports, stdio, vectors) run in the default tier:
+a §12 row, a crash row, a refusal, a worked example and two of the crash matrix. The slow tier
+runs the same tests on every case."""
+CHOSEN = pytest.mark.parametrize("chosen", [
+    pytest.param(by_id(SOME), id="some"),
+    pytest.param(CASES, id="every", marks=pytest.mark.slow)])
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def case_args(chosen: tuple[Case, ...]) -> list[str]:
+    """``--case`` for each chosen case, or nothing for the whole suite."""
+    return [] if chosen == CASES else [arg for c in chosen for arg in ("--case", c.id)]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id not in CRASHES], ids=lambda c: c.id)
 def test_every_case_passes_on_the_reference(case: Any) -> None:
+    # The crash matrix's cases run in tests/test_crash_matrix.py, with the store checked too.
     result = run_case(case, ReferenceDriver)
     assert (result.status, result.detail) == ("passed", "")
 
@@ -69,14 +92,27 @@ class AcceptsAnyBudget(ReferenceDriver):
         super().configure(scenario.model_copy(update={"agent": agent}), ports)
 
 
-def test_a_driver_that_accepts_an_impossible_budget_fails_bad_budget() -> None:
+def vectors_of(chosen: tuple[Case, ...], directory: Path) -> Path:
+    """The committed vectors of the chosen cases, copied into ``directory`` (or the committed
+    directory itself for the whole suite)."""
+    if chosen == CASES:
+        return VECTORS
+    for case in chosen:
+        if (VECTORS / f"{case.id}.json").is_file():
+            (directory / f"{case.id}.json").write_bytes((VECTORS / f"{case.id}.json").read_bytes())
+    return directory
+
+
+@CHOSEN
+def test_a_driver_that_accepts_an_impossible_budget_fails_bad_budget(
+        chosen: tuple[Case, ...], tmp_path: Path) -> None:
     [case] = by_id(["BAD-BUDGET"])
     assert run_case(case, ReferenceDriver).status == "passed"
     result = run_case(case, AcceptsAnyBudget)
     assert (result.status, result.detail) == (
         "failed", "the driver accepted a scenario it must refuse with "
                   "BUDGET_CONFIGURATION_INVALID")
-    replayed = {r.name: r for r in replay(VECTORS, AcceptsAnyBudget)}
+    replayed = {r.name: r for r in replay(vectors_of(chosen, tmp_path), AcceptsAnyBudget)}
     assert replayed["BAD-BUDGET.json"].status == "failed"
 
 
@@ -95,9 +131,10 @@ def test_a_refused_document_opens_no_session(case: Any) -> None:
         assert tables and all(store.count(table) == 0 for table in tables)
 
 
-def test_a_missing_capability_is_unsupported_never_passed() -> None:
-    results = {c.id: run_case(c, WithoutCrashes) for c in CASES}
-    for case in CASES:
+@CHOSEN
+def test_a_missing_capability_is_unsupported_never_passed(chosen: tuple[Case, ...]) -> None:
+    results = {c.id: run_case(c, WithoutCrashes) for c in chosen}
+    for case in chosen:
         expected = "unsupported" if "crash_points" in case.needs else "passed"
         assert results[case.id].status == expected, case.id
     assert results["ROW-21"].detail == "the driver lacks crash_points"
@@ -118,8 +155,11 @@ def test_a_repeated_tool_call_fails_the_crash_rows() -> None:
         assert result.detail.startswith("tools executed: expected ['read', 'write']")
 
 
+@pytest.mark.parametrize("matrix", [
+    pytest.param([c for c in CRASH_MATRIX if "-RAW_RESULT_SAVED-1-" in c.id], id="first-saves"),
+    pytest.param(CRASH_MATRIX, id="every", marks=pytest.mark.slow)])
 def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        matrix: list[Case], monkeypatch: pytest.MonkeyPatch) -> None:
     # A realistic recovery bug: a takeover ignores the saved raw result and sends the frozen
     # request again. Only crash points after a saved answer can show it, and they must.
     resume = ReferenceRuntime._continue
@@ -130,7 +170,6 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
         resume(runtime, run, checkpoint)
 
     monkeypatch.setattr(ReferenceRuntime, "_continue", forgetful)
-    matrix = [c for c in CASES if c.source == "§10 crash matrix"]
     failed = {c.id: r.detail for c in matrix if (r := run_case(c, ReferenceDriver)).status
               == "failed"}
     for short in ("TOOLS", "CHUNKS", "RUNS", "PLANNER"):
@@ -149,13 +188,15 @@ def test_a_driver_that_cannot_be_built_is_an_error() -> None:
                                               "driver factory failed: OSError('no runtime here')")
 
 
-def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass() -> None:
-    outcome = CliRunner().invoke(main, ["conformance", "--json"])
+@CHOSEN
+def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass(
+        chosen: tuple[Case, ...]) -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--json", *case_args(chosen)])
     assert outcome.exit_code == 0, outcome.output
     report = json.loads(outcome.output)
     assert report["driver"] == "reference"
-    assert [c["id"] for c in report["cases"]] == [c.id for c in CASES]
-    assert report["summary"] == {"passed": len(CASES), "failed": 0, "unsupported": 0,
+    assert [c["id"] for c in report["cases"]] == [c.id for c in chosen]
+    assert report["summary"] == {"passed": len(chosen), "failed": 0, "unsupported": 0,
                                  "error": 0}
     assert set(report["cases"][0]) == {"id", "title", "source", "requirements", "status",
                                        "detail"}
@@ -202,54 +243,91 @@ def test_bad_arguments_are_refused_with_a_usage_error(args: list[str], message: 
     assert message in outcome.output
 
 
-def _suite(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "ctxspec.conformance.suite",
-                           "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *args],
+@dataclass(frozen=True)
+class SuiteRun:
+    returncode: int
+    stdout: str
+
+
+def _suite(pytester: pytest.Pytester | None, *args: str) -> SuiteRun:
+    """``pytest --pyargs ctxspec.conformance.suite`` as a user runs it: in a new interpreter,
+    or (given ``pytester``) in this one — the same plugin and cases without an interpreter's
+    start. Without Hypothesis's plugin: the suite does not use it, and importing it is most of
+    a start."""
+    common = ["--pyargs", "ctxspec.conformance.suite", "-q", "-p", "no:cacheprovider",
+              "-p", "no:xdist", "-p", "no:hypothesispytest", *args]
+    if pytester is not None:
+        inside = pytester.runpytest_inprocess(*common)
+        return SuiteRun(int(inside.ret), str(inside.stdout))
+    done = subprocess.run([sys.executable, "-m", "pytest", *common],
                           capture_output=True, text=True, cwd=ROOT, check=False)
+    return SuiteRun(done.returncode, done.stdout)
 
 
-def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver() -> None:
-    passed = _suite()
+@CHOSEN
+def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
+        chosen: tuple[Case, ...], pytester: pytest.Pytester) -> None:
+    # The whole suite runs in a new interpreter; the default tier's few cases run in this one.
+    # -k picks the chosen cases by their test ids, "[ID]" (none is a prefix of another).
+    whole = chosen == CASES
+    runner = None if whole else pytester
+    only = [] if whole else ["-k", " or ".join(f"[{c.id}]" for c in chosen)]
+    passed = _suite(runner, *only)
     assert passed.returncode == 0, passed.stdout
-    assert f"{len(CASES)} passed" in passed.stdout
-    failing = _suite("--ctxspec-driver", "tests.test_conformance:DropsThirdSupplement")
+    assert f"{len(chosen)} passed" in passed.stdout
+    failing = _suite(runner, *only, "--ctxspec-driver",
+                     "tests.test_conformance:DropsThirdSupplement")
     assert failing.returncode == 1
     assert "test_conformance_case[ROW-02]" in failing.stdout
     assert "1 failed" in failing.stdout
-    unsupported = _suite("-rs", "--ctxspec-driver", "tests.test_conformance:WithoutCrashes")
+    unsupported = _suite(runner, *only, "-rs", "--ctxspec-driver",
+                         "tests.test_conformance:WithoutCrashes")
     assert unsupported.returncode == 0
-    crash_cases = sum("crash_points" in case.needs for case in CASES)
+    crash_cases = sum("crash_points" in case.needs for case in chosen)
     assert f"{crash_cases} skipped" in unsupported.stdout
     assert "unsupported: the driver lacks crash_points" in unsupported.stdout
 
 
-def test_the_reports_follow_their_schema_and_count_what_failed(tmp_path: Path) -> None:
+@CHOSEN
+def test_the_reports_follow_their_schema_and_count_what_failed(chosen: tuple[Case, ...],
+                                                               tmp_path: Path) -> None:
     report, junit = tmp_path / "report.jsonl", tmp_path / "junit.xml"
     outcome = CliRunner().invoke(main, [
         "conformance", "--driver", "tests.test_conformance:DropsThirdSupplement",
-        "--report", str(report), "--junit", str(junit)])
+        "--report", str(report), "--junit", str(junit), *case_args(chosen)])
     assert outcome.exit_code == 1
     schema = json.loads((ROOT / "spec" / "schemas" / "ConformanceReportLine.json").read_text())
     lines = [json.loads(line) for line in report.read_text("utf-8").splitlines()]
-    assert [line["id"] for line in lines] == [c.id for c in CASES]
+    assert [line["id"] for line in lines] == [c.id for c in chosen]
     for line in lines:
         jsonschema.validate(line, schema)
     assert {line["id"]: line["status"] for line in lines}["ROW-02"] == "failed"
     suite = ElementTree.parse(junit).getroot()
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == \
-        (str(len(CASES)), str(sum(line["status"] == "failed" for line in lines)), "0")
+        (str(len(chosen)), str(sum(line["status"] == "failed" for line in lines)), "0")
     [failure] = [case for case in suite if case.find("failure") is not None]
     assert failure.get("name", "").startswith("ROW-02 ")
     assert not list(tmp_path.glob("*.partial"))  # written whole, nothing left half-done
 
 
+@pytest.mark.slow  # generates every vector
 def test_the_committed_vectors_match_the_cases() -> None:
     assert drifted(VECTORS, ReferenceDriver) == []
 
 
-def test_vectors_replay_on_the_reference_and_catch_a_wrong_driver() -> None:
-    assert {r.status for r in replay(VECTORS, ReferenceDriver)} == {"passed"}
-    results = {r.name: r for r in replay(VECTORS, DropsThirdSupplement)}
+def test_the_committed_vectors_of_some_cases_match_them() -> None:
+    generated = generate(ReferenceDriver, by_id(SOME))
+    assert generated  # the crash matrix has no vectors (relational), the others do
+    for name, text in generated.items():
+        assert (VECTORS / name).read_text("utf-8") == text, f"{name} drifted: ctxspec vectors"
+
+
+@CHOSEN
+def test_vectors_replay_on_the_reference_and_catch_a_wrong_driver(chosen: tuple[Case, ...],
+                                                                  tmp_path: Path) -> None:
+    directory = vectors_of(chosen, tmp_path)
+    assert {r.status for r in replay(directory, ReferenceDriver)} == {"passed"}
+    results = {r.name: r for r in replay(directory, DropsThirdSupplement)}
     assert results["ROW-02.json"].status == "failed"
     assert results["ROW-02.json"].detail.startswith("model_requests differ: first difference")
 
@@ -272,12 +350,14 @@ def test_a_vector_the_runner_cannot_read_is_reported_never_skipped(tmp_path: Pat
 STDIO = f"{sys.executable} -m ctxspec stdio-driver"
 
 
-def test_the_whole_suite_passes_through_the_stdio_protocol(tmp_path: Path) -> None:
-    outcome = CliRunner().invoke(main, ["conformance", "--stdio", STDIO, "--json"])
+@CHOSEN
+def test_the_whole_suite_passes_through_the_stdio_protocol(chosen: tuple[Case, ...]) -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--stdio", STDIO, "--json",
+                                        *case_args(chosen)])
     assert outcome.exit_code == 0, outcome.output
     report = json.loads(outcome.output)
     assert report["driver"] == f"stdio: {STDIO}"
-    assert report["summary"]["passed"] == len(CASES)
+    assert report["summary"]["passed"] == len(chosen)
     # Every capability the subprocess declares is confirmed by its probe over the protocol too.
     assert {p["capability"]: p["status"] for p in report["probes"]} == \
         dict.fromkeys(CAPABILITIES, "confirmed")

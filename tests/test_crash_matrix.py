@@ -8,6 +8,10 @@ run of the same scenario (crash-free and crashed runs are two computations that 
 from the design for the points where they may not: a tool that started but never saved its
 result is reported UNKNOWN_OUTCOME (Q44), and only an answer that was never saved is asked
 again.
+
+The points are the conformance crash matrix's cases (conformance/crash_matrix.py), run here
+and nowhere else in the test suite: each must pass, and the reference's store must show the
+same. The default tier crashes once at each point; the slow tier at every other occurrence.
 """
 
 import json
@@ -16,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.case import example
+from ctxspec.conformance.case import Case, example
 from ctxspec.conformance.crash_matrix import (
+    CRASH_MATRIX,
     CRASH_POINTS,
     EXAMPLES,
     INSIDE_A_TOOL,
@@ -25,8 +30,8 @@ from ctxspec.conformance.crash_matrix import (
     UNKNOWN_TOOL,
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.harness import run_case
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
-from ctxspec.reference.ports import ScriptExhausted
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
 
 SHORT = {name: short for short, (name, _) in EXAMPLES.items()}
@@ -76,24 +81,46 @@ def test_the_conformance_crash_matrix_lists_every_commit_the_examples_make() -> 
     assert made == {short: dict(points) for short, points in CRASH_POINTS.items()}
 
 
-@pytest.mark.covers("CTX-10.2", "CTX-10.6", "CTX-10.9", "CTX-10.17", "CTX-10.19")
-@pytest.mark.parametrize(("name", "commit", "occurrence", "when"), POINTS,
-                         ids=[f"{p[0]}-{p[3]}-{p[1]}-{p[2]}" for p in POINTS])
-def test_a_crash_at_any_commit_ends_the_session_as_without_it(
-        name: str, commit: str, occurrence: int, when: str) -> None:
-    statuses, tools, kinds = outcome(run(example(name)))
+def one_per_point(cases: tuple[Case, ...]) -> set[str]:
+    """One case per crash point (a commit name, before or after it) — the first the matrix
+    lists — and every point with a rule of its own (a commit made while a tool runs)."""
+    chosen: dict[tuple[str, str], str] = {}
+    for case in cases:
+        crash = case.scenario["crash"]
+        chosen.setdefault((crash["commit"], crash["when"]), case.id)
+    inside = {f"CRASH-{short}-{commit}-{n}-{when}"
+              for short, commit, n in INSIDE_A_TOOL for when in ("BEFORE", "AFTER")}
+    return set(chosen.values()) | inside
 
-    crashed = ReferenceDriver()
-    doc = {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
-                                       "when": when}}
-    unknown_tool = (commit, when) in UNKNOWN_TOOL or \
-        (SHORT[name], commit, occurrence) in INSIDE_A_TOOL
-    try:
-        run_scenario(parse_scenario(doc), lambda: crashed)
-    except ScriptExhausted:
-        # With an unknown tool outcome the model sees an error instead of the result, so the
-        # rest of the script may no longer fit; everything up to there is still checked.
-        assert unknown_tool
+
+INNER = one_per_point(CRASH_MATRIX)
+TIERED = [pytest.param(case, id=case.id, marks=() if case.id in INNER else pytest.mark.slow)
+          for case in CRASH_MATRIX]
+"""Every case of the conformance crash matrix, run here once (tests/test_conformance.py leaves
+them out): one per crash point in the default tier, all the others in the slow tier."""
+
+
+@pytest.mark.covers("CTX-10.2", "CTX-10.6", "CTX-10.9", "CTX-10.17", "CTX-10.19")
+@pytest.mark.parametrize("case", TIERED)
+def test_a_crash_at_any_commit_ends_the_session_as_without_it(case: Case) -> None:
+    # The conformance case compares the crashed Session's trace with the uncrashed one's; the
+    # reference's store must agree too: the same Run statuses and records, no tool run more
+    # often, no saved answer asked for again, an intact database.
+    drivers: list[ReferenceDriver] = []
+
+    def recording() -> ReferenceDriver:
+        drivers.append(ReferenceDriver())
+        return drivers[-1]
+
+    result = run_case(case, recording)
+    assert (result.status, result.detail) == ("passed", "")
+    [crashed] = [d for d in drivers if d.raw_trace().of(Restarted)]
+    [uncrashed] = [d for d in drivers if d is not crashed]
+    crash = case.scenario["crash"]
+    commit, occurrence, when = crash["commit"], crash["occurrence"], crash["when"]
+    short = case.id.split("-")[1]
+    statuses, tools, kinds = outcome(uncrashed)
+    unknown_tool = (commit, when) in UNKNOWN_TOOL or (short, commit, occurrence) in INSIDE_A_TOOL
     restarts = crashed.raw_trace().of(Restarted)
     assert [(r.commit, r.occurrence, r.when) for r in restarts] == [(commit, occurrence, when)]
     model = crashed.ports.model
@@ -113,6 +140,14 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(
     assert got_statuses == statuses
     assert got_tools == tools
     assert got_kinds == kinds
+
+
+def test_the_default_tier_crashes_at_every_point_of_the_matrix() -> None:
+    points = {(c.scenario["crash"]["commit"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX}
+    inner = {(c.scenario["crash"]["commit"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX
+             if c.id in INNER}
+    assert inner == points
+    assert len(INNER) < len(CRASH_MATRIX) // 3
 
 
 @pytest.mark.parametrize(("crash", "expected"), [
