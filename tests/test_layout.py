@@ -104,6 +104,7 @@ def dev_only_modules() -> list[str]:
                   and not {_distribution(d) for d in dists} & allowed)
 
 
+@pytest.mark.slow  # builds a wheel
 def test_the_models_import_from_the_wheel_with_only_their_extra(wheel: Path,
                                                                 tmp_path: Path) -> None:
     # docs/models.md offers the machines to a runtime team that installs ctxspec[models]: no
