@@ -250,10 +250,14 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> Effec
     text = content.get("text", "")
     reasoning = content.get("reasoning")
     truncation = content.get("truncation")
+    # A denied response shows its denial state instead of its text and calls (Q75).
+    denied = content.get("denied")
+    if isinstance(denied, dict):
+        text, calls = json.dumps(denied, sort_keys=True, ensure_ascii=False), []
     return EffectiveRecord(
         record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
         tool_calls=() if content.get("incomplete") is True else tuple(calls),
-        incomplete=content.get("incomplete") is True,
+        incomplete=content.get("incomplete") is True, denied=isinstance(denied, dict),
         reasoning=reasoning if isinstance(reasoning, str) else None,
         truncation=Truncation.model_validate(truncation) if isinstance(truncation, dict)
         else None,

@@ -43,3 +43,6 @@ class ErrorCode(StrEnum):
     # ctxspec: a tool call started before a takeover and its result was never saved; its side
     # effect is unknown (§10 "未知"), reported as the call's structured error, never success.
     UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"
+    # ctxspec: a hook legitimately denied a business model request (not sent) or response (not
+    # delivered); the role ends with this code (§2 "后置拒绝则交明确拒绝状态", §3; Q75).
+    HOOK_DENIED = "HOOK_DENIED"

@@ -145,6 +145,9 @@ class ProtocolRepair:
             out.append(message_from_record(record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
                                            text=fragment_text(record.text), tool_calls=(),
                                            source_run_id=self._run_id))
+        elif kind == "assistant" and record.denied:  # the denied state, a system fact (Q75)
+            out.append(message_from_record(record, ViewKind.FEEDBACK, role=MessageRole.SYSTEM,
+                                           tool_calls=(), source_run_id=self._run_id))
         elif kind == "assistant" and record.tool_calls:
             self._open = _OpenBatch(record, frozenset(c.call_id for c in record.tool_calls))
         elif kind == "tool_result":

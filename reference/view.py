@@ -94,6 +94,9 @@ class EffectiveRecord(Contract):
     truncation: Truncation | None = None
     incomplete: bool = False
     """A model stream that never completed: material kept, never a decision (§6)."""
+    denied: bool = False
+    """A model response a post-response hook denied: the raw stays for audit, the view shows
+    only the explicit denied state, never its text or calls (§2, §3; Q75)."""
     reasoning: str | None = None
     """Reasoning the provider returned; kept in the record, rendered only where accepted."""
     annotation_source: str | None = None

@@ -84,12 +84,14 @@ def all_mutants() -> tuple[Mutant, ...]:
         compaction,
         history,
         hooks,
+        paths,
         ports,
         recovery,
         workflow,
     )
     return (*history.MUTANTS, *budget.MUTANTS, *compaction.MUTANTS, *hooks.MUTANTS,
-            *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS, *workflow.MUTANTS)
+            *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS, *workflow.MUTANTS,
+            *paths.MUTANTS)
 
 
 __all__ = ["Mutant", "Patch", "Verdict", "all_mutants", "applied", "judge"]

@@ -3,6 +3,7 @@ and the worked examples, one module per section (IDs ``S<section>-<name>``)."""
 
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.statements import (
+    paths,
     s1,
     s2,
     s3,
@@ -19,6 +20,6 @@ from ctxspec.conformance.statements import (
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
                                 *s6.CASES, *s7.CASES, *s8.CASES, *s9.CASES, *s10.CASES,
-                                *s11.CASES, *workflow.CASES)
+                                *s11.CASES, *workflow.CASES, *paths.CASES)
 
 __all__ = ["STATEMENTS"]

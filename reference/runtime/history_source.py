@@ -86,7 +86,7 @@ class StoredHistory:
             return None
         _, overrides = self.store.head_revision(context_id)
         answer = effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES))
-        if answer.tool_calls or answer.incomplete:
+        if answer.tool_calls or answer.incomplete or answer.denied:
             return None
         return answer
 

@@ -68,10 +68,13 @@ from ctxspec.reference.contracts import (
     UserInput,
 )
 from ctxspec.reference.effective import (
+    Committed,
     ContextState,
+    FieldChange,
     RawRecord,
     Scope,
     append_records,
+    commit_changes,
     effective_records,
     mutation_contract,
     new_context,
@@ -153,6 +156,13 @@ from ctxspec.reference.view import (
 )
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+REQUEST_DENIED = "a hook denied the model request; it was not sent"
+RESPONSE_DENIED = "a hook denied the model response; it was not delivered"
+INVOCATION_ERRORS = frozenset({ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE.value,
+                               ErrorCode.CONTEXT_WINDOW_EXCEEDED.value,
+                               ErrorCode.COMPACTION_FAILED.value})
+"""The context and compaction errors that end the whole AgentInvocation, wherever in it they
+happen (§8 "终结所属 AgentInvocation", §11; Q77)."""
 CompactionPolicy = Callable[[ResolvedBudget, int, int], CompactionEvaluation]
 ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
 ROOT_ROLE = "root"
@@ -639,6 +649,9 @@ class ReferenceRuntime:
                 raise AssertionError("a batch checkpoint names its decision")
             record = next(r for r in effective_records(self.contexts[run.context_id])
                           if r.record_id == UUID(decision))
+            if record.denied:  # a post-response deny committed before the crash (Q75)
+                self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
+                return
             if not record.tool_calls:
                 run.final_text = record.text  # an Executor's answer is its member's result
                 self._end(run, RunStatus.SUCCEEDED)
@@ -651,6 +664,8 @@ class ReferenceRuntime:
                         started if isinstance(started, str) else None,
                         hooked if isinstance(hooked, dict) else {},
                         delegated if isinstance(delegated, dict) else {})
+        elif stage == "denied":
+            self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
             run.loops -= 1  # the prepared request is the same loop, taken up again
             attempts = self.store.checkpoint(run.run_id, loop_key(run, "attempts"))
@@ -668,6 +683,7 @@ class ReferenceRuntime:
 
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None) -> None:
+        status, error, message = self._ending(run, status, error, message)
         if run.parent is not None:
             # An Executor execution ends; its outcome becomes the Planner's batch member result
             # (committed by the delegation, EXECUTION_ENDED).
@@ -692,12 +708,28 @@ class ReferenceRuntime:
             self.workspace.clear()  # working files only: no session fact lives there (CTX-1.15)
         self._commit("APP-FINALIZE", [])
 
+    def _stop_pending(self, run: RunState) -> bool:
+        return run.stop_requested or (run.parent is not None and run.parent.stop_requested)
+
+    def _ending(self, run: RunState, status: RunStatus, error: ErrorCode | None,
+                message: str | None) -> tuple[RunStatus, ErrorCode | None, str | None]:
+        """A stop accepted before the role ends wins over whatever the operation in flight
+        then did — a final answer, a failed or denied answer, a failed compaction chunk, a
+        context error: the operation is wound up and kept as a fact, the Run ends ``stopped``
+        (§11: no new attempt after a stop, "已有操作收束"; a root Run's stop "不能被局部错误处理
+        吞掉"; Q76)."""
+        if status is not RunStatus.STOPPED and self._stop_pending(run):
+            return RunStatus.STOPPED, None, None
+        return status, error, message
+
     def _stopped_or_out_of_time(self, run: RunState) -> bool:
         if run.stop_requested or (run.parent is not None and run.parent.stop_requested):
             self._end(run, RunStatus.STOPPED)
             return True
         deadline = self.agent.run_deadline
-        if deadline is not None and self.clock.now() - run.started_at_tick >= deadline:
+        # One deadline per Run: an Executor's calls count from the Run's start (§8, §11).
+        started = (run.parent or run).started_at_tick
+        if deadline is not None and self.clock.now() - started >= deadline:
             self._end(run, RunStatus.TIMED_OUT)
             return True
         return False
@@ -726,10 +758,13 @@ class ReferenceRuntime:
         # A resumed request passed its pre-request chain before it was compacted or frozen;
         # the chain's changes are in the effective context, so it is not run again (§10).
         chain = None if resume_operation is not None else self._hooks(
-            "model.pre_request", run, {"params": {}}, None, None, always=[
-                self._checkpoint(run, "prepared", operation_id=str(operation_id))],
+            "model.pre_request", run, {"params": {}}, None, None, extra=lambda outcome:
+            self._request_decided(run, operation_id, outcome),
             budget=self._fixed_room(run, view, protected)
             if self.hooks.registered("model.pre_request") else None)
+        if chain is not None and chain.blocked:  # never sent; the role ends (Q75)
+            self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
+            return
         if chain is not None and chain.items:
             view = self._view(run, protected)
             if isinstance(view, UnsettledBatch):
@@ -755,6 +790,13 @@ class ReferenceRuntime:
         self._commit("T_FREEZE", checkpoint)
         self._call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
+
+    def _request_decided(self, run: RunState, operation_id: UUID,
+                         chain: ChainOutcome | None) -> list[Write]:
+        """The loop's position after the pre-request chain, committed with its decision: a
+        deny is a fact a takeover ends the role on, never a request it sends (§3, Q75)."""
+        stage = "denied" if chain is not None and chain.blocked else "prepared"
+        return [self._checkpoint(run, stage, operation_id=str(operation_id))]
 
     def _prepare_inputs(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
         """The protected inputs of this request (the Run's inputs up to the cutoff), their
@@ -1216,10 +1258,10 @@ class ReferenceRuntime:
         delivered = False
         first_attempt, run.resume_attempt = run.resume_attempt, 1
         last_fragment, run.resume_partial = run.resume_partial, False
+        fragments = self._stored_fragments(run, operation_id) if first_attempt > 1 else []
         for attempt in range(first_attempt, self.agent.model_attempts + 1):
-            if attempt > 1 and (run.stop_requested or (run.parent and run.parent.stop_requested)):
-                self._end(run, RunStatus.STOPPED)  # no new business attempt after a stop
-                return
+            if attempt > 1 and self._halted_before_retry(run):
+                return  # no new attempt after a stop or past the Run's deadline
             outcome = self._model(run, "business", operation_id, f"model:{operation_id}",
                                   attempt, messages, self._schemas(run),
                                   self.budget.output_reserve, view, compaction=decision,
@@ -1254,21 +1296,47 @@ class ReferenceRuntime:
                                 f"model:{operation_id}", OperationState.RUNNING, raw)
                 self._commit("RAW_RESULT_SAVED", [
                     self._checkpoint(run, "raw_saved", operation_id=str(operation_id))])
+                self._settle_fragments(run, fragments, succeeded=True)
                 self._accept(run, operation_id, outcome)
                 return
             if isinstance(outcome, PartialThenFailed):
-                self._append(run, MessageRole.ASSISTANT, "assistant",
-                             {"text": outcome.fragment}, incomplete=True)
+                fragments.append(outcome.fragment)
             # A failed attempt is a fact: a takeover goes on with the next one, never renews
-            # the attempts (§10).
+            # the attempts (§10). Its fragment is kept with it, out of the role's context.
             last_fragment = isinstance(outcome, PartialThenFailed)
             self._commit("ATTEMPT_FAILED", [checkpoint_write(
                 run.run_id, loop_key(run, "attempts"), {
                     "operation_id": str(operation_id), "failed": attempt,
-                    "partial": last_fragment})])
+                    "partial": last_fragment, "fragments": list(fragments)})])
+        self._settle_fragments(run, fragments, succeeded=False)
         self._end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
+
+    def _halted_before_retry(self, run: RunState) -> bool:
+        """A retry is a new model call: under the Run's stop and its deadline like every call
+        (§8 "所有调用受同一 Run deadline", §3, §11). Ends the role when either came."""
+        return self._stopped_or_out_of_time(run)
+
+    def _stored_fragments(self, run: RunState, operation_id: UUID) -> list[str]:
+        """The fragments of an Operation's failed attempts a crashed incarnation saved."""
+        saved = self.store.checkpoint(run.run_id, loop_key(run, "attempts"))
+        if not isinstance(saved, dict) or saved.get("operation_id") != str(operation_id):
+            return []
+        kept = saved.get("fragments")
+        return [f for f in kept if isinstance(f, str)] if isinstance(kept, list) else []
+
+    def _settle_fragments(self, run: RunState, fragments: Sequence[str], *,
+                          succeeded: bool) -> None:
+        """Failed attempts' fragments are references kept with their attempts; they enter the
+        role's context, as marked incomplete fragments, only when the Operation finally fails.
+        After a good retry the complete response alone enters the business view (§12 row 12
+        "不拼接 Attempt", "完整响应才进入业务视图", §2, §6; CTX-2.30)."""
+        if succeeded:
+            return
+        for fragment in fragments:
+            self._append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
+                         incomplete=True)
 
     def _append(self, run: RunState, role: MessageRole, kind: str, content: dict[str, JSON],
                 call_id: UUID | None = None, operation_id: UUID | None = None,
@@ -1306,12 +1374,44 @@ class ReferenceRuntime:
         self._commit("EFFECTIVE_RESULT", [
             self._checkpoint(run, "batch", decision=str(record_id), settled={})])
         self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
-                    stage="post")
+                    stage="post", extra=lambda chain: self._response_decided(run, record_id,
+                                                                             chain))
+        answer = next(r for r in effective_records(self.contexts[run.context_id])
+                      if r.record_id == record_id)
+        if answer.denied:  # neither its calls run nor is it delivered (§2, §3; Q75)
+            self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
+            return
         if not calls:
-            run.final_text = outcome.text
+            run.final_text = self._answer_text(answer, outcome.text)
             self._end(run, RunStatus.SUCCEEDED)
             return
         self._batch(run, record_id, [call_id for call_id, _ in calls])
+
+    def _response_decided(self, run: RunState, record_id: UUID,
+                          chain: ChainOutcome | None) -> list[Write]:
+        """A legitimate post-response deny marks the response denied in the effective context,
+        committed with the decision (HOOK_DECISION): its raw stays for audit; the Loop, history
+        and a takeover see only the explicit denied state (§2 "后置拒绝则交明确拒绝状态", §3
+        "合法 deny … 必须阻止执行或交付"; Q75)."""
+        if chain is None or not chain.blocked:
+            return []
+        hook_id = chain.items[-1].invocation.hook_invocation_id
+        state = self.contexts[run.context_id]
+        denial: JSON = json.loads(denial_feedback("post", hook_id, {}))
+        committed = commit_changes(state, [FieldChange(record_id, "denied", denial, ())], [],
+                                   base_revision=state.head.revision, mutation_id=self._id(),
+                                   source_kind=MutationSourceKind.RUNTIME,
+                                   source_ref=f"denied:{hook_id}")
+        if not isinstance(committed, Committed):
+            raise AssertionError("a runtime mark on the head revision cannot conflict")
+        self.contexts[run.context_id] = committed.state
+        return []
+
+    def _answer_text(self, answer: EffectiveRecord, raw_text: str) -> str:
+        """The answer the waiter receives is the effective one, after the post-response hooks
+        (§3 response row: "保存 raw_result，再提交 Hook 后有效结果 → 当前等待者"): the user's
+        final result, or the Planner's delegate result — with or without a crash between."""
+        return answer.text
 
     def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
                settled: Mapping[str, JSON] | None = None, started: str | None = None,
@@ -1358,6 +1458,8 @@ class ReferenceRuntime:
                 # arguments are already in the effective record.
                 if earlier.get("blocked") is True:
                     blocked = earlier
+            elif self._stop_pending(run):
+                break  # the call will never run: its pre-call hook is not asked (Q80)
             else:
                 def remember(chain: ChainOutcome | None, key: str = str(call_id)) -> list[Write]:
                     if chain is None:  # no hook answered: nothing blocks, nothing to re-ask
@@ -1406,9 +1508,11 @@ class ReferenceRuntime:
                     delegated[key] = str(context_id)
                     return position()
                 running = delegated.get(str(call_id))
-                text = self._delegate(run, call_id, arguments, begin, settle,
-                                      UUID(running) if isinstance(running, str) else None)
-                results.append((call_id, {"text": text}))
+                handed = self._delegate(run, call_id, arguments, begin, settle,
+                                        UUID(running) if isinstance(running, str) else None)
+                if handed is None:
+                    return  # the Executor's context error ended the whole invocation
+                results.append((call_id, {"text": handed}))
                 continue
             self._commit("TOOL_STARTED", position(started=str(call_id)))
             self.clock.tick()
@@ -1576,7 +1680,7 @@ class ReferenceRuntime:
 
     def _delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
                   begin: Callable[[UUID], Sequence[Write]],
-                  settle: Callable[[str], Sequence[Write]], running: UUID | None) -> str:
+                  settle: Callable[[str], Sequence[Write]], running: UUID | None) -> str | None:
         """One Executor execution for a ``delegate`` call: its own NodeTask and RoleContext,
         its protected inputs exactly the hand-over (task, constraints, material refs), never the
         Planner's messages, prompt or undelivered supplements. Its final answer, or its failure,
@@ -1593,12 +1697,20 @@ class ReferenceRuntime:
             task = self._start_execution(planner, call_id, arguments, begin)
         while task.status is RunStatus.RUNNING:
             self._loop(task)
+        if self._ends_invocation(task):
+            # §11, §8: a context or compaction error acts on the whole AgentInvocation — the
+            # Executor is a NodeTask of it — so the direct Agent Run ends with it (Q77).
+            self._end(planner, task.status, ErrorCode(str(task.error_code)), task.message)
+            return None
         text = task.final_text if task.status is RunStatus.SUCCEEDED and \
             task.final_text is not None else structured_error(
                 task.error_code or task.status.value.upper(),
                 task.message or f"the Executor ended {task.status.value}")
         self._commit("EXECUTION_ENDED", settle(text))
         return text
+
+    def _ends_invocation(self, task: RunState) -> bool:
+        return task.status is RunStatus.FAILED and task.error_code in INVOCATION_ERRORS
 
     def _start_execution(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
                          begin: Callable[[UUID], Sequence[Write]]) -> RunState:

@@ -1,0 +1,101 @@
+"""Mutants of rules the suite once pinned on one path only (issue #22): each reintroduces a
+fault the reference had on the other paths — a post-response deny ignored, an Executor's raw
+answer handed to the Planner, an Executor's context error swallowed, a retry past the Run's
+deadline, a failed attempt's fragment kept after a good retry, a stop that loses to the outcome
+of the request in flight, a pre-request deny that still sends the request."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference.contracts import MessageRole, RunStatus
+from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime.runtime import ReferenceRuntime, RunState
+
+Method = Callable[..., Any]
+
+
+def _response_deny_ignored(original: Method) -> Method:
+    def decided(self: ReferenceRuntime, run: RunState, record_id: Any, chain: Any) -> list[Any]:
+        return []  # the deny is recorded as a decision, but the response goes on as given
+    return decided
+
+
+def _raw_answer(original: Method) -> Method:
+    def answer(self: ReferenceRuntime, effective: Any, raw_text: str) -> str:
+        return raw_text  # the waiter gets the provider's text, not the post-hook result
+    return answer
+
+
+def _error_swallowed(original: Method) -> Method:
+    def ends(self: ReferenceRuntime, task: RunState) -> bool:
+        return False  # every Executor failure is just its delegation's error result
+    return ends
+
+
+def _retry_past_deadline(original: Method) -> Method:
+    def halted(self: ReferenceRuntime, run: RunState) -> bool:
+        if self._stop_pending(run):  # only the stop is checked between attempts
+            self._end(run, RunStatus.STOPPED)
+            return True
+        return False
+    return halted
+
+
+def _fragment_kept(original: Method) -> Method:
+    def settle(self: ReferenceRuntime, run: RunState, fragments: Sequence[str], *,
+               succeeded: bool) -> None:
+        for fragment in fragments:  # kept in the role's context whatever the retry did
+            self._append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
+                         incomplete=True)
+    return settle
+
+
+def _stop_loses(original: Method) -> Method:
+    def ending(self: ReferenceRuntime, run: RunState, status: RunStatus, error: Any,
+               message: str | None) -> tuple[RunStatus, Any, str | None]:
+        return status, error, message  # the request in flight decides the ending
+    return ending
+
+
+def _request_deny_ignored(original: Method) -> Method:
+    def chain(proposals: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+        outcome = original(proposals, call, *args, **kwargs)
+        # A pre-request deny is recorded, but the request is frozen and sent anyway.
+        return replace(outcome, blocked=False) if call.hook_point == "model.pre_request" \
+            else outcome
+    return chain
+
+
+MUTANTS = (
+    Mutant("RESPONSE-DENY-IGNORED",
+           "a model.post_response deny is recorded but the answer is delivered: its calls run, "
+           "a final answer ends the Run succeeded (§2 "
+           "\"后置拒绝则交明确拒绝状态\", §3: a legitimate deny blocks execution or delivery)",
+           (Patch(ReferenceRuntime, "_response_decided", _response_deny_ignored),)),
+    Mutant("EXECUTOR-ANSWER-RAW",
+           "the Planner receives the Executor's raw answer, not the post-hook effective one (§3 "
+           "response row: the effective result goes to the current waiter)",
+           (Patch(ReferenceRuntime, "_answer_text", _raw_answer),)),
+    Mutant("EXECUTOR-ERROR-SWALLOWED",
+           "an Executor's context or compaction error becomes its delegation's error result and "
+           "the Planner carries on (§11: it ends the whole AgentInvocation)",
+           (Patch(ReferenceRuntime, "_ends_invocation", _error_swallowed),)),
+    Mutant("RETRY-PAST-DEADLINE",
+           "between model attempts only the stop is checked: a retry is sent after the Run's "
+           "deadline (§8: every call is under the same Run deadline)",
+           (Patch(ReferenceRuntime, "_halted_before_retry", _retry_past_deadline),)),
+    Mutant("FRAGMENT-KEPT-AFTER-RETRY",
+           "a failed attempt's fragment stays in the role's context after a good retry (§12 row "
+           "12: only the complete response enters the business view)",
+           (Patch(ReferenceRuntime, "_settle_fragments", _fragment_kept),)),
+    Mutant("STOP-LOSES-TO-OUTCOME",
+           "a stop that arrives while a request is in flight ends the Run as that request did "
+           "(§11: the root Run's stop is not swallowed by local outcomes; Q76)",
+           (Patch(ReferenceRuntime, "_ending", _stop_loses),)),
+    Mutant("REQUEST-DENY-IGNORED",
+           "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
+           "deny blocks the call)",
+           (Patch(runtime, "run_chain", _request_deny_ignored),)),
+)
