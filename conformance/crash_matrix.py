@@ -28,6 +28,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
+from ctxspec.conformance.sessions import hooked_executor_answer
 
 EXAMPLES: Mapping[str, tuple[str, frozenset[str]]] = {
     "TOOLS": ("tool-batch-hook", frozenset({"hooks"})),
@@ -62,6 +63,21 @@ CRASH_POINTS: Mapping[str, Mapping[str, int]] = {
                 "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 3, "EXECUTION_STARTED": 2,
                 "EXECUTION_ENDED": 2, "APP-FINALIZE": 2},
 }
+
+FOCUSED: Mapping[str, tuple[Callable[[], dict[str, Any]], frozenset[str],
+                            Mapping[str, tuple[int, ...]]]] = {
+    # A Planner whose Executor's answer a model.post_response hook rewrites (conformance/
+    # sessions.py): every commit of the Executor's execution — its request frozen, its raw
+    # answer saved, its effective result, the post-response chain marked and decided, the
+    # execution ended. The Planner's own commits are those PLANNER crosses already.
+    "HOOKED": (hooked_executor_answer, frozenset({"hooks", "planner_executor"}), {
+        "EXECUTION_STARTED": (1,), "T_FREEZE": (2,), "RAW_RESULT_SAVED": (2,),
+        "EFFECTIVE_RESULT": (2,), "HOOK_STARTED": (2,), "HOOK_DECISION": (2,),
+        "EXECUTION_ENDED": (1,)}),
+}
+"""Sessions crossed at chosen commits only (short name → scenario builder, capabilities,
+commit → occurrences), each before and after: the crashed Planner must still receive the
+Executor's effective answer, as the uncrashed one does."""
 
 LOST_ANSWER = frozenset({("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
                          ("RAW_RESULT_SAVED", "before"), ("ATTEMPT_FAILED", "before"),
@@ -161,10 +177,10 @@ def _names(trace: Trace) -> list[str]:
     return [e["name"] for e in of(trace, "tool_executed")]
 
 
-def _crashed(name: str, short: str, commit: str, occurrence: int, when: str
+def _crashed(scenario: dict[str, Any], short: str, commit: str, occurrence: int, when: str
              ) -> dict[str, Any]:
-    document = {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
-                                           "when": when}}
+    document = {**scenario, "crash": {"commit": commit, "occurrence": occurrence,
+                                      "when": when}}
     if _unknown_tool(short, commit, occurrence, when):
         document["model"] = {purpose: [*script, SPARE, SPARE]
                              for purpose, script in document["model"].items()}
@@ -172,18 +188,24 @@ def _crashed(name: str, short: str, commit: str, occurrence: int, when: str
 
 
 def _cases() -> tuple[Case, ...]:
+    crossed: list[tuple[str, str, dict[str, Any], frozenset[str],
+                        Mapping[str, tuple[int, ...]]]] = [
+        (short, name, example(name), EXAMPLES[short][1],
+         {commit: tuple(range(1, count + 1)) for commit, count in points.items()})
+        for short, points in CRASH_POINTS.items() for name in (EXAMPLES[short][0],)]
+    crossed += [(short, short.lower(), build(), needs, points)
+                for short, (build, needs, points) in FOCUSED.items()]
     cases: list[Case] = []
-    for short, points in CRASH_POINTS.items():
-        name, needs = EXAMPLES[short]
-        for commit, count in points.items():
-            for occurrence in range(1, count + 1):
+    for short, name, scenario, needs, points in crossed:
+        for commit, occurrences in points.items():
+            for occurrence in occurrences:
                 for when in ("before", "after"):
                     cases.append(Case(
                         f"CRASH-{short}-{commit}-{occurrence}-{when.upper()}",
                         f"{name}: a crash {when} {commit} #{occurrence} changes nothing",
                         "§10 crash matrix", REQUIREMENTS,
-                        _crashed(name, short, commit, occurrence, when),
-                        no_check, needs | {"crash_points"}, baseline=example(name),
+                        _crashed(scenario, short, commit, occurrence, when),
+                        no_check, needs | {"crash_points"}, baseline=scenario,
                         compare=_compare(short, commit, occurrence, when)))
     return tuple(cases)
 

@@ -52,3 +52,19 @@ def write_path(*items: dict[str, Any]) -> dict[str, Any]:
     document["tools"] = {"write": [{"text": "ok"}]}
     document["hooks"] = [{"point": "tool.pre_call", "items": list(items)}]
     return document
+
+
+def hooked_executor_answer() -> dict[str, Any]:
+    """A Planner delegates one task; its Executor answers "raw sum 23" and the second
+    model.post_response chain (the first is the Planner's delegating answer's) rewrites that
+    answer to "checked sum 5": the effective answer the Planner must receive (§3)."""
+    document = base(executor={"tools": []})
+    document["steps"] = [{"ask": "add them"}, {"advance": True}]
+    document["model"] = {
+        "business": [{"text": "", "tool_calls": [{"name": "delegate",
+                                                  "arguments": {"task": "sum 2 and 3"}}]},
+                     {"text": "it is five"}],
+        "executor": [{"text": "raw sum 23"}]}
+    document["hooks"] = [{"point": "model.post_response", "ordinal": 2, "items": [
+        {"payload_patch": [{"path": "text", "value": "checked sum 5"}]}]}]
+    return document

@@ -18,7 +18,9 @@ Method = Callable[..., Any]
 
 def _response_deny_ignored(original: Method) -> Method:
     def decided(self: ReferenceRuntime, run: RunState, record_id: Any, chain: Any) -> list[Any]:
-        return []  # the deny is recorded as a decision, but the response goes on as given
+        # The deny is recorded as a decision, but the response goes on as given.
+        position: list[Any] = original(self, run, record_id, None)
+        return position
     return decided
 
 

@@ -23,7 +23,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.sessions import boundary
+from ctxspec.conformance.sessions import boundary, hooked_executor_answer
 
 
 def texts(request: dict[str, Any]) -> str:
@@ -111,17 +111,7 @@ def _denied_request_check(trace: Trace) -> None:
 
 
 def _executor_answer_scenario(crash: dict[str, Any] | None = None) -> dict[str, Any]:
-    document = base(executor={"tools": []})
-    document["steps"] = [{"ask": "add them"}, {"advance": True}]
-    document["model"] = {
-        "business": [{"text": "", "tool_calls": [{"name": "delegate",
-                                                  "arguments": {"task": "sum 2 and 3"}}]},
-                     {"text": "it is five"}],
-        "executor": [{"text": "raw sum 23"}]}
-    # model.post_response is asked for the Planner's delegating answer (1), then for the
-    # Executor's final answer (2): the second chain rewrites it.
-    document["hooks"] = [{"point": "model.post_response", "ordinal": 2, "items": [
-        {"payload_patch": [{"path": "text", "value": "checked sum 5"}]}]}]
+    document = hooked_executor_answer()
     if crash is not None:
         document["crash"] = crash
     return document

@@ -642,6 +642,11 @@ class ReferenceRuntime:
             raw = json.loads(self.store.text(op.raw_result_ref))
             self._accept(run, op.operation_id, Complete(raw["text"], tuple(
                 ProposedCall(c["name"], c["arguments"]) for c in raw["tool_calls"])))
+        elif stage == "post" and isinstance(checkpoint.get("decision"), str):
+            record_id = UUID(str(checkpoint["decision"]))
+            raw_record = self.contexts[run.context_id].record(record_id)
+            text = raw_record.content.get("text") if raw_record is not None else None
+            self._after_response(run, record_id, text if isinstance(text, str) else "")
         elif stage == "batch":
             decision = checkpoint.get("decision")
             settled = checkpoint.get("settled")
@@ -1371,9 +1376,17 @@ class ReferenceRuntime:
         self._operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
                         OperationState.SUCCEEDED, operation.raw_result_ref,
                         self._ref(outcome.text))
+        # Until its post-response chain is decided the answer is not the Loop's: a takeover
+        # at "post" asks that chain (unless a hook was running: Q50), never skips it (§10
+        # "只有原始结果时继续后处理").
         self._commit("EFFECTIVE_RESULT", [
-            self._checkpoint(run, "batch", decision=str(record_id), settled={})])
-        self._hooks("model.post_response", run, {"text": outcome.text}, None, record_id,
+            self._checkpoint(run, "post", decision=str(record_id))])
+        self._after_response(run, record_id, outcome.text)
+
+    def _after_response(self, run: RunState, record_id: UUID, raw_text: str) -> None:
+        """The post-response chain makes the effective answer; only then does the Loop get it:
+        its batch, its final answer, or — denied — nothing (§2, §3)."""
+        self._hooks("model.post_response", run, {"text": raw_text}, None, record_id,
                     stage="post", extra=lambda chain: self._response_decided(run, record_id,
                                                                              chain))
         answer = next(r for r in effective_records(self.contexts[run.context_id])
@@ -1381,11 +1394,11 @@ class ReferenceRuntime:
         if answer.denied:  # neither its calls run nor is it delivered (§2, §3; Q75)
             self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
             return
-        if not calls:
-            run.final_text = self._answer_text(answer, outcome.text)
+        if not answer.tool_calls:
+            run.final_text = self._answer_text(answer, raw_text)
             self._end(run, RunStatus.SUCCEEDED)
             return
-        self._batch(run, record_id, [call_id for call_id, _ in calls])
+        self._batch(run, record_id, [call.call_id for call in answer.tool_calls])
 
     def _response_decided(self, run: RunState, record_id: UUID,
                           chain: ChainOutcome | None) -> list[Write]:
@@ -1393,8 +1406,9 @@ class ReferenceRuntime:
         committed with the decision (HOOK_DECISION): its raw stays for audit; the Loop, history
         and a takeover see only the explicit denied state (§2 "后置拒绝则交明确拒绝状态", §3
         "合法 deny … 必须阻止执行或交付"; Q75)."""
+        decided = [self._checkpoint(run, "batch", decision=str(record_id), settled={})]
         if chain is None or not chain.blocked:
-            return []
+            return decided
         hook_id = chain.items[-1].invocation.hook_invocation_id
         state = self.contexts[run.context_id]
         denial: JSON = json.loads(denial_feedback("post", hook_id, {}))
@@ -1405,7 +1419,7 @@ class ReferenceRuntime:
         if not isinstance(committed, Committed):
             raise AssertionError("a runtime mark on the head revision cannot conflict")
         self.contexts[run.context_id] = committed.state
-        return []
+        return decided
 
     def _answer_text(self, answer: EffectiveRecord, raw_text: str) -> str:
         """The answer the waiter receives is the effective one, after the post-response hooks
