@@ -38,6 +38,9 @@ class Case:
     """For a relational case: a scenario run first, on a fresh driver; ``compare`` then judges
     the case's trace against that one (a crashed Session against the same Session uncrashed)."""
     compare: Callable[[Trace, Trace], None] | None = None
+    matrix: Mapping[str, str] | None = None
+    """For a case generated from a matrix (conformance/matrix.py): its coordinate, one value
+    per dimension, which ``ctxspec trace --matrix`` shows per requirement."""
 
 
 COMPACTING = frozenset({"compaction", "estimator_injection"})

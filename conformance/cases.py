@@ -31,6 +31,7 @@ from ctxspec.conformance.case import (
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.matrix import HOOK_MATRIX
 from ctxspec.conformance.sessions import boundary, corrected_summary, write_path
 from ctxspec.conformance.statements import STATEMENTS
 
@@ -1066,6 +1067,7 @@ CASES: tuple[Case, ...] = (
          OUR_DOCUMENTS, (), _malformed(crash={"commit": "T_FROZE"}), no_check,
          refusal="SCENARIO_INVALID", needs=frozenset({"crash_points"})),
     *STATEMENTS,
+    *HOOK_MATRIX,
     *CRASH_MATRIX,
 )
 

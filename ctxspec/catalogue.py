@@ -122,6 +122,8 @@ class Declaration:
     requirement_ids: tuple[str, ...]
     covered_by: str
     kind: Literal["conformance", "unit"]
+    matrix: tuple[tuple[str, str], ...] = ()
+    """For a case generated from a matrix: its coordinate, (dimension, value) pairs."""
 
 
 _Declared = TypeVar("_Declared")
@@ -181,7 +183,8 @@ def scan_declarations(repository_root: Path | None = None) -> tuple[list[Declara
         sources.append((tests, "unit"))
     from ctxspec.conformance.cases import CASES  # the cases name their requirements
 
-    declarations = [Declaration(case.requirements, f"conformance case {case.id}", "conformance")
+    declarations = [Declaration(case.requirements, f"conformance case {case.id}", "conformance",
+                                tuple((case.matrix or {}).items()))
                     for case in CASES]
     for directory, kind in sources:
         for path in sorted(directory.rglob("*.py")):
@@ -208,6 +211,8 @@ class TraceRow:
     statement: str
     not_testable: str | None
     white_box: str | None = None
+    matrix: tuple[dict[str, str], ...] = ()
+    """The matrix points pinned for it: each case's coordinate and its ``case`` ID."""
 
 
 def trace(requirements: Iterable[Requirement],
@@ -228,8 +233,11 @@ def trace(requirements: Iterable[Requirement],
             status = "not_testable"
         else:
             status = "uncovered"
+        points = tuple({**dict(d.matrix), "case": d.covered_by.removeprefix(
+            "conformance case ")} for d in sorted(found, key=lambda d: d.covered_by)
+            if d.matrix)
         rows.append(TraceRow(requirement.id, requirement.section, requirement.level, status,
                              tuple(sorted({d.covered_by for d in found})),
                              requirement.statement, requirement.not_testable,
-                             requirement.white_box))
+                             requirement.white_box, points))
     return rows

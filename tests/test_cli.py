@@ -133,12 +133,28 @@ def test_trace_prints_the_matrix_requirement_to_cases_to_status() -> None:
         "EX7-BUDGET, ROW-04-AT, ROW-04-BELOW, ROW-04-FLOOR, ")
     code, output = run("trace")
     [retries] = [line for line in output.splitlines() if line.startswith("CTX-10.2 ")]
-    assert "crash matrix (242 cases)" in retries
+    assert "crash matrix (256 cases)" in retries
     [platform] = [line for line in output.splitlines() if line.startswith("CTX-1.1 ")]
     assert platform.split()[1] == "not_testable" and "not testable: " in platform
     code, output = run("trace", "--summary")
     assert not any(line.startswith("CTX-") for line in output.splitlines())
     assert output.splitlines()[-1].startswith("all ")
+
+
+def test_trace_shows_which_points_of_the_hook_matrix_pin_a_requirement() -> None:
+    code, output = run("trace", "--matrix", "CTX-3.18")
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[1] == "hook matrix: 12 of 144 points pinned (point × decision × role × ending)"
+    [deny] = [line for line in lines if line.startswith("TPRE deny")]
+    # root succeeded, failed, stopped, timed_out; then the Executor's four endings
+    assert deny.split()[2:] == ["✓", "·", "·", "·", "✓", "·", "·", "·"]
+    assert "HM-TPRE-DENY-EXECUTOR-SUCCEEDED" in lines[-1]
+    code, output = run("trace", "--section", "3")
+    [row] = [line for line in output.splitlines() if line.startswith("CTX-3.18 ")]
+    assert "hook matrix (12 points; --matrix CTX-3.18)" in row and "HM-" not in row
+    code, output = run("trace", "--matrix", "CTX-99.1")
+    assert code != 0 and "no requirement CTX-99.1" in output
 
 
 def test_trace_json_lists_every_section() -> None:

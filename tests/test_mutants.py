@@ -74,6 +74,7 @@ CATCHER = {
     "FRAGMENT-KEPT-AFTER-RETRY": "ROW-12-RETRY",
     "STOP-LOSES-TO-OUTCOME": "S11-STOP-IN-FLIGHT-FINAL",
     "REQUEST-DENY-IGNORED": "S3-REQUEST-DENIED",
+    "EXECUTOR-DEADLINE-RENEWED": "HM-TPRE-ALLOW-EXECUTOR-TIMED_OUT",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
 

@@ -61,6 +61,19 @@ def _stop_loses(original: Method) -> Method:
     return ending
 
 
+def _deadline_per_task(original: Method) -> Method:
+    def halted(self: ReferenceRuntime, run: RunState) -> bool:
+        if self._stop_pending(run):
+            self._end(run, RunStatus.STOPPED)
+            return True
+        deadline = self.agent.run_deadline  # counted from the role's own start
+        if deadline is not None and self.clock.now() - run.started_at_tick >= deadline:
+            self._end(run, RunStatus.TIMED_OUT)
+            return True
+        return False
+    return halted
+
+
 def _request_deny_ignored(original: Method) -> Method:
     def chain(proposals: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
         outcome = original(proposals, call, *args, **kwargs)
@@ -96,6 +109,10 @@ MUTANTS = (
            "a stop that arrives while a request is in flight ends the Run as that request did "
            "(§11: the root Run's stop is not swallowed by local outcomes; Q76)",
            (Patch(ReferenceRuntime, "_ending", _stop_loses),)),
+    Mutant("EXECUTOR-DEADLINE-RENEWED",
+           "an Executor's deadline counts from the Executor's own start, so it gets the Run's "
+           "whole deadline afresh (§8: every call is under the same Run deadline; §11)",
+           (Patch(ReferenceRuntime, "_stopped_or_out_of_time", _deadline_per_task),)),
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",

@@ -50,6 +50,8 @@ class Run:
     seq: int = 0
     status: str = "running"
     final: str | None = None
+    ticks: int = 0
+    """Model calls and tool runs so far: the Run's deadline counts them (§8)."""
 
 
 class ToyDriver:
@@ -109,7 +111,16 @@ class ToyDriver:
 
     # --- the loop ---------------------------------------------------------------------------
 
+    def _out_of_time(self, run: Run) -> bool:
+        deadline = self.agent.run_deadline
+        if deadline is not None and run.ticks >= deadline:
+            self._end(run, "timed_out")
+            return True
+        return False
+
     def _loop(self, run: Run) -> None:
+        if self._out_of_time(run):
+            return
         if run.loops == self.agent.loop_limit:
             self._end(run, "loop_exhausted")
             return
@@ -125,7 +136,11 @@ class ToyDriver:
         tokens = self.ports.estimator.estimate(EstimationRequest(messages=tuple(
             PromptMessage(role=m["role"], text=m["text"]) for m in view))).tokens
         delivered = False
+        fragments: list[str] = []
         for attempt in range(1, self.agent.model_attempts + 1):
+            if attempt > 1 and self._out_of_time(run):  # a retry is a call under the deadline
+                return
+            run.ticks += 1
             self._event("model_request", purpose="business", role="root", purpose_key=key,
                         attempt=attempt, view={"messages": view},
                         estimated_input_tokens=tokens, max_output_tokens=self.reserve,
@@ -148,13 +163,14 @@ class ToyDriver:
                 for delivery in claimed:
                     delivery.state = "delivered"
                     self._delivery(delivery)
-            if isinstance(outcome, Complete):
+            if isinstance(outcome, Complete):  # a good retry: the fragments stay out (§12 row 12)
                 self._decide(run, outcome)
                 return
             if isinstance(outcome, PartialThenFailed):
-                run.records.append(_message(
-                    "system", "fragment",
-                    f"[incomplete model output, not a decision] {outcome.fragment}"))
+                fragments.append(outcome.fragment)
+        for fragment in fragments:  # kept, marked, only once the model finally failed
+            run.records.append(_message(
+                "system", "fragment", f"[incomplete model output, not a decision] {fragment}"))
         self._end(run, "failed", "MODEL_FAILED", "the model failed")
 
     def _decide(self, run: Run, outcome: Complete) -> None:
@@ -175,6 +191,7 @@ class ToyDriver:
                                     "call_id": call["call_id"]})
                 continue
             arguments = json.loads(call["arguments"])
+            run.ticks += 1
             result = self.ports.tools.run(call["name"], arguments, number)
             self._event("tool_executed", call_id=call["call_id"], name=call["name"],
                         effective_arguments=arguments, proposed_arguments=arguments,
