@@ -64,7 +64,8 @@ CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injecti
                           "triggers", "planner_executor", "crash_points", "commit_failures",
                           "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
-                          "sessions", "workflow", "history_bodies"})
+                          "sessions", "workflow", "history_bodies", "error_figures",
+                          "final_answers"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -82,7 +83,10 @@ runtime as the time the call took; the reference runs a batch's calls one by one
 the figure on ``tool_executed`` (§2; Q58 "Tool latency"). ``sessions``: ``new_session()``
 opens another Session of the same Agent on the same store and workspace (§10).
 ``workflow``: ``run_workflow`` runs a scenario's outer workflow (§1, §2, §11).
-``history_bodies``: a history read with ``bodies`` traces ``records`` (§6)."""
+``history_bodies``: a history read with ``bodies`` traces ``records`` (§6).
+``error_figures``: a window error's ``run_ended`` carries its ``figures`` (the fixed input,
+the input, the budget: §8, §11; Q83) and a client ``run_ended`` event its ``error_code``
+(Q84). ``final_answers``: ``run_ended`` carries the final answer delivered to the user (§2)."""
 
 
 @dataclass(frozen=True)
@@ -311,17 +315,20 @@ class ReferenceDriver:
                                                                         "another Session")
         caller = read.kind + (f":{read.role}" if read.role else "")
         try:
-            rows = self.read_history(session, read.kind, read.role)
+            rows = self.read_history(session, read.kind, read.role, read.content,
+                                     read.node_task)
         except AccessDenied as refused:
             self.observed.add(HistoryRead(caller, read.session, False, (), str(refused),
-                                          () if read.bodies else None))
+                                          () if read.bodies else None, read.content,
+                                          read.node_task))
             return
         bodies = None
         if read.bodies:
             who = HistoryCaller(session, read.kind, read.role)
             bodies = tuple(self._body(who, row) for row in rows)
         self.observed.add(HistoryRead(caller, read.session, True,
-                                      tuple(r["message_kind"] for r in rows), None, bodies))
+                                      tuple(r["message_kind"] for r in rows), None, bodies,
+                                      read.content, read.node_task))
 
     def _body(self, caller: HistoryCaller, row: dict[str, Any]) -> RecordBody:
         """A served record as digests: its text, and the full body behind its result_ref as
@@ -349,11 +356,13 @@ class ReferenceDriver:
         return self._runtime().session_id
 
     def read_history(self, session_id: UUID, kind: Literal["role", "audit", "script"],
-                     role: str | None = None) -> list[dict[str, Any]]:
-        """The history API: the raw records a caller may read, as JSON; a refusal raises
-        ``AccessDenied``."""
+                     role: str | None = None, content: Literal["raw", "effective"] | None = None,
+                     node_task: int | None = None) -> list[dict[str, Any]]:
+        """The history API: the records a caller may read (effective or raw, Q81), as JSON; a
+        refusal raises ``AccessDenied``."""
         return [{"message_kind": raw.record.message_kind, "content": dict(raw.content)}
-                for raw in self._runtime().read_history(HistoryCaller(session_id, kind, role))]
+                for raw in self._runtime().read_history(HistoryCaller(session_id, kind, role),
+                                                        content, node_task)]
 
     def raw_trace(self) -> Trace:
         if self.workflow_trace is not None:

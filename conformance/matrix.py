@@ -235,6 +235,12 @@ def _run_ending(point: Point) -> tuple[str, str | None]:
 
 def _check_shape(point: Point, trace: Trace) -> list[dict[str, Any]]:
     equal(endings(trace), [(1, *_run_ending(point))], "Run endings")
+    # §2: the final answer is delivered with the Run's end, only when it succeeds: the
+    # actor's "final words" (the root role), or the Planner's "planner done".
+    final = ("final words" if point.role == "root" else "planner done") \
+        if point.ending == "succeeded" else None
+    equal([e.get("final_answer") for e in of(trace, "run_ended")], [final],
+          "the final answer delivered to the user")
     equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
           _tools(point), "tools executed (name, effective arguments)")
     actor = [r for r in requests(trace, "business") if r["role"] == point.role]
@@ -318,7 +324,7 @@ def _requirements(point: Point) -> tuple[str, ...]:
 
 
 def _needs(point: Point) -> frozenset[str]:
-    needs = {"hooks"} | set(COMPACTING)
+    needs = {"hooks", "final_answers"} | set(COMPACTING)
     if point.role == "executor":
         needs.add("planner_executor")
     if point.ending == "stopped":

@@ -120,6 +120,12 @@ PROBES: tuple[Probe, ...] = (
     Probe("sessions", _session({"new_session": True}, {"ask": "again"}, {"advance": True},
                                answers=({"text": "hi"}, {"text": "hi again"})),
           "a session_opened event", lambda t: bool(of(t, "session_opened"))),
+    Probe("error_figures", _with(_session(), steps=[{"ask": "Q" * 4000}, {"advance": True}]),
+          "a run_ended event with figures and a client run_ended event with its error code",
+          lambda t: any(e.get("figures") for e in of(t, "run_ended")) and any(
+              e.get("error_code") for e in of(t, "client_event") if e["event"] == "run_ended")),
+    Probe("final_answers", _session(), 'a run_ended event delivering the answer "hi"',
+          lambda t: [e.get("final_answer") for e in of(t, "run_ended")] == ["hi"]),
     Probe("workflow", _workflow(), "a workflow_ended event",
           lambda t: bool(of(t, "workflow_ended"))),
 )

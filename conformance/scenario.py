@@ -283,6 +283,12 @@ class HistoryReadDoc(_Doc):
         "trace each served record's text, and the full body behind a bounded preview's "
         "result_ref as the caller reads it, as characters and SHA-256 (§6; needs the driver "
         "capability history_bodies)"))
+    content: Literal["raw", "effective"] | None = Field(default=None, description=(
+        "what to read: the effective version (a role's default and only choice) or the raw "
+        "records (audit's default); Q81"))
+    node_task: int | None = Field(default=None, ge=1, description=(
+        "read only the n-th Executor execution of the Session (audit; its context is "
+        "private)"))
 
 
 class StepDoc(_Doc):

@@ -42,6 +42,8 @@ def _read(event: dict[str, Any]) -> list[Any]:
     read = [event["caller"], event["session"], event["allowed"], event["message_kinds"]]
     if event.get("records") is not None:  # a read that asked for bodies (digests already)
         read.append([[r["message_kind"], r["text"], r["full_body"]] for r in event["records"]])
+    if event.get("content") is not None or event.get("node_task") is not None:
+        read.append({"content": event.get("content"), "node_task": event.get("node_task")})
     return read
 
 

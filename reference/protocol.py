@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 from uuid import UUID
 
 from ctxspec.reference.contracts import MessageRole, OperationState, PayloadRef
@@ -198,3 +198,28 @@ def repair(records: Iterable[EffectiveRecord], *, run_ended: bool,
         repairer.feed(record, messages)
     unsettled = repairer.close(messages)
     return unsettled if unsettled is not None else messages
+
+
+_JSON_TYPES: Final[Mapping[str, tuple[type, ...]]] = MappingProxyType({
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "array": (list,), "object": (dict,), "null": (type(None),)})
+
+
+def argument_problems(parameters: Mapping[str, Any], arguments: Mapping[str, Any]
+                      ) -> tuple[str, ...]:
+    """What makes a call's arguments break its tool's declared parameters schema: a required
+    property missing, or a declared property of another JSON type (the schema's top level;
+    deeper keywords are the tool's own to enforce). A call that breaks it is an output-format
+    error, answered with an error result for the business role's next Loop (§11; Q82)."""
+    problems = [f"missing required argument {name!r}" for name in parameters.get("required", ())
+                if name not in arguments]
+    declared = parameters.get("properties", {})
+    for name, value in arguments.items():
+        spec = declared.get(name) if isinstance(declared, Mapping) else None
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        kinds = [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list) else []
+        allowed = tuple(t for k in kinds for t in _JSON_TYPES.get(k, ()))
+        wrong_bool = isinstance(value, bool) and bool not in allowed
+        if allowed and (not isinstance(value, allowed) or wrong_bool):
+            problems.append(f"argument {name!r} is not of type {kind}")
+    return tuple(problems)

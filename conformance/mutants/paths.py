@@ -74,6 +74,19 @@ def _deadline_per_task(original: Method) -> Method:
     return halted
 
 
+def _serves_raw(original: Method) -> Method:
+    def effective(self: ReferenceRuntime, caller: Any, content: Any) -> bool:
+        return bool(content == "effective")  # a role's default read is the raw records
+    return effective
+
+
+def _arguments_unchecked(original: Method) -> Method:
+    def problems(self: ReferenceRuntime, run: RunState, name: str, arguments: Any
+                 ) -> tuple[str, ...]:
+        return ()  # whatever the schema declares, the call runs
+    return problems
+
+
 def _request_deny_ignored(original: Method) -> Method:
     def chain(proposals: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
         outcome = original(proposals, call, *args, **kwargs)
@@ -113,6 +126,15 @@ MUTANTS = (
            "an Executor's deadline counts from the Executor's own start, so it gets the Run's "
            "whole deadline afresh (§8: every call is under the same Run deadline; §11)",
            (Patch(ReferenceRuntime, "_stopped_or_out_of_time", _deadline_per_task),)),
+    Mutant("HISTORY-SERVES-RAW",
+           "the history API serves a role the raw records, so a hook's change reads as the "
+           "provider's original (§1: the effective version is business consumers' common "
+           "source; Q81)",
+           (Patch(ReferenceRuntime, "_serves_effective", _serves_raw),)),
+    Mutant("ARGUMENTS-UNCHECKED",
+           "a call whose arguments break its tool's declared schema runs (§11: an output-format "
+           "error is corrected by a new business Loop; Q82)",
+           (Patch(ReferenceRuntime, "_argument_problems", _arguments_unchecked),)),
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",

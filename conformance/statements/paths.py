@@ -8,6 +8,7 @@ Expected values are derived by hand from the design; every case compares kinds, 
 order, statuses and scripted texts, never the wording of a marker or an envelope.
 """
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from ctxspec.conformance.case import (
     Trace,
     base,
     delivery_chains,
+    digest,
     endings,
     equal,
     expect,
@@ -105,6 +107,26 @@ def _denied_request_check(trace: Trace) -> None:
     chains = delivery_chains(trace, of(trace, "delivery")[-1]["input_id"])
     equal([states for _, states, _ in chains], [["pending", "carried"], ["pending"]],
           "the supplement's deliveries")
+
+
+def _final_delivered_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "q1"}, {"advance": True}, {"ask": "q2"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "raw answer"}, {"text": "withheld answer"}]}
+    document["hooks"] = [
+        {"point": "model.post_response", "ordinal": 1, "items": [
+            {"payload_patch": [{"path": "text", "value": "checked answer"}]}]},
+        {"point": "model.post_response", "ordinal": 2, "items": [{"decision": "deny"}]}]
+    return document
+
+
+def _final_delivered_check(trace: Trace) -> None:
+    # §2: the answer reaches the waiter after post-processing and is delivered with the
+    # Run's end. Run 1's user receives the hook's "checked answer", never the raw one; Run 2's
+    # answer is denied, so nothing is delivered as its final answer (Q75).
+    equal([(e["status"], e.get("final_answer")) for e in of(trace, "run_ended")],
+          [("succeeded", "checked answer"), ("failed", None)],
+          "(status, final answer delivered) of each Run")
 
 
 # --- §3: the waiter of an Executor's answer receives the effective one -------------------------
@@ -203,6 +225,133 @@ def _fragment_retry_check(trace: Trace) -> None:
                f"request {number} lacks the completed decision")
 
 
+# --- §1, §4 (Q81): what the history API serves -------------------------------------------------
+
+
+def _history_scenario() -> dict[str, Any]:
+    document = base()
+    read: list[dict[str, Any]] = [
+        {"kind": "role", "role": "root", "bodies": True},
+        {"kind": "audit", "bodies": True},
+        {"kind": "audit", "bodies": True, "content": "effective"},
+        {"kind": "role", "role": "root", "content": "raw"}]
+    document["steps"] = [{"ask": "q1"}, {"advance": True},
+                         *({"read_history": r} for r in read)]
+    document["model"] = {"business": [{"text": "raw answer"}]}
+    document["hooks"] = [{"point": "model.post_response", "items": [
+        {"payload_patch": [{"path": "text", "value": "checked answer"}]}]}]
+    return document
+
+
+def _history_check(trace: Trace) -> None:
+    # §1: the effective version is the common source of business consumers; raw is kept for
+    # audit and recovery (Q81). The root role reads the hook's "checked answer"; audit reads
+    # the provider's "raw answer" by default and the effective one when it asks; a role
+    # asking for raw records is refused.
+    reads = of(trace, "history_read")
+    equal([r["allowed"] for r in reads], [True, True, True, False], "reads served")
+    answers = [[b["text"] for b in r["records"] if b["message_kind"] == "assistant"]
+               for r in reads[:3]]
+    equal(answers, [[digest("checked answer")], [digest("raw answer")],
+                    [digest("checked answer")]],
+          "the answer each read serves (role, audit, audit effective)")
+
+
+def _executor_history_scenario() -> dict[str, Any]:
+    document = hooked_executor_answer()
+    document["steps"] = [*document["steps"],
+                         {"read_history": {"kind": "audit", "node_task": 1, "bodies": True,
+                                           "content": "effective"}},
+                         {"read_history": {"kind": "audit", "node_task": 1, "bodies": True}},
+                         {"read_history": {"kind": "role", "role": "root", "node_task": 1}}]
+    return document
+
+
+def _executor_history_check(trace: Trace) -> None:
+    # An Executor's private records are for that NodeTask and authorised audit (§4): audit
+    # reads the one execution by itself — its hand-over and its answer, the effective
+    # "checked sum 5" or the raw "raw sum 23" — and none of the Planner's records (the
+    # Planner's final "it is five" is not among them); the root role naming it is refused.
+    reads = of(trace, "history_read")
+    equal([r["allowed"] for r in reads], [True, True, False], "reads served")
+    answers = [[b["text"] for b in r["records"] if b["message_kind"] == "assistant"]
+               for r in reads[:2]]
+    equal(answers, [[digest("checked sum 5")], [digest("raw sum 23")]],
+          "the Executor's answer (effective, raw)")
+    expect(all("assistant" in r["message_kinds"] and "user_ref" in r["message_kinds"]
+               for r in reads[:2]), f"the execution's records: {reads[0]['message_kinds']}")
+
+
+# --- §11 (Q82): arguments that break the tool's declared schema ---------------------------------
+
+
+def _arguments_scenario() -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"path": {"type": "string"}},
+              "required": ["path"]}
+    document = base(tools=[{"name": "read", "schema": schema}])
+    document["steps"] = [{"ask": "read it"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "read", "arguments": {}}]},
+        {"text": "", "tool_calls": [{"name": "read", "arguments": {"path": 7}}]},
+        {"text": "", "tool_calls": [{"name": "read", "arguments": {"path": "a.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"read": [{"text": "contents"}]}
+    return document
+
+
+def _arguments_check(trace: Trace) -> None:
+    # read declares a required string path. A call without it, and one with a number, are
+    # output-format errors: never run, each answered with an error result the business role's
+    # next Loop reads and corrects (§11 "输出格式错误 由业务角色新 Loop 修正"; Q82). Only the
+    # third call runs.
+    equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
+          [("read", {"path": "a.md"})], "tools executed")
+    sent = requests(trace, "business")
+    equal(len(sent), 4, "business requests")
+    for number in (2, 3):
+        results = [m["text"] for m in sent[number - 1]["view"]["messages"]
+                   if m["role"] == "tool"]
+        last = json.loads(results[-1]) if results and results[-1].startswith("{") else {}
+        equal(last.get("status"), "error", f"the malformed call's result in request {number}")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
+# --- §8, §11 (Q83, Q84): what a window error tells ----------------------------------------------
+
+
+def _fixed_too_large_scenario() -> dict[str, Any]:
+    document = base()
+    document["steps"] = [{"ask": "a" * 100}, {"advance": True}, {"ask": "Q" * 3500},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 100}]}
+    return document
+
+
+def _fixed_too_large_check(trace: Trace) -> None:
+    # W = 4000, O = 400, S = 100: B = 3500. Run 2's fixed input — "sys" and its 3500-character
+    # question, which may be neither dropped nor summarised — is at least 3503 > B, so even
+    # with Run 1's 200 characters of compressible history H = B − F <= 0:
+    # CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8), no request sent. The error names the fixed input
+    # as what does not fit (§8 "明确提示固定输入超窗"; Q83) with numbers only (§11): its
+    # figure F is over B and below the whole input I, which also counts the history. The
+    # client is told the code with the ending (Q84).
+    equal(len(requests(trace, "business")), 1, "business requests (Run 1's only)")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed",
+                                                      "CONTEXT_PROTECTED_INPUT_TOO_LARGE")],
+          "Run endings")
+    figures = of(trace, "run_ended")[-1].get("figures") or {}
+    equal({k: figures.get(k) for k in ("input_budget", "window", "output_reserve",
+                                       "safety_margin")},
+          {"input_budget": 3500, "window": 4000, "output_reserve": 400, "safety_margin": 100},
+          "the budget figures of the error")
+    fixed, whole = figures.get("fixed_input_tokens"), figures.get("input_tokens")
+    expect(isinstance(fixed, int) and isinstance(whole, int) and 3503 <= fixed < whole,
+           f"the fixed input's figure: expected 3503 <= F < I, saw F={fixed}, I={whole}")
+    ended = [e for e in of(trace, "client_event") if e["event"] == "run_ended"]
+    equal([e.get("error_code") for e in ended], [None, "CONTEXT_PROTECTED_INPUT_TOO_LARGE"],
+          "the error codes the client's run_ended events carry")
+
+
 # --- §11 (issue #23): a stop while a request is in flight --------------------------------------
 
 StopOutcome = tuple[str, str, dict[str, Any], int, tuple[dict[str, Any], ...]]
@@ -232,6 +381,12 @@ def _stop_in_flight_scenario(answer: dict[str, Any], attempts: int,
 
 
 def _stop_in_flight_check(trace: Trace) -> None:
+    _stop_outcome_check(trace)
+    equal([e.get("final_answer") for e in of(trace, "run_ended")], [None],
+          "the final answer delivered (a stopped Run delivers none)")
+
+
+def _stop_outcome_check(trace: Trace) -> None:
     # The user's stop is accepted while the first request is in flight. The request winds up
     # ("已有操作收束") but nothing new starts — no retry, no tool, no pre-call hook for a call
     # that will not run (Q80) — and whatever it returned, the root Run's stop is not swallowed
@@ -266,7 +421,8 @@ def _stop_cases() -> tuple[Case, ...]:
                  f"a stop while the request is in flight wins over {what}", "§11",
                  ("CTX-11.5", "CTX-11.13"), _stop_in_flight_scenario(answer, attempts, hooks),
                  _stop_in_flight_check,
-                 frozenset({"triggers", "stop"} | ({"hooks"} if hooks else set())))
+                 frozenset({"triggers", "stop", "final_answers"}
+                           | ({"hooks"} if hooks else set())))
             for part, what, answer, attempts, hooks in STOP_IN_FLIGHT]
     made.append(Case("S11-STOP-IN-FLIGHT-CHUNK", "a stop while a compaction chunk fails wins "
                      "over COMPACTION_FAILED", "§11", ("CTX-11.5", "CTX-11.13", "CTX-8.7"),
@@ -288,6 +444,9 @@ CASES: tuple[Case, ...] = (
     _case("S2-RESPONSE-DENIED-FINAL", "a denied final answer is not the Run's result", "§2",
           ("CTX-2.35", "CTX-2.36", "CTX-3.18"), _denied_final_scenario(), _denied_final_check,
           "hooks"),
+    _case("S2-FINAL-ANSWER-DELIVERED", "the user receives the effective final answer, and none "
+          "when it is denied", "§2", ("CTX-2.36", "CTX-2.34", "CTX-2.35"),
+          _final_delivered_scenario(), _final_delivered_check, "hooks", "final_answers"),
     _case("S3-REQUEST-DENIED", "a denied model request is never sent", "§3",
           ("CTX-3.18", "CTX-3.60"), _denied_request_scenario(), _denied_request_check,
           "hooks"),
@@ -308,4 +467,17 @@ CASES: tuple[Case, ...] = (
           "retry", "§12 row 12", ("CTX-2.30", "CTX-6.8"), _fragment_retry_scenario(),
           _fragment_retry_check),
     *_stop_cases(),
+    _case("S11-ARGUMENTS-SCHEMA", "arguments that break the declared schema are a format "
+          "error", "§11", ("CTX-11.9",), _arguments_scenario(), _arguments_check),
+    _case("S8-FIXED-INPUT-TOO-LARGE", "a fixed input over the budget is named with its "
+          "figure, and the client told the code", "§8", ("CTX-8.50", "CTX-11.1", "CTX-11.14"),
+          _fixed_too_large_scenario(), _fixed_too_large_check, "estimator_injection",
+          "error_figures"),
+    _case("S1-HISTORY-EFFECTIVE", "the history API serves a role the effective version, audit "
+          "the raw", "§1", ("CTX-1.11", "CTX-2.31", "CTX-3.69"), _history_scenario(),
+          _history_check, "hooks", "history_api", "history_bodies"),
+    _case("S4-HISTORY-EXECUTOR-TASK", "audit reads one Executor execution, effective or raw",
+          "§4", ("CTX-4.11", "CTX-2.31"), _executor_history_scenario(),
+          _executor_history_check, "hooks", "planner_executor", "history_api",
+          "history_bodies"),
 )

@@ -191,6 +191,12 @@ class ToyDriver:
                                     "call_id": call["call_id"]})
                 continue
             arguments = json.loads(call["arguments"])
+            schema = next(t.schema_ for t in self.agent.tools if t.name == call["name"])
+            wrong = _argument_errors(schema, arguments)
+            if wrong:  # §11: a format error goes back to the model, never to the tool
+                run.records.append({**_message("tool", "tool_result", _error(
+                    "INVALID_ARGUMENTS", "; ".join(wrong))), "call_id": call["call_id"]})
+                continue
             run.ticks += 1
             result = self.ports.tools.run(call["name"], arguments, number)
             self._event("tool_executed", call_id=call["call_id"], name=call["name"],
@@ -293,3 +299,21 @@ def _message(role: str, kind: str, text: str) -> Message:
 def _outcome(run: Run) -> Message:
     ending = "" if run.final is not None else "; no final result"
     return _message("system", "outcome", f"[run {run.no} ended: {run.status}{ending}]")
+
+
+_KINDS: dict[str, type | tuple[type, ...]] = {
+    "string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list,
+    "object": dict}
+
+
+def _argument_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """The call against its tool's declared schema: required names and declared types."""
+    errors = [f"{name} is required" for name in schema.get("required", [])
+              if name not in arguments]
+    for name, value in arguments.items():
+        kind = schema.get("properties", {}).get(name, {}).get("type")
+        expected = _KINDS.get(kind) if isinstance(kind, str) else None
+        if expected is not None and (not isinstance(value, expected)
+                                     or (isinstance(value, bool) and kind != "boolean")):
+            errors.append(f"{name} must be {kind}")
+    return errors

@@ -75,6 +75,7 @@ from ctxspec.reference.effective import (
     Scope,
     append_records,
     commit_changes,
+    effective_record,
     effective_records,
     mutation_contract,
     new_context,
@@ -112,7 +113,12 @@ from ctxspec.reference.ports import (
     ToolSpec,
 )
 from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
-from ctxspec.reference.protocol import UnsettledBatch, bounded_preview, structured_error
+from ctxspec.reference.protocol import (
+    UnsettledBatch,
+    argument_problems,
+    bounded_preview,
+    structured_error,
+)
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.history_source import StoredHistory
@@ -165,6 +171,7 @@ INVOCATION_ERRORS = frozenset({ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE.value
 happen (§8 "终结所属 AgentInvocation", §11; Q77)."""
 CompactionPolicy = Callable[[ResolvedBudget, int, int], CompactionEvaluation]
 ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
+HistoryContent = Literal["raw", "effective"]
 ROOT_ROLE = "root"
 DEFAULT_AGENT_ID = UUID(int=1)
 DEFAULT_RELEASE_ID = UUID(int=2)
@@ -543,9 +550,10 @@ class ReferenceRuntime:
                            active_snapshot_id=run.pointer.snapshot_id,
                            last_model_operation_id=run.last_model_operation_id)
 
-    def _event(self, run: RunState, event: ClientEventKind, detail: str) -> None:
+    def _event(self, run: RunState, event: ClientEventKind, detail: str,
+               error_code: str | None = None) -> None:
         run.run_seq += 1
-        self.trace.add(tr.ClientEvent(run.run_id, run.run_seq, event, detail))
+        self.trace.add(tr.ClientEvent(run.run_id, run.run_seq, event, detail, error_code))
 
     def _trace_deliveries(self, writes: dl.WriteSet) -> None:
         for delivery in (*writes.inserted, *writes.updated):
@@ -687,8 +695,9 @@ class ReferenceRuntime:
             self._loop(run, resume_operation=UUID(operation))
 
     def _end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
-             message: str | None = None) -> None:
+             message: str | None = None, figures: dict[str, int] | None = None) -> None:
         status, error, message = self._ending(run, status, error, message)
+        figures = figures if error is not None else None
         if run.parent is not None:
             # An Executor execution ends; its outcome becomes the Planner's batch member result
             # (committed by the delegation, EXECUTION_ENDED).
@@ -705,10 +714,11 @@ class ReferenceRuntime:
             raise RuntimeError(f"{applied.code}: {applied.reason}")
         self.book, writes = applied
         self._trace_deliveries(writes)
+        delivered = run.final_text if status is RunStatus.SUCCEEDED else None
         self.trace.add(tr.RunEnded(run.run_id, run.run_no, status.value, run.error_code,
-                                   message))
+                                   message, figures, delivered))
         run.ended_at_tick = self.clock.now()
-        self._event(run, "run_ended", status.value)
+        self._event(run, "run_ended", status.value, run.error_code)
         if not self.agent.persistent_sandbox:
             self.workspace.clear()  # working files only: no session fact lives there (CTX-1.15)
         self._commit("APP-FINALIZE", [])
@@ -878,9 +888,10 @@ class ReferenceRuntime:
         split = split_request(self._parts(run, view, protected), self.estimator)
         verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
         decision = verdict.decision
-        if decision == "error":
+        if decision == "error":  # the fixed input itself does not fit (§8; Q83)
             self._end(run, RunStatus.FAILED, verdict.error_code,
-                      self._window_message(split.input_tokens, "preparing the request"))
+                      self._fixed_message(split.fixed_tokens, split.input_tokens),
+                      self._figures(split.input_tokens, fixed=split.fixed_tokens))
             return None
         if decision == "compact":
             if verdict.summary_target is None:
@@ -902,7 +913,8 @@ class ReferenceRuntime:
                                 self.budget.window):
             self._end(run, RunStatus.FAILED, ErrorCode.CONTEXT_WINDOW_EXCEEDED,
                       self._window_message(tokens, "after compaction" if decision == "compact"
-                                           else "preparing the request"))
+                                           else "preparing the request"),
+                      self._figures(tokens))
             return None
         return final, decision, snapshot_id
 
@@ -952,6 +964,23 @@ class ReferenceRuntime:
                           if note.target_record_id in questions)
             return tokens((*split.fixed, *added)) - tokens(split.fixed) if added else 0
         return BudgetRoom(split.fixed_tokens, self.budget.input_budget, measure)
+
+    def _fixed_message(self, fixed: int, tokens: int) -> str:
+        """§8 "明确提示固定输入超窗": the fixed input — system prompt, tool schemas, current
+        protected inputs — is what does not fit, with its figure; §11: numbers only."""
+        b = self.budget
+        return (f"the fixed input (system prompt, tool schemas, current protected inputs) needs "
+                f"{fixed} tokens, over the input budget {b.input_budget}; the whole request "
+                f"needs {tokens}; the window is {b.window} (output reserve {b.output_reserve} "
+                f"[{b.output_reserve_source}], safety margin {b.safety_margin} "
+                f"[{b.safety_margin_source}])")
+
+    def _figures(self, tokens: int, *, fixed: int | None = None) -> dict[str, int]:
+        b = self.budget
+        figures = {"input_tokens": tokens, "input_budget": b.input_budget,
+                   "window": b.window, "output_reserve": b.output_reserve,
+                   "safety_margin": b.safety_margin}
+        return figures if fixed is None else {**figures, "fixed_input_tokens": fixed}
 
     def _window_message(self, tokens: int, stage: str) -> str:
         """§11: numbers, configuration sources and the stage; never the prompt or secrets."""
@@ -1504,6 +1533,12 @@ class ReferenceRuntime:
                 stopped=run.stop_requested or owner.stop_requested))
             if verdict == "stopped":
                 break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
+            problems = self._argument_problems(run, call.name, arguments) \
+                if verdict == "execute" else ()
+            if problems:  # a format error: the business role's next Loop corrects it (Q82)
+                results.append((call_id, {"text": structured_error(
+                    "INVALID_ARGUMENTS", f"{call.name} was not run: {'; '.join(problems)}")}))
+                continue
             if verdict != "execute":
                 if verdict == "denied" and blocked is not None:
                     candidate = blocked.get("candidate")
@@ -1571,6 +1606,14 @@ class ReferenceRuntime:
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
 
+    def _argument_problems(self, run: RunState, name: str, arguments: Mapping[str, JSON]
+                           ) -> tuple[str, ...]:
+        """The effective arguments (after the pre-call hooks) against the tool's declared
+        parameters schema (§11 "输出格式错误": never run, answered for a new Loop; Q82)."""
+        spec = next((tool for tool in self._tools(run) if tool.name == name), None)
+        declared = json.loads(spec.schema).get("parameters") if spec is not None else None
+        return argument_problems(declared, arguments) if isinstance(declared, dict) else ()
+
     def _feed_back(self, run: RunState, results: Sequence[tuple[UUID, dict[str, JSON]]]
                    ) -> None:
         """A settled batch's feedback: its results appended in action order, whatever order
@@ -1590,17 +1633,47 @@ class ReferenceRuntime:
 
     # --- access and retention --------------------------------------------------------------------
 
-    def read_history(self, caller: "HistoryCaller") -> list[RawRecord]:
-        """The history API: raw context records, for a caller of this Session with a role that
-        may read them — the root role, or authorised audit. Other Sessions, other roles and
-        workspace scripts are refused, and the refusal says nothing of what exists (§1, §11).
-        CTX-11.15, CTX-4.11"""
+    def read_history(self, caller: "HistoryCaller", content: HistoryContent | None = None,
+                     node_task: int | None = None) -> list[RawRecord]:
+        """The history API, for a caller of this Session with a role that may read it — the
+        root role, or authorised audit. Other Sessions, other roles and workspace scripts are
+        refused, and the refusal says nothing of what exists (§1, §11). CTX-11.15, CTX-4.11
+
+        What it serves (Q81): a role, a business consumer, reads the effective version — the
+        common source of business consumers (§1), so a hook's change or a denied answer reads
+        as the Loop received it; raw records, kept "用于审计和恢复核对", are served to audit
+        (by default; audit may ask for the effective version too). ``node_task`` picks the
+        n-th Executor execution of the Session (audit only: its context is private, §4)."""
         self._authorise(caller)
-        contexts = [run.context_id for run in self.runs.values()]
-        if caller.kind == "audit":
-            contexts += [task.context_id for task in self.tasks]
-        return [raw for context_id in contexts
-                for raw in self.store.iter_records(context_id)]
+        effective = self._serves_effective(caller, content)
+        if content == "raw" and caller.kind != "audit":
+            raise AccessDenied("not authorised to read this history")
+        if node_task is not None and caller.kind != "audit":
+            raise AccessDenied("not authorised to read this history")
+        served: list[RawRecord] = []
+        for context_id in self._history_contexts(caller, node_task):
+            _, overrides = self.store.head_revision(context_id)
+            for raw in self.store.iter_records(context_id):
+                served.append(RawRecord(raw.record, _served_content(effective_record(
+                    raw, overrides.get(raw.record_id, {})))) if effective else raw)
+        return served
+
+    def _serves_effective(self, caller: "HistoryCaller", content: HistoryContent | None) -> bool:
+        return content == "effective" or (content is None and caller.kind == "role")
+
+    def _history_contexts(self, caller: "HistoryCaller", node_task: int | None) -> list[UUID]:
+        """The root contexts of the Session's Runs (audit: and every Executor execution's, in
+        creation order), or just the ``node_task``-th execution's."""
+        roots: list[UUID] = []
+        executions: list[UUID] = []
+        for run in sorted(self.runs.values(), key=lambda r: r.run_no):
+            for role_key, context_id in self.store.contexts_of_run(run.run_id):
+                (roots if role_key == ROOT_ROLE else executions).append(context_id)
+        if node_task is not None:
+            if not 1 <= node_task <= len(executions):
+                raise AccessDenied("not authorised to read this history")
+            return [executions[node_task - 1]]
+        return roots + executions if caller.kind == "audit" else roots
 
     def _authorise(self, caller: "HistoryCaller") -> None:
         allowed = caller.session_id == self.session_id and (
@@ -1842,6 +1915,23 @@ class ReferenceRuntime:
                       for _, c in item.changes.context_changes)))
         return chain
 
+
+
+def _served_content(record: EffectiveRecord) -> dict[str, JSON]:
+    """An effective record as the history API serves it: its effective text (a denied answer's
+    denied state), the effective arguments of its calls and its bounded preview's range."""
+    content: dict[str, JSON] = {"text": record.text}
+    for call in record.tool_calls:
+        content[f"tool_call:{call.call_id}"] = {
+            "name": call.name, "action_ordinal": call.action_ordinal,
+            "arguments": json.loads(call.arguments)}
+    if record.truncation is not None:
+        content["truncation"] = record.truncation.model_dump(mode="json")
+    if record.incomplete:
+        content["incomplete"] = True
+    if record.denied:
+        content["denied"] = True
+    return content
 
 
 def artifact_text(artifact: Artifact) -> str:

@@ -121,6 +121,14 @@ class RunEnded:
     status: str
     error_code: str | None
     message: str | None
+    figures: dict[str, int] | None = None
+    """The numbers a window error reports (§11: numbers, configuration sources, the stage):
+    for CONTEXT_PROTECTED_INPUT_TOO_LARGE the fixed input F that does not fit, the whole input
+    I and the budget (§8 "明确提示固定输入超窗"; Q83); for CONTEXT_WINDOW_EXCEEDED the input and
+    the budget."""
+    final_answer: str | None = None
+    """The final answer delivered to the user with the Run's end (§2 "Run 结束才交付最终答案"):
+    the effective answer of a succeeded Run, None for any other ending."""
     kind: Literal["run_ended"] = "run_ended"
 
 
@@ -132,6 +140,8 @@ class ClientEvent:
     run_seq: int
     event: Literal["run_started", "input_received", "progress", "run_ended"]
     detail: str
+    error_code: str | None = None
+    """For run_ended: the Run's error code, so the client is told why it failed (Q84)."""
     kind: Literal["client_event"] = "client_event"
 
 
@@ -264,6 +274,10 @@ class HistoryRead:
     message_kinds: tuple[str, ...]
     refusal: str | None
     records: tuple[RecordBody, ...] | None = None
+    content: str | None = None
+    """What the read asked for, raw or effective (None: the caller's default, Q81)."""
+    node_task: int | None = None
+    """The Executor execution it named, if any."""
     kind: Literal["history_read"] = "history_read"
 
 
