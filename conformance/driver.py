@@ -479,12 +479,15 @@ def run_scenario(scenario: Scenario,
     triggers = Triggers(scenario.triggers)
     if scenario.workflow is not None:
         return _run_workflow(scenario, scenario.workflow, triggers, driver_factory)
-    ports = Ports(ScriptedModel(scenario.model, triggers), ScriptedTools(scenario.tools, triggers),
+    asked = [0]  # questions asked so far: the Run a keyed model answer names
+    ports = Ports(ScriptedModel(scenario.model, triggers, lambda: asked[0]),
+                  ScriptedTools(scenario.tools, triggers),
                   ScriptedHooks(scenario.hooks), ESTIMATORS[scenario.agent.estimator]())
     driver = driver_factory()
     driver.configure(scenario, ports)
     triggers.act = lambda step: perform(driver, step)
     for step in scenario.steps:
+        asked[0] += step.ask is not None
         perform(driver, step)
     return driver
 

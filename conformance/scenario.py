@@ -10,7 +10,7 @@ format is published as spec/schemas/Scenario.json; docs/scenarios.md documents i
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 from uuid import UUID
@@ -105,6 +105,27 @@ class AgentDoc(_Doc):
 class CallDoc(_Doc):
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = Field(default=None, description=(
+        "the provider's own call id (two calls may share one): never a platform key (§2)"))
+    arguments_text: str | None = Field(default=None, description=(
+        "the provider's raw argument text instead of arguments, e.g. malformed JSON"))
+
+    @model_validator(mode="after")
+    def _one_argument_form(self) -> "CallDoc":
+        if self.arguments_text is not None and self.arguments:
+            raise ValueError("a call gives arguments or arguments_text, not both")
+        return self
+
+    def proposed(self) -> ProposedCall:
+        if self.arguments_text is None:
+            return ProposedCall(self.name, self.arguments, self.id)
+        try:
+            parsed = json.loads(self.arguments_text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return ProposedCall(self.name, parsed, self.id)
+        return ProposedCall(self.name, {}, self.id, self.arguments_text)
 
 
 class UsageDoc(_Doc):
@@ -131,6 +152,26 @@ class ModelDoc(_Doc):
     fail: str | None = None
     partial: str | None = None
     context_length_exceeded: bool = False
+    run: int | None = Field(default=None, ge=1, description=(
+        "with request: answer only this Run's (the n-th question's) request, whatever the "
+        "order the runtime asks in"))
+    request: int | None = Field(default=None, ge=1, description=(
+        "with run: the k-th model Operation of this purpose and role in that Run"))
+    attempt: int = Field(default=1, ge=1, description="with run and request: which attempt")
+
+    @property
+    def key(self) -> tuple[int, int, int] | None:
+        """(run, request, attempt) of a keyed answer, None for one taken in order."""
+        return None if self.run is None or self.request is None else (
+            self.run, self.request, self.attempt)
+
+    @model_validator(mode="after")
+    def _keyed(self) -> "ModelDoc":
+        if (self.run is None) != (self.request is None):
+            raise ValueError("a keyed answer gives both run and request")
+        if self.attempt != 1 and self.run is None:
+            raise ValueError("attempt belongs to a keyed answer (run and request)")
+        return self
 
     @model_validator(mode="after")
     def _one_kind(self) -> "ModelDoc":
@@ -153,8 +194,8 @@ class ModelDoc(_Doc):
             return PartialThenFailed(self.partial, self.fail) if self.partial is not None \
                 else Failed(self.fail)
         usage = self.usage
-        return Complete(self.text or "", tuple(ProposedCall(c.name, c.arguments)
-                                               for c in self.tool_calls), self.reasoning,
+        return Complete(self.text or "", tuple(c.proposed() for c in self.tool_calls),
+                        self.reasoning,
                         output_tokens=None if usage is None else usage.output_tokens,
                         input_tokens=None if usage is None else usage.input_tokens)
 
@@ -166,6 +207,15 @@ class ScriptDoc(_Doc):
     business: tuple[ModelDoc, ...] = ()
     executor: tuple[ModelDoc, ...] = ()
     compaction: tuple[ModelDoc, ...] = ()
+
+    @model_validator(mode="after")
+    def _keys_once(self) -> "ScriptDoc":
+        for name in ("business", "executor", "compaction"):
+            keys = [doc.key for doc in getattr(self, name) if doc.key is not None]
+            if len(keys) != len(set(keys)):
+                raise ValueError(f"{name}: two answers keyed to the same run, request and "
+                                 "attempt")
+        return self
 
 
 class ArtifactDoc(_Doc):
@@ -448,9 +498,19 @@ class ScriptedModel:
     for an answer its dead predecessor received but never saved: the world gives the same answer
     again (and fires no trigger twice) rather than the next line of the script."""
 
-    def __init__(self, script: ScriptDoc, triggers: Triggers) -> None:
-        self.script = {"business": list(script.business), "executor": list(script.executor),
-                       "compaction": list(script.compaction)}
+    def __init__(self, script: ScriptDoc, triggers: Triggers,
+                 run_no: Callable[[], int] = lambda: 0) -> None:
+        every = {"business": script.business, "executor": script.executor,
+                 "compaction": script.compaction}
+        self.script = {key: [doc for doc in docs if doc.key is None]
+                       for key, docs in every.items()}
+        self.keyed = {(key, doc.key): doc for key, docs in every.items()
+                      for doc in docs if doc.key is not None}
+        """Answers keyed by (purpose, (run, request, attempt)): they answer exactly that
+        request, so a runtime that asks in another order never shifts them (docs/scenarios.md)."""
+        self.run_no = run_no
+        self.operations: dict[tuple[str, int], list[str]] = {}
+        """(purpose, run) → the purpose_keys of its Operations, in the order first asked."""
         self.used = dict.fromkeys(self.script, 0)
         self.triggers = triggers
         self.answered: dict[tuple[str, int], ModelOutcome] = {}
@@ -465,6 +525,14 @@ class ScriptedModel:
         self.triggers.fire(purpose=request.purpose, ordinal=request.ordinal)
         key = "executor" if request.purpose == "business" and request.role == "executor" \
             else request.purpose
+        seen = self.operations.setdefault((key, self.run_no()), [])
+        if request.purpose_key not in seen:
+            seen.append(request.purpose_key)
+        keyed = self.keyed.get((key, (self.run_no(), seen.index(request.purpose_key) + 1,
+                                      request.attempt)))
+        if keyed is not None:
+            self.answered[asked] = keyed.outcome()
+            return self.answered[asked]
         queue = self.script[key]
         index = self.used[key]
         if index >= len(queue):

@@ -42,6 +42,12 @@ class ModelCall:
 class ProposedCall:
     name: str
     arguments: Mapping[str, JSON]
+    provider_call_id: str | None = None
+    """The id the provider gave the call: kept as its metadata, never a platform key (§2;
+    two calls may even share one)."""
+    malformed_arguments: str | None = None
+    """The provider's argument text when it is not a JSON object (``arguments`` is then
+    empty): an output-format error (§11)."""
 
 
 @dataclass(frozen=True)

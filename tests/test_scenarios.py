@@ -65,6 +65,25 @@ def test_every_example_replays() -> None:
         assert driver.raw_trace().of(tr.RunEnded), path.name
 
 
+def test_keyed_answers_reach_their_request_whatever_the_order() -> None:
+    # Run 2's answers are listed first, and Run 1's second request's retry is keyed too: each
+    # answer reaches the request it names; the unkeyed answer is taken in order as before.
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "q1"}, {"advance": True}, {"ask": "q2"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "second run", "run": 2, "request": 1},
+        {"text": "run 1 done", "run": 1, "request": 2, "attempt": 2},
+        {"fail": "reset", "run": 1, "request": 2},
+        {"text": "", "tool_calls": [{"name": "t"}]}]}
+    document["tools"] = {"t": [{"text": "r"}]}
+    trace = run(document)
+    assert ended(trace) == [(1, "succeeded", None), (2, "succeeded", None)]
+    assert [(e.attempt, e.purpose_key == trace.of(tr.ModelRequestSent)[1].purpose_key)
+            for e in trace.of(tr.ModelRequestSent)] == [(1, False), (1, True), (2, True),
+                                                         (1, False)]
+    assert [e.final_answer for e in trace.of(tr.RunEnded)] == ["run 1 done", "second run"]
+
+
 def test_a_script_that_runs_out_fails_loudly() -> None:
     document = base()
     document["steps"] = [{"ask": "hello"}, {"advance": True}]
@@ -88,6 +107,14 @@ def test_a_script_that_runs_out_fails_loudly() -> None:
      "scenario.model.business[0].usage.input_tokens: Input should be greater than or equal"),
     (lambda d: d.update(tools={"t": [{"text": "a", "latency": 0}]}),
      "scenario.tools.t[0].latency: Input should be greater than or equal to 1"),
+    (lambda d: d.update(model={"business": [{"text": "a", "run": 1}]}),
+     "scenario.model.business[0]: Value error, a keyed answer gives both run and request"),
+    (lambda d: d.update(model={"business": [{"text": "a", "run": 1, "request": 1},
+                                            {"text": "b", "run": 1, "request": 1}]}),
+     "scenario.model: Value error, business: two answers keyed to the same run"),
+    (lambda d: d.update(model={"business": [{"text": "", "tool_calls": [
+        {"name": "t", "arguments": {"a": 1}, "arguments_text": "{}"}]}]}),
+     "a call gives arguments or arguments_text, not both"),
 ])
 def test_malformed_scenarios_name_the_field(change: Any, message: str) -> None:
     document = base()

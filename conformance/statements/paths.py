@@ -316,6 +316,42 @@ def _arguments_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+# --- §2, §11: provider call ids and malformed arguments -----------------------------------------
+
+
+def _provider_calls_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "a"}, {"name": "b"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "a", "id": "call_1", "arguments": {"n": 1}},
+                                    {"name": "b", "id": "call_1", "arguments": {"n": 2}},
+                                    {"name": "a", "id": "call_2", "arguments_text": "{n: 3"}]},
+        {"text": "done"}]}
+    document["tools"] = {"a": [{"text": "result of a"}], "b": [{"text": "result of b"}]}
+    return document
+
+
+def _provider_calls_check(trace: Trace) -> None:
+    # The provider gives two calls the same id "call_1": an external id is never the
+    # platform's key (§2), so both run, each with its own call identity, and each result
+    # answers its own call. The third call's arguments are no JSON: an output-format error,
+    # never run, answered with an error result for the next Loop (§11; Q82).
+    equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
+          [("a", {"n": 1}), ("b", {"n": 2})], "tools executed")
+    second = requests(trace, "business")[1]["view"]["messages"]
+    [decision] = [m for m in second if m["tool_calls"]]
+    calls = {c["call_id"]: c["name"] for c in decision["tool_calls"]}
+    equal(len(calls), 3, "distinct call identities of the decision")
+    answers = [(calls.get(m["call_id"]), m["text"]) for m in second if m["role"] == "tool"]
+    equal([name for name, _ in answers], ["a", "b", "a"], "the calls the results answer")
+    equal([text for _, text in answers[:2]], ["result of a", "result of b"],
+          "the results of the two runs")
+    error = answers[2][1]
+    expect(error.startswith("{") and json.loads(error).get("status") == "error",
+           f"the malformed call's result is not an error: {error!r}")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 # --- §8, §11 (Q83, Q84): what a window error tells ----------------------------------------------
 
 
@@ -467,6 +503,9 @@ CASES: tuple[Case, ...] = (
           "retry", "§12 row 12", ("CTX-2.30", "CTX-6.8"), _fragment_retry_scenario(),
           _fragment_retry_check),
     *_stop_cases(),
+    _case("S2-PROVIDER-CALL-IDS", "provider call ids are never keys; malformed arguments "
+          "are a format error", "§2", ("CTX-2.25", "CTX-6.1", "CTX-11.9"),
+          _provider_calls_scenario(), _provider_calls_check),
     _case("S11-ARGUMENTS-SCHEMA", "arguments that break the declared schema are a format "
           "error", "§11", ("CTX-11.9",), _arguments_scenario(), _arguments_check),
     _case("S8-FIXED-INPUT-TOO-LARGE", "a fixed input over the budget is named with its "

@@ -174,9 +174,12 @@ class ToyDriver:
         self._end(run, "failed", "MODEL_FAILED", "the model failed")
 
     def _decide(self, run: Run, outcome: Complete) -> None:
-        calls = [{"call_id": self._id(), "name": c.name,
+        calls = [{"call_id": self._id(), "name": c.name,  # our own id, never the provider's
                   "arguments": json.dumps(dict(c.arguments), sort_keys=True)}
                  for c in outcome.tool_calls]
+        malformed = {call["call_id"] for call, proposed in zip(calls, outcome.tool_calls,
+                                                                strict=True)
+                     if proposed.malformed_arguments is not None}
         run.records.append({**_message("assistant", "assistant", outcome.text),
                             "tool_calls": calls})
         if not calls:
@@ -192,7 +195,8 @@ class ToyDriver:
                 continue
             arguments = json.loads(call["arguments"])
             schema = next(t.schema_ for t in self.agent.tools if t.name == call["name"])
-            wrong = _argument_errors(schema, arguments)
+            wrong = ["the arguments are not a JSON object"] if call["call_id"] in malformed \
+                else _argument_errors(schema, arguments)
             if wrong:  # §11: a format error goes back to the model, never to the tool
                 run.records.append({**_message("tool", "tool_result", _error(
                     "INVALID_ARGUMENTS", "; ".join(wrong))), "call_id": call["call_id"]})

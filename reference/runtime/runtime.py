@@ -649,7 +649,8 @@ class ReferenceRuntime:
                 raise AssertionError("a raw_saved checkpoint has its raw result")
             raw = json.loads(self.store.text(op.raw_result_ref))
             self._accept(run, op.operation_id, Complete(raw["text"], tuple(
-                ProposedCall(c["name"], c["arguments"]) for c in raw["tool_calls"])))
+                ProposedCall(c["name"], c["arguments"], c.get("provider_call_id"),
+                             c.get("malformed_arguments")) for c in raw["tool_calls"])))
         elif stage == "post" and isinstance(checkpoint.get("decision"), str):
             record_id = UUID(str(checkpoint["decision"]))
             raw_record = self.contexts[run.context_id].record(record_id)
@@ -1324,8 +1325,8 @@ class ReferenceRuntime:
                 self._commit("T_FIRST_OUTPUT", [])
             if isinstance(outcome, Complete):
                 raw = self._ref(json.dumps({"text": outcome.text, "tool_calls": [
-                    {"name": c.name, "arguments": dict(c.arguments)} for c in outcome.tool_calls]},
-                    sort_keys=True, ensure_ascii=False))
+                    _raw_call(c) for c in outcome.tool_calls]}, sort_keys=True,
+                    ensure_ascii=False))
                 self._operation(operation_id, run, OperationPurpose.MODEL,
                                 f"model:{operation_id}", OperationState.RUNNING, raw)
                 self._commit("RAW_RESULT_SAVED", [
@@ -1397,8 +1398,9 @@ class ReferenceRuntime:
         if outcome.reasoning is not None:
             content["reasoning"] = outcome.reasoning
         for ordinal, (call_id, call) in enumerate(calls, start=1):
-            content[f"tool_call:{call_id}"] = {"name": call.name, "action_ordinal": ordinal,
-                                               "arguments": dict(call.arguments)}
+            # The platform's own call_id keys the call; the provider's id is metadata only
+            # (§2 "外部提供的 tool_call_id 不能直接作为平台主键").
+            content[f"tool_call:{call_id}"] = {**_raw_call(call), "action_ordinal": ordinal}
         record_id = self._append(run, MessageRole.ASSISTANT, "assistant", content,
                                  operation_id=operation_id)
         operation = self.operations[operation_id]
@@ -1533,7 +1535,11 @@ class ReferenceRuntime:
                 stopped=run.stop_requested or owner.stop_requested))
             if verdict == "stopped":
                 break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
-            problems = self._argument_problems(run, call.name, arguments) \
+            raw_call = state.record(decision_id)
+            malformed = raw_call is not None and isinstance(
+                entry := raw_call.content.get(f"tool_call:{call_id}"), dict) \
+                and entry.get("malformed_arguments") is not None
+            problems = self._argument_problems(run, call.name, arguments, malformed) \
                 if verdict == "execute" else ()
             if problems:  # a format error: the business role's next Loop corrects it (Q82)
                 results.append((call_id, {"text": structured_error(
@@ -1606,10 +1612,13 @@ class ReferenceRuntime:
         if run.stop_requested:
             self._end(run, RunStatus.STOPPED)
 
-    def _argument_problems(self, run: RunState, name: str, arguments: Mapping[str, JSON]
-                           ) -> tuple[str, ...]:
+    def _argument_problems(self, run: RunState, name: str, arguments: Mapping[str, JSON],
+                           malformed: bool = False) -> tuple[str, ...]:
         """The effective arguments (after the pre-call hooks) against the tool's declared
-        parameters schema (§11 "输出格式错误": never run, answered for a new Loop; Q82)."""
+        parameters schema (§11 "输出格式错误": never run, answered for a new Loop; Q82); the
+        provider's argument text that was no JSON object is such an error too."""
+        if malformed:
+            return ("the arguments are not a JSON object",)
         spec = next((tool for tool in self._tools(run) if tool.name == name), None)
         declared = json.loads(spec.schema).get("parameters") if spec is not None else None
         return argument_problems(declared, arguments) if isinstance(declared, dict) else ()
@@ -1915,6 +1924,16 @@ class ReferenceRuntime:
                       for _, c in item.changes.context_changes)))
         return chain
 
+
+
+def _raw_call(call: ProposedCall) -> dict[str, JSON]:
+    """A proposed call as the raw answer keeps it: what the provider sent, its id included."""
+    raw: dict[str, JSON] = {"name": call.name, "arguments": dict(call.arguments)}
+    if call.provider_call_id is not None:
+        raw["provider_call_id"] = call.provider_call_id
+    if call.malformed_arguments is not None:
+        raw["malformed_arguments"] = call.malformed_arguments
+    return raw
 
 
 def _served_content(record: EffectiveRecord) -> dict[str, JSON]:
