@@ -18,7 +18,6 @@ expectations are derived by hand from the rules below (``_expect``), never from 
 case carries its coordinate, which ``ctxspec trace --matrix CTX-…`` shows per requirement.
 """
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import product
@@ -35,6 +34,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
+    structured,
 )
 
 POINTS = ("model.pre_request", "model.post_response", "tool.pre_call", "tool.post_call",
@@ -173,10 +173,7 @@ def _texts(request: dict[str, Any]) -> str:
 
 
 def _structured(text: str, what: str) -> dict[str, Any]:
-    try:
-        document = json.loads(text)
-    except ValueError:
-        raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
+    document = structured(text, what)
     if not isinstance(document, dict):
         raise CaseFailure(f"{what}: expected a JSON object, saw {text!r}")
     return document

@@ -8,7 +8,6 @@ Expected values are derived by hand from the design; every case compares kinds, 
 order, statuses and scripted texts, never the wording of a marker or an envelope.
 """
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
+    structured,
 )
 from ctxspec.conformance.sessions import boundary, hooked_executor_answer
 
@@ -311,8 +311,10 @@ def _arguments_check(trace: Trace) -> None:
     for number in (2, 3):
         results = [m["text"] for m in sent[number - 1]["view"]["messages"]
                    if m["role"] == "tool"]
-        last = json.loads(results[-1]) if results and results[-1].startswith("{") else {}
-        equal(last.get("status"), "error", f"the malformed call's result in request {number}")
+        expect(bool(results), f"request {number} has no tool result")
+        last = structured(results[-1], f"the malformed call's result in request {number}")
+        equal(last.get("status") if isinstance(last, dict) else last, "error",
+              f"the malformed call's result in request {number}")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
@@ -346,9 +348,9 @@ def _provider_calls_check(trace: Trace) -> None:
     equal([name for name, _ in answers], ["a", "b", "a"], "the calls the results answer")
     equal([text for _, text in answers[:2]], ["result of a", "result of b"],
           "the results of the two runs")
-    error = answers[2][1]
-    expect(error.startswith("{") and json.loads(error).get("status") == "error",
-           f"the malformed call's result is not an error: {error!r}")
+    error = structured(answers[2][1], "the malformed call's result")
+    equal(error.get("status") if isinstance(error, dict) else error, "error",
+          "the malformed call's result")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
