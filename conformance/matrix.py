@@ -14,7 +14,8 @@ deadline).
 Every case runs the same Session: the *actor* (the root role, or the Executor) asks for tool
 ``t`` (its answer text ``RAW-DECISION``), ``t`` returns a result large enough that the actor's
 next request reaches the compaction trigger, the actor then answers ``final words``. The
-expectations are derived by hand from the rules below (``_expect``), never from a run; each
+expectations are derived by hand from the rules below (``_ending``, ``_tools``,
+``_actor_requests``, ``_compacts``, ``_check_decision``), never from a run; each
 case carries its coordinate, which ``ctxspec trace --matrix CTX-…`` shows per requirement.
 """
 

@@ -77,6 +77,7 @@ CATCHER = {
     "EXECUTOR-DEADLINE-RENEWED": "HM-TPRE-ALLOW-EXECUTOR-TIMED_OUT",
     "HISTORY-SERVES-RAW": "S1-HISTORY-EFFECTIVE",
     "ARGUMENTS-UNCHECKED": "S11-ARGUMENTS-SCHEMA",
+    "PRE-CALL-ASKED-AFTER-STOP": "S11-STOP-IN-FLIGHT-CALLS",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
 

@@ -21,10 +21,14 @@ def test_the_toy_passes_what_it_supports_and_reports_the_rest_unsupported() -> N
     assert {i for i, r in results.items() if r.status == "passed"} == supported, \
         {i: r.detail for i, r in results.items() if r.status in ("failed", "error")}
     assert {r.status for i, r in results.items() if i not in supported} == {"unsupported"}
-    # What it supports: §12 rows 2, 12, 13 and 14, the §4 example, statements of §3-§7 and
-    # §11, and the refusals of bad budgets and malformed scenarios.
-    assert supported == {"ROW-02", "ROW-12", "ROW-13", "ROW-14", "EX4-OLDER-RUN",
-                         "S3-FROZEN-RETRY", "S4-CURRENT-RUN", "S4-RECENT-BY-ORDER",
-                         "S5-DELIVERED-ON-OUTPUT", "S5-RECEIPT", "S6-ITEM-ERROR",
-                         "S7-PROVIDER-REFUSES", "S11-FORMAT-ERROR", "BAD-BUDGET",
-                         "BAD-SCENARIO-FIELD", "BAD-SCENARIO-VERSION"}
+    # What it supports: §12 rows 2, 12 (also a good retry after a fragment), 13 and 14, the §4
+    # example, statements of §2-§8 and §11 (provider call ids, the deadline between attempts,
+    # arguments against the tool's schema), and the refusals of bad budgets and malformed
+    # scenarios.
+    assert supported == {"ROW-02", "ROW-12", "ROW-12-RETRY", "ROW-13", "ROW-14",
+                         "EX4-OLDER-RUN", "S2-PROVIDER-CALL-IDS", "S3-FROZEN-RETRY",
+                         "S4-CURRENT-RUN", "S4-RECENT-BY-ORDER", "S5-DELIVERED-ON-OUTPUT",
+                         "S5-RECEIPT", "S6-ITEM-ERROR", "S7-PROVIDER-REFUSES",
+                         "S8-DEADLINE-BETWEEN-ATTEMPTS", "S11-FORMAT-ERROR",
+                         "S11-ARGUMENTS-SCHEMA", "BAD-BUDGET", "BAD-SCENARIO-FIELD",
+                         "BAD-SCENARIO-VERSION"}

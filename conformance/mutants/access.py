@@ -28,11 +28,11 @@ def _inherits_planner_inputs(original: Callable[..., Any]) -> Callable[..., Any]
 
 
 def _any_session(original: Callable[..., Any]) -> Callable[..., Any]:
-    def read_history(self: Any, caller: Any) -> Any:
+    def read_history(self: Any, caller: Any, *args: Any) -> Any:
         # The Session check is missing: a root-role caller of any Session is served.
         if caller.kind == "role" and caller.session_id != self.session_id:
             caller = type(caller)(self.session_id, caller.kind, caller.role)
-        return original(self, caller)
+        return original(self, caller, *args)
     return read_history
 
 

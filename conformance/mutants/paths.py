@@ -81,10 +81,16 @@ def _serves_raw(original: Method) -> Method:
 
 
 def _arguments_unchecked(original: Method) -> Method:
-    def problems(self: ReferenceRuntime, run: RunState, name: str, arguments: Any
-                 ) -> tuple[str, ...]:
-        return ()  # whatever the schema declares, the call runs
+    def problems(self: ReferenceRuntime, run: RunState, name: str, arguments: Any,
+                 malformed: bool = False) -> tuple[str, ...]:
+        return ()  # whatever the schema declares or the provider sent, the call runs
     return problems
+
+
+def _pre_call_after_stop(original: Method) -> Method:
+    def asks(self: ReferenceRuntime, run: RunState) -> bool:
+        return True  # the batch's pre-call hooks are asked though the Run is stopping
+    return asks
 
 
 def _request_deny_ignored(original: Method) -> Method:
@@ -132,9 +138,12 @@ MUTANTS = (
            "source; Q81)",
            (Patch(ReferenceRuntime, "_serves_effective", _serves_raw),)),
     Mutant("ARGUMENTS-UNCHECKED",
-           "a call whose arguments break its tool's declared schema runs (§11: an output-format "
-           "error is corrected by a new business Loop; Q82)",
+           "a call whose arguments break its tool's declared schema, or are no JSON, runs (§11: "
+           "an output-format error is corrected by a new business Loop; Q82)",
            (Patch(ReferenceRuntime, "_argument_problems", _arguments_unchecked),)),
+    Mutant("PRE-CALL-ASKED-AFTER-STOP",
+           "after a stop the pre-call hooks are still asked for calls that will never run "
+           "(Q80)", (Patch(ReferenceRuntime, "_asks_pre_call", _pre_call_after_stop),)),
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",

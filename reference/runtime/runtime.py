@@ -1348,6 +1348,11 @@ class ReferenceRuntime:
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
 
+    def _asks_pre_call(self, run: RunState) -> bool:
+        """A pre-call hook decides about a call that will run: none is asked once a stop is
+        accepted (Q80)."""
+        return not self._stop_pending(run)
+
     def _halted_before_retry(self, run: RunState) -> bool:
         """A retry is a new model call: under the Run's stop and its deadline like every call
         (§8 "所有调用受同一 Run deadline", §3, §11). Ends the role when either came."""
@@ -1503,7 +1508,7 @@ class ReferenceRuntime:
                 # arguments are already in the effective record.
                 if earlier.get("blocked") is True:
                     blocked = earlier
-            elif self._stop_pending(run):
+            elif not self._asks_pre_call(run):
                 break  # the call will never run: its pre-call hook is not asked (Q80)
             else:
                 def remember(chain: ChainOutcome | None, key: str = str(call_id)) -> list[Write]:
