@@ -42,7 +42,8 @@ def test_a_question_too_large_for_the_window_is_refused_before_any_request() -> 
     assert trace.model_requests() == []
     assert end.message is not None
     assert "926" in end.message and "1000" in end.message and "850" in end.message
-    assert "preparing the request" in end.message
+    # §8 "明确提示固定输入超窗": the message names the fixed input as what does not fit (Q83).
+    assert "fixed input" in end.message
     assert SECRET_PROMPT not in end.message and question not in end.message
 
 
