@@ -17,6 +17,13 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ctxspec.conformance.documents import (
+    DocumentError,
+    json_document,
+    json_problem,
+    validation_problems,
+)
+from ctxspec.limits import MAX_DOCUMENT_BYTES, shown
 from ctxspec.reference.budget import BudgetConfig
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PatchOperationKind
@@ -240,13 +247,31 @@ class PayloadPatchDoc(_Doc):
     delete: bool = False
 
 
+PATCH_TARGETS = ("call", "question", "last", "first_assistant")
+"""The names a context_patch target may use besides ``shared:<field>`` and a record uuid."""
+
+
 class ContextPatchDoc(_Doc):
-    target: str = Field(min_length=1,
-                        description="call | question | last | a record uuid")
+    target: str = Field(min_length=1, description=(
+        "call | question | last | first_assistant | shared:<field> | a record uuid"))
     field: str = Field(min_length=1, description="a field key; {call_id} is replaced")
     operation: Literal["replace_value", "append_annotation"] = "replace_value"
     value: Any = None
     scope: Literal["own", "shared"] = "own"
+
+    @model_validator(mode="after")
+    def _target(self) -> "ContextPatchDoc":
+        # Checked when the scenario is read, so a bad target never surfaces half-way through a
+        # run as an exception of the port (Q107).
+        if self.target in PATCH_TARGETS or (self.target.startswith("shared:")
+                                            and len(self.target) > len("shared:")):
+            return self
+        try:
+            UUID(self.target)
+        except ValueError:
+            raise ValueError(f"target {shown(self.target)} is none of {', '.join(PATCH_TARGETS)}"
+                             ", shared:<field> or a record uuid") from None
+        return self
 
 
 class HookItemDoc(_Doc):
@@ -257,6 +282,12 @@ class HookItemDoc(_Doc):
     stale_base: bool = Field(default=False, description=(
         "patch against the revision the chain started from, ignoring what earlier items of the "
         "same chain committed"))
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> "HookItemDoc":
+        if len({patch.scope for patch in self.context_patch}) > 1:
+            raise ValueError("one hook item's context_patch addresses one scope")
+        return self
 
 
 class HookDoc(_Doc):
@@ -388,6 +419,11 @@ class TriggerDoc(_Doc):
         if self.do.new_session:
             raise ValueError("a trigger acts inside the Session it fires in: new_session is a "
                              "step of its own")
+        # A trigger fires inside a Run: a question then would meet an active Run, and the Agent
+        # cannot be deleted under the Run that is using it (Q106).
+        if self.do.ask is not None or self.do.delete_agent:
+            raise ValueError("a trigger fires inside a Run: ask and delete_agent are steps of "
+                             "their own")
         return self
 
 
@@ -435,7 +471,31 @@ class Scenario(_Doc):
                 raise ValueError("a workflow's triggers do stop only")
             if self.crash is not None:
                 raise ValueError("a workflow scenario has no crash")
+        _check_order(self.steps)
         return self
+
+
+_AFTER_DELETE = ("observe_retention", "read_history")
+
+
+def _check_order(steps: Sequence[StepDoc]) -> None:
+    """Steps the runtime could not take, refused before anything runs (Q106): a question while
+    the previous one's Run has not been advanced to its end, and anything but an observation
+    once the Agent is deleted."""
+    active, deleted = False, False
+    for number, step in enumerate(steps):
+        if deleted and not (step.observe_retention or step.read_history is not None):
+            raise ValueError(f"steps[{number}]: the Agent was deleted by an earlier step; only "
+                             f"{' and '.join(_AFTER_DELETE)} may follow")
+        if step.ask is not None:
+            if active:
+                raise ValueError(f"steps[{number}]: ask while the previous question's Run is "
+                                 "active; an advance runs it to its end first")
+            active = True
+        elif step.advance or step.new_session:
+            active = False
+        elif step.delete_agent:
+            deleted = True
 
 
 class ScenarioError(ValueError):
@@ -447,29 +507,32 @@ class ScenarioError(ValueError):
 
 
 def parse_scenario(document: Mapping[str, Any] | str | bytes) -> Scenario:
+    """A scenario from JSON text or a JSON-ready mapping, validated whole before anything runs.
+    Strict: a number is a JSON integer (never ``true``, ``"128"`` or ``128.0``), every integer
+    within ±MAX_TOKENS, text valid Unicode (no lone surrogate), nesting at most MAX_DEPTH."""
     try:
-        if isinstance(document, str | bytes):
-            return Scenario.model_validate_json(document)
-        return Scenario.model_validate(document)
+        value = json_document(document, "scenario") if isinstance(document, str | bytes) \
+            else document
+    except DocumentError as error:
+        raise ScenarioError(str(error)) from None
+    problem = json_problem(value, "scenario")
+    if problem is not None:
+        raise ScenarioError(problem)
+    try:
+        return Scenario.model_validate_json(json.dumps(value), strict=True)
     except ValidationError as error:
-        problems = []
-        for issue in error.errors():
-            path = "scenario" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
-                                        for p in issue["loc"])
-            problems.append(f"{path}: {issue['msg']}")
-        raise ScenarioError("; ".join(problems)) from None
+        raise ScenarioError(validation_problems(error, "scenario")) from None
 
 
 def load_scenario(path: Path) -> Scenario:
     try:
-        text = path.read_text("utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as error:
         raise ScenarioError(f"{path}: {error.strerror}") from None
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ScenarioError(f"{path}: not JSON ({error.msg} at line {error.lineno})") from None
-    return parse_scenario(text)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ScenarioError(f"{path}: larger than {MAX_DOCUMENT_BYTES} bytes")
+    return parse_scenario(data)
 
 
 # --- scripted ports ---------------------------------------------------------------------------
@@ -595,16 +658,17 @@ def _reply(item: HookItemDoc, context: HookContext) -> HookReply:
             target = context.record_id
         elif patch.target in context.records:
             target = context.records[patch.target]
+        elif patch.target in PATCH_TARGETS or patch.target.startswith("shared:"):
+            target = None  # a name with nothing behind it yet at this hook call
         else:
-            target = UUID(patch.target)
+            target = UUID(patch.target)  # read as a uuid when the scenario was read
         if target is None:
-            raise ScenarioError(f"context_patch target {patch.target!r} does not exist here")
+            raise ScenarioError(f"context_patch target {patch.target!r} does not exist at "
+                                f"this {context.point} call")
         ops.append(ContextOp(target, patch.field.replace("{call_id}", call),
                              PatchOperationKind(patch.operation), patch.value))
     base = context.revision if item.stale_base else None
-    scopes = {patch.scope for patch in item.context_patch}
-    if len(scopes) > 1:
-        raise ScenarioError("one hook item's context_patch addresses one scope")
+    scopes = {patch.scope for patch in item.context_patch}  # one, checked when read
     return HookReply(item.decision, payload, tuple(ops), base, item.fails,
                      scopes.pop() if scopes else "own")
 

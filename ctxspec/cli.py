@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ctxspec import catalogue, schemas
+from ctxspec.limits import MAX_TOKENS, shown
 from ctxspec.reference.budget import (
     BudgetConfig,
     CompactionEvaluation,
@@ -32,9 +33,11 @@ from ctxspec.reference.budget import (
 
 if TYPE_CHECKING:  # the harness is imported by the conformance command only
     from ctxspec.conformance.harness import CaseResult
+    from ctxspec.conformance.scenario import Scenario
 
 USAGE_ERROR = 2
-_TOKENS = re.compile(r"^\s*(\d+)\s*([kK]?)\s*$")
+_TOKENS = re.compile(r"[ \t]*([0-9]{1,16})[ \t]*([kK]?)[ \t]*")
+"""ASCII digits only: ``int`` would take the digits of every script (``١٢٨``) and ``_``."""
 
 
 class Tokens(click.ParamType[int]):
@@ -44,14 +47,16 @@ class Tokens(click.ParamType[int]):
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> int:
-        if isinstance(value, int):
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
             return value
-        match = _TOKENS.match(str(value))
+        match = _TOKENS.fullmatch(str(value))
         if not match:
-            self.fail(f"{value!r} is not a token count (an integer, or an integer with K for "
-                      "1024 tokens, e.g. 128K)", param, ctx)
-        number = int(match.group(1))
-        return number * K if match.group(2) else number
+            self.fail(f"{shown(value)} is not a token count (ASCII digits, optionally followed "
+                      "by K for 1024 tokens, e.g. 128K)", param, ctx)
+        number = int(match.group(1)) * (K if match.group(2) else 1)
+        if number > MAX_TOKENS:
+            self.fail(f"{shown(value)} is more than {MAX_TOKENS} tokens", param, ctx)
+        return number
 
 
 TOKENS = Tokens()
@@ -331,6 +336,7 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
 
     try:
         scenario = load_scenario(scenario_file)
+        _refuse_bad_budgets(scenario)
     except ScenarioError as error:
         raise click.UsageError(f"malformed scenario: {error}") from error
     driver = ReferenceDriver()
@@ -338,6 +344,8 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
         run_scenario(scenario, lambda: driver)
     except ScriptExhausted as error:
         raise click.ClickException(f"the scenario's script ran out: {error}") from error
+    except ScenarioError as error:  # a hook target with nothing behind it at its call
+        raise click.UsageError(f"malformed scenario: {error}") from error
     if html_file is not None:
         from ctxspec.conformance.replay_page import write_replay_page
         _write_page(html_file, lambda: write_replay_page(html_file, scenario, driver.trace()))
@@ -355,6 +363,21 @@ def _write_page(path: Path, write: Callable[[], None]) -> None:
         write()
     except OSError as error:
         raise click.ClickException(f"--html {path}: {error.strerror or error}") from error
+
+
+def _refuse_bad_budgets(scenario: "Scenario") -> None:
+    """The reference refuses an Agent whose §7 budget breaks a rule when it is configured;
+    replay says so before anything runs, with the design's code, as a usage error."""
+    agents = [("scenario.agent", scenario.agent)]
+    if scenario.workflow is not None:
+        agents += [(f"scenario.workflow.{node.agent_node.name}", node.agent_node.agent)
+                   for stage in scenario.workflow.stages for node in stage
+                   if node.agent_node is not None]
+    for path, agent in agents:
+        resolved = resolve_budget(agent.budget())
+        if isinstance(resolved, ConfigurationError):
+            raise click.UsageError(f"the reference refuses the Agent: {resolved.code.value}: "
+                                   f"{path}.{resolved.field}: {resolved.rule}")
 
 
 # --- conformance -------------------------------------------------------------------------

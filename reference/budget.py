@@ -10,6 +10,7 @@ here, 28 with floats). The small formula functions carry PEP 316 contracts that 
 CrossHair (``crosshair check --report_all``); keep them integer-only so they confirm in seconds.
 """
 
+import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -245,10 +246,15 @@ class ConfigurationError:
         return f"{self.field}: {self.rule}"
 
 
+_DECIMAL = re.compile(r"[0-9]{0,32}(?:\.[0-9]{1,32})?")
+
+
 def parse_ratio(text: str) -> Fraction | None:
-    """The exact value of decimal text such as "0.80"; None unless it is plain decimal text."""
-    stripped = text.strip()
-    if not stripped or stripped[0] in "+-" or "e" in stripped.lower():
+    """The exact value of decimal text such as "0.80"; None unless it is plain decimal text:
+    ASCII digits and one point only (no sign, exponent, ``_`` separator or digits of other
+    scripts, which ``Decimal`` would take), at most 32 digits each side."""
+    stripped = text.strip(" \t")
+    if not stripped or stripped == "." or not _DECIMAL.fullmatch(stripped):
         return None
     try:
         value = Decimal(stripped)
@@ -288,7 +294,8 @@ def resolve_budget(config: BudgetConfig) -> ResolvedBudget | ConfigurationError:
     if ratio is None or not 0 < ratio < 1:
         return ConfigurationError(ErrorCode.BUDGET_CONFIGURATION_INVALID, "trigger_ratio",
                                   "must be decimal text with 0 < r < 1, "
-                                  f"got {config.trigger_ratio!r}")
+                                  f"got {config.trigger_ratio[:40]!r}"
+                                  + ("…" if len(config.trigger_ratio) > 40 else ""))
 
     output_source: ValueSource = "explicit"
     margin_source: ValueSource = "explicit"
@@ -316,7 +323,7 @@ def resolve_budget(config: BudgetConfig) -> ResolvedBudget | ConfigurationError:
         output_reserve=output_reserve,
         safety_margin=safety_margin,
         input_budget=budget,
-        trigger_ratio_text=config.trigger_ratio.strip(),
+        trigger_ratio_text=config.trigger_ratio.strip(" \t"),
         trigger_ratio=ratio,
         trigger_threshold=trigger_threshold(budget, ratio.numerator, ratio.denominator),
         summary_target=config.summary_target,

@@ -318,6 +318,10 @@ class CrashPlan:
     when: Literal["before", "after", "fails"] = "after"
 
 
+class AgentDeleted(RuntimeError):
+    """A stimulus for a Session whose Agent was deleted: nothing of it is left to run (§1)."""
+
+
 class ReferenceRuntime:
     """The reference runtime of one Session."""
 
@@ -570,6 +574,7 @@ class ReferenceRuntime:
 
     def ask(self, text: str) -> UUID:
         """A question: APP-INPUT creates its Run and binds waiting supplements (§2, §5)."""
+        self._require_agent()
         if self.active_run is not None:
             raise RuntimeError("a Run is active; a new question waits until it ends")
         run_id, context_id = self._id(), self._id()
@@ -595,6 +600,7 @@ class ReferenceRuntime:
 
     def supplement(self, text: str) -> UUID:
         """A supplement: another UserInput, never a Run (§2, §5)."""
+        self._require_agent()
         run = self.active_run
         received = self._input(InputKind.SUPPLEMENT, text, run.run_id if run else None)
         applied = dl.app_input(self.book, received, delivery_id=self._id())
@@ -629,6 +635,7 @@ class ReferenceRuntime:
 
     def advance(self) -> None:
         """Run the active Run until it ends (continuing a restored Run where it stopped)."""
+        self._require_agent()
         run = self.active_run
         if run is not None and run.run_id in self._resume:
             self._continue(run, self._resume.pop(run.run_id))
@@ -1737,6 +1744,14 @@ class ReferenceRuntime:
                    sweep_blobs()]
         self.coordinator.commit("AGENT_DELETED", writes)
         self.workspace.clear()
+        self.deleted = True
+
+    deleted = False
+    """Set once the Agent is deleted: its records are gone, so no stimulus can be served."""
+
+    def _require_agent(self) -> None:
+        if self.deleted:
+            raise AgentDeleted("the Agent of this Session was deleted")
 
     # --- shared scope ----------------------------------------------------------------------------
 
@@ -1978,5 +1993,5 @@ class _HandoverOnly:
         return InputPlacement(None, None)
 
 
-__all__ = ["REGISTRIES", "AccessDenied", "AgentConfig", "Crash", "CrashPlan",
+__all__ = ["REGISTRIES", "AccessDenied", "AgentConfig", "AgentDeleted", "Crash", "CrashPlan",
            "HistoryCaller", "ReferenceRuntime", "RunState"]

@@ -1,0 +1,158 @@
+"""Bad input gets a clear answer (docs/robustness.md): each class of input that once raised a
+traceback, hung or was accepted against the documents, answered with exit 2, the field, the
+rule and the value, and a code of the closed set where the design defines one."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.case import example
+from ctxspec.conformance.driver import ESTIMATORS, _agent_config
+from ctxspec.conformance.scenario import (
+    ScenarioError,
+    ScriptedHooks,
+    ScriptedModel,
+    ScriptedTools,
+    Triggers,
+    parse_scenario,
+)
+from ctxspec.conformance.vectors import VECTORS
+from ctxspec.reference.runtime.ports import LogicalClock
+from ctxspec.reference.runtime.runtime import AgentDeleted, ReferenceRuntime
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"a traceback, not an answer: {result.exception!r}")
+    return result.exit_code, result.output
+
+
+def minimal(**changes: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "scenario_version": 1, "name": "minimal", "agent": {"window": 4096},
+        "steps": [{"ask": "hi"}, {"advance": True}], "model": {"business": [{"text": "ok"}]}}
+    document.update(changes)
+    return document
+
+
+def replay_bytes(tmp_path: Path, data: bytes) -> tuple[int, str]:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(data)
+    return cli("replay", str(path))
+
+
+def replay(tmp_path: Path, document: dict[str, Any]) -> tuple[int, str]:
+    return replay_bytes(tmp_path, json.dumps(document).encode())
+
+
+# --- ctxspec budget ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--window", "\u0661\u0662\u0668K"], "is not a token count"),
+    (["--window", "128_000"], "is not a token count"),
+    (["--window", "9" * 5000], "is not a token count"),
+    (["--window", "1" + "0" * 13], "is more than"),
+    (["--window", "128K", "--trigger-ratio", "\u0660.\u0665"], "BUDGET_CONFIGURATION_INVALID"),
+    (["--window", "128K", "--trigger-ratio", "0.8_0"], "BUDGET_CONFIGURATION_INVALID"),
+    (["--window", "128K", "--trigger-ratio", "0." + "8" * 5000], "BUDGET_CONFIGURATION_INVALID"),
+])
+def test_budget_takes_ascii_digits_within_bounds_only(args: list[str], words: str) -> None:
+    code, output = cli("budget", *args)
+    assert code == 2 and words in output, output
+    assert len(output) < 1000, "the refused value is cut short"
+
+
+def test_budget_still_reads_plain_counts() -> None:
+    code, output = cli("budget", "--json", "--window", " 128k ", "--trigger-ratio", ".5")
+    assert code == 0, output
+    assert json.loads(output)["window"] == 131_072
+
+
+# --- ctxspec replay: the document -----------------------------------------------------------
+
+@pytest.mark.parametrize(("data", "words"), [
+    (b"\xff\xfe{}", "not UTF-8"),
+    (b"[" * 100_000, "nested deeper"),
+    (b'{"a": ' + b"9" * 5000 + b"}", "digits"),
+    (b'{"a": NaN}', "not a JSON number"),
+    (json.dumps(minimal(name="\ud800")).encode(), "lone surrogate"),
+])
+def test_replay_refuses_a_document_that_is_not_json_we_read(tmp_path: Path, data: bytes,
+                                                             words: str) -> None:
+    code, output = replay_bytes(tmp_path, data)
+    assert code == 2 and "SCENARIO_INVALID" in output and words in output, output
+
+
+@pytest.mark.parametrize("window", [True, "4096", 4096.0, 10**13])
+def test_replay_takes_integers_only_as_numbers(tmp_path: Path, window: object) -> None:
+    code, output = replay(tmp_path, minimal(agent={"window": window}))
+    assert code == 2 and "scenario.agent.window" in output, output
+
+
+def test_replay_refuses_an_invalid_budget_with_its_code_before_running(tmp_path: Path) -> None:
+    code, output = replay(tmp_path, minimal(agent={"window": 100}))
+    assert code == 2, output
+    assert "BUDGET_CONFIGURATION_INVALID" in output and "scenario.agent.input_budget" in output
+
+
+@pytest.mark.parametrize(("steps", "words"), [
+    ([{"ask": "a"}, {"ask": "b"}, {"advance": True}], "steps[1]: ask while"),
+    ([{"ask": "a"}, {"delete_agent": True}, {"advance": True}], "steps[2]: the Agent was deleted"),
+])
+def test_replay_refuses_steps_the_runtime_could_not_take(tmp_path: Path, steps: list[Any],
+                                                         words: str) -> None:
+    code, output = replay(tmp_path, minimal(steps=steps))
+    assert code == 2 and "SCENARIO_INVALID" in output and words in output, output
+
+
+@pytest.mark.parametrize(("item", "words"), [
+    ({"context_patch": [{"target": "nonsense", "field": "text"}]}, "target 'nonsense'"),
+    ({"context_patch": [{"target": "last", "field": "a"},
+                        {"target": "last", "field": "b", "scope": "shared"}]}, "one scope"),
+])
+def test_a_bad_hook_item_is_refused_when_the_scenario_is_read(item: dict[str, Any],
+                                                              words: str) -> None:
+    document = minimal(hooks=[{"point": "model.pre_request", "items": [item]}])
+    with pytest.raises(ScenarioError, match="SCENARIO_INVALID") as refused:
+        parse_scenario(document)
+    assert words in str(refused.value)
+
+
+def test_a_named_target_missing_at_its_call_is_named(tmp_path: Path) -> None:
+    document = minimal(hooks=[{"point": "model.pre_request", "items": [
+        {"context_patch": [{"target": "first_assistant", "field": "text", "value": "x"}]}]}])
+    code, output = replay(tmp_path, document)
+    assert code == 2 and "'first_assistant' does not exist" in output, output
+
+
+def test_the_projects_own_refusal_vectors_replay_to_a_usage_error(tmp_path: Path) -> None:
+    refusals = [path for path in sorted(VECTORS.glob("*.json"))
+                if "refusal" in json.loads(path.read_text("utf-8"))["expected"]]
+    assert len(refusals) >= 4
+    for path in refusals:
+        vector = json.loads(path.read_text("utf-8"))
+        code, output = replay(tmp_path, vector["scenario"])
+        assert code == 2 and vector["expected"]["refusal"] in output, (path.name, output)
+
+
+# --- the runtime ------------------------------------------------------------------------------
+
+def test_a_stimulus_after_the_agent_was_deleted_is_refused_by_name() -> None:
+    scenario = parse_scenario(example("tool-batch-hook"))
+    triggers = Triggers(())
+    runtime = ReferenceRuntime(_agent_config(scenario.agent),
+                               model=ScriptedModel(scenario.model, triggers),
+                               tools=ScriptedTools(scenario.tools, triggers),
+                               hooks=ScriptedHooks(scenario.hooks),
+                               estimator=ESTIMATORS["chars"](), clock=LogicalClock())
+    runtime.ask("Write the report and read my notes.")
+    runtime.delete_agent()
+    for stimulus in (runtime.advance, lambda: runtime.ask("again"),
+                     lambda: runtime.supplement("more")):
+        with pytest.raises(AgentDeleted, match="deleted"):
+            stimulus()
