@@ -19,10 +19,20 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ctxspec.conformance.cases import CASES, Case, Trace
+from ctxspec.conformance.documents import (
+    DocumentError,
+    json_document,
+    json_problem,
+    validation_problems,
+)
 from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory, scenario_trace
+from ctxspec.limits import MAX_DOCUMENT_BYTES
+from ctxspec.reference.errors import ErrorCode
 
 VECTOR_FORMAT = 2
 LONG_TEXT = 256
@@ -143,6 +153,93 @@ def drifted(directory: Path, factory: DriverFactory) -> list[str]:
     return sorted(stale + sorted(present - expected.keys()))
 
 
+class VectorManifest(BaseModel):
+    """What a vector says about itself (spec/schemas/Vector.json)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: Literal[2]
+    case: str = Field(min_length=1)
+    title: str = ""
+    source: str = ""
+    suite_version: str = ""
+    requirements: list[str] = Field(default_factory=list)
+    needs: list[str] = Field(default_factory=list, description=(
+        "the driver capabilities the scenario needs; a driver without one reports the vector "
+        "unsupported"))
+
+
+OBSERVED = ("model_requests", "tools_executed", "hook_calls", "hook_decisions", "run_endings",
+            "restarts", "retained", "history_reads")
+"""The observations every vector of a scenario that runs carries (``_observations``)."""
+
+
+class Expected(BaseModel):
+    """A vector's expectation: the refusal code of a scenario a driver must refuse, or every
+    observation of one it must run — never empty, never partial, so a vector cut short cannot
+    pass against anything (it is reported unread)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refusal: ErrorCode | None = Field(default=None, description=(
+        "the code of the closed set a driver refuses the scenario with"))
+    model_requests: list[dict[str, Any]] | None = None
+    tools_executed: list[list[Any]] | None = None
+    hook_calls: list[list[Any]] | None = None
+    hook_decisions: list[list[Any]] | None = None
+    run_endings: list[list[Any]] | None = None
+    restarts: list[list[Any]] | None = None
+    retained: list[list[Any]] | None = None
+    history_reads: list[list[Any]] | None = None
+    model_usage: list[list[Any]] | None = None
+    sessions_opened: list[list[Any]] | None = None
+    workflow: dict[str, list[Any]] | None = None
+
+    @model_validator(mode="after")
+    def _whole(self) -> "Expected":
+        given = {key for key in OBSERVED if getattr(self, key) is not None}
+        if self.refusal is not None:
+            if given or self.model_usage or self.sessions_opened or self.workflow:
+                raise ValueError("a refusal is expected alone, without observations")
+        elif len(given) < len(OBSERVED):
+            missing = ", ".join(key for key in OBSERVED if key not in given)
+            raise ValueError(f"observations missing: {missing} (an expectation is a refusal "
+                             "or every observation)")
+        return self
+
+
+class Vector(BaseModel):
+    """A golden vector file (spec/schemas/Vector.json): manifest, scenario, expected."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    manifest: VectorManifest
+    scenario: dict[str, Any] = Field(description="a scenario document (Scenario.json)")
+    expected: Expected
+
+
+def vector_schema() -> dict[str, Any]:
+    return Vector.model_json_schema()
+
+
+def read_vector(data: bytes) -> Vector:
+    """A vector file's document, validated whole, or :class:`DocumentError` with the reason
+    (the field, the rule and the value)."""
+    document = json_document(data, "vector")
+    problem = json_problem(document, "vector")
+    if problem is not None:
+        raise DocumentError(problem)
+    if isinstance(document, dict) and isinstance(document.get("manifest"), dict):
+        version = document["manifest"].get("format")
+        if isinstance(version, int) and not isinstance(version, bool) \
+                and version != VECTOR_FORMAT:
+            raise DocumentError(f"vector format {version!r}, this runner reads {VECTOR_FORMAT}")
+    try:
+        return Vector.model_validate_json(json.dumps(document), strict=True)
+    except ValidationError as error:
+        raise DocumentError(validation_problems(error, "vector")) from None
+
+
 @dataclass(frozen=True)
 class Replayed:
     name: str
@@ -167,19 +264,22 @@ def replay(directory: Path, factory: DriverFactory,
 
 def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
     try:
-        document = json.loads(path.read_text("utf-8"))
-        manifest, scenario, expected = (document["manifest"], document["scenario"],
-                                        document["expected"])
-        if manifest["format"] != VECTOR_FORMAT:
-            return Replayed(path.name, "unread", f"vector format {manifest['format']!r}, this "
-                            f"runner reads {VECTOR_FORMAT}")
-    except (OSError, ValueError, KeyError, TypeError) as failure:
-        return Replayed(path.name, "unread", f"not a vector: {failure!r}")
+        with path.open("rb") as file:
+            data = file.read(MAX_DOCUMENT_BYTES + 1)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise DocumentError(f"larger than {MAX_DOCUMENT_BYTES} bytes")
+        document = read_vector(data)
+    except OSError as failure:
+        return Replayed(path.name, "unread", f"not readable: {failure.strerror}")
+    except DocumentError as failure:
+        return Replayed(path.name, "unread", str(failure))
+    scenario = document.scenario
+    expected = document.expected.model_dump(mode="json", exclude_none=True)
     driver = factory()
-    missing = sorted(set(manifest.get("needs", ())) - set(driver.capabilities))
+    missing = sorted(set(document.manifest.needs) - set(driver.capabilities))
     if missing:
         return Replayed(path.name, "unsupported", f"the driver lacks {', '.join(missing)}")
-    refusal = expected.get("refusal")
+    refusal = None if document.expected.refusal is None else document.expected.refusal.value
     try:
         seen = observations(scenario_trace(driver, scenario))
     except Exception as failure:
@@ -204,4 +304,5 @@ def _first_difference(seen: Any, expected: Any) -> str:
     return f"expected {expected!r}, saw {seen!r}"
 
 
-__all__ = ["VECTORS", "Replayed", "drifted", "generate", "observations", "replay"]
+__all__ = ["OBSERVED", "VECTORS", "Expected", "Replayed", "Vector", "VectorManifest", "drifted",
+           "generate", "observations", "read_vector", "replay", "vector_schema"]

@@ -43,6 +43,9 @@ def published_schemas() -> dict[str, dict[str, Any]]:
     for message in (StdioRequest, StdioAnswer):
         schemas[f"{message.__name__}.json"] = {"$schema": JSON_SCHEMA_DIALECT,
                                                **message.model_json_schema()}
+    from ctxspec.conformance.vectors import vector_schema
+
+    schemas["Vector.json"] = {"$schema": JSON_SCHEMA_DIALECT, **vector_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

@@ -156,3 +156,48 @@ def test_a_stimulus_after_the_agent_was_deleted_is_refused_by_name() -> None:
                      lambda: runtime.supplement("more")):
         with pytest.raises(AgentDeleted, match="deleted"):
             stimulus()
+
+
+# --- ctxspec vectors --replay ---------------------------------------------------------------
+
+def _cut(vector: dict[str, Any], change: str) -> dict[str, Any]:
+    """A copy of a real vector, damaged one way."""
+    damaged = json.loads(json.dumps(vector))
+    if change == "expected empty":
+        damaged["expected"] = {}
+    elif change == "expected key deleted":
+        del damaged["expected"]["run_endings"]
+    elif change == "refusal empty":
+        damaged["expected"] = {"refusal": ""}
+    elif change == "refusal unknown":
+        damaged["expected"] = {"refusal": "NOT_A_CODE"}
+    elif change == "expected a list":
+        damaged["expected"] = []
+    elif change == "needs null":
+        damaged["manifest"]["needs"] = None
+    elif change == "needs a number":
+        damaged["manifest"]["needs"] = 3
+    elif change == "needs holds a number":
+        damaged["manifest"]["needs"] = [3]
+    elif change == "format true":
+        damaged["manifest"]["format"] = True
+    return damaged
+
+
+DAMAGES = ["expected empty", "expected key deleted", "refusal empty", "refusal unknown",
+           "expected a list", "needs null", "needs a number", "needs holds a number",
+           "format true"]
+
+
+@pytest.mark.parametrize("change", DAMAGES)
+def test_a_damaged_vector_is_unread_with_the_reason(tmp_path: Path, change: str) -> None:
+    from ctxspec.conformance.driver import ReferenceDriver
+    from ctxspec.conformance.vectors import replay
+
+    vector = json.loads((VECTORS / "ROW-02.json").read_text("utf-8"))
+    (tmp_path / "damaged.json").write_text(json.dumps(_cut(vector, change)))
+    [result] = replay(tmp_path, ReferenceDriver)
+    assert result.status == "unread", (change, result)
+    assert result.detail.startswith("vector"), result.detail
+    code, output = cli("vectors", "--replay", str(tmp_path))
+    assert code == 1 and "1 unread" in output, output
