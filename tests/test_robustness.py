@@ -162,7 +162,7 @@ def test_a_stimulus_after_the_agent_was_deleted_is_refused_by_name() -> None:
 
 def _cut(vector: dict[str, Any], change: str) -> dict[str, Any]:
     """A copy of a real vector, damaged one way."""
-    damaged = json.loads(json.dumps(vector))
+    damaged: dict[str, Any] = json.loads(json.dumps(vector))
     if change == "expected empty":
         damaged["expected"] = {}
     elif change == "expected key deleted":
