@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BeforeValidator, ValidationError
 
 from ctxspec.limits import MAX_DEPTH, MAX_TOKENS, depth, shown
 
@@ -84,6 +84,16 @@ def json_problem(document: object, what: str) -> str | None:
     return None
 
 
+def _integer(value: object) -> object:
+    if type(value) is not int:  # a Literal compares by ==, so 1.0 and True would equal 1
+        raise ValueError("a version is a JSON integer")
+    return value
+
+
+INTEGER = BeforeValidator(_integer)
+"""Annotate a ``Literal`` of integers with this: the literal alone takes ``1.0`` and ``true``."""
+
+
 def validation_problems(error: ValidationError, what: str) -> str:
     """Every problem pydantic found: the path of the field, the rule and the value seen."""
     problems = []
@@ -95,4 +105,4 @@ def validation_problems(error: ValidationError, what: str) -> str:
     return "; ".join(problems)
 
 
-__all__ = ["DocumentError", "json_document", "json_problem", "validation_problems"]
+__all__ = ["INTEGER", "DocumentError", "json_document", "json_problem", "validation_problems"]

@@ -12,12 +12,13 @@ format is published as spec/schemas/Scenario.json; docs/scenarios.md documents i
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ctxspec.conformance.documents import (
+    INTEGER,
     DocumentError,
     json_document,
     json_problem,
@@ -448,7 +449,7 @@ class CrashDoc(_Doc):
 class Scenario(_Doc):
     """A scenario document (JSON)."""
 
-    scenario_version: Literal[1]
+    scenario_version: Annotated[Literal[1], INTEGER]
     name: str = Field(min_length=1)
     description: str = ""
     agent: AgentDoc

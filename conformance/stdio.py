@@ -6,24 +6,47 @@ answers ``{"ok": true, "version": 1, "capabilities": [...]}``; then one ``{"op":
 "scenario": {...}}`` per case, answered ``{"ok": true, "trace": [...]}`` (the neutral trace as
 JSON) or ``{"ok": false, "error": "..."}``; finally ``{"op": "bye"}``. The runtime scripts the
 model, tools and hooks from the scenario itself, exactly as the scenario document describes.
+
+Both sides distrust the other (docs/robustness.md): every read has a time limit and a line
+limit, every message is validated against its published schema, and the harness ends the
+runtime's process (and everything it started) on every way out.
 """
 
 import contextlib
 import json
+import os
+import selectors
 import shlex
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from typing import IO, Any, Literal
+import time
+from collections.abc import Iterator, Sequence
+from typing import IO, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ctxspec.conformance.documents import (
+    INTEGER,
+    DocumentError,
+    json_document,
+    json_problem,
+    validation_problems,
+)
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
+from ctxspec.limits import shown
+from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.ports import ScriptExhausted
 
 PROTOCOL = "ctxspec-stdio"
 VERSION = 1
+READ_TIMEOUT = 60.0
+"""Seconds the harness waits for each answer line by default (``--stdio-timeout``): the
+reference answers the largest case in well under a second."""
+MAX_LINE = 64 * 1024 * 1024
+"""Bytes of one line either side reads at most by default (``--stdio-max-line``): the largest
+trace of the suite is a few MB."""
 
 
 class StdioRequest(BaseModel):
@@ -32,7 +55,7 @@ class StdioRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     protocol: Literal["ctxspec-stdio"]
-    version: Literal[1]
+    version: Annotated[Literal[1], INTEGER]
     op: Literal["hello", "run", "bye"]
     scenario: dict[str, Any] | None = Field(
         default=None, description="with op run: a scenario document (Scenario.json)")
@@ -49,103 +72,242 @@ class StdioAnswer(BaseModel):
     capabilities: list[str] | None = None
     trace: list[dict[str, Any]] | None = None
     error: str | None = None
+    code: ErrorCode | None = Field(default=None, description=(
+        "with ok false: the code of the closed set, where one applies (SCENARIO_INVALID, "
+        "STDIO_REQUEST_INVALID, a budget code)"))
     exhausted: bool | None = Field(default=None, description=(
         "with ok false: a scripted port ran out — the runtime asked for more calls than the "
         "scenario scripts; the harness reports the case failed, not error"))
 
 
 class ProtocolError(RuntimeError):
-    """The subprocess broke the protocol: wrong version, a malformed line, or it died."""
+    """The subprocess broke the protocol: wrong version, a malformed line, silence past the
+    time limit, or it died."""
+
+
+def parse_command(command: str | Sequence[str]) -> list[str]:
+    """The argument vector of ``--stdio``; ``ValueError`` naming the problem when there is
+    none (an empty command, an unclosed quote)."""
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as error:
+            raise ValueError(f"--stdio {shown(command)}: {error}") from None
+    else:
+        argv = list(command)
+    if not argv:
+        raise ValueError("--stdio: the command is empty")
+    return argv
 
 
 class StdioDriver:
     """A driver behind a subprocess. It runs whole scenarios (the ports live in the other
-    process), so the harness hands it each case's scenario and reads back the trace."""
+    process), so the harness hands it each case's scenario and reads back the trace. A broken
+    answer ends the process: later cases are reported error at once, never wait."""
 
-    def __init__(self, command: str) -> None:
-        self.command = command
-        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        hello = self._ask({"op": "hello"})
-        if hello.get("version") != VERSION:
-            self.close()
-            raise ProtocolError(f"{command!r} speaks stdio protocol version "
-                                f"{hello.get('version')!r}; this harness speaks {VERSION}")
-        self.capabilities = frozenset(str(c) for c in hello.get("capabilities", ()))
+    def __init__(self, command: str | Sequence[str], timeout: float = READ_TIMEOUT,
+                 max_line: int = MAX_LINE) -> None:
+        self.command = command if isinstance(command, str) else shlex.join(command)
+        self.timeout, self.max_line = timeout, max_line
+        self.broken: str | None = None
+        self._buffer = b""
+        # A session of its own: ending it ends whatever the command started, too.
+        self.process = subprocess.Popen(parse_command(command), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, start_new_session=True)
+        try:
+            hello = self._ask({"op": "hello"})
+            if hello.version != VERSION:
+                raise ProtocolError(f"{self.command!r} speaks stdio protocol version "
+                                    f"{hello.version!r}; this harness speaks {VERSION}")
+            if not hello.ok or hello.capabilities is None:
+                raise ProtocolError(f"{self.command!r} answered hello without ok and its "
+                                    "capabilities")
+        except BaseException:
+            self.kill()
+            raise
+        self.capabilities = frozenset(hello.capabilities)
         self.result: list[dict[str, Any]] = []
 
-    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        stdin, stdout = self.process.stdin, self.process.stdout
-        if stdin is None or stdout is None:
-            raise ProtocolError("the subprocess has no pipes")
-        stdin.write(json.dumps({"protocol": PROTOCOL, "version": VERSION, **message}) + "\n")
-        stdin.flush()
-        line = stdout.readline()
-        if not line:
-            raise ProtocolError(f"{self.command!r} closed its output (exit code "
-                                f"{self.process.poll()})")
+    def _ask(self, message: dict[str, Any]) -> StdioAnswer:
+        if self.broken is not None:
+            raise ProtocolError(f"the runtime is gone: {self.broken}")
         try:
-            answer = json.loads(line)
-        except ValueError as error:
-            raise ProtocolError(f"{self.command!r} wrote a line that is not JSON: "
-                                f"{line[:80]!r}") from error
-        if not isinstance(answer, dict):
-            raise ProtocolError(f"{self.command!r} answered {answer!r}, not an object")
-        return answer
+            return self._exchange(message)
+        except ProtocolError as error:
+            self.broken = str(error)
+            self.kill()
+            raise
+
+    def _exchange(self, message: dict[str, Any]) -> StdioAnswer:
+        stdin = self.process.stdin
+        if stdin is None:
+            raise ProtocolError("the subprocess has no pipes")
+        line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message},
+                          ensure_ascii=False) + "\n"
+        try:
+            stdin.write(line.encode("utf-8", "surrogatepass"))
+            stdin.flush()
+        except OSError as error:
+            raise ProtocolError(f"{self.command!r} stopped reading ({error.strerror}; exit "
+                                f"code {self.process.poll()})") from None
+        return self._answer(self._read_line())
+
+    def _read_line(self) -> bytes:
+        """One line of the runtime's output, within the time limit and the line limit."""
+        stdout = self.process.stdout
+        if stdout is None:
+            raise ProtocolError("the subprocess has no pipes")
+        deadline = time.monotonic() + self.timeout
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                if len(self._buffer) > self.max_line:
+                    raise ProtocolError(f"{self.command!r} wrote a line longer than "
+                                        f"{self.max_line} bytes")
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise ProtocolError(f"{self.command!r} gave no answer within "
+                                        f"{self.timeout:g} s")
+                chunk = os.read(stdout.fileno(), 1 << 16)
+                if not chunk:
+                    raise ProtocolError(f"{self.command!r} closed its output (exit code "
+                                        f"{self.process.poll()})")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        if len(line) > self.max_line:
+            raise ProtocolError(f"{self.command!r} wrote a line longer than {self.max_line} "
+                                "bytes")
+        return line
+
+    def _answer(self, line: bytes) -> StdioAnswer:
+        """An answer validated whole against StdioAnswer.json: ``ok`` a boolean, ``version``
+        an integer, ``capabilities`` names, ``trace`` objects — never coerced."""
+        try:
+            document = json_document(line, "answer")
+            problem = json_problem(document, "answer")
+            if problem is not None:
+                raise DocumentError(problem)
+            return StdioAnswer.model_validate_json(json.dumps(document), strict=True)
+        except DocumentError as error:
+            raise ProtocolError(f"{self.command!r} wrote {shown(line)}: {error}") from None
+        except ValidationError as error:
+            raise ProtocolError(f"{self.command!r} answered against StdioAnswer.json: "
+                                f"{validation_problems(error, 'answer')}") from None
 
     def run_document(self, scenario: dict[str, Any]) -> list[dict[str, Any]]:
         answer = self._ask({"op": "run", "scenario": scenario})
-        if not answer.get("ok") and answer.get("exhausted") is True:
-            raise ScriptExhausted(str(answer.get("error")))
-        if not answer.get("ok"):
-            raise ProtocolError(f"the runtime failed the scenario: {answer.get('error')}")
-        trace = answer.get("trace")
-        if not isinstance(trace, list):
+        if not answer.ok and answer.exhausted is True:
+            raise ScriptExhausted(str(answer.error))
+        if not answer.ok:
+            code = f"{answer.code}: " if answer.code and answer.code not in str(answer.error) \
+                else ""
+            raise ProtocolError(f"the runtime failed the scenario: {code}{answer.error}")
+        if answer.trace is None:
             raise ProtocolError("a run answer has no trace list")
-        return trace
+        return answer.trace
 
     def close(self) -> None:
         """Say bye, close its input and reap it; one that does not leave is killed."""
-        if self.process.poll() is None:
+        if self.process.poll() is None and self.broken is None:
             with contextlib.suppress(ProtocolError, OSError):  # it may already be gone
+                saved, self.timeout = self.timeout, min(self.timeout, 5.0)
                 self._ask({"op": "bye"})
-            if self.process.stdin is not None:
+                self.timeout = saved
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        self.kill()
+
+    def kill(self) -> None:
+        """End the runtime and every process of its session, then reap it."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
                 with contextlib.suppress(OSError):
-                    self.process.stdin.close()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                    pipe.close()
+
+    def __enter__(self) -> "StdioDriver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def serve(lines: Iterator[str], out: IO[str]) -> None:
+class CutLine(str):
+    """The start of a line longer than the line limit (the rest was drained unread)."""
+
+
+def _request(line: str, max_line: int) -> StdioRequest:
+    """A harness line validated whole against StdioRequest.json, or :class:`ValueError` with
+    the field, the rule and the value."""
+    if isinstance(line, CutLine) or len(line) > max_line:
+        raise ValueError(f"a line longer than {max_line} characters")
+    if any("\udc80" <= char <= "\udcff" for char in line):  # bytes decoding could not read
+        raise ValueError("the line is not UTF-8")
+    document = json_document(line, "request")
+    # The scenario is a document of its own: parse_scenario refuses it with SCENARIO_INVALID.
+    scenario = document.pop("scenario", None) if isinstance(document, dict) else None
+    problem = json_problem(document, "request")
+    if problem is not None:
+        raise ValueError(problem)
+    if scenario is not None and not isinstance(scenario, dict):
+        raise ValueError(f"request.scenario: a scenario is a JSON object (got {shown(scenario)})")
+    if isinstance(document, dict) and (document.get("protocol") != PROTOCOL
+                                       or type(document.get("version")) is not int
+                                       or document.get("version") != VERSION):
+        raise ValueError(f"expected protocol {PROTOCOL} version {VERSION}")
+    try:
+        request = StdioRequest.model_validate_json(json.dumps(document), strict=True)
+    except ValidationError as error:
+        raise ValueError(validation_problems(error, "request")) from None
+    request = request.model_copy(update={"scenario": scenario})
+    if (request.op == "run") != (request.scenario is not None):
+        raise ValueError("request.scenario: goes with op run, and only with it")
+    return request
+
+
+def serve(lines: Iterator[str], out: IO[str], max_line: int = MAX_LINE) -> None:
     """The reference runtime over the protocol (``ctxspec stdio-driver``)."""
     for line in lines:
         try:
-            message = json.loads(line)
-            if message.get("protocol") != PROTOCOL or message.get("version") != VERSION:
-                raise ValueError(f"expected protocol {PROTOCOL} version {VERSION}")
-            op = message.get("op")
-            if op == "hello":
-                answer: dict[str, Any] = {"ok": True, "version": VERSION,
-                                          "capabilities": sorted(ReferenceDriver.capabilities)}
-            elif op == "run":
-                answer = {"ok": True, "trace": _reference_trace(message["scenario"])}
-            elif op == "bye":
-                out.write(json.dumps({"ok": True}) + "\n")
-                out.flush()
-                return
-            else:
-                raise ValueError(f"unknown op {op!r}")
-        except (ValueError, KeyError, ScenarioError) as error:
-            answer = {"ok": False, "error": str(error)}
-        except ScriptExhausted as error:
-            answer = {"ok": False, "error": str(error), "exhausted": True}
-        except Exception as error:  # the runtime broke on this scenario; the session goes on
-            answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
-        out.write(json.dumps(answer, ensure_ascii=False) + "\n")
-        out.flush()
+            request = _request(line, max_line)
+        except ValueError as error:  # DocumentError included
+            _write(out, {"ok": False, "code": ErrorCode.STDIO_REQUEST_INVALID.value,
+                         "error": str(error)})
+            continue
+        if request.op == "bye":
+            _write(out, {"ok": True})
+            return
+        if request.op == "hello":
+            _write(out, {"ok": True, "version": VERSION,
+                         "capabilities": sorted(ReferenceDriver.capabilities)})
+            continue
+        _write(out, _run(request.scenario or {}))
+
+
+def _run(scenario: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"ok": True, "trace": _reference_trace(scenario)}
+    except ScenarioError as error:
+        return {"ok": False, "code": ErrorCode.SCENARIO_INVALID.value, "error": str(error)}
+    except ScriptExhausted as error:
+        return {"ok": False, "error": str(error), "exhausted": True}
+    except Exception as error:  # the runtime broke on this scenario; the session goes on
+        text = str(error)
+        code = next((c.value for c in ErrorCode if text.startswith(f"{c.value}:")), None)
+        return {"ok": False, "error": f"{type(error).__name__}: {text}",
+                **({"code": code} if code else {})}
+
+
+def _write(out: IO[str], answer: dict[str, Any]) -> None:
+    out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    out.flush()
 
 
 def _reference_trace(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,9 +317,25 @@ def _reference_trace(document: dict[str, Any]) -> list[dict[str, Any]]:
     return trace
 
 
-def main() -> None:
-    serve(iter(sys.stdin), sys.stdout)
+def read_lines(stream: IO[bytes], max_line: int = MAX_LINE) -> Iterator[str]:
+    """Lines of a byte stream as text, never more than ``max_line`` bytes read into one: a
+    longer line is drained and handed on cut (so it is refused by length), bytes that are not
+    UTF-8 as surrogate escapes (refused as not UTF-8)."""
+    while True:
+        line = stream.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line and not line.endswith(b"\n"):
+            while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield CutLine(line[:80].decode("utf-8", "replace"))
+            continue
+        yield line.rstrip(b"\n").decode("utf-8", "surrogateescape")
 
 
-__all__ = ["PROTOCOL", "VERSION", "ProtocolError", "StdioAnswer", "StdioDriver", "StdioRequest",
-           "serve"]
+def main(max_line: int = MAX_LINE) -> None:
+    serve(read_lines(sys.stdin.buffer, max_line), sys.stdout, max_line)
+
+
+__all__ = ["MAX_LINE", "PROTOCOL", "READ_TIMEOUT", "VERSION", "ProtocolError", "StdioAnswer",
+           "StdioDriver", "StdioRequest", "parse_command", "read_lines", "serve"]

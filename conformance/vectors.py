@@ -19,12 +19,13 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ctxspec.conformance.cases import CASES, Case, Trace
 from ctxspec.conformance.documents import (
+    INTEGER,
     DocumentError,
     json_document,
     json_problem,
@@ -158,7 +159,7 @@ class VectorManifest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    format: Literal[2]
+    format: Annotated[Literal[2], INTEGER]
     case: str = Field(min_length=1)
     title: str = ""
     source: str = ""

@@ -6,6 +6,7 @@ of the tool); 2 for invalid arguments or configuration, with a message naming th
 
 import json
 import re
+import signal
 import sys
 import time
 from collections import Counter
@@ -34,6 +35,7 @@ from ctxspec.reference.budget import (
 if TYPE_CHECKING:  # the harness is imported by the conformance command only
     from ctxspec.conformance.harness import CaseResult
     from ctxspec.conformance.scenario import Scenario
+    from ctxspec.conformance.stdio import StdioDriver
 
 USAGE_ERROR = 2
 _TOKENS = re.compile(r"[ \t]*([0-9]{1,16})[ \t]*([kK]?)[ \t]*")
@@ -388,6 +390,12 @@ def _refuse_bad_budgets(scenario: "Scenario") -> None:
               help="The driver to test (default: the reference runtime).")
 @click.option("--stdio", "stdio_command", metavar="COMMAND",
               help="Drive a runtime in a subprocess over the stdio protocol v1 instead.")
+@click.option("--stdio-timeout", type=click.FloatRange(0.1, 86400), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="How long to wait for each answer of the --stdio runtime before ending it.")
+@click.option("--stdio-max-line", type=click.IntRange(1024, 1 << 30), default=64 << 20,
+              show_default=True, metavar="BYTES",
+              help="The longest answer line read from the --stdio runtime.")
 @click.option("--case", "case_ids", multiple=True, metavar="ID",
               help="Run only this case (repeatable).")
 @click.option("--json", "as_json", is_flag=True,
@@ -401,10 +409,44 @@ def _refuse_bad_budgets(scenario: "Scenario") -> None:
 @click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
               "those that did not pass.")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
+                        stdio_timeout: float, stdio_max_line: int,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
                         junit: Path | None, html_file: Path | None, verbose: bool) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
+    from ctxspec.conformance.stdio import ProtocolError, StdioDriver, parse_command
+
+    if driver_spec and stdio_command is not None:
+        raise click.UsageError("give --driver or --stdio, not both")
+    if stdio_command is not None:
+        try:
+            parse_command(stdio_command)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+    stdio: StdioDriver | None = None
+    previous = signal.getsignal(signal.SIGTERM)
+    # A SIGTERM unwinds like Ctrl-C, so the runtime's process is ended on the way out too.
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        if stdio_command is not None:
+            try:
+                stdio = StdioDriver(stdio_command, stdio_timeout, stdio_max_line)
+            except (OSError, ProtocolError) as error:
+                raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
+        _conformance(driver_spec, stdio, case_ids, as_json, jsonl, junit, verbose)
+    finally:
+        if stdio is not None:
+            stdio.close()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _conformance(driver_spec: str | None, stdio: "StdioDriver | None",
+                 case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
+                 junit: Path | None, verbose: bool) -> None:
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
@@ -413,26 +455,18 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
         run_suite,
         write_reports,
     )
-    from ctxspec.conformance.stdio import ProtocolError, StdioDriver
 
-    if driver_spec and stdio_command:
-        raise click.UsageError("give --driver or --stdio, not both")
     try:
         factory = load_factory(driver_spec)
         cases = by_id(case_ids or None)
     except (ValueError, KeyError, ImportError) as error:
         raise click.UsageError(str(error).strip("'\"")) from error
     began = time.perf_counter()
-    stdio: StdioDriver | None = None
-    if stdio_command is not None:
-        try:
-            stdio = StdioDriver(stdio_command)
-        except (OSError, ProtocolError) as error:
-            raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
-        driver_spec = f"stdio: {stdio_command}"
+    if stdio is not None:
+        driver_spec = f"stdio: {stdio.command}"
         connected = stdio
 
-        def factory() -> StdioDriver:
+        def factory() -> "StdioDriver":
             return connected
     probes = confirm_capabilities(factory)
     unconfirmed = [p for p in probes.values() if p.status == "not_confirmed"]
@@ -457,7 +491,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     if sys.stderr.isatty() and not as_json:
         click.echo("\r" + " " * 60 + "\r", nl=False, err=True)
     if stdio is not None:
-        stdio.close()
+        stdio.close()  # before the reports: the runtime's exit is part of the run
     summary = Counter(r.status for r in results)
     total = time.perf_counter() - began
     write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
@@ -598,8 +632,10 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
 
 
 @main.command("stdio-driver")
-def stdio_driver_command() -> None:
+@click.option("--max-line", type=click.IntRange(1024, 1 << 30), default=64 << 20,
+              show_default=True, metavar="BYTES", help="The longest request line read.")
+def stdio_driver_command(max_line: int) -> None:
     """Serve the reference runtime over the stdio protocol v1 (docs/stdio-protocol.md)."""
     from ctxspec.conformance.stdio import main as serve_stdio
 
-    serve_stdio()
+    serve_stdio(max_line)

@@ -40,6 +40,9 @@ class ErrorCode(StrEnum):
     # ctxspec: a scenario document (docs/scenarios.md) breaks its schema; the message names the
     # field and the rule, and nothing has run.
     SCENARIO_INVALID = "SCENARIO_INVALID"
+    # ctxspec: a stdio protocol message (docs/stdio-protocol.md) breaks StdioRequest.json, is
+    # not one UTF-8 JSON line or is longer than the line limit; the message names the field.
+    STDIO_REQUEST_INVALID = "STDIO_REQUEST_INVALID"
     # ctxspec: a tool call started before a takeover and its result was never saved; its side
     # effect is unknown (§10 "未知"), reported as the call's structured error, never success.
     UNKNOWN_OUTCOME = "UNKNOWN_OUTCOME"

@@ -410,7 +410,10 @@ def test_the_stdio_server_answers_every_bad_line_and_goes_on() -> None:
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [a["ok"] for a in answers] == [False, False, False, False, True, True]
     assert answers[1]["error"] == f"expected protocol {PROTOCOL} version {VERSION}"
-    assert answers[2]["error"] == "unknown op 'dance'"
+    assert answers[2]["error"].startswith("request.op: ") and "(got 'dance')" in answers[2]["error"]
+    assert [a.get("code") for a in answers[:4]] == [
+        "STDIO_REQUEST_INVALID", "STDIO_REQUEST_INVALID", "STDIO_REQUEST_INVALID",
+        "SCENARIO_INVALID"]
     assert "scenario.scenario_version: Field required" in answers[3]["error"]
     assert answers[4]["version"] == VERSION and "crash_points" in answers[4]["capabilities"]
 

@@ -2,7 +2,10 @@
 traceback, hung or was accepted against the documents, answered with exit 2, the field, the
 rule and the value, and a code of the closed set where the design defines one."""
 
+import io
 import json
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
+from ctxspec.conformance.stdio import read_lines, serve
 from ctxspec.conformance.vectors import VECTORS
 from ctxspec.reference.runtime.ports import LogicalClock
 from ctxspec.reference.runtime.runtime import AgentDeleted, ReferenceRuntime
@@ -201,3 +205,119 @@ def test_a_damaged_vector_is_unread_with_the_reason(tmp_path: Path, change: str)
     assert result.detail.startswith("vector"), result.detail
     code, output = cli("vectors", "--replay", str(tmp_path))
     assert code == 1 and "1 unread" in output, output
+
+
+# --- ctxspec conformance --stdio: a misbehaving runtime --------------------------------------
+
+FAKE = '''
+import json, os, subprocess, sys, time
+mode = sys.argv[1]
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(sys.argv[2], "w") as pids:
+    pids.write(f"{os.getpid()} {child.pid}")
+hello = {"ok": True, "version": 1, "capabilities": ["root_loop"]}
+out = sys.stdout.buffer
+for line in sys.stdin.buffer:
+    op = json.loads(line)["op"]
+    if op == "bye":
+        break
+    if mode == "silent-hello" or (mode == "silent-run" and op == "run"):
+        time.sleep(120)
+    answer = {"ok": True, "trace": []} if op == "run" else dict(hello)
+    if op == "hello":
+        if mode == "string-capabilities":
+            answer["capabilities"] = "root_loop"
+        elif mode == "version-true":
+            answer["version"] = True
+    if mode == "not-utf8":
+        out.write(b"\\xff\\xfe\\n")
+    elif mode == "long-line" and op == "run":
+        out.write(b'{"ok": true, "trace": [], "pad": "' + b"x" * 3_000_000 + b'"}\\n')
+    else:
+        out.write(json.dumps(answer).encode() + b"\\n")
+    out.flush()
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def fake_runtime(tmp_path: Path, mode: str) -> tuple[str, Path]:
+    script = tmp_path / "fake_runtime.py"
+    script.write_text(FAKE)
+    pids = tmp_path / f"{mode}.pids"
+    return f"{sys.executable} {script} {mode} {pids}", pids
+
+
+@pytest.mark.parametrize(("mode", "words"), [
+    ("silent-hello", "gave no answer within 3 s"),
+    ("silent-run", "gave no answer within 3 s"),
+    ("string-capabilities", "answer.capabilities"),
+    ("version-true", "answer.version"),
+    ("not-utf8", "not UTF-8"),
+    ("long-line", "a line longer than 1048576 bytes"),
+])
+def test_a_misbehaving_runtime_is_ended_and_named(tmp_path: Path, mode: str,
+                                                   words: str) -> None:
+    command, pids = fake_runtime(tmp_path, mode)
+    began = time.monotonic()
+    # A silent runtime waits 3 s (its interpreter starting is not silence, even under load).
+    timeout = "3" if mode.startswith("silent") else "60"
+    code, output = cli("conformance", "--stdio", command, "--stdio-timeout", timeout,
+                       "--stdio-max-line", str(1 << 20), "--case", "ROW-02", "-v")
+    assert time.monotonic() - began < 30, "the harness waited past its time limit"
+    assert code == 1 and words in output, output
+    deadline = time.monotonic() + 5
+    while any(_alive(int(pid)) for pid in pids.read_text().split()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
+        "the runtime or a process it started was left running"
+
+
+@pytest.mark.parametrize("command", ["", "   ", '"unclosed'])
+def test_an_unusable_stdio_command_is_a_usage_error(command: str) -> None:
+    code, output = cli("conformance", "--stdio", command)
+    assert code == 2 and "--stdio" in output, output
+
+
+# --- ctxspec stdio-driver: every request against StdioRequest.json ---------------------------
+
+HELLO = {"protocol": "ctxspec-stdio", "version": 1, "op": "hello"}
+
+
+@pytest.mark.parametrize(("request_", "code", "words"), [
+    ({**HELLO, "extra": "x" * 1000}, "STDIO_REQUEST_INVALID", "request.extra"),
+    ({**HELLO, "version": 1.0}, "STDIO_REQUEST_INVALID", "version 1"),
+    ({**HELLO, "version": True}, "STDIO_REQUEST_INVALID", "version 1"),
+    ({**HELLO, "op": "run"}, "STDIO_REQUEST_INVALID", "request.scenario"),
+    ({**HELLO, "scenario": minimal()}, "STDIO_REQUEST_INVALID", "request.scenario"),
+    ({**HELLO, "op": "run", "scenario": minimal(name="\ud800")}, "SCENARIO_INVALID",
+     "lone surrogate"),
+    ({**HELLO, "op": "run", "scenario": minimal(steps=[{"ask": "\udfff"}, {"advance": True}])},
+     "SCENARIO_INVALID", "lone surrogate"),
+])
+def test_the_stdio_server_refuses_a_request_with_a_code(request_: dict[str, Any], code: str,
+                                                        words: str) -> None:
+    out = io.StringIO()
+    serve(iter([json.dumps(request_) + "\n", json.dumps(HELLO) + "\n"]), out)
+    refused, hello = (json.loads(line) for line in out.getvalue().splitlines())
+    assert refused["ok"] is False and refused["code"] == code and words in refused["error"], \
+        refused
+    assert hello["ok"] is True, "the session goes on"
+
+
+def test_the_stdio_server_refuses_a_line_past_its_limit_and_goes_on() -> None:
+    data = (json.dumps({**HELLO, "pad": "x" * 5000}) + "\n" + json.dumps(HELLO) + "\n"
+            + "\xff not utf-8\n").encode("latin-1")
+    out = io.StringIO()
+    serve(read_lines(io.BytesIO(data), max_line=1024), out, max_line=1024)
+    long, hello, bad = (json.loads(line) for line in out.getvalue().splitlines())
+    assert long["code"] == "STDIO_REQUEST_INVALID" and "longer than 1024" in long["error"]
+    assert hello["ok"] is True
+    assert bad["code"] == "STDIO_REQUEST_INVALID" and "not UTF-8" in bad["error"]
