@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
 from ctxspec.conformance.scenario import (
+    AUDITOR,
     AgentDoc,
     HistoryReadDoc,
     NodeDoc,
@@ -314,8 +315,9 @@ class ReferenceDriver:
         session = self.session_id() if read.session == "own" else uuid5(self.session_id(),
                                                                         "another Session")
         caller = read.kind + (f":{read.role}" if read.role else "")
+        role = AUDITOR if read.kind == "audit" and read.role is None else read.role
         try:
-            rows = self.read_history(session, read.kind, read.role, read.content,
+            rows = self.read_history(session, read.kind, role, read.content,
                                      read.node_task)
         except AccessDenied as refused:
             self.observed.add(HistoryRead(caller, read.session, False, (), str(refused),
@@ -324,7 +326,7 @@ class ReferenceDriver:
             return
         bodies = None
         if read.bodies:
-            who = HistoryCaller(session, read.kind, read.role)
+            who = HistoryCaller(session, read.kind, role)
             bodies = tuple(self._body(who, row) for row in rows)
         self.observed.add(HistoryRead(caller, read.session, True,
                                       tuple(r["message_kind"] for r in rows), None, bodies,
@@ -425,6 +427,7 @@ def _agent_config(agent: AgentDoc) -> AgentConfig:
                        run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
                        tool_quota=agent.tool_quota,
                        persistent_sandbox=agent.persistent_sandbox,
+                       audit_readers=agent.audit_readers,
                        custom_compaction_prompt=agent.custom_compaction_prompt)
 
 

@@ -76,6 +76,10 @@ class ExecutorDoc(_Doc):
     tools: tuple[ToolDoc, ...] = ()
 
 
+AUDITOR = "auditor"
+"""The audit caller a ``read_history`` of kind audit is when it names none; granted by default."""
+
+
 class AgentDoc(_Doc):
     """The Agent's resolved configuration (the platform's job is out of scope)."""
 
@@ -102,6 +106,9 @@ class AgentDoc(_Doc):
     executor: "ExecutorDoc | None" = None
     """Set for a Planner: its ``delegate`` calls (task, constraints, materials) run Executors."""
     estimator: Literal["bytes", "chars"] = "bytes"
+    audit_readers: tuple[str, ...] = Field(default=(AUDITOR,), description=(
+        "the audit callers the Agent grants history reads (§1, §11); a read_history of kind "
+        "audit names its caller in role, AUDITOR by default"))
 
     def budget(self) -> BudgetConfig:
         return BudgetConfig(window=self.window, output_reserve=self.output_reserve,

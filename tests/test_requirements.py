@@ -22,6 +22,7 @@ from ctxspec.conformance.case import example
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.driver import ESTIMATORS, Ports, ReferenceDriver, perform
 from ctxspec.conformance.scenario import (
+    AUDITOR,
     ScriptedHooks,
     ScriptedModel,
     ScriptedTools,
@@ -134,7 +135,7 @@ def audit(driver: ReferenceDriver) -> list[str]:
     runtime = driver.runtime
     assert runtime is not None
     return [str(raw.content.get("text", "")) for raw in
-            runtime.read_history(HistoryCaller(runtime.session_id, "audit"))]
+            runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR))]
 
 
 # --- structure the code can show -----------------------------------------------------------------
@@ -591,7 +592,8 @@ def test_the_unread_body_of_a_large_result_stays_readable_for_audit() -> None:
     driver, _ = drive(scenario_of("ROW-08"))
     runtime = driver.runtime
     assert runtime is not None
-    [dumped] = [raw for raw in runtime.read_history(HistoryCaller(runtime.session_id, "audit"))
+    auditor = HistoryCaller(runtime.session_id, "audit", AUDITOR)
+    [dumped] = [raw for raw in runtime.read_history(auditor)
                 if raw.record.message_kind == "tool_result"
                 and isinstance(raw.content.get("truncation"), dict)]
     truncation = dumped.content["truncation"]

@@ -12,6 +12,7 @@ import pytest
 from ctxspec.conformance.case import example
 from ctxspec.conformance.driver import ESTIMATORS, _agent_config
 from ctxspec.conformance.scenario import (
+    AUDITOR,
     ScriptedHooks,
     ScriptedModel,
     ScriptedTools,
@@ -101,7 +102,7 @@ def test_the_history_api_serves_the_root_role_and_audit_of_its_own_session(
     own = runtime.read_history(HistoryCaller(runtime.session_id, "role", "root"))
     assert [raw.record.message_kind for raw in own] == [
         "user_ref", "assistant", "tool_result", "tool_result", "assistant"]
-    audit = runtime.read_history(HistoryCaller(runtime.session_id, "audit"))
+    audit = runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR))
     assert len(audit) == len(own)
 
 

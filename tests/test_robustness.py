@@ -2,19 +2,22 @@
 traceback, hung or was accepted against the documents, answered with exit 2, the field, the
 rule and the value, and a code of the closed set where the design defines one."""
 
+import dataclasses
 import io
 import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 from click.testing import CliRunner
 
 from ctxspec.cli import main
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ESTIMATORS, _agent_config
+from ctxspec.conformance.driver import ESTIMATORS, ReferenceDriver, _agent_config
+from ctxspec.conformance.harness import scenario_trace
 from ctxspec.conformance.scenario import (
     ScenarioError,
     ScriptedHooks,
@@ -26,7 +29,14 @@ from ctxspec.conformance.scenario import (
 from ctxspec.conformance.stdio import read_lines, serve
 from ctxspec.conformance.vectors import VECTORS
 from ctxspec.reference.runtime.ports import LogicalClock
-from ctxspec.reference.runtime.runtime import AgentDeleted, ReferenceRuntime
+from ctxspec.reference.runtime.restore import restore
+from ctxspec.reference.runtime.runtime import (
+    AccessDenied,
+    AgentDeleted,
+    HistoryCaller,
+    ReferenceRuntime,
+)
+from ctxspec.reference.runtime.store import Store
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -195,7 +205,6 @@ DAMAGES = ["expected empty", "expected key deleted", "refusal empty", "refusal u
 
 @pytest.mark.parametrize("change", DAMAGES)
 def test_a_damaged_vector_is_unread_with_the_reason(tmp_path: Path, change: str) -> None:
-    from ctxspec.conformance.driver import ReferenceDriver
     from ctxspec.conformance.vectors import replay
 
     vector = json.loads((VECTORS / "ROW-02.json").read_text("utf-8"))
@@ -321,3 +330,59 @@ def test_the_stdio_server_refuses_a_line_past_its_limit_and_goes_on() -> None:
     assert long["code"] == "STDIO_REQUEST_INVALID" and "longer than 1024" in long["error"]
     assert hello["ok"] is True
     assert bad["code"] == "STDIO_REQUEST_INVALID" and "not UTF-8" in bad["error"]
+
+
+# --- access ---------------------------------------------------------------------------------
+
+def runtime_of(store: Store | None = None, seed: str | None = None,
+               **agent: Any) -> ReferenceRuntime:
+    scenario = parse_scenario(example("tool-batch-hook"))
+    triggers = Triggers(())
+    config = dataclasses.replace(_agent_config(scenario.agent), **agent)
+    return ReferenceRuntime(config, model=ScriptedModel(scenario.model, triggers),
+                            tools=ScriptedTools(scenario.tools, triggers),
+                            hooks=ScriptedHooks(scenario.hooks),
+                            estimator=ESTIMATORS["chars"](), clock=LogicalClock(),
+                            store=store, seed=seed)
+
+
+def test_an_audit_read_needs_a_grant_in_the_agent_configuration() -> None:
+    runtime = runtime_of(audit_readers=("compliance",))
+    runtime.ask("Write the report and read my notes.")
+    runtime.advance()
+    assert runtime.read_history(HistoryCaller(runtime.session_id, "audit", "compliance"))
+    for name in ("auditor", None, "compliance "):
+        with pytest.raises(AccessDenied):
+            runtime.read_history(HistoryCaller(runtime.session_id, "audit", name))
+    ungranted = runtime_of(audit_readers=())
+    with pytest.raises(AccessDenied):
+        ungranted.read_history(HistoryCaller(ungranted.session_id, "audit", "auditor"))
+
+
+def test_a_scenario_without_the_grant_sees_its_audit_read_refused() -> None:
+    document = example("tool-batch-hook")
+    document["agent"]["audit_readers"] = []
+    document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}},
+                         {"read_history": {"kind": "role", "role": "root"}}]
+    reads = [e for e in scenario_trace(ReferenceDriver(), document)
+             if e["kind"] == "history_read"]
+    assert [r["allowed"] for r in reads] == [False, True]
+
+
+def test_restore_refuses_a_session_of_another_agent() -> None:
+    store = Store()
+    runtime_of(store, seed="mine").ask("Write the report and read my notes.")
+    scenario = parse_scenario(example("tool-batch-hook"))
+    triggers = Triggers(())
+    other = dataclasses.replace(_agent_config(scenario.agent), agent_id=uuid4())
+    with pytest.raises(AccessDenied, match="another Agent"):
+        restore(store, other, model=ScriptedModel(scenario.model, triggers),
+                tools=ScriptedTools(scenario.tools, triggers), hooks=ScriptedHooks(()),
+                estimator=ESTIMATORS["chars"](), clock=LogicalClock())
+
+
+def test_default_identities_are_unique_per_runtime_and_a_seed_fixes_them() -> None:
+    store = Store()
+    first, second = runtime_of(store), runtime_of(store)
+    assert first.session_id != second.session_id
+    assert runtime_of(seed="s").session_id == runtime_of(seed="s").session_id

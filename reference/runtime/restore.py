@@ -39,6 +39,7 @@ from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.runtime import (
     EPOCH,
     ROOT_ROLE,
+    AccessDenied,
     AgentConfig,
     CrashPlan,
     ReferenceRuntime,
@@ -56,24 +57,29 @@ from ctxspec.reference.tokens import TokenEstimator
 
 
 def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
-            hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str = "ctxspec",
+            hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str | None = None,
             crash: CrashPlan | None = None,
             coordinator: CommitCoordinator | None = None,
             session_id: UUID | None = None) -> ReferenceRuntime:
     """A new runtime on ``store`` that continues its Session from the stored facts: the
     Session ``session_id``, or the store's only Session when it is None. Nothing of the
-    store's other Sessions is read into it."""
+    store's other Sessions is read into it, and a Session of another Agent than ``agent`` is
+    refused (``AccessDenied``)."""
     if session_id is None:
         sessions = store.query("SELECT session_id FROM sessions")
         if len(sessions) != 1:
             raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
         session_id = UUID(sessions[0]["session_id"])
-    elif store.session_agent(session_id) is None:
+    owner = store.session_agent(session_id)
+    if owner is None:
         raise ValueError(f"the store holds no Session {session_id}")
+    if owner != agent.agent_id:  # a runtime built for one Agent never serves another's Session
+        raise AccessDenied(f"Session {session_id} belongs to another Agent")
     incarnation = _incarnation(store, session_id)
     runtime = ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks,
                                estimator=estimator, clock=clock,
-                               seed=f"{seed}:takeover:{incarnation}", store=store,
+                               seed=None if seed is None else f"{seed}:takeover:{incarnation}",
+                               store=store,
                                coordinator=coordinator, crash=crash, restoring=True)
     runtime.session_id = session_id
     inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(

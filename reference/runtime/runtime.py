@@ -247,6 +247,9 @@ class AgentConfig:
     """A tool result longer than this reaches the model as a bounded, marked preview (§6)."""
     agent_id: UUID = DEFAULT_AGENT_ID
     release_id: UUID = DEFAULT_RELEASE_ID
+    audit_readers: tuple[str, ...] = ()
+    """The audit callers the Agent's owner authorised to read its Sessions' history (§1, §11
+    "经授权的审计"); an audit caller names itself and is refused unless granted here."""
 
 
 @dataclass
@@ -286,8 +289,9 @@ class RunState:
 
 @dataclass(frozen=True)
 class HistoryCaller:
-    """Who asks the history API: a Session, and a role, authorised audit or a workspace
-    script."""
+    """Who asks the history API: a Session, and a role, audit or a workspace script. For
+    ``audit``, ``role`` names the audit caller, which the Agent must grant
+    (``AgentConfig.audit_readers``)."""
 
     session_id: UUID
     kind: Literal["role", "audit", "script"]
@@ -327,7 +331,7 @@ class ReferenceRuntime:
 
     def __init__(self, agent: AgentConfig, *, model: ModelPort, tools: ToolPort,
                  hooks: HookPort, estimator: TokenEstimator, clock: Clock,
-                 seed: str = "ctxspec", store: Store | None = None,
+                 seed: str | None = None, store: Store | None = None,
                  coordinator: CommitCoordinator | None = None,
                  policy: CompactionPolicy = evaluate_compaction,
                  crash: CrashPlan | None = None, restoring: bool = False) -> None:
@@ -341,7 +345,9 @@ class ReferenceRuntime:
         self.policy = policy
         """The CompactionPolicy port (§3): replaceable; whatever it decides, the runtime still
         re-checks the protected inputs and the hard window before anything is sent."""
-        self._seed = seed
+        # Identities are unique per runtime unless a caller (a scenario) asks for determinism
+        # with a seed: two default runtimes on one store never collide.
+        self._seed = uuidlib.uuid4().hex if seed is None else seed
         self._counter = 0
         self.session_id = self._id()
         self.book = dl.empty_book(self.session_id)
@@ -1697,8 +1703,10 @@ class ReferenceRuntime:
         return roots + executions if caller.kind == "audit" else roots
 
     def _authorise(self, caller: "HistoryCaller") -> None:
+        granted = caller.kind == "audit" and caller.role is not None \
+            and caller.role in self.agent.audit_readers
         allowed = caller.session_id == self.session_id and (
-            caller.kind == "audit" or (caller.kind == "role" and caller.role == ROOT_ROLE))
+            granted or (caller.kind == "role" and caller.role == ROOT_ROLE))
         if not allowed:
             raise AccessDenied("not authorised to read this history")
 
