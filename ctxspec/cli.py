@@ -33,7 +33,8 @@ from ctxspec.reference.budget import (
 )
 
 if TYPE_CHECKING:  # the harness is imported by the conformance command only
-    from ctxspec.conformance.harness import CaseResult
+    from ctxspec.conformance.case import Case
+    from ctxspec.conformance.harness import CaseResult, DriverFactory
     from ctxspec.conformance.scenario import Scenario
     from ctxspec.conformance.stdio import StdioDriver
 
@@ -62,6 +63,47 @@ class Tokens(click.ParamType[int]):
 
 
 TOKENS = Tokens()
+
+
+class Count(click.ParamType[int]):
+    """An integer of ASCII digits within bounds: click's own ``int`` would take digits of other
+    scripts, ``1_0`` and ``+1``."""
+
+    name = "integer"
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
+            return value
+        text = str(value).strip(" \t")
+        if not re.fullmatch(r"[0-9]{1,12}", text) or not self.low <= int(text) <= self.high:
+            self.fail(f"{shown(value)} is not an integer from {self.low} to {self.high} "
+                      "(ASCII digits)", param, ctx)
+        return int(text)
+
+
+class Seconds(click.ParamType[float]):
+    """Seconds as ASCII decimal text within bounds (``float`` would take ``nan``, ``1e3`` and
+    digits of other scripts)."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, float):  # a default
+            return value
+        text = str(value).strip(" \t")
+        if not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", text) \
+                or not self.low <= float(text) <= self.high:
+            self.fail(f"{shown(value)} is not a number of seconds from {self.low:g} to "
+                      f"{self.high:g} (ASCII decimal text)", param, ctx)
+        return float(text)
 
 
 @click.group()
@@ -205,7 +247,7 @@ def budget(window: int, output_reserve: int | None, max_output: int | None,
 @click.option("--json", "as_json", is_flag=True,
               help="Print a list of objects: id, section, level, status, covered_by, ...")
 @click.option("--summary", is_flag=True, help="Print only the counts per section.")
-@click.option("--section", "only_section", type=click.IntRange(1, 11),
+@click.option("--section", "only_section", type=Count(1, 11),
               help="Print the matrix of this section only.")
 @click.option("--matrix", "matrix_of", metavar="ID",
               help="Print which points of the hook matrix pin this requirement.")
@@ -390,10 +432,10 @@ def _refuse_bad_budgets(scenario: "Scenario") -> None:
               help="The driver to test (default: the reference runtime).")
 @click.option("--stdio", "stdio_command", metavar="COMMAND",
               help="Drive a runtime in a subprocess over the stdio protocol v1 instead.")
-@click.option("--stdio-timeout", type=click.FloatRange(0.1, 86400), default=60.0,
+@click.option("--stdio-timeout", type=Seconds(0.1, 86400), default=60.0,
               show_default=True, metavar="SECONDS",
               help="How long to wait for each answer of the --stdio runtime before ending it.")
-@click.option("--stdio-max-line", type=click.IntRange(1024, 1 << 30), default=64 << 20,
+@click.option("--stdio-max-line", type=Count(1024, 1 << 30), default=64 << 20,
               show_default=True, metavar="BYTES",
               help="The longest answer line read from the --stdio runtime.")
 @click.option("--case", "case_ids", multiple=True, metavar="ID",
@@ -414,15 +456,19 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         junit: Path | None, html_file: Path | None, verbose: bool) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.harness import load_factory
     from ctxspec.conformance.stdio import ProtocolError, StdioDriver, parse_command
 
     if driver_spec and stdio_command is not None:
         raise click.UsageError("give --driver or --stdio, not both")
-    if stdio_command is not None:
-        try:
+    try:  # every argument is checked before a runtime is started
+        factory = load_factory(driver_spec)
+        cases = by_id(case_ids or None)
+        if stdio_command is not None:
             parse_command(stdio_command)
-        except ValueError as error:
-            raise click.UsageError(str(error)) from error
+    except (ValueError, KeyError, ImportError) as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
     stdio: StdioDriver | None = None
     previous = signal.getsignal(signal.SIGTERM)
     # A SIGTERM unwinds like Ctrl-C, so the runtime's process is ended on the way out too.
@@ -431,9 +477,12 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
         if stdio_command is not None:
             try:
                 stdio = StdioDriver(stdio_command, stdio_timeout, stdio_max_line)
-            except (OSError, ProtocolError) as error:
+            except OSError as error:  # the command cannot be started: a bad argument
+                raise click.UsageError(f"--stdio {stdio_command!r}: {error.strerror}") \
+                    from error
+            except ProtocolError as error:
                 raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
-        _conformance(driver_spec, stdio, case_ids, as_json, jsonl, junit, verbose)
+        _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, verbose)
     finally:
         if stdio is not None:
             stdio.close()
@@ -444,23 +493,16 @@ def _terminated(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _conformance(driver_spec: str | None, stdio: "StdioDriver | None",
-                 case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
-                 junit: Path | None, verbose: bool) -> None:
-    from ctxspec.conformance.cases import by_id
+def _conformance(driver_spec: str | None, factory: "DriverFactory",
+                 stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
+                 jsonl: Path | None, junit: Path | None, verbose: bool) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
-        load_factory,
         run_suite,
         write_reports,
     )
 
-    try:
-        factory = load_factory(driver_spec)
-        cases = by_id(case_ids or None)
-    except (ValueError, KeyError, ImportError) as error:
-        raise click.UsageError(str(error).strip("'\"")) from error
     began = time.perf_counter()
     if stdio is not None:
         driver_spec = f"stdio: {stdio.command}"
@@ -586,7 +628,8 @@ def mutants_command(as_json: bool, mutant_ids: tuple[str, ...],
 
 @main.command("vectors")
 @click.option("--check", is_flag=True, help="Exit 1 if spec/vectors/ differs from the cases.")
-@click.option("--replay", "replay_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False,
+                                                       path_type=Path),
               help="Replay the vectors of this directory against --driver instead.")
 @click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The driver to replay against (default: the reference runtime).")
@@ -602,6 +645,8 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
             factory = load_factory(driver_spec)
         except (ValueError, ImportError) as error:
             raise click.UsageError(str(error)) from error
+        if not any(replay_dir.glob("*.json")):  # nothing read is not a pass
+            raise click.UsageError(f"--replay {str(replay_dir)!r}: no *.json vector files")
         results = replay(replay_dir, factory, progress=lambda r: click.echo(
             f"{r.name:<22} {r.status:<11} {r.detail}".rstrip()))
         summary = Counter(r.status for r in results)
@@ -632,7 +677,7 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
 
 
 @main.command("stdio-driver")
-@click.option("--max-line", type=click.IntRange(1024, 1 << 30), default=64 << 20,
+@click.option("--max-line", type=Count(1024, 1 << 30), default=64 << 20,
               show_default=True, metavar="BYTES", help="The longest request line read.")
 def stdio_driver_command(max_line: int) -> None:
     """Serve the reference runtime over the stdio protocol v1 (docs/stdio-protocol.md)."""

@@ -386,3 +386,24 @@ def test_default_identities_are_unique_per_runtime_and_a_seed_fixes_them() -> No
     first, second = runtime_of(store), runtime_of(store)
     assert first.session_id != second.session_id
     assert runtime_of(seed="s").session_id == runtime_of(seed="s").session_id
+
+
+# --- the other commands' arguments ----------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["vectors", "--replay", "/nonexistent/vectors"],
+    ["trace", "--section", "\u0661"],
+    ["trace", "--section", "1_0"],
+    ["conformance", "--stdio-timeout", "nan", "--case", "ROW-02"],
+    ["conformance", "--stdio", "/nonexistent/runtime", "--case", "ROW-02"],
+    ["conformance", "--stdio", "/nonexistent/runtime", "--case", "NO-SUCH-CASE"],
+    ["stdio-driver", "--max-line", "\u0661\u0660\u0662\u0664"],
+])
+def test_every_command_refuses_a_bad_argument_before_acting(args: list[str]) -> None:
+    code, output = cli(*args)
+    assert code == 2, output
+
+
+def test_replaying_an_empty_directory_is_not_a_pass(tmp_path: Path) -> None:
+    code, output = cli("vectors", "--replay", str(tmp_path))
+    assert code == 2 and "no *.json vector files" in output, output
