@@ -306,7 +306,9 @@ def _run(scenario: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write(out: IO[str], answer: dict[str, Any]) -> None:
-    out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    # ASCII: no reader can split the line at U+2028 or U+0085, and no lone surrogate of a
+    # refused request reaches a UTF-8 writer raw.
+    out.write(json.dumps(answer) + "\n")
     out.flush()
 
 

@@ -5,6 +5,7 @@ rule and the value, and a code of the closed set where the design defines one.""
 import dataclasses
 import io
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -407,3 +408,17 @@ def test_every_command_refuses_a_bad_argument_before_acting(args: list[str]) -> 
 def test_replaying_an_empty_directory_is_not_a_pass(tmp_path: Path) -> None:
     code, output = cli("vectors", "--replay", str(tmp_path))
     assert code == 2 and "no *.json vector files" in output, output
+
+
+def test_the_stdio_server_process_answers_in_ascii_whatever_it_was_sent() -> None:
+    lines = [json.dumps({"protocol": {"\u2028": "\ud800"}, "version": 1, "op": "hello"}),
+             json.dumps({**HELLO, "op": "run", "scenario": minimal(name="\ud800")}),
+             json.dumps({**HELLO, "op": "bye"})]
+    done = subprocess.run([sys.executable, "-m", "ctxspec", "stdio-driver"], check=False,
+                          input=("\n".join(lines) + "\n").encode(), capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-500:]
+    answers = [json.loads(line) for line in done.stdout.split(b"\n") if line]
+    assert done.stdout.isascii() and len(answers) == 3
+    assert [a.get("code") for a in answers] == ["STDIO_REQUEST_INVALID", "SCENARIO_INVALID",
+                                                None]
