@@ -482,7 +482,8 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
                     from error
             except ProtocolError as error:
                 raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
-        _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, verbose)
+        _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
+                     verbose)
     finally:
         if stdio is not None:
             stdio.close()
@@ -495,7 +496,8 @@ def _terminated(signum: int, frame: object) -> None:
 
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
-                 jsonl: Path | None, junit: Path | None, verbose: bool) -> None:
+                 jsonl: Path | None, junit: Path | None, html_file: Path | None,
+                 verbose: bool) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
