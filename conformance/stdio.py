@@ -110,7 +110,7 @@ class StdioDriver:
         self.command = command if isinstance(command, str) else shlex.join(command)
         self.timeout, self.max_line = timeout, max_line
         self.broken: str | None = None
-        self._buffer = b""
+        self._buffer = bytearray()
         # A session of its own: ending it ends whatever the command started, too.
         self.process = subprocess.Popen(parse_command(command), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, start_new_session=True)
@@ -158,9 +158,10 @@ class StdioDriver:
         if stdout is None:
             raise ProtocolError("the subprocess has no pipes")
         deadline = time.monotonic() + self.timeout
+        end = self._buffer.find(b"\n")
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
-            while b"\n" not in self._buffer:
+            while end < 0:  # each byte is looked at once: a long line costs linear time
                 if len(self._buffer) > self.max_line:
                     raise ProtocolError(f"{self.command!r} wrote a line longer than "
                                         f"{self.max_line} bytes")
@@ -172,8 +173,11 @@ class StdioDriver:
                 if not chunk:
                     raise ProtocolError(f"{self.command!r} closed its output (exit code "
                                         f"{self.process.poll()})")
+                found = chunk.find(b"\n")
+                end = -1 if found < 0 else len(self._buffer) + found
                 self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
         if len(line) > self.max_line:
             raise ProtocolError(f"{self.command!r} wrote a line longer than {self.max_line} "
                                 "bytes")
