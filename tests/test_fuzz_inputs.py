@@ -473,13 +473,14 @@ FAKE = ("import sys\nline = open(sys.argv[1], 'rb').read()\n"
 
 def check_harness(line: bytes, fake: Path, answer: Path) -> None:
     answer.write_bytes(line)
-    TALLY["harness hello"] += 1
     with watchdog():
         try:
             driver = StdioDriver([sys.executable, str(fake), str(answer)], timeout=10,
                                  max_line=65_536)
         except ProtocolError:
+            TALLY["harness refused"] += 1
             return
+    TALLY["harness accepted"] += 1
     try:
         assert _valid_hello(line), f"accepted the hello {line!r:.200}"
         assert all(isinstance(c, str) for c in driver.capabilities)

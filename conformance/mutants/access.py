@@ -36,6 +36,15 @@ def _any_session(original: Callable[..., Any]) -> Callable[..., Any]:
     return read_history
 
 
+def _audit_ungranted(original: Callable[..., Any]) -> Callable[..., Any]:
+    def authorise(self: Any, caller: Any) -> Any:
+        # The grant is not looked up: whoever says it is audit reads the Session.
+        if caller.kind == "audit" and caller.session_id == self.session_id:
+            return None
+        return original(self, caller)
+    return authorise
+
+
 def _retry_rebuilt(original: Callable[..., Any]) -> Callable[..., Any]:
     def model(self: Any, run: Any, purpose: Any, operation_id: Any, purpose_key: str,
               attempt: int, messages: tuple[PromptMessage, ...], schemas: Any, max_output: int,
@@ -127,6 +136,10 @@ MUTANTS = (
     Mutant("CROSS-SESSION-READ",
            "the history API serves a root-role caller of another Session (§11)",
            (Patch(ReferenceRuntime, "read_history", _any_session),)),
+    Mutant("AUDIT-WITHOUT-GRANT",
+           "any caller that says it is audit reads the Session's history; the Agent's grant is "
+           "not looked up (§4, §11: authorised audit)",
+           (Patch(ReferenceRuntime, "_authorise", _audit_ungranted),)),
     Mutant("CLAIMED-SUPPLEMENT-LOST",
            "a supplement claimed by a request that failed before any output is not carried "
            "to the next question (§5, §11: it becomes pending again, same UserInput)",

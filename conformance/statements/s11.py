@@ -13,6 +13,7 @@ from ctxspec.conformance.case import (
     delivery_chains,
     endings,
     equal,
+    example,
     expect,
     of,
     requests,
@@ -168,7 +169,40 @@ def _shared_loops_takeover_check(trace: Trace) -> None:
     _shared_loops_check(trace)
 
 
+# --- §11, §4: history is read subject to access permissions; audit is an authorised reader ----
+
+
+def _audit_grant_scenario() -> dict[str, Any]:
+    """The Agent grants audit to "compliance" only: an audit read as "compliance" is served,
+    one as any other audit caller (the scenario's default "auditor" included) is refused."""
+    document = example("tool-batch-hook")
+    document["agent"]["audit_readers"] = ["compliance"]
+    document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}},
+                         {"read_history": {"kind": "audit", "role": "compliance"}},
+                         {"read_history": {"kind": "audit", "role": "intruder"}},
+                         {"read_history": {"kind": "role", "role": "executor"}}]
+    return document
+
+
+def _audit_grant_check(trace: Trace) -> None:
+    # §4, §11: only the NodeTask and *authorised* audit read the full records; an audit caller
+    # the Agent did not grant is refused like any unauthorised caller (the same words, naming
+    # nothing). The granted read serves the Run's records: question, tool decision, the two
+    # tool results, answer.
+    reads = of(trace, "history_read")
+    equal([(r["caller"], r["allowed"]) for r in reads],
+          [("audit", False), ("audit:compliance", True), ("audit:intruder", False),
+           ("role:executor", False)], "history reads")
+    equal(reads[1]["message_kinds"], ["user_ref", "assistant", "tool_result", "tool_result",
+                                      "assistant"], "what the granted audit reads")
+    equal(len({r["refusal"] for r in reads if not r["allowed"]}), 1,
+          "distinct refusal messages (an ungranted auditor is refused like anyone)")
+
+
 CASES: tuple[Case, ...] = (
+    Case("S11-AUDIT-NEEDS-GRANT", "an audit read needs the Agent's grant; any other audit "
+         "caller is refused", "§11", ("CTX-11.15", "CTX-4.11"), _audit_grant_scenario(),
+         _audit_grant_check, frozenset({"history_api", "hooks"})),
     Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
          ("CTX-11.1",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection", "history_api"})),
