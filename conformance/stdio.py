@@ -110,6 +110,9 @@ class StdioDriver:
         self.command = command if isinstance(command, str) else shlex.join(command)
         self.timeout, self.max_line = timeout, max_line
         self.broken: str | None = None
+        self._waiting = False
+        """A request is out and its answer not read (an interrupt came in between): the
+        exchange is out of step, so closing kills rather than says bye."""
         self._buffer = bytearray()
         # A session of its own: ending it ends whatever the command started, too.
         self.process = subprocess.Popen(parse_command(command), stdin=subprocess.PIPE,
@@ -144,13 +147,16 @@ class StdioDriver:
             raise ProtocolError("the subprocess has no pipes")
         line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message},
                           ensure_ascii=False) + "\n"
+        self._waiting = True
         try:
             stdin.write(line.encode("utf-8", "surrogatepass"))
             stdin.flush()
         except OSError as error:
             raise ProtocolError(f"{self.command!r} stopped reading ({error.strerror}; exit "
                                 f"code {self.process.poll()})") from None
-        return self._answer(self._read_line())
+        answer = self._answer(self._read_line())
+        self._waiting = False
+        return answer
 
     def _read_line(self) -> bytes:
         """One line of the runtime's output, within the time limit and the line limit."""
@@ -211,8 +217,13 @@ class StdioDriver:
         return answer.trace
 
     def close(self) -> None:
-        """Say bye, close its input and reap it; one that does not leave is killed."""
-        if self.process.poll() is None and self.broken is None:
+        """Say bye, close its input and reap it; one that does not leave is killed. A runtime
+        out of step (broken, or a request unanswered when an interrupt came) is killed at
+        once."""
+        if self.broken is not None or self._waiting:
+            self.kill()
+            return
+        if self.process.poll() is None:
             with contextlib.suppress(ProtocolError, OSError):  # it may already be gone
                 saved, self.timeout = self.timeout, min(self.timeout, 5.0)
                 self._ask({"op": "bye"})

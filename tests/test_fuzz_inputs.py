@@ -191,7 +191,8 @@ def test_command_arguments_batch(case: tuple[str, int]) -> None:
 
 # --- scenario documents (ctxspec replay) ------------------------------------------------------
 
-BASES = ["tool-batch-hook", "supplements-across-runs"]
+BASES = ["tool-batch-hook", "supplements-across-runs", "workflow-sibling-failure",
+         "planner-two-executors"]
 DEEP = "<nested "
 INT_FIELDS = [("agent", "window"), ("agent", "recent_runs"), ("agent", "loop_limit"),
               ("agent", "model_attempts")]
@@ -220,6 +221,8 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
     document = example(draw(st.sampled_from(BASES)))
     kind = draw(st.sampled_from(["as-is", "text", "leaf", "int-type", "unknown-key",
                                  "surrogate", "deep", "target", "ask-twice", "delete"]))
+    if kind in ("ask-twice", "delete") and "steps" not in document:  # a workflow has none
+        document = example("tool-batch-hook")
     if kind == "as-is":
         return document, None
     if kind == "text":  # any Unicode text where the document has text: accepted, and run
@@ -238,7 +241,8 @@ def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], str | None]:
                                                          -(10**13), None]))
         return document, "a number is a JSON integer within bounds"
     if kind == "unknown-key":
-        where = draw(st.sampled_from([(), ("agent",), ("steps", 0)]))
+        where = draw(st.sampled_from([(), ("agent",), ("steps", 0)] if "steps" in document
+                                     else [(), ("agent",), ("workflow",)]))
         target: Any = document
         for part in where:
             target = target[part]

@@ -5,6 +5,7 @@ rule and the value, and a code of the closed set where the design defines one.""
 import dataclasses
 import io
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -422,3 +423,29 @@ def test_the_stdio_server_process_answers_in_ascii_whatever_it_was_sent() -> Non
     assert done.stdout.isascii() and len(answers) == 3
     assert [a.get("code") for a in answers] == ["STDIO_REQUEST_INVALID", "SCENARIO_INVALID",
                                                 None]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_stopping_the_harness_ends_the_runtime(tmp_path: Path, signum: int) -> None:
+    command, pids = fake_runtime(tmp_path, "silent-run")
+    harness = subprocess.Popen([sys.executable, "-m", "ctxspec", "conformance", "--stdio",
+                                command, "--case", "ROW-02"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)  # hello answered: the harness now waits on a silent run
+        harness.send_signal(signum)
+        _, stderr = harness.communicate(timeout=30)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+    assert harness.returncode != 0 and b"Traceback" not in stderr, stderr[-500:]
+    deadline = time.monotonic() + 5
+    while any(_alive(int(pid)) for pid in pids.read_text().split()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
+        "the runtime or a process it started was left running"
