@@ -30,7 +30,7 @@ from ctxspec.conformance.scenario import (
 )
 from ctxspec.conformance.stdio import read_lines, serve
 from ctxspec.conformance.vectors import VECTORS
-from ctxspec.reference.runtime.ports import LogicalClock
+from ctxspec.reference.ports import LogicalClock
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
     AccessDenied,
