@@ -145,11 +145,11 @@ class StdioDriver:
         stdin = self.process.stdin
         if stdin is None:
             raise ProtocolError("the subprocess has no pipes")
-        line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message},
-                          ensure_ascii=False) + "\n"
+        # ASCII, as the server answers: valid UTF-8 whatever the scenario's text holds.
+        line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message}) + "\n"
         self._waiting = True
         try:
-            stdin.write(line.encode("utf-8", "surrogatepass"))
+            stdin.write(line.encode("ascii"))
             stdin.flush()
         except OSError as error:
             raise ProtocolError(f"{self.command!r} stopped reading ({error.strerror}; exit "
