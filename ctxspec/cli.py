@@ -5,6 +5,7 @@ of the tool); 2 for invalid arguments or configuration, with a message naming th
 """
 
 import json
+import os
 import re
 import signal
 import sys
@@ -359,8 +360,21 @@ def schemas_command(check: bool, out: Path | None) -> None:
             sys.exit(1)
         click.echo(f"{len(schemas.published_schemas())} schemas match the models")
         return
-    written = schemas.write(directory)
+    if out is not None:
+        _writable(out.parent if not out.is_dir() else out, "--out")
+    try:
+        written = schemas.write(directory)
+    except OSError as error:
+        raise click.ClickException(f"--out {directory}: {error.strerror or error}") from error
     click.echo(f"wrote {len(written)} schemas to {directory}")
+
+
+def _writable(folder: Path, option: str) -> None:
+    """A file an option names must be writable in an existing folder: checked before anything
+    runs, so a long run never ends in a report it cannot write."""
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise click.UsageError(f"{option}: {str(folder)!r} is not a folder this user can write "
+                               "to")
 
 
 # --- replay ------------------------------------------------------------------------------
@@ -373,6 +387,8 @@ def schemas_command(check: bool, out: Path | None) -> None:
               help="Also write the timeline as one self-contained HTML page.")
 def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -> None:
     """Run a scenario on the reference runtime and print what happened, request by request."""
+    if html_file is not None:
+        _writable(html_file.resolve().parent, "--html")
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
     from ctxspec.conformance.timeline import timeline
@@ -462,6 +478,9 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
 
     if driver_spec and stdio_command is not None:
         raise click.UsageError("give --driver or --stdio, not both")
+    for option, path in (("--report", jsonl), ("--junit", junit), ("--html", html_file)):
+        if path is not None:
+            _writable(path.resolve().parent, option)
     try:  # every argument is checked before a runtime is started
         factory = load_factory(driver_spec)
         cases = by_id(case_ids or None)
@@ -538,7 +557,10 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         stdio.close()  # before the reports: the runtime's exit is part of the run
     summary = Counter(r.status for r in results)
     total = time.perf_counter() - began
-    write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
+    try:
+        write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
+    except OSError as error:  # the folder was checked; the disk may still refuse
+        raise click.ClickException(f"a report could not be written: {error}") from error
     if html_file is not None:
         from ctxspec.conformance.report_html import write_report_page
         _write_page(html_file, lambda: write_report_page(html_file, results,

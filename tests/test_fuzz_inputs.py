@@ -154,7 +154,8 @@ def _junk_option(value: str) -> list[list[str]]:
             ["conformance", "--stdio", value, "--case", "NO-SUCH-CASE"],
             ["conformance", "--stdio-timeout", value, "--case", "NO-SUCH-CASE"],
             ["trace", "--section", value], ["mutants", "--mutant", f"NO-SUCH-{value}"],
-            ["stdio-driver", "--max-line", value]]
+            ["stdio-driver", "--max-line", value],
+            ["conformance", "--case", "NO-SUCH-CASE", "--report", nowhere]]
 
 
 ASCII_IN_RANGE = {7: (1, 11), 9: (1024, 1 << 30)}

@@ -78,7 +78,8 @@ def test_replay_writes_its_page_whole_or_not_at_all(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "short.json"]
     nowhere = runner.invoke(main, ["replay", str(EXAMPLES / "tool-batch-hook.json"), "--html",
                                    str(tmp_path / "missing" / "page.html")])
-    assert nowhere.exit_code == 1 and "No such file or directory" in nowhere.output
+    # A page that cannot be written is a bad argument, refused before the scenario runs.
+    assert nowhere.exit_code == 2 and "not a folder this user can write to" in nowhere.output
 
 
 def test_conformance_writes_the_matrix_page(tmp_path: Path) -> None:

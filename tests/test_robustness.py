@@ -400,6 +400,12 @@ def test_default_identities_are_unique_per_runtime_and_a_seed_fixes_them() -> No
     ["conformance", "--stdio", "/nonexistent/runtime", "--case", "ROW-02"],
     ["conformance", "--stdio", "/nonexistent/runtime", "--case", "NO-SUCH-CASE"],
     ["stdio-driver", "--max-line", "\u0661\u0660\u0662\u0664"],
+    ["conformance", "--case", "ROW-02", "--report", "/nonexistent/report.jsonl"],
+    ["conformance", "--case", "ROW-02", "--junit", "/nonexistent/report.xml"],
+    ["conformance", "--case", "ROW-02", "--html", "/nonexistent/report.html"],
+    ["replay", "--html", "/nonexistent/page.html",
+     str(Path(__file__).parent.parent / "docs" / "examples" / "tool-batch-hook.json")],
+    ["schemas", "--out", "/nonexistent/folder/schemas"],
 ])
 def test_every_command_refuses_a_bad_argument_before_acting(args: list[str]) -> None:
     code, output = cli(*args)
