@@ -321,8 +321,14 @@ class Judge:
         new = len(self.previous)
         for position, request in requests:
             self._budget(request)
+            executor = request.get("role", "root") != "root"
+            if executor:
+                # An Executor sees its hand-over only, never a user input (§1, §5).
+                self.expect(not texts & {m["text"] for m in request["view"]["messages"]},
+                            "an Executor's request shows a user input; it sees only its "
+                            "hand-over")
             for message in request["view"]["messages"]:
-                if message["kind"] != "user_ref":
+                if executor or message["kind"] != "user_ref":
                     continue
                 self.expect(message["text"] in texts,
                             f"a user_ref message shows {message['text']!r}, which is no input "
@@ -364,15 +370,21 @@ class Judge:
 
     def _answers(self, requests: list[tuple[int, dict[str, Any]]]) -> dict[tuple[str, int],
                                                                             dict[str, Any]]:
-        """Which scripted answer each business request got: the script is taken in order of
-        first asking; the same attempt asked again gets the same answer (scenario.py)."""
-        script = self.document["model"]["business"]
+        """Which scripted answer each business request got: the root role's (the Planner's)
+        script and the Executors' are each taken in order of first asking; the same attempt
+        asked again gets the same answer (scenario.py)."""
         answers: dict[tuple[str, int], dict[str, Any]] = {}
+        taken = {"business": 0, "executor": 0}
         for _, request in requests:
             key = (request["purpose_key"], request["attempt"])
-            if request["purpose"] == "business" and key not in answers:
-                self.expect(len(answers) < len(script), "more business requests than answers")
-                answers[key] = script[len(answers)]
+            if request["purpose"] != "business" or key in answers:
+                continue
+            script_name = "business" if request.get("role", "root") == "root" else "executor"
+            script = self.document["model"].get(script_name, [])
+            self.expect(taken[script_name] < len(script),
+                        f"more {script_name} requests than answers")
+            answers[key] = script[taken[script_name]]
+            taken[script_name] += 1
         return answers
 
     def _runs(self, trace: Trace, requests: list[tuple[int, dict[str, Any]]],

@@ -382,14 +382,37 @@ def _message_cost(estimator: TokenEstimator, role: Literal["system", "user"], te
         messages=(PromptMessage(role=role, text=text),))).tokens - empty
 
 
+def useful_chunk_floor(summary_target: int, default_cap: int) -> int:
+    """The least material, in tokens beyond its transcript labels, a chunk must be able to
+    carry for the fold to be worth its calls: max(T, C), C = min(A, floor(B × 0.25), P) the
+    §8 default target cap. With at least T a fold step never writes more than the new material
+    it read; with at least C the fold of M takes about M / C chunks, never one per character
+    (docs/open-questions.md Q120).
+
+    pre: summary_target > 0 and default_cap > 0
+    post: __return__ >= summary_target and __return__ >= default_cap
+    """
+    return max(summary_target, default_cap)
+
+
+def label_cost(material: Sequence[ViewMessage], measure: Callable[[str], int]) -> int:
+    """The most a transcript label costs one piece of the material: the widest label a
+    fragment of any record can have (its own range numbers as wide as its length), measured
+    with an empty text. 0 without material."""
+    return max((measure(_range(block, block.total_chars, block.total_chars).render())
+                for block in map(_block, material)), default=0)
+
+
 def plan_compaction(material: Sequence[ViewMessage], *, episode_id: UUID, window: int,
                     summary_target: int, safety_margin: int, estimator: TokenEstimator,
-                    custom_prompt: str | None = None,
+                    floor: int, custom_prompt: str | None = None,
                     hook_increments: Sequence[str] = ()) -> CompactionPlan | EpisodeRefused:
     """Plan the fold of ``material`` so that every request, with a previous summary of up to T
     tokens, satisfies I + T + S <= W. Capacity per docs/open-questions.md Q32; each planned
     request is measured whole afterwards and a chunk that measures over (an estimator that does
-    not add up inside a text) shrinks the capacity until all fit.  CTX-8.25, CTX-8.68, CTX-8.71
+    not add up inside a text) shrinks the capacity until all fit. A capacity that leaves a
+    chunk less than ``floor`` tokens of material beyond its labels (:func:`useful_chunk_floor`)
+    refuses the episode before any call (Q120).  CTX-8.25, CTX-8.68, CTX-8.71
     """
     system = _message_cost(estimator, "system", DEFAULT_SYSTEM_PROMPT)
     custom = _message_cost(estimator, "user", custom_prompt) if custom_prompt else 0
@@ -403,7 +426,10 @@ def plan_compaction(material: Sequence[ViewMessage], *, episode_id: UUID, window
     def measure(text: str) -> int:
         return _message_cost(estimator, "user", text + "\n") - _message_cost(estimator, "user", "")
 
-    while capacity >= 1:
+    if floor < 1:
+        raise ValueError("a useful chunk carries at least one token of material")
+    labels = label_cost(material, measure)
+    while capacity - labels >= floor:
         try:
             chunks = plan_chunks(material, capacity, measure)
         except NoRoomForLabel:
@@ -419,8 +445,9 @@ def plan_compaction(material: Sequence[ViewMessage], *, episode_id: UUID, window
             return plan
         capacity -= overflow
     return EpisodeRefused("NO_ROOM_FOR_MATERIAL", f"a compaction request of this model "
-                          f"(W={window}, T={summary_target}, S={safety_margin}) leaves no room "
-                          "for material after its prompts")
+                          f"(W={window}, T={summary_target}, S={safety_margin}) leaves a chunk "
+                          f"{max(capacity - labels, 0)} tokens of material after its prompts "
+                          f"and labels; a useful chunk carries at least {floor}")
 
 
 def fits_window(plan: CompactionPlan, request: CompactionRequest,

@@ -29,6 +29,7 @@ from ctxspec.reference.compaction import (
     complete_episode,
     fail_episode,
     fits_window,
+    label_cost,
     material_key,
     next_step,
     plan_chunks,
@@ -40,6 +41,7 @@ from ctxspec.reference.compaction import (
     summary_message,
     summary_truncated,
     transcript,
+    useful_chunk_floor,
 )
 from ctxspec.reference.contracts import CompactionEpisode, EpisodeStatus, MessageRole
 from ctxspec.reference.errors import ErrorCode
@@ -140,8 +142,11 @@ def test_an_oversize_record_becomes_labelled_character_ranges() -> None:
 
 def plan_for(material: list[ViewMessage], window: int, target: int, margin: int,
              estimator: object = None, custom: str | None = "keep file paths") -> CompactionPlan:
+    # floor=1 (one character beyond the labels): these tests are about packing; the floor of
+    # a useful chunk (Q120) has tests of its own below.
     plan = plan_compaction(material, episode_id=uuid(99), window=window, summary_target=target,
-                           safety_margin=margin, estimator=ByteEstimator(), custom_prompt=custom)
+                           safety_margin=margin, estimator=ByteEstimator(), floor=1,
+                           custom_prompt=custom)
     assert isinstance(plan, CompactionPlan)
     return plan
 
@@ -196,7 +201,7 @@ def test_every_planned_request_fits_its_window_with_a_full_previous_summary() ->
 def test_no_room_for_material_is_refused() -> None:
     refused = plan_compaction([message(MessageRole.ASSISTANT, "x", 1)], episode_id=uuid(99),
                               window=2000, summary_target=500, safety_margin=256,
-                              estimator=ByteEstimator())
+                              estimator=ByteEstimator(), floor=1)
     assert isinstance(refused, EpisodeRefused) and refused.code == "NO_ROOM_FOR_MATERIAL"
 
 
@@ -343,7 +348,8 @@ def test_section8_rows_through_split_plan_and_recheck(
     assert target is not None and summary is not None
     plan = plan_compaction(split.material, episode_id=uuid(99), window=budget.window,
                            summary_target=target, safety_margin=budget.safety_margin,
-                           estimator=estimator)
+                           estimator=estimator, floor=useful_chunk_floor(
+                               target, verdict.summary_default_cap or target))
     assert isinstance(plan, CompactionPlan)
     for k in range(1, len(plan.chunks.chunks) + 1):
         assert fits_window(plan, plan.request(k, None if k == 1 else "s" * target), estimator)
@@ -582,7 +588,7 @@ def test_plan_capacity_with_custom_prompt_and_hook_increments() -> None:
     assert (len(DEFAULT_SYSTEM_PROMPT.encode()), len(SKELETON)) == (663, 138)
     material = [message(MessageRole.ASSISTANT, "x" * 10, 1)]
     plan = plan_compaction(material, episode_id=uuid(99), window=20_000, summary_target=1000,
-                           safety_margin=256, estimator=ByteEstimator(),
+                           safety_margin=256, estimator=ByteEstimator(), floor=1,
                            custom_prompt="keep file paths", hook_increments=("hook one",
                                                                              "hook two"))
     assert isinstance(plan, CompactionPlan)
@@ -604,7 +610,7 @@ def test_plan_measures_a_block_as_its_bytes_in_the_request(window: int, chunks: 
     # moves to a second chunk.
     material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
     plan = plan_compaction(material, episode_id=uuid(99), window=window, summary_target=100,
-                           safety_margin=256, estimator=ByteEstimator())
+                           safety_margin=256, estimator=ByteEstimator(), floor=1)
     assert isinstance(plan, CompactionPlan)
     assert plan.chunks.capacity == window - 1291
     assert len(plan.chunks.chunks[0][0].render()) == 199
@@ -645,7 +651,7 @@ def test_a_chunk_that_measures_over_shrinks_the_capacity(surcharge: int, capacit
     material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
     estimator = LongUserMessageEstimator(surcharge)
     plan = plan_compaction(material, episode_id=uuid(99), window=1657, summary_target=100,
-                           safety_margin=256, estimator=estimator)
+                           safety_margin=256, estimator=estimator, floor=1)
     assert isinstance(plan, CompactionPlan)
     assert (plan.chunks.capacity, len(plan.chunks.chunks)) == (capacity, chunks)
     for k in range(1, chunks + 1):
@@ -654,12 +660,12 @@ def test_a_chunk_that_measures_over_shrinks_the_capacity(surcharge: int, capacit
 
 def test_empty_material_plans_no_chunk() -> None:
     plan = plan_compaction([], episode_id=uuid(99), window=20_000, summary_target=1000,
-                           safety_margin=256, estimator=ByteEstimator())
+                           safety_margin=256, estimator=ByteEstimator(), floor=1)
     assert isinstance(plan, CompactionPlan)
     assert (plan.chunks.capacity, plan.chunks.chunks) == (20_000 - 2000 - 256 - 677 - 158, ())
     # Capacity W − 1291 = 1 is still room (for nothing here).
     tight = plan_compaction([], episode_id=uuid(99), window=1292, summary_target=100,
-                            safety_margin=256, estimator=ByteEstimator())
+                            safety_margin=256, estimator=ByteEstimator(), floor=1)
     assert isinstance(tight, CompactionPlan) and tight.chunks.capacity == 1
 
 
@@ -670,16 +676,17 @@ def test_a_capacity_too_small_for_one_labelled_character_is_refused(window: int)
     # (about 150 bytes): the episode is refused, never an exception out of planning.
     refused = plan_compaction([message(MessageRole.ASSISTANT, "x" * 10, 1)],
                               episode_id=uuid(99), window=window, summary_target=100,
-                              safety_margin=256, estimator=ByteEstimator())
+                              safety_margin=256, estimator=ByteEstimator(), floor=1)
     assert refused == EpisodeRefused(
         "NO_ROOM_FOR_MATERIAL", f"a compaction request of this model (W={window}, T=100, "
-        "S=256) leaves no room for material after its prompts")
+        "S=256) leaves a chunk 0 tokens of material after its prompts and labels; a useful "
+        "chunk carries at least 1")
 
 
 def test_chunk_request_refuses_a_chunk_outside_the_plan_or_a_wrong_previous_summary() -> None:
     material = [message(MessageRole.ASSISTANT, "x" * 51, n) for n in (1, 2, 3)]
     plan = plan_compaction(material, episode_id=uuid(99), window=1890, summary_target=100,
-                           safety_margin=256, estimator=ByteEstimator())
+                           safety_margin=256, estimator=ByteEstimator(), floor=1)
     assert isinstance(plan, CompactionPlan) and len(plan.chunks.chunks) == 2
     with pytest.raises(ValueError, match=r"^chunk 3 is not in a plan of 2$"):
         plan.request(3, "s")
@@ -750,6 +757,86 @@ def test_a_later_chunk_is_measured_with_an_empty_previous_summary(surcharge: int
     material = [message(MessageRole.ASSISTANT, "x" * 51, 1),
                 message(MessageRole.ASSISTANT, "x" * 101, 2)]
     plan = plan_compaction(material, episode_id=uuid(99), window=1657, summary_target=100,
-                           safety_margin=256, estimator=LongUserMessageEstimator(surcharge))
+                           safety_margin=256, estimator=LongUserMessageEstimator(surcharge),
+                           floor=1)
     assert isinstance(plan, CompactionPlan)
     assert (plan.chunks.capacity, len(plan.chunks.chunks)) == (capacity, chunks)
+
+
+# --- the floor of a useful chunk (Q120) --------------------------------------------------------
+
+
+@pytest.mark.covers("CTX-8.71")
+@pytest.mark.parametrize(("fixed", "material", "floor"), [
+    # §8 table row 1: T = 8192 and C = min(8192, 25000, P = 8192) = 8192.
+    (65_000, 20_000, 8192),
+    # Row 3: H = 4000, P = 4000, C = min(8192, 25000, 4000) = 4000 = T.
+    (96_000, 6_000, 4000),
+    # F = 59_000: D = 60000 − 59000 = 1000 < C = 8192, so T = 1000 and the floor is C.
+    (59_000, 21_000, 8192),
+])
+def test_the_floor_is_the_larger_of_the_summary_target_and_its_default_cap(
+        fixed: int, material: int, floor: int) -> None:
+    verdict = evaluate_compaction(table_budget(), fixed, material)
+    assert verdict.decision == "compact"
+    assert verdict.summary_target is not None and verdict.summary_default_cap is not None
+    assert useful_chunk_floor(verdict.summary_target, verdict.summary_default_cap) == floor
+    # An explicit T above C keeps T: a fold step never writes more than it read.
+    assert useful_chunk_floor(2200, 900) == 2200
+
+
+def _long_record() -> list[ViewMessage]:
+    return [message(MessageRole.ASSISTANT, "x" * 4000, 7)]
+
+
+# The character estimator: the default compaction prompt is 663, the skeleton 138, so the
+# capacity is W − 2T − S − 801. The widest label of the 4000-character record is its fragment
+# label with an empty text: "<<<record " 10 + "record:<uuid>" 43 + " role=assistant" 15 +
+# " kind=assistant" 15 + " chars=4000-4000 of 4000" 24 + ">>>" 3 = 110, two line breaks,
+# "<<<end record " 14 + 43 + ">>>" 3 = 60, and the block's own line break: 173.
+LABEL = 173
+
+
+@pytest.mark.covers("CTX-8.68", "CTX-8.71")
+def test_a_tight_window_no_longer_folds_a_record_one_character_at_a_time() -> None:
+    # W = 1000, T = 1, S = 20: capacity 1000 − 2 − 20 − 801 = 177, four characters beyond the
+    # widest label. Without a floor the 4000 characters are folded in hundreds of chunks
+    # (a fragment's label is at least 173 − 6 = 167: "chars=0-1 of 4000" is six shorter, so at
+    # most 10 characters a chunk and at least 400 calls); with the floor, none.
+    def plan(floor: int) -> CompactionPlan | EpisodeRefused:
+        return plan_compaction(_long_record(), episode_id=uuid(99), window=1000,
+                               summary_target=1, safety_margin=20, estimator=CharEstimator(),
+                               floor=floor)
+    unbounded = plan(1)
+    assert isinstance(unbounded, CompactionPlan) and unbounded.chunks.capacity == 177
+    assert len(unbounded.chunks.chunks) >= 400
+    assert label_cost(_long_record(), lambda text: len(text) + 1) == LABEL
+    assert plan(100) == EpisodeRefused(
+        "NO_ROOM_FOR_MATERIAL", "a compaction request of this model (W=1000, T=1, S=20) leaves "
+        "a chunk 4 tokens of material after its prompts and labels; a useful chunk carries at "
+        "least 100")
+
+
+@pytest.mark.covers("CTX-8.68", "CTX-8.71")
+@pytest.mark.parametrize(("window", "planned"), [(1096, True), (1095, False)])
+def test_a_chunk_must_leave_the_floor_beyond_its_labels(window: int, planned: bool) -> None:
+    # T = 1, S = 20, floor 100: the room beyond the labels is W − 2 − 20 − 801 − 173 = W − 996;
+    # exactly 100 at W = 1096 (planned: every full fragment carries at least 100 characters),
+    # 99 at W = 1095 (refused).
+    plan = plan_compaction(_long_record(), episode_id=uuid(99), window=window, summary_target=1,
+                           safety_margin=20, estimator=CharEstimator(), floor=100)
+    if not planned:
+        assert isinstance(plan, EpisodeRefused) and plan.code == "NO_ROOM_FOR_MATERIAL"
+        assert "leaves a chunk 99 tokens" in plan.reason
+        return
+    assert isinstance(plan, CompactionPlan) and plan.chunks.capacity == LABEL + 100
+    pieces = [block for chunk in plan.chunks.chunks for block in chunk]
+    assert "".join(p.text for p in pieces) == "x" * 4000
+    assert all(len(p.text) >= 100 for p in pieces[:-1])
+    assert len(plan.chunks.chunks) <= 40  # ceil(4000 / 100)
+
+
+def test_the_floor_is_at_least_one_token() -> None:
+    with pytest.raises(ValueError, match="at least one token"):
+        plan_compaction(_long_record(), episode_id=uuid(99), window=20_000, summary_target=1,
+                        safety_margin=20, estimator=CharEstimator(), floor=0)

@@ -138,3 +138,16 @@ def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     trace = replay_checked(refused, ReferenceDriver)
     assert endings(trace) == [(1, "failed", "CONTEXT_LENGTH_EXCEEDED")]
     assert [(r["purpose"], r["attempt"]) for r in requests(trace)] == [("business", 1)]
+    # An Executor's 3900-character result in W = 1236, O = 100, S = 20: B = 1116, trigger 892,
+    # T = C = min(8192, 279, P = 100) = 100, so a useful chunk carries 100 (Q120). The chunk
+    # capacity is 1236 − 200 − 20 − 663 (prompt) − 138 (framing) = 215 and the result's widest
+    # label 212 (its call id and range included): three characters a chunk, which the
+    # reference once folded in 1162 summary calls. Now none: the Executor ends
+    # COMPACTION_FAILED, which the Planner reads as the delegate's structured error.
+    useless = json.loads((DEFECTS / "executor-useless-chunks.json").read_text("utf-8"))
+    trace = replay_checked(useless, ReferenceDriver)
+    assert requests(trace, "compaction") == []
+    planner = requests(trace, "business")[-1]
+    results = [m["text"] for m in planner["view"]["messages"] if m["kind"] == "tool_result"]
+    assert len(results) == 1 and '"code": "COMPACTION_FAILED"' in results[0], results
+    assert "a useful chunk carries at least 100" in results[0]

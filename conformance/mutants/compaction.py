@@ -18,6 +18,13 @@ def _window_blind_plan(original: Callable[..., Any]) -> Callable[..., Any]:
     return plan
 
 
+def _any_chunk_will_do(original: Callable[..., Any]) -> Callable[..., Any]:
+    def plan(material: Any, **settings: Any) -> Any:
+        # No floor on a useful chunk: one labelled character a chunk is a plan (Q120).
+        return original(material, **{**settings, "floor": 1})
+    return plan
+
+
 def _nothing_protected(original: Callable[..., Any]) -> Callable[..., Any]:
     def split(parts: Any, estimator: Any) -> Any:
         return original(replace(parts, protected_input_ids=frozenset()), estimator)
@@ -111,6 +118,11 @@ MUTANTS = (
            "the chunk plan ignores the window, so a compaction request itself overflows it "
            "(§8: each chunk's budget reserves prompts, the previous summary and T)",
            (Patch(runtime, "plan_compaction", _window_blind_plan),)),
+    Mutant("USELESS-CHUNKS",
+           "the chunk plan takes any capacity that holds one labelled character, so a tight "
+           "window folds the material in thousands of tiny chunks (§8: the chunk count follows "
+           "from the source length and the budget; Q120: a chunk carries at least max(T, C))",
+           (Patch(runtime, "plan_compaction", _any_chunk_will_do),)),
     Mutant("PROTECTED-INPUT-COMPACTED",
            "the current question and supplements are compaction material, and the request "
            "is sent without them (§5, §8: protected inputs are fixed input, never summarised)",

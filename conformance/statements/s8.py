@@ -481,6 +481,35 @@ def _oversize_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+# --- a chunk too small to be useful: refused before any summary call (Q120) -----------------
+
+
+def _useless_chunk_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}], window=6100, output_reserve=2400,
+                    summary_target=2200)
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}],
+                         "compaction": [{"text": f"S{n}"} for n in range(1, 13)]}
+    document["tools"] = {"t": [{"text": "r" * 3500}]}
+    return document
+
+
+def _useless_chunk_check(trace: Trace) -> None:
+    # W = 6100, O = 2400, S = 100: B = 3600, trigger floor(0.8 × 3600) = 2880. Loop 2 carries
+    # the 3500-character result: I > 2880 → compact. F (the system prompt, the question "go",
+    # the tool schema and the summary envelope) is far below 1400, so H = 3600 − F > 2200,
+    # P = min(O, H) ≥ 2200 and T = min(2200, P) = 2200 (explicit); C = min(8192, 900, P) = 900.
+    # A useful chunk carries max(T, C) = 2200 tokens of material (Q120). Every chunk request
+    # reserves T for its output, T for the previous summary and S: W − 2T − S = 1600 tokens are
+    # all that is left for the compaction prompt, the labels and the material — less than 2200
+    # whatever the prompt. The episode is refused before any summary call: no compaction
+    # request, no second business request, the Run fails COMPACTION_FAILED (Q120).
+    equal(len(requests(trace, "compaction")), 0, "compaction requests")
+    equal(len(requests(trace, "business")), 1, "business requests (Loop 1's only)")
+    equal(endings(trace), [(1, "failed", "COMPACTION_FAILED")], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
          "as a user message, transcript data folded in order, T as max output", "§8",
@@ -557,4 +586,7 @@ CASES: tuple[Case, ...] = (
          "budget that reserves the previous summary's T", "§8",
          ("CTX-8.66", "CTX-8.68", "CTX-8.71"), _oversize_scenario(), _oversize_check,
          COMPACTING),
+    Case("S8-CHUNK-FLOOR", "a chunk that cannot carry max(T, C) tokens of material refuses the "
+         "episode before any summary call", "§8", ("CTX-8.45", "CTX-8.68", "CTX-8.71"),
+         _useless_chunk_scenario(), _useless_chunk_check, COMPACTING),
 )

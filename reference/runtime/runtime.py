@@ -45,6 +45,7 @@ from ctxspec.reference.compaction import (
     plan_compaction,
     split_request,
     start_episode,
+    useful_chunk_floor,
 )
 from ctxspec.reference.compaction import commit_chunk as commit_episode_chunk
 from ctxspec.reference.compaction import complete_episode as finish_episode
@@ -908,11 +909,12 @@ class ReferenceRuntime:
                       self._figures(split.input_tokens, fixed=split.fixed_tokens))
             return None
         if decision == "compact":
-            if verdict.summary_target is None:
-                raise AssertionError("a compact decision has a summary target")
+            if verdict.summary_target is None or verdict.summary_default_cap is None:
+                raise AssertionError("a compact decision has a summary target and its cap")
+            floor = useful_chunk_floor(verdict.summary_target, verdict.summary_default_cap)
             compacted = self._compact(run, operation_id, view, split.material,
                                       verdict.summary_target, split.input_tokens,
-                                      split.material_tokens, protected)
+                                      split.material_tokens, protected, floor)
             # A stop or the Run's deadline that came while the episode ran starts no business
             # attempt: the episode and the business task share the Run's cancellation and
             # deadline (§8, §11; CTX-8.7, CTX-11.5).
@@ -1007,11 +1009,12 @@ class ReferenceRuntime:
 
     def _compact(self, run: RunState, operation_id: UUID, view: ModelView,
                  material: Sequence[ViewMessage], target: int, input_tokens: int,
-                 material_tokens: int, protected: Sequence[ProtectedInput]
+                 material_tokens: int, protected: Sequence[ProtectedInput], floor: int
                  ) -> tuple[ModelView, UUID | None] | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
-        or — when it already finished — no second one (§8, §9)."""
+        or — when it already finished — no second one (§8, §9). ``floor``: the material a
+        useful chunk carries (Q120), frozen with the episode's source."""
         existing = next((e for e in run.episodes
                          if e.triggering_model_operation_id == operation_id), None)
         if existing is not None and existing.status is not EpisodeStatus.RUNNING:
@@ -1021,9 +1024,12 @@ class ReferenceRuntime:
             # A takeover resumes the episode on the material and target it started with: the
             # records may have changed since, which the switch's CAS is there to see (§8, §9).
             material, target = self._episode_source(existing)
+            floor = int(json.loads(self.store.text(existing.source_manifest_ref))["chunk_floor"])
         else:
-            source_doc = json.dumps({"summary_target": target, "material": VIEW_ADAPTER.dump_python(
-                ModelView(tuple(material)), mode="json")}, sort_keys=True)
+            source_doc = json.dumps({"summary_target": target, "chunk_floor": floor,
+                                     "material": VIEW_ADAPTER.dump_python(
+                                         ModelView(tuple(material)), mode="json")},
+                                    sort_keys=True)
             started = start_episode(
                 episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
                 triggering_model_operation_id=operation_id, existing=run.episodes,
@@ -1041,7 +1047,7 @@ class ReferenceRuntime:
         plan = plan_compaction(material, episode_id=episode.episode_id,
                                window=self.budget.window, summary_target=target,
                                safety_margin=self.budget.safety_margin,
-                               estimator=self.estimator,
+                               estimator=self.estimator, floor=floor,
                                custom_prompt=self.agent.custom_compaction_prompt)
         if not isinstance(plan, CompactionPlan):
             self._end(run, RunStatus.FAILED, ErrorCode.COMPACTION_FAILED, plan.reason)
