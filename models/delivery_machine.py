@@ -15,16 +15,23 @@ step, together with the design's invariants:
 - previous_delivery_id chains never cycle and only point to carried deliveries;
 - frozen input lists keep receive order;
 - a delivered or carried delivery never changes again, whatever the transition;
-- only questions start Runs, one active at a time.
+- only questions start Runs, one active at a time;
+- an input sent again (a client that never saw its receipt, a restarted runtime re-sending
+  what it received) is refused as a duplicate and changes nothing: never a second delivery,
+  never a second input_seq.
+
+``DeliveryMachine.reached`` counts what the runs reached (``ROWS``: every CI run reaches each).
 
 The machine holds no pytest markers (files under models/ count as conformance coverage in the
 trace); the test that runs it declares what it pins. A driver-level model can subclass it and
 override the ``_do_*`` methods to send the same stimuli to a Driver.
 """
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from typing import ClassVar
 from uuid import UUID
 
 from hypothesis import strategies as st
@@ -50,9 +57,15 @@ STEPS = 30
 many examples run is the Hypothesis profile's choice (tests/conftest.py)."""
 
 FINAL_STATES = (DeliveryState.DELIVERED, DeliveryState.CARRIED)
+ROWS = ("question", "supplement to the active Run", "supplement waiting for a question",
+        "waiting supplement bound to a question", "inputs claimed by a freeze", "freeze retried",
+        "input delivered", "supplement carried", "carried supplement delivered later",
+        "input replayed (refused)", "Run stopped with late supplements", "illegal step refused")
 
 
 class DeliveryMachine(RuleBasedStateMachine):
+    reached: ClassVar[Counter[str]] = Counter()
+
     def __init__(self) -> None:
         super().__init__()
         self.book: DeliveryBook = dl.empty_book(SESSION)
@@ -155,6 +168,8 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert [d.input_id for d in writes.updated] == waiting
         assert all(d.state is DeliveryState.PENDING and d.target_run_id == run_id
                    for d in writes.updated)
+        self.reached["question"] += 1
+        self.reached["waiting supplement bound to a question"] += bool(waiting)
         self.runs.append(run_id)
         self.active = run_id
         self.question_seq[run_id] = received.input_seq
@@ -175,6 +190,28 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert self.book.run_ids == runs_before
         self.owner[received.input_id] = self.active
         self.holder[received.input_id] = None
+        self.reached["supplement to the active Run" if self.active is not None
+                     else "supplement waiting for a question"] += 1
+
+    @precondition(lambda self: bool(self.seq))
+    @rule(data=st.data())
+    def replay_input(self, data: st.DataObject) -> None:
+        """An input sent again — as first received, or numbered as the next one — is a
+        duplicate: refused with DUPLICATE_INPUT_ID, the book unchanged (§2, §10)."""
+        input_id = data.draw(st.sampled_from(sorted(self.seq, key=self.seq.__getitem__)))
+        original = next(i for i in self.book.inputs if i.input_id == input_id)
+        renumbered = data.draw(st.booleans())
+        again = original.model_copy(update={"input_seq": self._last_seq() + 1}) \
+            if renumbered else original
+        run_id = self._new_id() if original.kind is InputKind.QUESTION else None
+        if run_id is not None:
+            again = again.model_copy(update={"origin_run_id": run_id})
+        before = self.book
+        result = dl.app_input(self.book, again, delivery_id=self._new_id(), run_id=run_id)
+        assert isinstance(result, DeliveryRejected), result
+        assert result.code is dl.DeliveryRejectCode.DUPLICATE_INPUT_ID, result
+        assert self.book == before
+        self.reached["input replayed (refused)"] += 1
 
     @precondition(lambda self: self.active is not None)
     @rule(data=st.data())
@@ -194,6 +231,7 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert writes.manifest == manifest
         for input_id in expected_claim:
             self.holder[input_id] = operation_id
+        self.reached["inputs claimed by a freeze"] += bool(expected_claim)
         in_request = sorted((i for i, owner in self.owner.items() if owner == run_id
                              and (self.holder[i] is not None or i in self.delivered_to)
                              and self.seq[i] <= cutoff), key=self.seq.__getitem__)
@@ -213,6 +251,7 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert dl.frozen_inputs(self.book, operation_id) == stored
         assert writes.is_empty
         assert self.book == before
+        self.reached["freeze retried"] += 1
 
     @precondition(lambda self: bool(self._ops_of(self.active)))
     @rule(data=st.data())
@@ -231,6 +270,10 @@ class DeliveryMachine(RuleBasedStateMachine):
         for input_id in expected:
             assert self.active is not None
             self.delivered_to[input_id] = self.active
+            self.reached["input delivered"] += 1
+            self.reached["carried supplement delivered later"] += any(
+                d.input_id == input_id and d.state is DeliveryState.CARRIED
+                for d in self.book.deliveries)
 
     def _finalize(self) -> None:
         run_id = self.active
@@ -248,12 +291,29 @@ class DeliveryMachine(RuleBasedStateMachine):
         for input_id in to_carry:
             self.owner[input_id] = None
             self.holder[input_id] = None
+        self.reached["supplement carried"] += len(to_carry)
         self.active = None
 
     @precondition(lambda self: self.active is not None)
     @rule()
     def fail_without_output(self) -> None:
         # The latest model call (if any) fails before its first output; the Run fails.
+        self._finalize()
+
+    @precondition(lambda self: self.active is not None)
+    @rule()
+    def answer_at_once(self) -> None:
+        """The common Run: one request frozen at the last received input, its answer's first
+        output, success — every input bound to the Run delivered, carried ones included."""
+        run_id = self.active
+        assert run_id is not None
+        operation_id = self._new_id()
+        _, manifest = self._do_freeze(run_id, operation_id, self._last_seq())
+        for input_id in manifest.claimed_input_ids:
+            self.holder[input_id] = operation_id
+        self.operations[operation_id] = manifest
+        self.cutoff[run_id] = self._last_seq()
+        self._first_output(operation_id)
         self._finalize()
 
     @precondition(lambda self: bool(self._ops_of(self.active)))
@@ -266,8 +326,10 @@ class DeliveryMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def stop(self, data: st.DataObject) -> None:
         # Stop during preparation or compaction: supplements may still arrive first.
-        for _ in range(data.draw(st.integers(0, 2), label="late supplements")):
+        late = data.draw(st.integers(0, 2), label="late supplements")
+        for _ in range(late):
             self.supplement()
+        self.reached["Run stopped with late supplements"] += bool(late)
         self._finalize()
 
     @rule(data=st.data())
@@ -327,6 +389,7 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert isinstance(result, DeliveryRejected), result
         assert result.code is expected, result
         assert self.book == book
+        self.reached["illegal step refused"] += 1
 
     # --- invariants ----------------------------------------------------------------------
 
@@ -413,4 +476,4 @@ class DeliveryMachine(RuleBasedStateMachine):
         assert self.active is None or self.active == self.runs[-1]
 
 
-__all__ = ["STEPS", "DeliveryMachine"]
+__all__ = ["ROWS", "STEPS", "DeliveryMachine"]

@@ -10,10 +10,18 @@ requests, and records what every step should have done. After every step it chec
 - every revision is immutable (its materialisation never changes) and traceable to mutations
   and their sources;
 - a frozen request's records keep the content they had when it froze;
-- a deny is never turned into an allow, and a replayed mutation id returns its first revision.
+- a deny is never turned into an allow, and a replayed mutation id returns its first revision;
+- several contexts and registries: another role's private context (an Executor's) is never
+  written by this actor's items — an item addressing it is invalid (UNAUTHORISED_SCOPE) and
+  commits nothing anywhere — and a registry version that registers no context field for the
+  arguments refuses an item that patches them (FIELD_NOT_REGISTERED), whole.
+
+``EffectiveContextMachine.reached`` counts what the runs reached (``ROWS``).
 """
 
+from collections import Counter
 from dataclasses import dataclass
+from typing import ClassVar
 from uuid import UUID
 
 from hypothesis import strategies as st
@@ -34,6 +42,7 @@ from ctxspec.reference.effective import (
 from ctxspec.reference.hooks import (
     ContextOp,
     HookCall,
+    HookItemOutcome,
     HookProposal,
     PayloadOp,
     evaluate,
@@ -42,12 +51,24 @@ from ctxspec.reference.hooks import (
 from ctxspec.reference.registry import ABSENT, JSON, FieldRegistry, FieldSpec
 
 CONTEXT = UUID(int=1)
+OTHER = UUID(int=3)
+"""Another role's private context (an Executor's), which this actor may never write."""
 RUN = UUID(int=2)
 REF = PayloadRef(digest="sha256:" + "0" * 64, size_bytes=0)
 REGISTRY = FieldRegistry("tool.pre_call", "1", (
     FieldSpec("tool_call:{call_id}.arguments", "arguments", "object"),
     FieldSpec("text", None, "string"),
 ))
+NARROW = FieldRegistry("tool.pre_call", "2", (
+    FieldSpec(None, "arguments", "object"),
+    FieldSpec("text", None, "string"),
+))
+"""A later registry version of the same point: the arguments are a payload field only, no
+context field (a context patch of them is not registered)."""
+ROWS = ("runtime append", "another role's append", "item committed", "item denied",
+        "item failed", "illegal decision", "stale base refused", "replayed mutation",
+        "request frozen", "another context refused", "unregistered field refused",
+        "annotation committed")
 VALUES = st.sampled_from(["a.md", "b.md", "c.md", "w", "r"])
 NAMES = st.sampled_from(["path", "mode"])
 STEPS = 30
@@ -62,9 +83,14 @@ class Decision:
 
 
 class EffectiveContextMachine(RuleBasedStateMachine):
+    reached: ClassVar[Counter[str]] = Counter()
+
     def __init__(self) -> None:
         super().__init__()
         self.state: ContextState = new_context(CONTEXT, Scope("private", owner_role="react"))
+        self.other: ContextState = new_context(OTHER, Scope("private", owner_role="executor"))
+        self.other_decisions: list[Decision] = []
+        self.other_revisions: dict[int, dict[UUID, dict[str, JSON]]] = {}
         self.next_id = 1000
         self.decisions: list[Decision] = []
         self.raw: dict[UUID, dict[str, JSON]] = {}
@@ -107,6 +133,52 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         self.raw[record_id] = content
         self.decisions.append(Decision(record_id, call_id))
         self.remember_head()
+        self.reached["runtime append"] += 1
+
+    @precondition(lambda self: len(self.other_decisions) < 2)
+    @rule(path=VALUES)
+    def other_role_decides(self, path: str) -> None:
+        """Another role (an Executor) appends to its own private context."""
+        record_id, call_id = self.fresh(), self.fresh()
+        content: dict[str, JSON] = {"text": "", f"tool_call:{call_id}": {
+            "name": "write", "action_ordinal": 1, "arguments": {"path": path}}}
+        record = ContextRecord(record_id=record_id, context_id=OTHER,
+                               context_seq=len(self.other.records) + 1, run_id=RUN,
+                               role=MessageRole.ASSISTANT, message_kind="assistant",
+                               payload_ref=REF, operation_id=None, call_id=None,
+                               origin_input_id=None)
+        self.other = append_records(self.other, [RawRecord(record, content)],
+                                    mutation_id=self.fresh(),
+                                    source_kind=MutationSourceKind.RUNTIME,
+                                    source_ref="executor").state
+        self.raw[record_id] = content
+        self.other_decisions.append(Decision(record_id, call_id))
+        self.other_revisions[self.other.head.revision] = {
+            raw.record_id: effective_content(self.other, raw.record_id)
+            for raw in self.other.records}
+        self.reached["another role's append"] += 1
+
+    @precondition(lambda self: bool(self.decisions) and bool(self.other_decisions))
+    @rule(data=st.data())
+    def item_for_another_context(self, data: st.DataObject) -> None:
+        """This actor's item addresses the Executor's private context: invalid, nothing
+        committed in either context, whatever its decision (§3 scopes)."""
+        target = data.draw(st.sampled_from(self.decisions))
+        theirs = data.draw(st.sampled_from(self.other_decisions))
+        call = HookCall(operation_id=self.fresh(), hook_point="tool.pre_call", stage="pre",
+                        actor_role="react", actor_context_id=CONTEXT, call_id=target.call_id,
+                        call_record_id=target.record_id)
+        op = ContextOp(theirs.record_id, f"tool_call:{theirs.call_id}.arguments.path",
+                       Op.REPLACE_VALUE, data.draw(VALUES))
+        mine, other = self.state, self.other
+        outcome = evaluate(HookProposal(self.fresh(), "allow", (), OTHER, None, (op,)), call,
+                           data.draw(st.sampled_from([REGISTRY, NARROW])),
+                           {CONTEXT: mine, OTHER: other}, {}, chain_position=0,
+                           annotation_ids=lambda _: self.fresh())
+        assert not outcome.invocation.patch_valid and outcome.committed == {}
+        assert outcome.states[CONTEXT] is mine and outcome.states[OTHER] is other
+        assert "UNAUTHORISED_SCOPE" in {d.code for d in outcome.invocation.diagnostics}
+        self.reached["another context refused"] += 1
 
     @precondition(lambda self: bool(self.decisions))
     @rule(data=st.data())
@@ -133,6 +205,7 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         replay = bool(self.used_hooks) and data.draw(st.booleans())
         hook_id = data.draw(st.sampled_from(self.used_hooks)) if replay else self.fresh()
         mutation_id = mutation_id_for(hook_id, CONTEXT)
+        registry = data.draw(st.sampled_from([REGISTRY, REGISTRY, NARROW]))
         call = HookCall(operation_id=self.fresh(), hook_point="tool.pre_call", stage="pre",
                         actor_role="react", actor_context_id=CONTEXT, call_id=target.call_id,
                         call_record_id=target.record_id)
@@ -142,10 +215,17 @@ class EffectiveContextMachine(RuleBasedStateMachine):
                                         tuple(context_ops),
                                         handler_failed=data.draw(st.booleans())
                                         and decision == "allow" and not payload_ops),
-                           call, REGISTRY, {CONTEXT: self.state},
+                           call, registry, {CONTEXT: self.state, OTHER: self.other},
                            payload if isinstance(payload, dict) else {},
                            chain_position=0, annotation_ids=lambda _: self.fresh())
+        assert outcome.states[OTHER] is self.other  # never written by this actor
         self.state = outcome.states[CONTEXT]
+        replaces = any(op.operation is Op.REPLACE_VALUE for op in context_ops)
+        if registry is NARROW and replaces and mutation_id not in before.mutations:
+            # The arguments are no context field at version 2: the whole item is refused.
+            assert not outcome.invocation.patch_valid and self.state is before
+            self.reached["unregistered field refused"] += 1
+        self._count(outcome, decision, before, replay and mutation_id in before.mutations)
         # A deny is never an allow; a failed or illegal item and a deny commit nothing.
         if decision == "deny":
             assert outcome.control == "blocked" and self.state is before
@@ -175,6 +255,24 @@ class EffectiveContextMachine(RuleBasedStateMachine):
             self.used_hooks.append(hook_id)
         self.remember_head()
 
+    def _count(self, outcome: HookItemOutcome, decision: str, before: ContextState,
+               replayed: bool) -> None:
+        if replayed:
+            self.reached["replayed mutation"] += 1
+        elif decision == "maybe":
+            self.reached["illegal decision"] += 1
+        elif outcome.invocation.decision.value == "failed":
+            self.reached["item failed"] += 1
+        elif decision == "deny":
+            self.reached["item denied"] += 1
+        elif self.state is not before:
+            self.reached["item committed"] += 1
+            if any(c.field_key == "note" for _, c in outcome.changes.context_changes) or \
+                    outcome.changes.annotations:
+                self.reached["annotation committed"] += 1
+        if any(d.code == "CONTEXT_REVISION_CONFLICT" for d in outcome.invocation.diagnostics):
+            self.reached["stale base refused"] += 1
+
     @precondition(lambda self: bool(self.decisions))
     @rule(data=st.data())
     def freeze_a_request(self, data: st.DataObject) -> None:
@@ -182,6 +280,7 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         self.state = freeze(self.state, [target.record_id])
         self.frozen_content.setdefault(target.record_id,
                                        effective_content(self.state, target.record_id))
+        self.reached["request frozen"] += 1
 
     # --- invariants -----------------------------------------------------------------------------
 
@@ -208,6 +307,14 @@ class EffectiveContextMachine(RuleBasedStateMachine):
             for (_, _), override in revision.overrides.items():
                 assert self.state.mutations[override.mutation_id].committed_revision <= \
                     revision.revision
+
+    @invariant()
+    def other_revisions_are_immutable(self) -> None:
+        for number, expected in self.other_revisions.items():
+            for record_id, content in expected.items():
+                assert effective_content(self.other, record_id, number) == content
+        for raw in self.other.records:
+            assert raw.content == self.raw[raw.record_id]
 
     @invariant()
     def frozen_requests_keep_their_content(self) -> None:

@@ -10,11 +10,19 @@ changed meanwhile (a hook editing covered material), chunks fail. After every st
 - an episode's cursor never goes back;
 - at most one episode per business operation;
 - the old snapshot stays active until a new one is switched in, and a snapshot whose covered
-  material changed is never activated.
+  material changed is never activated;
+- the switch is a CAS: an episode whose expectation of the active snapshot is stale (another
+  episode switched in meanwhile) or whose lease was lost to a takeover never moves the pointer,
+  whatever its material; the refusal names the first check that failed (lease, then expected
+  snapshot, then covered material).
+
+``EpisodeMachine.reached`` counts what the runs reached (``ROWS``: every CI run reaches each).
 """
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import ClassVar
 from uuid import UUID
 
 from hypothesis import strategies as st
@@ -34,6 +42,7 @@ from ctxspec.reference.contracts import CompactionEpisode, EpisodeStatus, Messag
 from ctxspec.reference.snapshots import (
     ActivePointer,
     SourceManifest,
+    SwitchRefused,
     applicability,
     build_manifest,
     switch_active,
@@ -55,10 +64,25 @@ class Stored:
     episode: CompactionEpisode
     plan: ChunkPlan
     manifest: SourceManifest
+    expected: UUID | None
+    """The active snapshot its owner read when it started (the switch's expectation)."""
+    lease: int
+    """The lease epoch its owner holds; a takeover that re-acquires the episode renews it."""
     progress: dict[int, ChunkProgress] = field(default_factory=dict)
+    crashed: bool = False
+    """A crash happened since its last step: the next one resumes it from stored facts."""
+
+
+ROWS = ("episode started", "chunk summarised", "chunk committed", "episode resumed after a crash",
+        "raw result post-processed after a crash", "chunk failed the episode",
+        "material edited", "snapshot switched in", "switch refused: LEASE_LOST",
+        "switch refused: ACTIVE_SNAPSHOT_CHANGED", "switch refused: COVERED_MATERIAL_CHANGED",
+        "lease lost to a takeover", "episode re-acquired")
 
 
 class EpisodeMachine(RuleBasedStateMachine):
+    reached: ClassVar[Counter[str]] = Counter()
+
     def __init__(self) -> None:
         super().__init__()
         self.next_id = 10_000
@@ -89,6 +113,7 @@ class EpisodeMachine(RuleBasedStateMachine):
         index = data.draw(st.integers(0, len(self.material) - 1))
         self.material[index] = replace(self.material[index],
                                        text=self.material[index].text + " (edited)")
+        self.reached["material edited"] += 1
 
     @rule()
     def business_operation(self) -> None:
@@ -108,7 +133,10 @@ class EpisodeMachine(RuleBasedStateMachine):
             return
         plan = plan_chunks(material, CAPACITY, len)
         manifest = build_manifest(material, {}, {}, CAPACITY, len(plan.chunks))
-        self.episodes[started.episode_id] = Stored(started, plan, manifest)
+        self.episodes[started.episode_id] = Stored(started, plan, manifest,
+                                                   self.pointer.snapshot_id,
+                                                   self.pointer.lease_epoch)
+        self.reached["episode started"] += 1
         self.cursors[started.episode_id] = 0
         again = start_episode(
             episode_id=self.fresh(), run_id=UUID(int=2), owner_node_task_id=UUID(int=3),
@@ -122,45 +150,132 @@ class EpisodeMachine(RuleBasedStateMachine):
         return [s for s in self.episodes.values() if s.episode.status is EpisodeStatus.RUNNING]
 
     @precondition(lambda self: bool(self.running()))
-    @rule(data=st.data())
-    def advance(self, data: st.DataObject) -> None:
-        """One step of a running episode, decided from stored facts only (after a crash too)."""
+    @rule(data=st.data(), steps=st.integers(1, 8), stop_at_raw=st.booleans())
+    def advance(self, data: st.DataObject, steps: int, stop_at_raw: bool) -> None:
+        """A few steps of a running episode (so episodes finish within an example), each
+        decided from stored facts only (after a crash too); ``stop_at_raw`` ends the advance
+        once a chunk's raw result is saved, so a crash can fall before its post-processing."""
         stored = data.draw(st.sampled_from(self.running()))
+        for _ in range(steps):
+            if stored.episode.status is not EpisodeStatus.RUNNING:
+                return
+            self.step(stored, data)
+            self.invariants_now()
+            if stop_at_raw and any(not p.committed for p in stored.progress.values()):
+                return
+
+    def step(self, stored: Stored, data: st.DataObject) -> None:
         episode = stored.episode
         step, ordinal = next_step(episode, len(stored.plan.chunks), stored.progress)
+        if stored.crashed:
+            self.reached["episode resumed after a crash"] += 1
+            if step == "post_process":
+                self.reached["raw result post-processed after a crash"] += 1
+            stored.crashed = False
         if step == "call_model":
             key = (episode.episode_id, ordinal)
             self.model_calls[key] = self.model_calls.get(key, 0) + 1
             if data.draw(st.integers(0, 9)) == 0:  # the chunk finally fails
                 stored.episode, _ = fail_episode(episode)
+                self.reached["chunk failed the episode"] += 1
                 return
             stored.progress[ordinal] = ChunkProgress(ordinal, self.fresh(), REF, False)
+            self.reached["chunk summarised"] += 1
         elif step == "post_process":
             committed = commit_chunk(episode, ordinal, REF, self.fresh())
             assert isinstance(committed, CompactionEpisode)
             stored.episode = committed
             stored.progress[ordinal] = replace(stored.progress[ordinal], committed=True)
+            self.reached["chunk committed"] += 1
         elif step == "finish":
-            snapshot_id = self.fresh()
-            self.snapshots[snapshot_id] = stored.manifest
-            before = self.pointer
-            switched = switch_active(self.pointer, expected_active=self.pointer.snapshot_id,
-                                     lease_epoch=self.pointer.lease_epoch,
-                                     new_snapshot_id=snapshot_id, manifest=stored.manifest,
-                                     current_view=self.view())
-            if isinstance(switched, ActivePointer):
-                assert applicability(stored.manifest, self.view()).applies
-                self.pointer = switched
-            else:
-                assert self.pointer == before  # a stale snapshot is kept, never activated
-            done = complete_episode(episode, len(stored.plan.chunks), snapshot_id)
-            assert isinstance(done, CompactionEpisode)
-            stored.episode = done
+            self.finish(stored, fresh_expectation=data.draw(st.booleans()))
 
+    def finish(self, stored: Stored, fresh_expectation: bool) -> None:
+        """The snapshot commit with its CAS: the expectation is the active snapshot the owner
+        read when the episode started, or — re-read just now — the current one; the lease is
+        the one the owner holds. Derived here independently: which check must refuse."""
+        snapshot_id = self.fresh()
+        self.snapshots[snapshot_id] = stored.manifest
+        before = self.pointer
+        expected = before.snapshot_id if fresh_expectation else stored.expected
+        switched = switch_active(before, expected_active=expected, lease_epoch=stored.lease,
+                                 new_snapshot_id=snapshot_id, manifest=stored.manifest,
+                                 current_view=self.view())
+        if stored.lease != before.lease_epoch:
+            wanted = "LEASE_LOST"
+        elif expected != before.snapshot_id:
+            wanted = "ACTIVE_SNAPSHOT_CHANGED"
+        elif not applicability(stored.manifest, self.view()).applies:
+            wanted = "COVERED_MATERIAL_CHANGED"
+        else:
+            wanted = "switched"
+        if isinstance(switched, ActivePointer):
+            assert wanted == "switched", f"switched in although {wanted}"
+            assert switched == ActivePointer(snapshot_id, before.lease_epoch)
+            self.pointer = switched
+            self.reached["snapshot switched in"] += 1
+        else:
+            assert isinstance(switched, SwitchRefused) and switched.reason == wanted, \
+                (switched, wanted)
+            assert self.pointer == before  # a refused snapshot is kept, never activated
+            self.reached[f"switch refused: {wanted}"] += 1
+        done = complete_episode(stored.episode, len(stored.plan.chunks), snapshot_id)
+        assert isinstance(done, CompactionEpisode)
+        stored.episode = done
+
+    @precondition(lambda self: bool(self.running()))
     @rule()
     def crash_and_restart(self) -> None:
         """A crash: in-flight work is lost; only stored facts remain (they are all the machine
         keeps), and the next advance continues from them."""
+        for stored in self.running():
+            stored.crashed = True
+
+    @precondition(lambda self: bool(self.running()))
+    @rule()
+    def takeover(self) -> None:
+        """A crash after which another owner takes the Run over: the lease epoch moves on, so
+        every episode still holding the old lease has lost it until it is re-acquired (§10)."""
+        self.crash_and_restart()
+        self.pointer = ActivePointer(self.pointer.snapshot_id, self.pointer.lease_epoch + 1)
+        self.reached["lease lost to a takeover"] += 1
+
+    @precondition(lambda self: bool(self.material) and (
+        self.pointer.snapshot_id is not None or self.pointer.lease_epoch > 1))
+    @rule(data=st.data())
+    def switch_on_a_stale_read(self, data: st.DataObject) -> None:
+        """An owner that read the active snapshot before another episode switched its own in
+        (an older snapshot, or none), or that holds the lease of before a takeover, tries its
+        switch with material that still applies: refused ACTIVE_SNAPSHOT_CHANGED or
+        LEASE_LOST (the lease is checked first), the pointer unchanged (§9, §10)."""
+        before = self.pointer
+        stale_lease = before.lease_epoch > 1 and (before.snapshot_id is None
+                                                  or data.draw(st.booleans()))
+        older = [None, *(i for i in self.snapshots if i != before.snapshot_id)]
+        expected = before.snapshot_id if stale_lease else data.draw(st.sampled_from(older))
+        lease = before.lease_epoch - 1 if stale_lease else before.lease_epoch
+        manifest = build_manifest(self.material, {}, {}, CAPACITY, 1)
+        switched = switch_active(before, expected_active=expected, lease_epoch=lease,
+                                 new_snapshot_id=self.fresh(), manifest=manifest,
+                                 current_view=self.view())
+        wanted = "LEASE_LOST" if stale_lease else "ACTIVE_SNAPSHOT_CHANGED"
+        assert isinstance(switched, SwitchRefused), switched
+        assert switched.reason == wanted and self.pointer == before, (switched, wanted)
+        self.reached[f"switch refused: {wanted}"] += 1
+
+    @precondition(lambda self: any(s.lease != self.pointer.lease_epoch for s in self.running()))
+    @rule(data=st.data())
+    def reacquire(self, data: st.DataObject) -> None:
+        """The new owner resumes an episode under its own lease (its expectation stays what
+        the episode read when it started)."""
+        stale = [s for s in self.running() if s.lease != self.pointer.lease_epoch]
+        data.draw(st.sampled_from(stale)).lease = self.pointer.lease_epoch
+        self.reached["episode re-acquired"] += 1
+
+    def invariants_now(self) -> None:
+        """The invariants between the steps of one advance (Hypothesis checks after rules)."""
+        self.no_chunk_is_summarised_twice()
+        self.cursors_never_go_back()
 
     # --- invariants -----------------------------------------------------------------------------
 
