@@ -2,16 +2,14 @@
 trace alone (§2 orderings, §4 and §5 protected inputs, §6 tool protocol, §7 hard window, §10
 recovery, §11 stop).
 
-An initialize rule picks the Agent (a small window measured with the ``chars`` estimator, so
-compaction happens; the tools ``read`` and ``write``; a few recent Runs), the scripted model,
-tool and hook answers (tool calls, failures, partial streams, answers reporting usage, tool
-results with a latency, hooks that patch a call's arguments, deny it, fail, try to overwrite
-the question, or annotate it with fixed material that may not fit), an optional stop trigger
-on a tool run and an optional crash plan at a named commit (capability ``crash_points``).
-Rules then ask, supplement, stop and advance, one step at a time, on a live driver
-(``conformance.driver.perform``). The scripted ports never run out: they repeat their
-pattern on demand, and what they handed out is written into the scenario document, so the
-document replays exactly.
+An initialize rule draws a setup (models/driver_scripts.py: tiny to large windows measured
+with the ``chars`` estimator, Planners with Executors, hooks at every hook point of a Session,
+triggers, crash plans at every commit, a ``focus`` weighing it toward one part of the design);
+each rule then plays one Run and what surrounds it (waiting supplements, idle stops, another
+Session, the question, supplements, a stop, the advance), one step at a time on a live driver
+(``conformance.driver.perform``). The scripted ports never run out: they repeat their pattern
+on demand, and what they handed out is written into the scenario document, so the document
+replays exactly. What each run reached is counted in ``reached`` (models/driver_coverage.py).
 
 After every step the trace is read back as plain JSON and checked, with expectations derived
 from the steps and the scripts — never from the driver's store or internals:
@@ -52,11 +50,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import HealthCheck, reject
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ctxspec import catalogue
 from ctxspec.conformance.crash_matrix import LOST_ANSWER
@@ -72,7 +70,8 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.reference.commits import COMMIT_NAMES
+from ctxspec.models.driver_coverage import coverage
+from ctxspec.models.driver_scripts import BODIES, NAME, setups
 from ctxspec.reference.ports import ModelCall, ModelOutcome, ToolOutcome
 from ctxspec.reference.registry import JSON
 
@@ -82,19 +81,14 @@ Tolerance = Callable[[Mapping[str, Any], str], bool]
 """A known, reported defect of the driver under test: given the scenario and the problem, whether
 this failure is that defect (the example is then discarded, not passed)."""
 
-STEPS = 15
-"""Steps per example (each runs a Session step on the runtime under test, so they are few).
-How many examples run is the Hypothesis profile's choice (tests/conftest.py); a runtime's own
-test sets its own settings."""
+STEPS = 8
+"""Rules per example: each rule plays one Run and what surrounds it on the runtime under test
+(a few steps each), so they are few. How many examples run is the Hypothesis profile's choice
+(tests/conftest.py; tests/test_driver_machine.py divides them among the focuses); a runtime's
+own test sets its own settings."""
 HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 """Health checks to suppress: a Session is slow to build and its scenario is large."""
 
-NAME = "driver-machine"
-TOOLS = ("read", "write")
-SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
-CRASH_COMMITS = tuple(c for c in COMMIT_NAMES
-                      if c not in ("EXECUTION_STARTED", "EXECUTION_ENDED", "TAKEOVER"))
-"""The commits a Session without Executors passes through (a takeover is never crashed)."""
 NO_STEPS = [{"stop": True}]
 """A document needs a step: a failure while configuring is saved with a stop, which does nothing
 while no Run is active."""
@@ -105,95 +99,6 @@ OUTPUT_KINDS = ("text", "partial")
 class DriverViolation(AssertionError):
     """An invariant did not hold on the driver's trace; the message names it, the step, and the
     file the scenario was saved to."""
-
-
-# --- what the machine generates ---------------------------------------------------------------
-
-_ALPHABET = st.sampled_from([*"abcdefgh xyz.,!?\n\t", "，", "？", "é", "ß", "漢", "字", "😀"])
-BODIES = st.one_of(st.text(_ALPHABET, max_size=40), st.text(_ALPHABET, min_size=300, max_size=700))
-"""Input bodies: mostly short, sometimes large enough to crowd the window; whitespace at either
-end and non-ASCII characters, which a runtime must keep verbatim."""
-
-_PATHS = st.sampled_from(["a.md", "notes.md", "reports/x.md"])
-_CALLS = st.lists(st.builds(lambda name, path: {"name": name, "arguments": {"path": path}},
-                            st.sampled_from([*TOOLS, "shell"]), _PATHS), min_size=1, max_size=2)
-_TEXT = st.one_of(
-    st.builds(lambda n: {"text": f"answer {n}"}, st.integers(1, 99)),
-    # A provider's usage report is audit data: whatever it says, no request may change (§7).
-    st.builds(lambda n, used: {"text": f"answer {n}", "usage": {"input_tokens": used}},
-              st.integers(1, 99), st.sampled_from([0, 1, 10 ** 6])))
-_TOOL_CALLS = st.builds(lambda calls: {"text": "", "tool_calls": calls}, _CALLS)
-_ANSWERS = st.one_of(
-    # Repeated to weigh them: most answers complete, many call tools.
-    _TEXT, _TOOL_CALLS, _TOOL_CALLS, _TEXT, _TOOL_CALLS,
-    st.just({"fail": "provider_unavailable"}),
-    st.just({"partial": "half an ans", "fail": "stream_broken"}),
-    st.just({"context_length_exceeded": True}),
-)
-_RESULTS = st.one_of(
-    # A latency lets a batch's calls finish out of order; feedback stays in action order (§2).
-    st.builds(lambda n, latency: {"text": "r" * n, **({"latency": latency} if latency else {})},
-              st.integers(0, 400), st.integers(0, 3)),
-    st.builds(lambda n: {"text": "r" * n}, st.integers(0, 60)),
-    st.just({"error": "ENOENT"}),
-    st.just({"text": "L" * 4100}),
-)
-_SUMMARIES = st.one_of(st.builds(lambda n: {"text": f"summary {n}"}, st.integers(1, 9)),
-                       st.just({"fail": "summariser_down"}))
-_PRE_ITEMS = st.one_of(
-    st.just({"decision": "allow", "payload_patch": [{"path": "arguments.path",
-                                                     "value": "patched/p.md"}]}),
-    st.just({"decision": "deny"}),
-    st.just({"decision": "allow", "fails": True}),
-    st.just({"decision": "allow", "payload_patch": [{"path": "arguments", "delete": True}]}),
-    st.just({"decision": "maybe"}),
-)
-_HOOKS = st.one_of(
-    st.builds(lambda ordinal, items: {"point": "tool.pre_call", "ordinal": ordinal,
-                                      "items": items},
-              st.one_of(st.none(), st.integers(1, 3)), st.lists(_PRE_ITEMS, min_size=1,
-                                                                max_size=2)),
-    st.builds(lambda ordinal, deny: {"point": "tool.post_call", "ordinal": ordinal, "items": [
-        {"decision": "deny"} if deny else
-        {"decision": "allow", "payload_patch": [{"path": "result", "value": "(redacted)"}]}]},
-        st.one_of(st.none(), st.integers(1, 3)), st.booleans()),
-    st.just({"point": "model.pre_request", "items": [{"decision": "allow", "context_patch": [
-        {"target": "question", "field": "text", "value": "an overwritten question"}]}]}),
-    # Fixed material: an annotation of the current question, sometimes too large to fit (§7).
-    st.builds(lambda n: {"point": "model.pre_request", "items": [{"context_patch": [
-        {"target": "question", "field": "note", "operation": "append_annotation",
-         "value": "N" * n}]}]}, st.integers(1, 3000)),
-)
-_CRASHES = st.builds(lambda commit, occurrence, when: {"commit": commit,
-                                                       "occurrence": occurrence, "when": when},
-                     st.sampled_from(CRASH_COMMITS), st.integers(1, 3),
-                     st.sampled_from(["before", "after"]))
-_STOP_TRIGGERS = st.builds(lambda tool, ordinal: {"on": {"tool": tool, "ordinal": ordinal},
-                                                  "do": {"stop": True}},
-                           st.sampled_from(TOOLS), st.integers(1, 4))
-
-
-@st.composite
-def setups(draw: st.DrawFn) -> dict[str, Any]:
-    """A scenario document without steps: the Agent and the patterns the ports repeat."""
-    agent = {"system_prompt": "sys", "window": draw(st.integers(600, 3000), label="window"),
-             "output_reserve": draw(st.integers(50, 150)),
-             "safety_margin": draw(st.integers(10, 40)),
-             "recent_runs": draw(st.integers(0, 2)), "loop_limit": 3,
-             "model_attempts": draw(st.integers(1, 2)), "estimator": "chars",
-             "tools": [{"name": name, "schema": SCHEMA} for name in TOOLS]}
-    document: dict[str, Any] = {
-        "scenario_version": 1, "name": NAME,
-        "description": "built by models/driver_machine.py", "agent": agent,
-        "model": {"business": draw(st.lists(_ANSWERS, min_size=1, max_size=5)),
-                  "compaction": draw(st.lists(_SUMMARIES, min_size=1, max_size=2))},
-        "tools": {name: draw(st.lists(_RESULTS, min_size=1, max_size=3)) for name in TOOLS},
-        "hooks": draw(st.lists(_HOOKS, max_size=2)),
-        "triggers": draw(st.lists(_STOP_TRIGGERS, max_size=1))}
-    crash = draw(st.one_of(st.none(), _CRASHES), label="crash")
-    if crash is not None:
-        document["crash"] = crash
-    return document
 
 
 # --- ports that never run out -----------------------------------------------------------------
@@ -242,18 +147,35 @@ class Input:
     text: str
     run: int | None
     """The Run it was received into (None: it waits for the next question)."""
+    session: int = 1
+    """The Session it was sent to (1: the first; a ``new_session`` step opens the next)."""
 
 
 @dataclass
 class Judge:
     """Judges a driver's trace after every step, from the scenario document and the steps alone.
 
-    ``marks[k]`` is the trace length after the k-th step (``marks[0]``: after configure)."""
+    ``marks[k]`` is the trace length after the k-th step (``marks[0]``: after configure). A
+    step a trigger performed while another step ran is listed just before that step, with its
+    own mark (:meth:`triggered_step`)."""
 
     document: Mapping[str, Any]
     steps: list[StepDoc] = field(default_factory=list)
     marks: list[int] = field(default_factory=list)
     previous: Trace = field(default_factory=list)
+    triggered: set[int] = field(default_factory=set)
+    """Indexes in ``steps`` of the steps triggers performed."""
+
+    def triggered_step(self, step: StepDoc, length: int) -> None:
+        """A trigger performed ``step`` while the last step ran, and the trace then had
+        ``length`` events: its input was received before whatever that step does next."""
+        self.steps.insert(len(self.steps) - 1, step)
+        self.triggered.add(len(self.steps) - 2)  # earlier ones stay before it
+        self.marks.append(length)
+
+    def performed(self) -> list[StepDoc]:
+        """The steps as the scenario lists them (without those triggers performed)."""
+        return [s for i, s in enumerate(self.steps) if i not in self.triggered]
 
     def fail(self, message: str) -> None:
         raise DriverViolation(message)
@@ -266,25 +188,61 @@ class Judge:
 
     def shadow(self) -> tuple[list[Input], list[int | None], dict[int, int]]:
         """The inputs (receive order), the Run active during each step, the step of each Run's
-        first stop."""
+        first stop. Runs and inputs are numbered over the whole scenario; a Session numbers its
+        own from 1 (:meth:`offsets` converts)."""
         inputs: list[Input] = []
         active: int | None = None
         runs = 0
+        session = 1
         during: list[int | None] = []
         stops: dict[int, int] = {}
         for index, step in enumerate(self.steps):
             if step.ask is not None:
                 runs += 1
                 active = runs
-                inputs.append(Input(len(inputs) + 1, "question", step.ask, active))
+                inputs.append(Input(len(inputs) + 1, "question", step.ask, active, session))
             elif step.supplement is not None:
-                inputs.append(Input(len(inputs) + 1, "supplement", step.supplement, active))
-            elif step.stop and active is not None:
+                inputs.append(Input(len(inputs) + 1, "supplement", step.supplement, active,
+                                    session))
+            elif step.stop and active is not None and index not in self.triggered:
+                # A trigger's stop arrives while a request or a tool is in flight: which
+                # ending wins is §11's precedence, judged elsewhere (issue #23, finding 3).
                 stops.setdefault(active, index)
+            elif step.new_session:
+                session += 1
             during.append(active)
             if step.advance:
                 active = None
         return inputs, during, stops
+
+    def offsets(self) -> list[tuple[int, int]]:
+        """Per Session (index 0: the first), the Runs and inputs of the Sessions before it."""
+        found = [(0, 0)]
+        runs = inputs = 0
+        for step in self.steps:
+            runs += step.ask is not None
+            inputs += step.ask is not None or step.supplement is not None
+            if step.new_session:
+                found.append((runs, inputs))
+        return found
+
+    def scenario_wide(self, trace: Trace) -> Trace:
+        """The trace with each Session's run_no and input_cutoff numbered over the scenario, as
+        :meth:`shadow` numbers them."""
+        offsets = self.offsets()
+        session = 0
+        wide: Trace = []
+        for event in trace:
+            if event["kind"] == "session_opened":
+                session = min(session + 1, len(offsets) - 1)
+            runs, inputs = offsets[session]
+            if event["kind"] == "run_ended" and runs:
+                event = {**event, "run_no": event["run_no"] + runs}
+            elif event["kind"] == "model_request" and inputs \
+                    and isinstance(event.get("input_cutoff"), int):
+                event = {**event, "input_cutoff": event["input_cutoff"] + inputs}
+            wide.append(event)
+        return wide
 
     def step_of(self, position: int) -> int:
         """The step whose performance added the event at ``position`` (-1: configure)."""
@@ -306,10 +264,11 @@ class Judge:
             return "configure"
         return json.dumps(self.steps[-1].model_dump(exclude_defaults=True), ensure_ascii=False)
 
-    def _check(self, trace: Trace) -> None:
-        self.expect(trace[:len(self.previous)] == self.previous,
+    def _check(self, raw: Trace) -> None:
+        self.expect(raw[:len(self.previous)] == self.previous,
                     "the trace changed retroactively: the events seen before this step are no "
                     "longer a prefix of the trace")
+        trace = self.scenario_wide(raw)
         inputs, during, stops = self.shadow()
         requests = [(i, e) for i, e in enumerate(trace) if e["kind"] == "model_request"]
         self._restarts(trace)
@@ -357,8 +316,10 @@ class Judge:
         again = {key: n for key, n in asked.items() if n > 1}
         crash = self.document.get("crash")
         restart = next((i for i, e in enumerate(trace) if e["kind"] == "restarted"), None)
+        # A commit the store refused is rolled back whole: as if the process died before it.
+        when = None if crash is None else crash.get("when", "after")
         lost = restart is not None and crash is not None and (
-            crash["commit"], crash.get("when", "after")) in LOST_ANSWER
+            crash["commit"], "before" if when == "fails" else when) in LOST_ANSWER
         if not again:
             return
         self.expect(lost and len(again) == 1 and set(again.values()) == {2},
@@ -480,12 +441,17 @@ class Judge:
                                              or performed.supplement is not None))
         waiting: list[Input] = []
         """Supplements carried from a Run that never delivered them, waiting for a question."""
+        sessions = {i.run: i.session for i in inputs if i.kind == "question"}
         for run in sorted(questions):
             question = questions[run]
             earlier = questions.get(run - 1, 0)
-            bound = sorted([*waiting, *(i for i in inputs if i.kind == "supplement" and (
-                i.run == run or (i.run is None and earlier < i.seq < question)))],
-                key=lambda i: i.seq)
+            session = sessions[run]
+            # Waiting supplements bind to the next question of their own Session only.
+            bound = sorted([*(i for i in waiting if i.session == session),
+                            *(i for i in inputs if i.kind == "supplement" and (
+                                i.run == run or (i.run is None and i.session == session
+                                                 and earlier < i.seq < question)))],
+                           key=lambda i: i.seq)
             delivered: set[int] = set()
             for position, request in by_run.get(run, []):
                 cutoff = request["input_cutoff"]
@@ -568,17 +534,20 @@ def counterexample_path(driver: object) -> Path:
     "CTX-5.1", "CTX-5.5", "CTX-5.24", "CTX-5.30", "CTX-6.1", "CTX-6.2", "CTX-6.3", "CTX-6.4",
     "CTX-6.7", "CTX-7.13", "CTX-7.24", "CTX-10.6", "CTX-10.9", "CTX-10.17")
 class DriverMachine(RuleBasedStateMachine):
-    """Random Sessions on a live driver; ``factory`` builds it (the reference by default)."""
+    """Random Sessions on a live driver; ``factory`` builds it (the reference by default).
+    ``reached`` counts the coverage rows (models/driver_coverage.py) over every example run."""
 
     factory: DriverFactory = ReferenceDriver
     tolerated: tuple[Tolerance, ...] = ()
+    reached: ClassVar[Counter[str]] = Counter()
 
     def __init__(self) -> None:
         super().__init__()
         self.driver: Driver | None = None
         self.judge = Judge({})
-        self.active = False
         self.count = 0
+        self.sessions = 1
+        self.fired: list[StepDoc] = []
 
     @initialize(document=setups())
     def configure(self, document: dict[str, Any]) -> None:
@@ -592,21 +561,29 @@ class DriverMachine(RuleBasedStateMachine):
         self._guarded("configure", lambda: driver.configure(scenario, Ports(
             self.model, self.tools, ScriptedHooks(scenario.hooks),
             ESTIMATORS[scenario.agent.estimator]())))
-        triggers.act = lambda step: perform(driver, step)
+        triggers.act = self._triggered
         self._judge()
+
+    def _triggered(self, step: StepDoc) -> None:
+        """A trigger fired inside the step being performed: perform its step and list it."""
+        assert self.driver is not None
+        self.fired.append(step)
+        perform(self.driver, step)
+        self.judge.triggered_step(step, len(self.driver.trace()))
 
     def scenario(self) -> dict[str, Any]:
         """The document built so far, with the answers the ports handed out: it replays."""
         document = dict(self.document)
         document["steps"] = [s.model_dump(exclude_defaults=True)
-                             for s in self.judge.steps] or NO_STEPS
-        document["model"] = {key: _dump(self.model.script[key])
-                             for key in ("business", "compaction")}
+                             for s in self.judge.performed()] or NO_STEPS
+        document["model"] = {key: _dump(queue) for key, queue in self.model.script.items()
+                             if queue or key != "executor"}
         document["tools"] = {name: _dump(queue) for name, queue in self.tools.script.items()}
         return document
 
     def _save(self, problem: str) -> None:
         if any(known(self.scenario(), problem) for known in type(self).tolerated):
+            type(self).reached["discarded: a tolerated known defect"] += 1
             reject()
         path = counterexample_path(self.driver)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -639,38 +616,60 @@ class DriverMachine(RuleBasedStateMachine):
         self._guarded(f"step {len(self.judge.steps)}", lambda: perform(driver, step))
         self._judge()
 
+    def teardown(self) -> None:
+        if self.driver is None or not self.judge.marks:
+            return
+        trace: Trace = json.loads(json.dumps(self.driver.trace(), default=str))
+        type(self).reached.update(coverage(
+            self.document, trace, ["stop" if s.stop else "supplement" for s in self.fired],
+            len(self.judge.performed())))
+
     def _text(self, tag: str, body: str) -> str:
         self.count += 1
         return f"{tag}{self.count}: {body}"
 
-    @precondition(lambda self: not self.active)
-    @rule(body=BODIES)
-    def ask(self, body: str) -> None:
-        self.active = True
-        self._step(StepDoc(ask=self._text("Q", body)))
-
-    @rule(body=BODIES)
-    def supplement(self, body: str) -> None:
-        self._step(StepDoc(supplement=self._text("S", body)))
-
-    @precondition(lambda self: self.active)
-    @rule(stop=st.sampled_from([False, False, True]))
-    def advance(self, stop: bool) -> None:
-        # A stop is only worth a step before an advance (the Run then ends stopped); drawing it
-        # here keeps most Runs running.
+    @rule(before=st.lists(st.sampled_from(["supplement", "stop", "new_session"]), max_size=2),
+          waiting=st.lists(BODIES, max_size=2), question=BODIES,
+          during=st.lists(BODIES, max_size=2), stop=st.sampled_from([False] * 5 + [True]))
+    def run(self, before: list[str], waiting: list[str], question: str, during: list[str],
+            stop: bool) -> None:
+        """One Run and what surrounds it: first, while no Run is active, supplements that wait
+        for the question (§5), a stop that stops nothing, or another Session (§10, at most
+        three); then the question, supplements while it is active, sometimes a stop (the Run
+        then ends stopped, §11), and the advance that runs it to its end. One rule per Run keeps
+        every example a Session of Runs (Hypothesis switches whole rules off per example)."""
+        bodies = iter(waiting)
+        for kind in before:
+            if kind == "supplement":
+                self._step(StepDoc(supplement=self._text("S", next(bodies, "waiting"))))
+            elif kind == "stop":
+                self._step(StepDoc(stop=True))
+            elif self.sessions < 3:
+                self.sessions += 1
+                self._step(StepDoc(new_session=True))
+        self._step(StepDoc(ask=self._text("Q", question)))
+        for body in during:
+            self._step(StepDoc(supplement=self._text("S", body)))
         if stop:
             self._step(StepDoc(stop=True))
-        self.active = False
         self._step(StepDoc(advance=True))
 
 
-def machine(factory: DriverFactory,
-            tolerated: Sequence[Tolerance] = ()) -> type[DriverMachine]:
+def machine(factory: DriverFactory, tolerated: Sequence[Tolerance] = (),
+            focus: str = "mixed") -> type[DriverMachine]:
     """The machine driving drivers made by ``factory`` (its TestCase runs it under pytest),
-    discarding the examples that hit a ``tolerated`` known defect."""
+    discarding the examples that hit a ``tolerated`` known defect, its setups weighed toward
+    ``focus`` (models/driver_scripts.py FOCUSES); its ``reached`` counts the coverage rows of
+    its own runs."""
     name = getattr(factory, "__name__", "Driver")
-    return type(f"DriverMachine[{name}]", (DriverMachine,),
-                {"factory": staticmethod(factory), "tolerated": tuple(tolerated)})
+
+    @initialize(document=setups(focus))
+    def configure(self: DriverMachine, document: dict[str, Any]) -> None:
+        DriverMachine.configure(self, document)
+
+    return type(f"DriverMachine[{name}, {focus}]", (DriverMachine,),
+                {"factory": staticmethod(factory), "tolerated": tuple(tolerated),
+                 "reached": Counter(), "configure": configure})
 
 
 def replay_checked(document: Mapping[str, Any],
@@ -685,9 +684,14 @@ def replay_checked(document: Mapping[str, Any],
                                      ScriptedTools(scenario.tools, triggers),
                                      ScriptedHooks(scenario.hooks),
                                      ESTIMATORS[scenario.agent.estimator]()))
-    triggers.act = lambda step: perform(driver, step)
     judge = Judge(document)
     trace: Trace = []
+
+    def triggered(step: StepDoc) -> None:
+        perform(driver, step)
+        judge.triggered_step(step, len(driver.trace()))
+
+    triggers.act = triggered
 
     def judged() -> None:
         nonlocal trace

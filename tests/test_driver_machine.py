@@ -1,23 +1,26 @@
 """Runs the driver-level model (models/driver_machine.py) on the reference driver with the
-Hypothesis profile (tests/conftest.py), and shows it is not vacuous: realistic wrong drivers —
-one that loses a waiting supplement, one whose trace reports a tool run twice, one that trims
-the question — make it fail, and the scenario it saves parses, replays and fails the same way
-on the same driver only."""
+Hypothesis profile (tests/conftest.py) — its examples divided among the focuses — prints what
+it reached (models/driver_coverage.py) and, under the ci and thorough profiles, fails on a
+row it never reached; shows it is not vacuous: realistic wrong drivers — one that loses a
+waiting supplement, one whose trace reports a tool run twice, one that trims the question —
+make it fail, and the scenario it saves parses, replays and fails the same way on the same
+driver only."""
 
 import json
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 from ctxspec.cli import main
 from ctxspec.conformance.case import endings, requests
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.scenario import parse_scenario
+from ctxspec.models.driver_coverage import ROWS
 from ctxspec.models.driver_machine import (
     HEALTH,
     STEPS,
@@ -26,16 +29,49 @@ from ctxspec.models.driver_machine import (
     machine,
     replay_checked,
 )
+from ctxspec.models.driver_scripts import FOCUSES
+from tests.model_runs import expect_every_row, model_settings, run_machine
 
 DEFECTS = Path(__file__).parent / "data" / "driver_machine"
 """Sessions that once failed on the reference, kept as regressions."""
 
 
-TestReferenceDriver = machine(ReferenceDriver).TestCase
-TestReferenceDriver.settings = settings(stateful_step_count=STEPS, suppress_health_check=HEALTH)
+def _trigger_fired_twice(document: Mapping[str, Any], problem: str) -> bool:
+    """Known and open (issue #23 finding 1, #17): a trigger's ordinal is counted by the runtime
+    per role and per process, so after a restart, in another Session or in an Executor's
+    requests the same trigger fires again and its one supplement arrives twice."""
+    return "from a trigger" in problem and " 2 times" in problem
 
-run_machine = cast(Callable[..., None], run_state_machine_as_test)
-"""Typed here: Hypothesis annotates it only in newer releases, and CI may install either."""
+
+def _unknown_hook_target(document: Mapping[str, Any], problem: str) -> bool:
+    """Known and open (issue #23 finding 2, #18): a context_patch target that does not exist
+    at that hook point (say first_assistant before any answer) raises out of the scripted hook
+    port instead of being refused with its name."""
+    return "badly formed hexadecimal UUID" in problem or "does not exist here" in problem
+
+
+KNOWN_OPEN = (_trigger_fired_twice, _unknown_hook_target)
+"""Examples that hit these are discarded (and counted in the table), never passed; each goes
+when its fix lands."""
+
+
+PER_FOCUS_CAP = 80
+"""A driver example plays a whole Session of Runs on a live runtime (a hundred times a pure
+model's step), so the thorough profile's examples are capped per focus to keep the run near
+ten minutes (docs/models.md)."""
+
+
+def test_the_model_holds_on_the_reference_and_reaches_every_row() -> None:
+    per_focus = min(PER_FOCUS_CAP, max(1, settings().max_examples // len(FOCUSES)))
+    reached: Counter[str] = Counter()
+    for focus in FOCUSES:
+        focused = machine(ReferenceDriver, tolerated=KNOWN_OPEN, focus=focus)
+        run_machine(focused, settings=model_settings(STEPS, per_focus,
+                                                     suppress_health_check=HEALTH))
+        reached.update(focused.reached)
+    expect_every_row(reached, ROWS, "driver model")
+
+
 
 HUNT = settings(max_examples=300, stateful_step_count=STEPS, suppress_health_check=HEALTH,
                 database=None, derandomize=True, report_multiple_bugs=False,

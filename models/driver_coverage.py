@@ -1,0 +1,146 @@
+"""What a run of the driver-level model reached: a coverage table read from the neutral traces
+(and the triggers the machine saw fire), one count per row over all examples.
+
+``ROWS`` are the rows a CI run must reach at least once (tests/test_driver_machine.py); the
+table a run prints adds the informative breakdowns (hook point × decision, crash points by
+commit). Everything is read from what any driver reports, never from the reference's store.
+"""
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ctxspec.models.driver_scripts import HOOK_POINTS
+
+Trace = list[dict[str, Any]]
+
+ENDINGS = ("succeeded", "failed", "stopped", "timed_out", "loop_exhausted")
+ROWS: tuple[str, ...] = (
+    "snapshot activated", "snapshot reused", "snapshot no longer applied",
+    "snapshot refused at the switch", "episode resumed after a restart",
+    "compaction refused below the chunk floor",
+    "crash before a commit", "crash after a commit", "commit refused by the store",
+    "crash during an episode", "crash with triggers",
+    *(f"hook called: {point}" for point in HOOK_POINTS),
+    "hook decision: allow", "hook decision: deny", "hook decision: failed",
+    "hook item invalid", "hook item stale (revision conflict)",
+    "trigger fired: supplement", "trigger fired: stop",
+    "Executor started", "Session opened",
+    *(f"Run ended: {status}" for status in ENDINGS),
+    "Session of 20 steps or more",
+)
+"""The rows every CI run must reach (a zero row is a part of the design the model missed)."""
+
+
+def _snapshots(trace: Trace, found: Counter[str]) -> None:
+    """Activated, reused (a later business request goes with it, no new episode for it), no
+    longer applied (a later request of the same role goes without it, no new one in between),
+    refused at the switch."""
+    active: dict[str, str | None] = {}
+    episodes: dict[str, str] = {}
+    """episode → the role it compacts for (the role of the request that started it)."""
+    last_role = "root"
+    for event in trace:
+        kind = event["kind"]
+        if kind in ("restarted", "session_opened"):
+            active = {}
+        elif kind == "model_request" and event["purpose"] == "business":
+            last_role = event.get("role", "root")
+            used = event.get("snapshot_id")
+            if active.get(last_role) and used == active[last_role] \
+                    and event.get("compaction") != "compact":
+                found["snapshot reused"] += 1
+            elif active.get(last_role) and used is None:
+                found["snapshot no longer applied"] += 1
+                active[last_role] = None
+        elif kind == "compaction":
+            episodes.setdefault(event["episode_id"], last_role)
+            if event["step"] == "snapshot_active":
+                found["snapshot activated"] += 1
+                active[episodes[event["episode_id"]]] = event["detail"]
+            elif event["step"] == "snapshot_refused":
+                found["snapshot refused at the switch"] += 1
+
+
+def _crashes(document: Mapping[str, Any], trace: Trace, found: Counter[str]) -> None:
+    restart = next((i for i, e in enumerate(trace) if e["kind"] == "restarted"), None)
+    if restart is None:
+        return
+    event = trace[restart]
+    found["commit refused by the store" if event["when"] == "fails"
+          else f"crash {event['when']} a commit"] += 1
+    found[f"crash point: {event['commit']} {event['when']}"] += 1
+    if document.get("triggers"):
+        found["crash with triggers"] += 1
+    before = {e["episode_id"] for e in trace[:restart] if e["kind"] == "compaction"}
+    ended = {e["episode_id"] for e in trace[:restart] if e["kind"] == "compaction"
+             and e["step"] in ("snapshot_active", "snapshot_refused")}
+    after = {e["episode_id"] for e in trace[restart:] if e["kind"] == "compaction"}
+    if before - ended:
+        found["crash during an episode"] += 1
+    if (before - ended) & after:
+        found["episode resumed after a restart"] += 1
+
+
+def _hooks(trace: Trace, found: Counter[str]) -> None:
+    for event in trace:
+        if event["kind"] == "hook_called":
+            found[f"hook called: {event['point']}"] += 1
+        elif event["kind"] == "hook_decided":
+            diagnostics = event.get("diagnostics") or ()
+            if "CONTEXT_REVISION_CONFLICT" in diagnostics:
+                found["hook item stale (revision conflict)"] += 1
+            if not event["patch_valid"]:
+                found["hook item invalid"] += 1
+            found[f"hook decision: {event['decision']}"] += 1
+            found[f"hook {event['point']} × {event['decision']}"
+                  f"{'' if event['patch_valid'] else ' (invalid)'}"] += 1
+
+
+def coverage(document: Mapping[str, Any], trace: Trace, fired: Iterable[str],
+             steps: int) -> Counter[str]:
+    """The rows one example reached. ``fired``: the kinds of the triggers that fired
+    (``supplement`` or ``stop``); ``steps``: the steps the machine performed."""
+    found: Counter[str] = Counter()
+    _snapshots(trace, found)
+    _crashes(document, trace, found)
+    _hooks(trace, found)
+    for kind in fired:
+        found[f"trigger fired: {kind}"] += 1
+    # An Executor's first request: its hand-over alone, before any answer of its own.
+    found["Executor started"] += sum(
+        1 for e in trace if e["kind"] == "model_request" and e.get("role", "root") != "root"
+        and e["purpose"] == "business" and e["attempt"] == 1
+        and not any(m["kind"] in ("assistant", "tool_result") for m in e["view"]["messages"]))
+    found["Session opened"] += sum(1 for e in trace if e["kind"] == "session_opened")
+    for event in trace:
+        if event["kind"] == "run_ended":
+            found[f"Run ended: {event['status']}"] += 1
+            if event.get("error_code"):
+                found[f"Run failed: {event['error_code']}"] += 1
+            if "a useful chunk carries" in (event.get("message") or ""):
+                found["compaction refused below the chunk floor"] += 1
+        elif event["kind"] == "tool_executed":
+            found["tool executed"] += 1
+        elif event["kind"] == "model_request" and event.get("role", "root") == "root" \
+                and "a useful chunk carries" in str(event["view"]):
+            # An Executor's refusal reaches its Planner as the delegate's error (Q120).
+            found["compaction refused below the chunk floor"] += 1
+    if steps >= 20:
+        found["Session of 20 steps or more"] += 1
+    return +found
+
+
+def table(reached: Counter[str], title: str) -> str:
+    """The coverage table as Markdown: the required rows in order, then the breakdowns."""
+    lines = [f"| {title} | count |", "|---|---|"]
+    lines += [f"| {row} | {reached[row]} |" for row in ROWS]
+    lines += [f"| {row} | {reached[row]} |" for row in sorted(reached) if row not in ROWS]
+    return "\n".join(lines)
+
+
+def missing(reached: Counter[str]) -> list[str]:
+    return [row for row in ROWS if reached[row] == 0]
+
+
+__all__ = ["ENDINGS", "ROWS", "coverage", "missing", "table"]
