@@ -86,9 +86,10 @@ class Judge:
             elif step.supplement is not None:
                 inputs.append(Input(len(inputs) + 1, "supplement", step.supplement, active,
                                     session))
-            elif step.stop and active is not None and index not in self.triggered:
-                # A trigger's stop arrives while a request or a tool is in flight: which
-                # ending wins is §11's precedence, judged elsewhere (issue #23, finding 3).
+            elif step.stop and active is not None:
+                # A trigger's stop arrives while a request or a tool is in flight: it still
+                # decides the ending — the operation winds up, nothing new starts, the Run
+                # ends stopped (§11, Q76).
                 stops.setdefault(active, index)
             elif step.new_session:
                 session += 1

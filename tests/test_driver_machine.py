@@ -178,12 +178,12 @@ def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     # T = C = min(8192, 279, P = 100) = 100, so a useful chunk carries 100 (Q120). The chunk
     # capacity is 1236 − 200 − 20 − 663 (prompt) − 138 (framing) = 215 and the result's widest
     # label 212 (its call id and range included): three characters a chunk, which the
-    # reference once folded in 1162 summary calls. Now none: the Executor ends
-    # COMPACTION_FAILED, which the Planner reads as the delegate's structured error.
+    # reference once folded in 1162 summary calls. Now none: the episode is refused, and an
+    # Executor's COMPACTION_FAILED ends the whole AgentInvocation (Q77), the message naming
+    # the floor.
     useless = json.loads((DEFECTS / "executor-useless-chunks.json").read_text("utf-8"))
     trace = replay_checked(useless, ReferenceDriver)
     assert requests(trace, "compaction") == []
-    planner = requests(trace, "business")[-1]
-    results = [m["text"] for m in planner["view"]["messages"] if m["kind"] == "tool_result"]
-    assert len(results) == 1 and '"code": "COMPACTION_FAILED"' in results[0], results
-    assert "a useful chunk carries at least 100" in results[0]
+    assert endings(trace) == [(1, "failed", "COMPACTION_FAILED")]
+    ended = next(e for e in trace if e["kind"] == "run_ended")
+    assert "a useful chunk carries at least 100" in ended["message"]
