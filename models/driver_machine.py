@@ -193,7 +193,7 @@ class DriverMachine(RuleBasedStateMachine):
 
     def _save(self, problem: str) -> None:
         if any(known(self.scenario(), problem) for known in type(self).tolerated):
-            type(self).reached["discarded: a tolerated known defect"] += 1
+            type(self).reached["discarded (tolerated)"] += 1
             reject()
         path = counterexample_path(self.driver)
         path.parent.mkdir(parents=True, exist_ok=True)
