@@ -101,19 +101,23 @@ def summary_message(text: str, snapshot_id: UUID | None = None) -> ViewMessage:
 
 def split_request(parts: RequestParts, estimator: TokenEstimator) -> Split:
     """Separate F and M; nothing counted twice.  CTX-8.26, CTX-8.27, CTX-8.64, CTX-4.18"""
-    protected = tuple(m for m in parts.history if m.input_id in parts.protected_input_ids
-                      and m.kind is ViewKind.USER_REF)
-    material = tuple(m for m in parts.history if m not in protected)
-    fixed = parts.system + protected + parts.hook_increments + parts.tail
+    protected: list[ViewMessage] = []
+    material: list[ViewMessage] = []
+    for message in parts.history:  # one pass, no comparison of whole messages
+        is_protected = (message.kind is ViewKind.USER_REF
+                        and message.input_id in parts.protected_input_ids)
+        (protected if is_protected else material).append(message)
+    fixed = (*parts.system, *protected, *parts.hook_increments, *parts.tail)
     whole = estimator.estimate(estimation_request(parts.view(), parts.tool_schemas)).tokens
     fixed_only = estimator.estimate(estimation_request(ModelView(fixed),
                                                        parts.tool_schemas)).tokens
     if not material:
-        return Split(fixed, material, whole, whole, 0)
+        return Split(fixed, (), whole, whole, 0)
     envelope = estimator.estimate(estimation_request(
         ModelView((*fixed, summary_message(""))), parts.tool_schemas)).tokens - fixed_only
     fixed_tokens = fixed_only + envelope
-    return Split(fixed, material, whole, min(fixed_tokens, whole), max(whole - fixed_tokens, 0))
+    return Split(fixed, tuple(material), whole, min(fixed_tokens, whole),
+                 max(whole - fixed_tokens, 0))
 
 
 # --- 2. chunk capacity and the chunk plan -------------------------------------------------------

@@ -21,13 +21,12 @@ Records arrive in context_seq order and the repair streams: it holds at most one
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 from uuid import UUID
 
 from ctxspec.reference.contracts import MessageRole, OperationState, PayloadRef
-from ctxspec.reference.records import in_protocol_order
 from ctxspec.reference.view import (
     EffectiveRecord,
     ToolCall,
@@ -95,13 +94,19 @@ def orphan_text(record: EffectiveRecord) -> str:
     return f"[tool result for call {call}, whose call is not in view] {record.text}"
 
 
-@dataclass
 class _OpenBatch:
-    decision: EffectiveRecord
-    calls: frozenset[UUID]
-    results: dict[UUID, EffectiveRecord] = field(default_factory=dict)
-    held: list[EffectiveRecord] = field(default_factory=list)
-    """Records that arrived while the batch was open; shown after it, so nothing splits it."""
+    """An assistant decision waiting for its calls' results (a plain slotted class: a
+    projection opens one per decision of the session)."""
+
+    __slots__ = ("calls", "decision", "held", "results")
+
+    def __init__(self, decision: EffectiveRecord) -> None:
+        self.decision = decision
+        self.calls = frozenset(call.call_id for call in decision.tool_calls)
+        self.results: dict[UUID, EffectiveRecord] = {}
+        self.held: list[EffectiveRecord] = []
+        """Records that arrived while the batch was open; shown after it, so nothing splits
+        it."""
 
     def missing(self) -> tuple[UUID, ...]:
         return tuple(call.call_id for call in self.decision.tool_calls
@@ -149,7 +154,7 @@ class ProtocolRepair:
             out.append(message_from_record(record, ViewKind.FEEDBACK, role=MessageRole.SYSTEM,
                                            tool_calls=(), source_run_id=self._run_id))
         elif kind == "assistant" and record.tool_calls:
-            self._open = _OpenBatch(record, frozenset(c.call_id for c in record.tool_calls))
+            self._open = _OpenBatch(record)
         elif kind == "tool_result":
             out.append(message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
                                            text=orphan_text(record), keep_call=False,
@@ -171,19 +176,20 @@ class ProtocolRepair:
         self._open = None
         out.append(message_from_record(batch.decision, ViewKind.ASSISTANT,
                                        source_run_id=self._run_id))
-        answers: list[tuple[int, ViewMessage]] = []
+        # A decision's tool_calls carry the action ordinals 1..n in order (EffectiveRecord
+        # checks it), so answering them in that order is the protocol order (CTX-6.1) without
+        # sorting the results by the order they completed in.
         for call in batch.decision.tool_calls:
             result = batch.results.get(call.call_id)
             if result is not None:
-                answers.append((call.action_ordinal, message_from_record(
-                    result, ViewKind.TOOL_RESULT, source_run_id=self._run_id)))
+                out.append(message_from_record(result, ViewKind.TOOL_RESULT,
+                                               source_run_id=self._run_id))
             elif placeholders:
-                answers.append((call.action_ordinal, ViewMessage(
+                out.append(ViewMessage(
                     role=MessageRole.TOOL, kind=ViewKind.PLACEHOLDER,
                     text=placeholder_text(call, self._call_states.get(call.call_id)),
                     call_id=call.call_id,
-                    source_run_id=self._run_id or batch.decision.record.run_id)))
-        out.extend(in_protocol_order(answers))
+                    source_run_id=self._run_id or batch.decision.record.run_id))
         for held in batch.held:
             self.feed(held, out)
 

@@ -49,12 +49,14 @@ per fragment.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "MESSAGE_OVERHEAD",
+    "PROMPT_MESSAGE_ADAPTER",
     "REQUEST_OVERHEAD",
     "REQUEST_PRIMING",
     "TIKTOKEN_MESSAGE_OVERHEAD",
@@ -78,10 +80,18 @@ Accuracy = Literal["tokenizer", "estimated"]
 # --------------------------------------------------------------------------------------------
 
 
-class PromptMessage(BaseModel):
-    """One chat message of a request to be estimated (§7: the whole final request)."""
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    """One chat message of a request to be estimated (§7: the whole final request).
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A slotted dataclass rather than a pydantic model, as :class:`~ctxspec.reference.view.
+    ViewMessage` is: every request estimate makes one per message of the view (a few times
+    per business request), and this keeps that a fraction of the cost. Values arriving from
+    outside are validated with :data:`PROMPT_MESSAGE_ADAPTER` (or inside an
+    :class:`EstimationRequest`), which also refuses unknown fields.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
 
     role: Role
     text: str
@@ -98,6 +108,10 @@ class EstimationRequest(BaseModel):
 
     messages: tuple[PromptMessage, ...]
     tool_schemas: tuple[str, ...] = ()
+
+
+PROMPT_MESSAGE_ADAPTER: TypeAdapter[PromptMessage] = TypeAdapter(PromptMessage)
+"""Validates a prompt message that comes from outside (role and text, no other field)."""
 
 
 class TokenEstimate(BaseModel):

@@ -12,8 +12,10 @@ annotation with its source. Rendering to a provider's wire format is an adapter
 (§3), the unit the history projection (§4) and protocol repair (§6) consume.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Self
 from uuid import UUID
 
@@ -27,7 +29,7 @@ from ctxspec.reference.contracts import (
     PayloadRef,
     Seq,
 )
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 
 class ViewKind(StrEnum):
@@ -174,27 +176,20 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
     Run, flags). ``kind``, ``role``, ``text`` and ``tool_calls`` override what the record says,
     for the messages protocol repair re-labels (a fragment, an orphaned result);
     ``source_run_id``, when given, must equal the record's run_id (a shared id object)."""
+    raw = record.record
     if kind is None:
         try:
-            kind = ViewKind(record.kind)
+            kind = ViewKind(raw.message_kind)
         except ValueError:
-            raise ValueError(f"record {record.record_id} has message_kind {record.kind!r}, which "
-                             "the model view does not know") from None
+            raise ValueError(f"record {raw.record_id} has message_kind {raw.message_kind!r}, "
+                             "which the model view does not know") from None
+    # Positional, in the field order: a projection makes one message per record.
     return ViewMessage(
-        role=role or record.record.role,
-        kind=kind,
-        text=record.text if text is None else text,
-        record_id=record.record_id,
-        input_id=record.record.origin_input_id,
-        call_id=record.record.call_id if keep_call else None,
-        tool_calls=record.tool_calls if tool_calls is None else tool_calls,
-        source_run_id=source_run_id or record.record.run_id,
-        truncation=record.truncation,
-        incomplete=record.incomplete,
-        reasoning=record.reasoning,
-        annotation_source=record.annotation_source,
-        modified_by=record.modified_by,
-    )
+        role or raw.role, kind, record.text if text is None else text, raw.record_id,
+        raw.origin_input_id, raw.call_id if keep_call else None,
+        record.tool_calls if tool_calls is None else tool_calls,
+        source_run_id or raw.run_id, None, record.truncation, record.incomplete,
+        record.reasoning, record.annotation_source, record.modified_by)
 
 
 # --- adapters: the neutral view to other shapes ------------------------------------------
@@ -231,9 +226,17 @@ def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> E
     they are sent with it.
     """
     messages = []
+    role_names = _ROLE_NAMES
     for message in view.messages:
         text = message.text
         for call in message.tool_calls:
             text += f"\n{call.name}({call.arguments})"
-        messages.append(PromptMessage(role=message.role.value, text=text))
+        messages.append(PromptMessage(role_names[message.role], text))
     return EstimationRequest(messages=tuple(messages), tool_schemas=tool_schemas)
+
+
+_ROLE_NAMES: Mapping[MessageRole, Role] = MappingProxyType({
+    MessageRole.SYSTEM: "system", MessageRole.USER: "user",
+    MessageRole.ASSISTANT: "assistant", MessageRole.TOOL: "tool"})
+"""Each role's plain name (an enum's ``.value`` is a descriptor call; a request of 10k
+messages asks for it 10k times)."""

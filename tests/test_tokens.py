@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from pydantic import ValidationError
 from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
 from ctxspec.reference.tokens import (
     MESSAGE_OVERHEAD,
+    PROMPT_MESSAGE_ADAPTER,
     REQUEST_OVERHEAD,
     REQUEST_PRIMING,
     TIKTOKEN_MESSAGE_OVERHEAD,
@@ -77,7 +79,8 @@ def count(enc: tiktoken.Encoding, text: str) -> int:
 
 def request(*messages: tuple[str, str], tools: tuple[str, ...] = ()) -> EstimationRequest:
     return EstimationRequest(
-        messages=tuple(PromptMessage.model_validate({"role": r, "text": t}) for r, t in messages),
+        messages=tuple(PROMPT_MESSAGE_ADAPTER.validate_python({"role": r, "text": t})
+                       for r, t in messages),
         tool_schemas=tools,
     )
 
@@ -89,12 +92,14 @@ def request(*messages: tuple[str, str], tools: tuple[str, ...] = ()) -> Estimati
 
 def test_models_are_frozen_and_forbid_extra_fields() -> None:
     message = PromptMessage(role="user", text="hi")
-    with pytest.raises(ValidationError):
+    with pytest.raises(FrozenInstanceError):
         message.text = "changed"  # type: ignore[misc]
     with pytest.raises(ValidationError):
-        PromptMessage.model_validate({"role": "user", "text": "hi", "name": "x"})
+        PROMPT_MESSAGE_ADAPTER.validate_python({"role": "user", "text": "hi", "name": "x"})
     with pytest.raises(ValidationError):
-        PromptMessage.model_validate({"role": "developer", "text": "hi"})
+        PROMPT_MESSAGE_ADAPTER.validate_python({"role": "developer", "text": "hi"})
+    with pytest.raises(ValidationError):  # a message inside a request is validated too
+        EstimationRequest.model_validate({"messages": [{"role": "developer", "text": "hi"}]})
     with pytest.raises(ValidationError):
         EstimationRequest.model_validate({"messages": [], "tools": []})
     with pytest.raises(ValidationError):

