@@ -98,15 +98,27 @@ class _OpenBatch:
     """An assistant decision waiting for its calls' results (a plain slotted class: a
     projection opens one per decision of the session)."""
 
-    __slots__ = ("calls", "decision", "held", "results")
+    __slots__ = ("decision", "held", "pending", "results")
 
     def __init__(self, decision: EffectiveRecord) -> None:
         self.decision = decision
-        self.calls = frozenset(call.call_id for call in decision.tool_calls)
+        self.pending = {call.call_id.int: call for call in decision.tool_calls}
+        """The calls still without a result, by the integer of their id: a UUID hashes and
+        compares in Python, an int in C, and a projection looks up every result."""
         self.results: dict[UUID, EffectiveRecord] = {}
-        self.held: list[EffectiveRecord] = []
+        """Each answered call's result, keyed by the decision's own call id object."""
+        self.held: tuple[EffectiveRecord, ...] = ()
         """Records that arrived while the batch was open; shown after it, so nothing splits
-        it."""
+        it. Rare, so a tuple that grows instead of a list made for every decision."""
+
+    def answer(self, record: EffectiveRecord) -> bool:
+        """Take ``record`` as the result of one of the calls still pending, if it is one."""
+        call_id = record.record.call_id
+        call = None if call_id is None else self.pending.pop(call_id.int, None)
+        if call is None:
+            return False
+        self.results[call.call_id] = record
+        return True
 
     def missing(self) -> tuple[UUID, ...]:
         return tuple(call.call_id for call in self.decision.tool_calls
@@ -135,26 +147,29 @@ class ProtocolRepair:
         batch = self._open
         kind = record.record.message_kind
         if batch is not None:
-            call_id = record.record.call_id
-            if kind == "tool_result" and call_id in batch.calls and call_id not in batch.results:
-                batch.results[call_id] = record
-                if len(batch.results) == len(batch.calls):
+            if kind == "tool_result" and batch.answer(record):
+                if not batch.pending:
                     self._emit(batch, out, placeholders=False)
                 return
             if kind != "assistant":
-                batch.held.append(record)
+                batch.held = (*batch.held, record)
                 return
             # A new decision means this batch never settled; only an ended history has that.
             self._emit(batch, out, placeholders=True)
-        if kind == "assistant" and record.incomplete:
-            out.append(message_from_record(record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
-                                           text=fragment_text(record.text), tool_calls=(),
-                                           source_run_id=self._run_id))
-        elif kind == "assistant" and record.denied:  # the denied state, a system fact (Q75)
-            out.append(message_from_record(record, ViewKind.FEEDBACK, role=MessageRole.SYSTEM,
-                                           tool_calls=(), source_run_id=self._run_id))
-        elif kind == "assistant" and record.tool_calls:
-            self._open = _OpenBatch(record)
+        if kind == "assistant":
+            if record.incomplete:
+                out.append(message_from_record(
+                    record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
+                    text=fragment_text(record.text), tool_calls=(), source_run_id=self._run_id))
+            elif record.denied:  # the denied state, a system fact (Q75)
+                out.append(message_from_record(record, ViewKind.FEEDBACK,
+                                               role=MessageRole.SYSTEM, tool_calls=(),
+                                               source_run_id=self._run_id))
+            elif record.tool_calls:
+                self._open = _OpenBatch(record)
+            else:
+                out.append(message_from_record(record, ViewKind.ASSISTANT,
+                                               source_run_id=self._run_id))
         elif kind == "tool_result":
             out.append(message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
                                            text=orphan_text(record), keep_call=False,

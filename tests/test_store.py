@@ -10,6 +10,7 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
+import sqlite_utils
 
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.contracts import (
@@ -51,6 +52,7 @@ from ctxspec.reference.runtime.store import (
     Store,
     Write,
     blob_write,
+    build_schema,
     checkpoint_write,
     decode_overrides,
     encode_overrides,
@@ -308,6 +310,22 @@ def test_a_file_store_is_wal_with_full_sync_and_keeps_committed_data(tmp_path: P
         assert reopened.blob(body) == b"kept"
         reopened.create_schema()  # idempotent
         assert reopened.count("user_inputs") == 1
+
+
+def test_a_new_store_gets_the_schema_sqlite_utils_builds(tmp_path: Path) -> None:
+    # A new store runs a copy of the schema script instead of building it table by table
+    # (issue #20); what it creates must be exactly what the table-by-table build creates.
+    built = sqlite_utils.Database(memory=True)
+    build_schema(built)
+
+    def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str, str | None]]:
+        return sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+
+    expected = schema(built.conn)
+    assert len(expected) > len(TABLES)  # tables, their unique keys and indexes
+    assert schema(Store().db.conn) == expected
+    with Store(tmp_path / "new.db") as store:
+        assert schema(store.db.conn) == expected
 
 
 @pytest.mark.covers("CTX-2.24", "CTX-9.41")

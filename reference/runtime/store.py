@@ -29,6 +29,7 @@ UUIDs, JSON columns TEXT, tables STRICT. A file store runs in WAL mode with
 ``synchronous=FULL``: a commit that returned is on disk.
 """
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -481,6 +482,41 @@ class StoredRevision:
                 for key, o in by_key.items()}
 
 
+def build_schema(db: sqlite_utils.Database) -> None:
+    """Create every table and index of :data:`TABLES` that ``db`` lacks, through sqlite-utils."""
+    for name, spec in TABLES.items():
+        table = db.table(name)
+        table.create(dict(spec.columns), pk=spec.pk[0] if len(spec.pk) == 1 else spec.pk,
+                     not_null=set(spec.not_null) | set(spec.pk), if_not_exists=True,
+                     strict=True)
+        for columns in spec.unique:
+            table.create_index(list(columns), index_name=f"ux_{name}_{'_'.join(columns)}",
+                               unique=True, if_not_exists=True)
+        for columns in spec.indexes:
+            table.create_index(list(columns), index_name=f"ix_{name}_{'_'.join(columns)}",
+                               if_not_exists=True)
+        for columns, where in spec.partial_unique:
+            db.execute(
+                f"CREATE UNIQUE INDEX IF NOT EXISTS [ux_{name}_{'_'.join(columns)}] "
+                f"ON [{name}] ({', '.join(f'[{c}]' for c in columns)}) WHERE {where}")
+
+
+@functools.cache
+def schema_script() -> tuple[str, ...]:
+    """The statements that create the whole schema, in order: built once per process with
+    :func:`build_schema` in a scratch database and read back from its ``sqlite_master``.
+    Building it through sqlite-utils costs about ten times more than running it, and every
+    conformance case opens a new store (issue #20)."""
+    scratch = sqlite_utils.Database(memory=True)
+    try:
+        build_schema(scratch)
+        rows = scratch.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid").fetchall()
+    finally:
+        scratch.close()
+    return tuple(str(sql) for (sql,) in rows)
+
+
 # --- the store --------------------------------------------------------------------------------
 
 
@@ -503,22 +539,13 @@ class Store:
         self.create_schema()
 
     def create_schema(self) -> None:
-        """Create every table and index if missing (idempotent)."""
-        for name, spec in TABLES.items():
-            table = self.db.table(name)
-            table.create(dict(spec.columns), pk=spec.pk[0] if len(spec.pk) == 1 else spec.pk,
-                         not_null=set(spec.not_null) | set(spec.pk), if_not_exists=True,
-                         strict=True)
-            for columns in spec.unique:
-                table.create_index(list(columns), index_name=f"ux_{name}_{'_'.join(columns)}",
-                                   unique=True, if_not_exists=True)
-            for columns in spec.indexes:
-                table.create_index(list(columns), index_name=f"ix_{name}_{'_'.join(columns)}",
-                                   if_not_exists=True)
-            for columns, where in spec.partial_unique:
-                self.db.execute(
-                    f"CREATE UNIQUE INDEX IF NOT EXISTS [ux_{name}_{'_'.join(columns)}] "
-                    f"ON [{name}] ({', '.join(f'[{c}]' for c in columns)}) WHERE {where}")
+        """Create every table and index if missing (idempotent). A new, empty database gets
+        the schema as one script in one transaction (one fsync for a file store), copied from
+        :func:`schema_script`; an existing one is brought up to it table by table."""
+        if self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            self.db.conn.executescript("BEGIN;\n" + ";\n".join(schema_script()) + ";\nCOMMIT;")
+        else:
+            build_schema(self.db)
 
     def close(self) -> None:
         self.db.close()

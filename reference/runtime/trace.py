@@ -8,7 +8,7 @@ arguments, deliveries, operation states, run terminal states and error codes, cl
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 from uuid import UUID
 
@@ -322,19 +322,24 @@ class Trace:
         return [e for e in self.of(ModelRequestSent) if purpose in (None, e.purpose)]
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [_jsonable(asdict(event)) for event in self.events]
+        return [_jsonable(event) for event in self.events]
 
 
 def _jsonable(value: Any) -> Any:
+    """One pass over an event: what ``asdict`` then a JSON conversion would give, without
+    ``asdict``'s deep copy of every leaf (a fifth of a conformance case, issue #20)."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value  # a StrEnum member is a str: json.dumps writes its value
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if isinstance(value, UUID):
         return str(value)
-    if hasattr(value, "value") and not isinstance(value, int | float | str | bool):
+    if hasattr(value, "value"):
         return value.value
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     return value
-
