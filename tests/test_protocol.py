@@ -1,10 +1,11 @@
 """§6 protocol repair: complete batches, placeholders, fragments, large results, adapters."""
 
 import json
+from uuid import UUID
 
 import pytest
 
-from ctxspec.reference.contracts import OperationState, RunStatus
+from ctxspec.reference.contracts import ContextRecord, MessageRole, OperationState, RunStatus
 from ctxspec.reference.history import project_history
 from ctxspec.reference.protocol import (
     bounded_preview,
@@ -12,7 +13,15 @@ from ctxspec.reference.protocol import (
     repair,
     structured_error,
 )
-from ctxspec.reference.view import ModelView, ViewKind, ViewMessage, render_chat_messages
+from ctxspec.reference.view import (
+    EffectiveRecord,
+    ModelView,
+    Truncation,
+    ViewKind,
+    ViewMessage,
+    message_from_record,
+    render_chat_messages,
+)
 from tests.builders import SessionBuilder, ref
 
 
@@ -171,3 +180,27 @@ def test_render_closes_every_tool_calls_group() -> None:
     call_ids = [call["id"] for call in rendered[1]["tool_calls"]]
     assert [item["tool_call_id"] for item in rendered[2:]] == call_ids
     assert call_ids == [str(first.call_id), str(second.call_id)]
+
+
+def test_a_view_message_carries_every_field_of_its_record() -> None:
+    # message_from_record builds view messages positionally (a projection makes one per
+    # record): each field must land in the field of the same name, whatever order they have.
+    run_id, call_id, input_id, record_id = (UUID(int=n) for n in (1, 2, 3, 4))
+    preview = Truncation(from_char=0, through_char=2, total_chars=9, result_ref=ref("body"))
+    record = EffectiveRecord(
+        record=ContextRecord(record_id=record_id, context_id=UUID(int=5), context_seq=7,
+                             run_id=run_id, role=MessageRole.TOOL, message_kind="tool_result",
+                             payload_ref=ref("x"), operation_id=None, call_id=call_id,
+                             origin_input_id=input_id),
+        text="ab", truncation=preview, incomplete=True, reasoning="why",
+        annotation_source="hook:1", modified_by=("m1",))
+    message = message_from_record(record, ViewKind.TOOL_RESULT)
+    assert message == ViewMessage(
+        role=MessageRole.TOOL, kind=ViewKind.TOOL_RESULT, text="ab", record_id=record_id,
+        input_id=input_id, call_id=call_id, tool_calls=(), source_run_id=run_id,
+        carried_from_run_id=None, truncation=preview, incomplete=True, reasoning="why",
+        annotation_source="hook:1", modified_by=("m1",))
+    relabelled = message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
+                                     text="t", keep_call=False)
+    assert (relabelled.role, relabelled.text, relabelled.call_id) == \
+        (MessageRole.SYSTEM, "t", None)
