@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
+from ctxspec.reference.runtime.tokenizer import TiktokenEstimator, TokenCounts
 from ctxspec.reference.tokens import (
     MESSAGE_OVERHEAD,
     PROMPT_MESSAGE_ADAPTER,
@@ -260,6 +260,44 @@ def test_counts_are_per_whole_message_not_per_fragment(
     assert split == 3 + (3 + 1 + count(enc, left)) + (3 + 1 + count(enc, right))
 
 
+class CountingEncoder:
+    """An encoder that records the texts it is asked to encode: one token per character."""
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, text: str, *, disallowed_special: Collection[str]) -> list[int]:
+        self.encoded.append(text)
+        return [0] * len(text)
+
+
+def test_a_warm_request_counts_no_text_again(tk: TiktokenEstimator) -> None:
+    # Issue #20: counts are kept with their estimator, one per whole text; a later request of
+    # the same texts encodes nothing, even past the 4,096 texts an LRU cache used to hold.
+    encoder = CountingEncoder()
+    estimator = TiktokenEstimator("cl100k_base", counts=TokenCounts(encoder))
+    texts = [f"result {n}" for n in range(5_000)]
+    session = request(*(("tool", text) for text in texts))
+    first = estimator.estimate(session).tokens
+    assert first == 3 + sum(3 + len("tool") + len(text) for text in texts)
+    assert sorted(encoder.encoded) == sorted({"tool", *texts})  # each text once
+    encoder.encoded.clear()
+    assert estimator.estimate(session).tokens == first
+    assert encoder.encoded == []
+    # An edited text is a new text: counted once, the unchanged ones not again.
+    edited = request(*(("tool", text) for text in texts[:-1]), ("tool", "result edited"))
+    assert estimator.estimate(edited).tokens == first - len(texts[-1]) + len("result edited")
+    assert encoder.encoded == ["result edited"]
+
+
+def test_counts_belong_to_their_holder_not_the_process(tk: TiktokenEstimator) -> None:
+    shared = TokenCounts(CountingEncoder())
+    one = TiktokenEstimator(counts=shared)
+    one.estimate(request(("user", "hello")))
+    assert TiktokenEstimator(counts=shared).counts is shared and len(shared) == 2
+    assert len(TiktokenEstimator().counts) == 0  # a new estimator starts with none
+
+
 # --------------------------------------------------------------------------------------------
 # Hypothesis: the byte estimator is an upper bound; whole-request counting
 # --------------------------------------------------------------------------------------------
@@ -400,7 +438,7 @@ def test_estimator_default_cache_dir_is_under_ctxspec_cache_dir(tmp_path: Path) 
     root = tmp_path / "root"
     code = """
         import json, os
-        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
+        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator, TokenCounts
         from ctxspec.reference.tokens import EstimationRequest, PromptMessage
         r = EstimationRequest(messages=(PromptMessage(role="user", text="hello"),))
         print(json.dumps({
@@ -419,7 +457,7 @@ def test_estimator_cache_dir_argument_is_used(tmp_path: Path) -> None:
     code = """
         import os
         from pathlib import Path
-        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator
+        from ctxspec.reference.runtime.tokenizer import TiktokenEstimator, TokenCounts
         TiktokenEstimator(cache_dir=Path(os.environ["CHOSEN"]))
         print("{}")
     """
