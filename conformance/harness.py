@@ -13,7 +13,9 @@ import json
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any, Literal, cast
 from xml.etree import ElementTree
@@ -177,6 +179,45 @@ def run_suite(cases: Iterable[Case], factory: DriverFactory,
         yield run_case(case, factory, probes)
 
 
+_WORKER: dict[str, Any] = {}
+"""In a worker process of :func:`run_suite_in_processes`: its driver factory, the probes'
+verdicts and the suite's cases by id."""
+
+
+def _start_worker(driver_spec: str | None, stdio_command: str | None,
+                  probes: Mapping[str, ProbeResult]) -> None:
+    factory: DriverFactory
+    if stdio_command is None:
+        factory = load_factory(driver_spec)
+    else:  # one subprocess per worker, closed when the worker exits
+        connected = StdioDriver(stdio_command)
+        Finalize(connected, connected.close, exitpriority=10)
+
+        def factory() -> StdioDriver:
+            return connected
+    from ctxspec.conformance.cases import by_id
+    _WORKER.update(factory=factory, probes=probes, cases={c.id: c for c in by_id(None)})
+
+
+def _run_in_worker(case_id: str) -> tuple[str, Status, str, float]:
+    result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"])
+    return case_id, result.status, result.detail, result.seconds
+
+
+def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str | None,
+                           stdio_command: str | None,
+                           probes: Mapping[str, ProbeResult]) -> Iterator[CaseResult]:
+    """:func:`run_suite` over ``jobs`` worker processes, each with its own driver (and, with
+    ``stdio_command``, its own runtime subprocess, started once per worker: a runtime that is
+    slow to start pays it ``jobs`` times, not once per case). Results come in the cases'
+    order, each case still on a fresh driver from the worker's factory."""
+    chosen = {case.id: case for case in cases}
+    with ProcessPoolExecutor(jobs, initializer=_start_worker,
+                             initargs=(driver_spec, stdio_command, dict(probes))) as pool:
+        for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen)):
+            yield CaseResult(chosen[case_id], status, detail, seconds)
+
+
 def load_factory(spec: str | None) -> DriverFactory:
     """``module:factory`` (a callable returning a Driver), or the reference driver."""
     if spec is None:
@@ -191,4 +232,5 @@ def load_factory(spec: str | None) -> DriverFactory:
 
 
 __all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "confirm_capabilities",
-           "load_factory", "run_case", "run_suite", "scenario_trace", "write_reports"]
+           "load_factory", "run_case", "run_suite", "run_suite_in_processes", "scenario_trace",
+           "write_reports"]

@@ -466,10 +466,14 @@ def _refuse_bad_budgets(scenario: "Scenario") -> None:
               help="Write the report as one HTML page: status matrices, failures one click away.")
 @click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
               "those that did not pass.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run the cases in this many worker processes, each with its own driver "
+              "(with --stdio, its own runtime subprocess).")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         stdio_timeout: float, stdio_max_line: int,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
-                        junit: Path | None, html_file: Path | None, verbose: bool) -> None:
+                        junit: Path | None, html_file: Path | None, verbose: bool,
+                        jobs: int) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
@@ -521,6 +525,7 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         SUITE_VERSION,
         confirm_capabilities,
         run_suite,
+        run_suite_in_processes,
         write_reports,
     )
 
@@ -540,7 +545,10 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
                    + "".join(f"\n  {p.capability} not probed: {p.detail}"
                              for p in probes.values() if p.status == "not_probed"))
     results = []
-    for result in run_suite(cases, factory, probes):
+    suite = run_suite(cases, factory, probes) if jobs == 1 else run_suite_in_processes(
+        cases, jobs, driver_spec=None if stdio_command else driver_spec,
+        stdio_command=stdio_command, probes=probes)
+    for result in suite:
         results.append(result)
         if as_json:
             continue

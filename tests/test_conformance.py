@@ -224,6 +224,24 @@ def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_p
     assert len(lines) == 6  # passed cases get no line of their own without --verbose
 
 
+@pytest.mark.parametrize("driver", [
+    ["--driver", "tests.test_conformance:DropsThirdSupplement"],
+    pytest.param(["--stdio", f"{sys.executable} -m ctxspec stdio-driver"],
+                 marks=pytest.mark.slow)], ids=["in-process", "stdio"])
+def test_jobs_run_the_cases_in_worker_processes_with_the_same_results(
+        driver: list[str]) -> None:
+    # --jobs N (issue #20): the same cases, statuses and failure details in the same order as
+    # one process, a failing case included; each worker has its own driver.
+    ids = ("ROW-04-BELOW", "ROW-02", "ROW-04-AT", "S7-PROVIDER-REFUSES")
+    args = ["conformance", "--json", *driver, *(a for i in ids for a in ("--case", i))]
+    serial = CliRunner().invoke(main, args)
+    parallel = CliRunner().invoke(main, [*args, "--jobs", "2"])
+    assert parallel.exit_code == serial.exit_code, parallel.output
+    one, many = json.loads(serial.output), json.loads(parallel.output)
+    assert [c["id"] for c in many["cases"]] == list(ids)
+    assert many["cases"] == one["cases"] and many["summary"] == one["summary"]
+
+
 def test_the_cli_exits_one_when_a_case_fails() -> None:
     outcome = CliRunner().invoke(main, ["conformance", "--case", "ROW-02", "--driver",
                                         "tests.test_conformance:DropsThirdSupplement"])
