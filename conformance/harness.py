@@ -184,13 +184,13 @@ _WORKER: dict[str, Any] = {}
 verdicts and the suite's cases by id."""
 
 
-def _start_worker(driver_spec: str | None, stdio_command: str | None,
+def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
                   probes: Mapping[str, ProbeResult]) -> None:
     factory: DriverFactory
-    if stdio_command is None:
+    if stdio is None:
         factory = load_factory(driver_spec)
     else:  # one subprocess per worker, closed when the worker exits
-        connected = StdioDriver(stdio_command)
+        connected = StdioDriver(*stdio)
         Finalize(connected, connected.close, exitpriority=10)
 
         def factory() -> StdioDriver:
@@ -205,15 +205,16 @@ def _run_in_worker(case_id: str) -> tuple[str, Status, str, float]:
 
 
 def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str | None,
-                           stdio_command: str | None,
+                           stdio: tuple[str, float, int] | None,
                            probes: Mapping[str, ProbeResult]) -> Iterator[CaseResult]:
     """:func:`run_suite` over ``jobs`` worker processes, each with its own driver (and, with
-    ``stdio_command``, its own runtime subprocess, started once per worker: a runtime that is
+    ``stdio`` — the command, read timeout and longest line of a :class:`StdioDriver` — its own
+    runtime subprocess, started once per worker: a runtime that is
     slow to start pays it ``jobs`` times, not once per case). Results come in the cases'
     order, each case still on a fresh driver from the worker's factory."""
     chosen = {case.id: case for case in cases}
     with ProcessPoolExecutor(jobs, initializer=_start_worker,
-                             initargs=(driver_spec, stdio_command, dict(probes))) as pool:
+                             initargs=(driver_spec, stdio, dict(probes))) as pool:
         for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen)):
             yield CaseResult(chosen[case_id], status, detail, seconds)
 

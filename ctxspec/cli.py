@@ -506,7 +506,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
             except ProtocolError as error:
                 raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
         _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
-                     verbose)
+                     verbose, jobs)
     finally:
         if stdio is not None:
             stdio.close()
@@ -520,7 +520,7 @@ def _terminated(signum: int, frame: object) -> None:
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool) -> None:
+                 verbose: bool, jobs: int = 1) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
@@ -546,8 +546,9 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
                              for p in probes.values() if p.status == "not_probed"))
     results = []
     suite = run_suite(cases, factory, probes) if jobs == 1 else run_suite_in_processes(
-        cases, jobs, driver_spec=None if stdio_command else driver_spec,
-        stdio_command=stdio_command, probes=probes)
+        cases, jobs, driver_spec=None if stdio else driver_spec,
+        stdio=None if stdio is None else (stdio.command, stdio.timeout, stdio.max_line),
+        probes=probes)
     for result in suite:
         results.append(result)
         if as_json:
