@@ -113,7 +113,7 @@ _CODE = (
 CODE = _CODE.split()
 CODE_SHARE = 0.135
 """Share of code-like words (about 3.7 tokens each; the plain words are about one token)."""
-FILES = ("src/app.py", "src/store.py", "docs/design.md", "tests/test_api.py", "README.md",
+FILES = ("src/app.py", "src/store.py", "notes/design.md", "tests/test_api.py", "README.md",
          "src/budget/window.py", "pyproject.toml", "src/runtime/commit.py")
 
 
