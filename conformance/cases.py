@@ -31,6 +31,7 @@ from ctxspec.conformance.case import (
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.hook_crashes import HOOK_CRASHES
 from ctxspec.conformance.matrix import HOOK_MATRIX
 from ctxspec.conformance.sessions import boundary, corrected_summary, write_path
 from ctxspec.conformance.statements import STATEMENTS
@@ -1069,6 +1070,7 @@ CASES: tuple[Case, ...] = (
     *STATEMENTS,
     *HOOK_MATRIX,
     *CRASH_MATRIX,
+    *HOOK_CRASHES,
 )
 
 

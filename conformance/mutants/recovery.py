@@ -43,6 +43,42 @@ def _hooks_forgotten(original: Callable[..., Any]) -> Callable[..., Any]:
     return batch
 
 
+def _post_call_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
+    def batch(self: Any, run: Any, decision_id: Any, call_ids: Any, settled: Any = None,
+              started: Any = None, hooked: Any = None, delegations: Any = None,
+              unprocessed: Any = None) -> None:
+        # A call whose raw result was saved counts as settled: its raw result is reused as
+        # the effective one and the post-call chain is never asked.
+        reused = {**(settled or {}), **{key: {"text": raw["text"]}
+                                         for key, raw in (unprocessed or {}).items()}}
+        original(self, run, decision_id, call_ids, reused, started, hooked, delegations, {})
+    return batch
+
+
+def _post_response_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
+    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
+        if checkpoint.get("stage") == "post":  # the answer taken as decided, its chain unasked
+            checkpoint = {**checkpoint, "stage": "batch", "settled": {}}
+        original(self, run, checkpoint)
+    return resume
+
+
+def _chunk_post_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
+    def chunk(self: Any, run: Any, episode: Any, plan: Any, request: Any, ordinal: int,
+              target: int) -> Any:
+        # A chunk whose raw answer was saved before the takeover is committed as it is: its
+        # post-response chain is never asked.
+        stored = next((op for op in self.operations.values()
+                       if op.purpose_key == request.purpose_key
+                       and op.raw_result_ref is not None and op.effective_result_ref is None),
+                      None)
+        if stored is not None and self.commits_made("CHUNK_RAW_SAVED") == 0:  # a dead one's
+            raw = self.store.text(stored.raw_result_ref)
+            return stored.operation_id, raw, raw
+        return original(self, run, episode, plan, request, ordinal, target)
+    return chunk
+
+
 def _episode_abandoned(original: Callable[..., Any]) -> Callable[..., Any]:
     def restore(*args: Any, **kwargs: Any) -> Any:
         runtime = original(*args, **kwargs)
@@ -94,6 +130,19 @@ MUTANTS = (
            "a takeover asks the pre-call hooks again instead of reusing their committed "
            "decisions (§3, §10: reuse by hook_invocation_id, never re-run)",
            (Patch(ReferenceRuntime, "_batch", _hooks_forgotten),), recovery=True),
+    Mutant("POST-CALL-BYPASSED-AFTER-RAW",
+           "a takeover after a tool's raw result was saved reuses it as the effective result: "
+           "the post-call chain's change or deny is bypassed (§3, §10 只有原始结果时继续后处理, "
+           "§12 原始结果保存后宕机)",
+           (Patch(ReferenceRuntime, "_batch", _post_call_bypassed),), recovery=True),
+    Mutant("POST-RESPONSE-BYPASSED-AFTER-RAW",
+           "a takeover after the model's answer was saved takes it as the effective answer "
+           "without its post-response chain (§3, §10, §12 原始结果保存后宕机)",
+           (Patch(ReferenceRuntime, "_continue", _post_response_bypassed),), recovery=True),
+    Mutant("CHUNK-POST-BYPASSED-AFTER-RAW",
+           "a takeover commits a chunk whose raw summary was saved as it is, without its "
+           "post-response chain (§8 每步先保存原始响应，完成后置 Hook; §10)",
+           (Patch(ReferenceRuntime, "_chunk", _chunk_post_bypassed),), recovery=True),
     Mutant("EPISODE-NOT-RESUMED",
            "a takeover writes the interrupted compaction episode off instead of resuming it "
            "(§8, §10: the same episode resumes at its committed cursor)",

@@ -687,11 +687,13 @@ class ReferenceRuntime:
             started = checkpoint.get("started")
             hooked = checkpoint.get("hooked")
             delegated = checkpoint.get("delegated")
+            raws = checkpoint.get("raw")
             self._batch(run, record.record_id, [c.call_id for c in record.tool_calls],
                         settled if isinstance(settled, dict) else {},
                         started if isinstance(started, str) else None,
                         hooked if isinstance(hooked, dict) else {},
-                        delegated if isinstance(delegated, dict) else {})
+                        delegated if isinstance(delegated, dict) else {},
+                        raws if isinstance(raws, dict) else {})
         elif stage == "denied":
             self._end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
@@ -1485,7 +1487,8 @@ class ReferenceRuntime:
     def _batch(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
                settled: Mapping[str, JSON] | None = None, started: str | None = None,
                hooked: Mapping[str, JSON] | None = None,
-               delegations: Mapping[str, JSON] | None = None) -> None:
+               delegations: Mapping[str, JSON] | None = None,
+               unprocessed: Mapping[str, JSON] | None = None) -> None:
         """§6, §10: every call settles (pre-hook, handler with the effective arguments,
         post-hook); the results are fed back once, in action order. ``settled`` holds the
         members a crashed incarnation settled already: they are reused, never run again."""
@@ -1495,15 +1498,21 @@ class ReferenceRuntime:
         delegated: dict[str, JSON] = dict(delegations or {})
         """call_id → the context of the Executor execution started for it."""
         """call_id → its committed pre-call decision (blocked, hook id, candidate)."""
+        raws: dict[str, JSON] = dict(unprocessed or {})
+        """call_id → the saved raw result of a call whose post-call chain is not decided."""
 
         def position(**facts: JSON) -> list[Write]:
             return [self._checkpoint(run, "batch", decision=str(decision_id), settled=done,
-                                     hooked=decided, delegated=delegated, **facts)]
+                                     hooked=decided, delegated=delegated, raw=raws, **facts)]
 
         for call_id in call_ids:
             reused = done.get(str(call_id))
             if isinstance(reused, dict):
                 results.append((call_id, reused))
+                continue
+            if str(call_id) in raws:  # ran and saved before a takeover: post-processed now
+                results.append((call_id, self._post_call(run, decision_id, call_id, raws, done,
+                                                         position)))
                 continue
             if started == str(call_id) and not self.agent.retry_unknown_tools:
                 # It started before the crash and its result was never saved: its external
@@ -1608,29 +1617,14 @@ class ReferenceRuntime:
             tool_operation = self._id()
             self._operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
                             OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
-                            self._ref(text), self._ref(text))
-            done[str(call_id)] = self._result_content(text)
+                            self._ref(text))
+            # Only the raw result is settled here; the post-call chain makes the effective one
+            # (§3 "保存 raw_result，再提交 Hook 后有效结果"), so a takeover after this commit goes
+            # on with that chain, never with the raw result (§10, §12 "原始结果保存后宕机").
+            raws[str(call_id)] = {"text": text, "operation_id": str(tool_operation)}
             self._commit("TOOL_SETTLED", position())
-
-            def after_post(chain: ChainOutcome | None, key: str = str(call_id),
-                           raw_text: str = text) -> list[Write]:
-                if chain is None:
-                    final = raw_text
-                elif chain.blocked:
-                    final = denial_feedback(
-                        "post", chain.items[-1].invocation.hook_invocation_id, {})
-                else:
-                    changed = chain.payload.get("result")
-                    final = changed if isinstance(changed, str) else raw_text
-                done[key] = self._result_content(final)
-                return position()
-
-            self._hooks("tool.post_call", run, {"result": text}, call_id, decision_id,
-                        stage="post", extra=after_post)
-            content = done[str(call_id)]
-            if not isinstance(content, dict):
-                raise AssertionError("a settled member has its result content")
-            results.append((call_id, content))
+            results.append((call_id, self._post_call(run, decision_id, call_id, raws, done,
+                                                     position)))
         self._feed_back(run, results)
         self._commit("BATCH_FEEDBACK", [self._checkpoint(run, "loop_done")])
         if run.stop_requested:
@@ -1646,6 +1640,45 @@ class ReferenceRuntime:
         spec = next((tool for tool in self._tools(run) if tool.name == name), None)
         declared = json.loads(spec.schema).get("parameters") if spec is not None else None
         return argument_problems(declared, arguments) if isinstance(declared, dict) else ()
+
+    def _post_call(self, run: RunState, decision_id: UUID, call_id: UUID,
+                   raws: dict[str, JSON], done: dict[str, JSON],
+                   position: Callable[..., list[Write]]) -> dict[str, JSON]:
+        """The post-call chain on a settled call's raw result, its outcome committed with the
+        decision (HOOK_DECISION) as the member's effective result: the hook's change, or — on a
+        deny — a feedback that the call ran and its result is withheld (§3, §6). A takeover
+        after the raw save comes here too, so neither a change nor a deny is bypassed (§10).
+        CTX-10.9"""
+        key = str(call_id)
+        saved = raws[key]
+        if not isinstance(saved, dict) or not isinstance(saved.get("text"), str):
+            raise AssertionError("a saved raw result has its text")
+        raw_text = str(saved["text"])
+
+        def after_post(chain: ChainOutcome | None) -> list[Write]:
+            if chain is None:
+                final = raw_text
+            elif chain.blocked:
+                final = denial_feedback("post", chain.items[-1].invocation.hook_invocation_id, {})
+            else:
+                changed = chain.payload.get("result")
+                final = changed if isinstance(changed, str) else raw_text
+            done[key] = self._result_content(final)
+            raws.pop(key, None)
+            operation = self.operations.get(UUID(str(saved["operation_id"])))
+            if operation is not None:  # the tool Operation gets its effective result
+                self.operations[operation.operation_id] = operation.model_copy(
+                    update={"effective_result_ref": self._ref(final)})
+            return position()
+
+        self._hooks("tool.post_call", run, {"result": raw_text}, call_id, decision_id,
+                    stage="post", extra=after_post)
+        if key in raws:  # no post-call hook is registered: the raw result is the effective one
+            after_post(None)
+        content = done[key]
+        if not isinstance(content, dict):
+            raise AssertionError("a settled member has its result content")
+        return content
 
     def _feed_back(self, run: RunState, results: Sequence[tuple[UUID, dict[str, JSON]]]
                    ) -> None:

@@ -1,0 +1,157 @@
+"""The crash matrix crossed with hook configurations (§3, §10, §12 "原始结果保存后宕机"): for each
+hook point that decides on a call — tool pre-call and post-call, model post-response, compaction
+post-response — and each decision (allow, modify, deny), the Session is crashed at the phases
+around that chain: the raw result saved and the chain not asked yet, the chain running, the
+chain decided, and (where the effective result is a commit of its own) the effective result
+committed. Generated from one table.
+
+At every phase: no model request is asked again, the one tool call never runs twice, and no
+hook is asked more often than without the crash. Where the chain had not started or had been
+decided, the crashed Session must end exactly as the uncrashed one — the same requests with the
+same messages, tools, hook calls and Run endings: a takeover after the raw save goes on with the
+chain (its change or its deny), never with the raw result, and a decided chain is reused, never
+asked again. A chain that was running is dropped by the hook failure rule (Q50): its item's
+change or deny may be missing, so only "nothing repeated" is judged there.
+"""
+
+import copy
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ctxspec.conformance.case import (
+    COMPACTING,
+    Case,
+    Trace,
+    base,
+    endings,
+    equal,
+    expect,
+    no_check,
+    of,
+    requests,
+)
+from ctxspec.conformance.crash_matrix import _hook_calls, _sent, _tools
+
+DECISIONS: Mapping[str, Mapping[str, dict[str, Any]]] = {
+    "tool.pre_call": {
+        "ALLOW": {"decision": "allow"},
+        "MODIFY": {"decision": "allow",
+                   "payload_patch": [{"path": "arguments.path", "value": "public.md"}]},
+        "DENY": {"decision": "deny"}},
+    "tool.post_call": {
+        "ALLOW": {"decision": "allow"},
+        "MODIFY": {"decision": "allow", "payload_patch": [{"path": "result", "value": "REDACTED"}]},
+        "DENY": {"decision": "deny"}},
+    "model.post_response": {
+        "ALLOW": {"decision": "allow"},
+        "MODIFY": {"decision": "allow", "context_patch": [
+            {"target": "last", "field": "text", "value": "(answer adjusted by policy)"}]},
+        "DENY": {"decision": "deny"}},
+    "compaction.post_response": {
+        "ALLOW": {"decision": "allow"},
+        "MODIFY": {"decision": "allow",
+                   "payload_patch": [{"path": "summary", "value": "EDITED SUMMARY"}]},
+        "DENY": {"decision": "deny"}},
+}
+"""Hook point → decision → the one hook item (registered for every invocation of the point)."""
+
+PHASES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "tool.pre_call": (("EFFECTIVE_RESULT", "not asked"), ("HOOK_STARTED", "running"),
+                      ("HOOK_DECISION", "decided")),
+    "tool.post_call": (("TOOL_SETTLED", "not asked"), ("HOOK_STARTED", "running"),
+                       ("HOOK_DECISION", "decided")),
+    "model.post_response": (("RAW_RESULT_SAVED", "not asked"), ("EFFECTIVE_RESULT", "not asked"),
+                            ("HOOK_STARTED", "running"), ("HOOK_DECISION", "decided")),
+    "compaction.post_response": (("CHUNK_RAW_SAVED", "not asked"), ("HOOK_STARTED", "running"),
+                                 ("HOOK_DECISION", "decided"), ("CHUNK_COMMITTED", "decided")),
+}
+"""Hook point → (commit crashed just after, its first occurrence; the chain's phase then). The
+commit names are docs/recovery.md's; a runtime maps them onto its own commits."""
+
+UNREACHED = frozenset({("compaction.post_response", "DENY", "CHUNK_COMMITTED")})
+"""A denied chunk fails its episode (§8): its chunk is never committed."""
+
+SHORT = {"tool.pre_call": "PRE-CALL", "tool.post_call": "POST-CALL",
+         "model.post_response": "POST-RESPONSE", "compaction.post_response": "COMPACTION-POST"}
+
+REQUIREMENTS = ("CTX-10.9", "CTX-10.12", "CTX-3.66", "CTX-9.43", "CTX-8.70")
+
+
+def _tool_session() -> dict[str, Any]:
+    """One question, one call whose raw result is a secret, one answer."""
+    document = base(tools=[{"name": "read"}])
+    document["steps"] = [{"ask": "read my notes"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "reading", "tool_calls": [{"name": "read", "arguments": {"path": "notes.md"}}]},
+        {"text": "done"}]}
+    document["tools"] = {"read": [{"text": "SECRET-123"}, {"text": "SECRET-123"}]}
+    return document
+
+
+def _compaction_session() -> dict[str, Any]:
+    """Two questions; the second reaches the trigger (I = 3600 of B = 4500) and is compacted in
+    one chunk (as S10-SNAPSHOT-NOT-CHECKPOINT)."""
+    document = base(window=5000)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def _scenario(point: str, decision: str) -> dict[str, Any]:
+    document = _compaction_session() if point.startswith("compaction") else _tool_session()
+    document["hooks"] = [{"point": point, "items": [copy.deepcopy(DECISIONS[point][decision])]}]
+    return document
+
+
+def _compare(commit: str, phase: str) -> Callable[[Trace, Trace], None]:
+    def compare(crashed: Trace, uncrashed: Trace) -> None:
+        equal([(e["commit"], e["occurrence"], e["when"]) for e in of(crashed, "restarted")],
+              [(commit, 1, "after")], "restarts")
+        asked = Counter((r["purpose_key"], r["attempt"]) for r in requests(crashed))
+        equal(sorted(k for k, n in asked.items() if n > 1), [],
+              "requests asked again after the takeover (their answers were saved)")
+        expect(len(of(crashed, "tool_executed")) <= 1,
+               f"the one call ran {len(of(crashed, 'tool_executed'))} times")
+        calls, expected = Counter(_hook_calls(crashed)), Counter(_hook_calls(uncrashed))
+        expect(calls <= expected, f"hooks asked again after the takeover: {calls - expected}")
+        if phase == "running":  # dropped by the failure rule (Q50): nothing more is fixed
+            return
+        equal(calls, expected, f"hook calls (the chain {phase} at the crash is "
+              + ("asked once, never skipped)" if phase == "not asked" else "reused)"))
+        equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
+        equal(_sent(crashed), _sent(uncrashed),
+              "the requests sent (messages, in order): the chain's change or deny must reach "
+              "them after the takeover as it does without the crash")
+        equal(endings(crashed), endings(uncrashed), "Run endings")
+
+    return compare
+
+
+def _cases() -> tuple[Case, ...]:
+    cases: list[Case] = []
+    for point, phases in PHASES.items():
+        needs = frozenset({"hooks", "crash_points"}) | (
+            COMPACTING if point.startswith("compaction") else frozenset())
+        for decision in DECISIONS[point]:
+            for commit, phase in phases:
+                if (point, decision, commit) in UNREACHED:
+                    continue
+                scenario = _scenario(point, decision)
+                crashed = {**scenario, "crash": {"commit": commit, "occurrence": 1,
+                                                 "when": "after"}}
+                cases.append(Case(
+                    f"CRASH-HOOK-{SHORT[point]}-{decision}-{commit}",
+                    f"{point} {decision.lower()}: a crash after {commit} (chain {phase}) "
+                    "repeats nothing and skips no decision",
+                    "§10 crash matrix", REQUIREMENTS, crashed, no_check, needs,
+                    baseline=scenario, compare=_compare(commit, phase)))
+    return tuple(cases)
+
+
+HOOK_CRASHES: tuple[Case, ...] = _cases()
+
+
+__all__ = ["DECISIONS", "HOOK_CRASHES", "PHASES"]
