@@ -105,6 +105,42 @@ def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return [(m["role"], m["kind"], m["text"]) for m in request["view"]["messages"]]
 
 
+def rendered_marks(request: Mapping[str, Any], kind: str
+                   ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(message, mark) for every mark of ``kind`` in what the adapter sent for a request (its
+    ``rendered`` messages). Cases read a mark's data — its call, range, ref, sources — never
+    its words, which are the runtime's own."""
+    return [(message, mark) for message in request["rendered"]["messages"]
+            for mark in message["marks"] if mark["kind"] == kind]
+
+
+def rendered_size(request: Mapping[str, Any]) -> int:
+    """Characters of everything a rendered request carries as text: each message's content and
+    each tool schema (with the character estimator, a lower bound of I)."""
+    rendered = request["rendered"]
+    return sum(len(m["content"]) for m in rendered["messages"]) + sum(
+        len(schema) for schema in rendered["tool_schemas"])
+
+
+def rendered_pairing(request: Mapping[str, Any]) -> None:
+    """§6 as the provider sees it: every call of an assistant message is answered by exactly
+    one tool message right after it (before any other message), in call order, and every tool
+    message answers a call of the assistant message it follows."""
+    messages = request["rendered"]["messages"]
+    open_calls: list[str] = []
+    for index, message in enumerate(messages):
+        if message["role"] == "tool":
+            expect(bool(open_calls) and message["tool_call_id"] == open_calls[0],
+                   f"message {index}: a tool message answering {message['tool_call_id']}, "
+                   f"while the calls waiting are {open_calls}")
+            open_calls.pop(0)
+            continue
+        expect(not open_calls, f"message {index} ({message['role']}) comes before the results "
+               f"of calls {open_calls}")
+        open_calls = [call["id"] for call in message["tool_calls"]]
+    expect(not open_calls, f"calls {open_calls} have no result in the request")
+
+
 def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
     """(run_no, status, error code) of every Run's last ending (a dead incarnation may have
     traced an ending it never committed; the restarted one traces it again)."""

@@ -39,7 +39,13 @@ from ctxspec.reference.contracts import (
 )
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TokenEstimator
-from ctxspec.reference.view import ModelView, ViewKind, ViewMessage, estimation_request
+from ctxspec.reference.view import (
+    ModelView,
+    ViewKind,
+    ViewMessage,
+    estimation_request,
+    truncation_mark,
+)
 
 PROMPT_VERSION: Final = "ctxspec-compaction-1"
 DEFAULT_SYSTEM_PROMPT: Final = """\
@@ -191,10 +197,13 @@ def material_key(message: ViewMessage) -> str:
 
 
 def transcript(message: ViewMessage) -> str:
-    """A message's full text as transcript data (tool calls written out, not sent as calls)."""
+    """A message's full text as transcript data (tool calls written out, not sent as calls; a
+    bounded preview with its truncated mark, so no summary takes it for the whole body, §6)."""
     text = message.text
     for call in message.tool_calls:
         text += f"\n[call {call.call_id} #{call.action_ordinal}] {call.name}({call.arguments})"
+    if message.truncation is not None:
+        text += "\n" + truncation_mark(message.call_id, message.truncation).text
     return text
 
 

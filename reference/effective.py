@@ -223,15 +223,19 @@ def effective_records(state: ContextState, revision: int | None = None) -> list[
     """The revision as the history projection consumes it (§4: rebuilt from the effective
     revision, never from raw).  CTX-3.69, CTX-4.10"""
     rev = state.head if revision is None else state.revision(revision)
+    sources = {mutation_id: f"{m.source_kind.value}:{m.source_ref}"
+               for mutation_id, m in state.mutations.items()}
     return [effective_record(raw, {key: o for (rid, key), o in rev.overrides.items()
-                                   if rid == raw.record_id})
+                                   if rid == raw.record_id}, sources)
             for raw in state.records if raw.record.context_seq <= rev.record_watermark]
 
 
-def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> EffectiveRecord:
+def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
+                     sources: Mapping[UUID, str] | None = None) -> EffectiveRecord:
     """One raw record with the overrides in force for it (field key → override): effective text,
-    tool calls with their effective arguments, the mutations behind it, an annotation's source.
-    A store that pages records applies this per record."""
+    tool calls with their effective arguments (and, where a change made them differ, the
+    model's own and the change's sources: §2, §6), the mutations behind it, an annotation's
+    source. A store that pages records applies this per record."""
     content: dict[str, JSON] = dict(raw.content)
     for key in sorted(overrides, key=lambda k: (len(split(k)[1]), k)):
         root, names = split(key)
@@ -240,12 +244,17 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> Effec
     for root, value in content.items():
         if root.startswith("tool_call:") and isinstance(value, dict):
             ordinal = value.get("action_ordinal")
+            arguments = _arguments(value)
+            original = raw.content.get(root)
+            proposed = _arguments(original) if isinstance(original, dict) else arguments
+            changed_by = sorted({(sources or {}).get(o.mutation_id, str(o.mutation_id))
+                                 for key, o in overrides.items() if split(key)[0] == root})
             calls.append(ToolCall(
                 call_id=UUID(root.split(":", 1)[1]),
                 action_ordinal=ordinal if isinstance(ordinal, int) else 1,
-                name=str(value.get("name", "")),
-                arguments=json.dumps(value.get("arguments", {}), sort_keys=True,
-                                     ensure_ascii=False)))
+                name=str(value.get("name", "")), arguments=arguments,
+                proposed_arguments=proposed if proposed != arguments else None,
+                adjusted_by=tuple(changed_by) if proposed != arguments else ()))
     calls.sort(key=lambda call: call.action_ordinal)
     text = content.get("text", "")
     reasoning = content.get("reasoning")
@@ -263,6 +272,10 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override]) -> Effec
         else None,
         modified_by=tuple(sorted({str(o.mutation_id) for o in overrides.values()})),
         annotation_source=raw.source if raw.record.message_kind == "annotation" else None)
+
+
+def _arguments(call: Mapping[str, JSON]) -> str:
+    return json.dumps(call.get("arguments", {}), sort_keys=True, ensure_ascii=False)
 
 
 def content_digest(content: Mapping[str, JSON]) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Self
+from typing import Any, Literal, Self
 from uuid import UUID
 
 from pydantic import Field, TypeAdapter, model_validator
@@ -66,6 +66,11 @@ class ToolCall(Contract):
     action_ordinal: Seq
     name: str = Field(min_length=1)
     arguments: str = Field(description="effective arguments as JSON text")
+    proposed_arguments: str | None = Field(
+        default=None, description="the model's own arguments as JSON text, when a committed "
+        "change made the effective ones differ (§2: never passed off as the provider's)")
+    adjusted_by: tuple[str, ...] = Field(
+        default=(), description="the sources of that change ('<source kind>:<source ref>')")
 
 
 class Truncation(Contract):
@@ -195,44 +200,152 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
 # --- adapters: the neutral view to other shapes ------------------------------------------
 
 
-def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[dict[str, Any]]:
-    """A chat-completions-shaped rendering (the adapter of §6).
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A mark the adapter adds to what it sends, as data (the words are the adapter's own):
+    ``truncated`` — a bounded preview, its covered range and the ``result_ref`` behind it (§6);
+    ``arguments_adjusted`` — a call whose arguments a committed change made differ from the
+    model's, with the change's sources (§2, §6 "按变更和来源标记", §12 参数修改反馈)."""
 
-    Reasoning is sent only to a provider that accepts it; otherwise the field is omitted (the
-    record keeps it), never invented. Markers, placeholders, fragments and outcomes are sent as
-    what they are: a placeholder answers its call as a tool message whose text says it did not
-    run, so a provider sees a closed tool_calls group without a made-up result.
-    """
-    rendered: list[dict[str, Any]] = []
+    kind: Literal["truncated", "arguments_adjusted"]
+    call_id: UUID | None
+    text: str
+    """The words sent for it, part of the message's content (and so of I, §7)."""
+    from_char: int | None = None
+    through_char: int | None = None
+    total_chars: int | None = None
+    result_ref: str | None = None
+    proposed_arguments: str | None = None
+    effective_arguments: str | None = None
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedCall:
+    id: UUID
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedMessage:
+    """One message as the provider receives it: its content with the marks in it, the calls
+    an assistant message makes, the call a tool message answers, reasoning only when the
+    provider accepts it."""
+
+    role: MessageRole
+    content: str
+    tool_calls: tuple[RenderedCall, ...] = ()
+    tool_call_id: UUID | None = None
+    reasoning: str | None = None
+    marks: tuple[Mark, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedRequest:
+    """What the adapter sends for one request (§6): messages and tool schemas."""
+
+    messages: tuple[RenderedMessage, ...]
+    tool_schemas: tuple[str, ...] = ()
+    reasoning_sent: bool = False
+    """The provider accepts historical reasoning: sent where a record has it; else omitted."""
+
+
+RENDERED_ADAPTER: TypeAdapter[RenderedRequest] = TypeAdapter(RenderedRequest)
+
+
+def truncation_mark(call_id: UUID | None, cut: Truncation) -> Mark:
+    text = (f"[truncated: characters {cut.from_char}-{cut.through_char} of "
+            f"{cut.total_chars} shown; the whole result is {cut.result_ref.digest}, readable "
+            "with result.read]")
+    return Mark("truncated", call_id, text, from_char=cut.from_char,
+                through_char=cut.through_char, total_chars=cut.total_chars,
+                result_ref=cut.result_ref.digest)
+
+
+def adjustment_mark(call: ToolCall) -> Mark:
+    text = (f"[arguments adjusted by {', '.join(call.adjusted_by)} before the call ran; the "
+            f"model proposed {call.proposed_arguments}]")
+    return Mark("arguments_adjusted", call.call_id, text,
+                proposed_arguments=call.proposed_arguments, effective_arguments=call.arguments,
+                sources=call.adjusted_by)
+
+
+def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
+                   accepts_reasoning: bool = False) -> RenderedRequest:
+    """The adapter of §6: the neutral view as a chat-completions-shaped request.
+
+    A truncated preview carries its mark in the content sent, and a call whose arguments were
+    adjusted is marked in the tool message answering it (the runtime's own message, so the
+    assistant's tool_calls/result pairing stays whole and no words are put in the model's
+    mouth). Reasoning is sent only to a provider that accepts it; otherwise omitted (the record
+    keeps it), never invented. Markers, placeholders, fragments and outcomes are sent as what
+    they are: a placeholder answers its call as a tool message saying it did not run.
+    CTX-6.14, CTX-6.17, CTX-2.33"""
+    adjusted: dict[UUID, ToolCall] = {}
+    rendered: list[RenderedMessage] = []
     for message in view.messages:
-        item: dict[str, Any] = {"role": message.role.value, "content": message.text}
+        marks: list[Mark] = []
+        if message.truncation is not None:
+            marks.append(truncation_mark(message.call_id, message.truncation))
+        for call in message.tool_calls:
+            if call.proposed_arguments is not None:
+                adjusted[call.call_id] = call
+        answered = message.call_id if message.role is MessageRole.TOOL else None
+        if answered is not None and answered in adjusted:
+            marks.append(adjustment_mark(adjusted.pop(answered)))
+        content = message.text
+        if marks:
+            content = "\n".join((content, *(mark.text for mark in marks)))
+        rendered.append(RenderedMessage(
+            role=message.role, content=content,
+            tool_calls=tuple(RenderedCall(c.call_id, c.name, c.arguments)
+                             for c in message.tool_calls),
+            tool_call_id=answered,
+            reasoning=message.reasoning if accepts_reasoning else None,
+            marks=tuple(marks)))
+    return RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+
+
+def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[dict[str, Any]]:
+    """The rendered request's messages as chat-completions dictionaries."""
+    out: list[dict[str, Any]] = []
+    for message in render_request(view, accepts_reasoning=accepts_reasoning).messages:
+        item: dict[str, Any] = {"role": message.role.value, "content": message.content}
         if message.tool_calls:
             item["tool_calls"] = [
-                {"id": str(call.call_id), "type": "function",
+                {"id": str(call.id), "type": "function",
                  "function": {"name": call.name, "arguments": call.arguments}}
                 for call in message.tool_calls]
-        if message.role is MessageRole.TOOL and message.call_id is not None:
-            item["tool_call_id"] = str(message.call_id)
-        if accepts_reasoning and message.reasoning is not None:
+        if message.tool_call_id is not None:
+            item["tool_call_id"] = str(message.tool_call_id)
+        if message.reasoning is not None:
             item["reasoning"] = message.reasoning
-        rendered.append(item)
-    return rendered
+        out.append(item)
+    return out
 
 
 def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> EstimationRequest:
-    """The whole request as the TokenEstimator port counts it (§7: system, tools, messages).
+    """The whole request as the TokenEstimator port counts it (§7: system, tools, messages):
+    what the adapter sends (:func:`render_request`), marks included.
 
     Tool calls are counted with their arguments as part of the assistant message's text, since
     they are sent with it.
     """
+    return rendered_estimation(render_request(view, tool_schemas))
+
+
+def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
     messages = []
     role_names = _ROLE_NAMES
-    for message in view.messages:
-        text = message.text
+    for message in request.messages:
+        text = message.content
         for call in message.tool_calls:
             text += f"\n{call.name}({call.arguments})"
+        if message.reasoning is not None:
+            text += f"\n{message.reasoning}"
         messages.append(PromptMessage(role_names[message.role], text))
-    return EstimationRequest(messages=tuple(messages), tool_schemas=tool_schemas)
+    return EstimationRequest(messages=tuple(messages), tool_schemas=request.tool_schemas)
 
 
 _ROLE_NAMES: Mapping[MessageRole, Role] = MappingProxyType({

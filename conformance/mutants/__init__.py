@@ -80,6 +80,7 @@ def judge(mutant: Mutant, cases: Sequence[Case]) -> Verdict:
 def all_mutants() -> tuple[Mutant, ...]:
     from ctxspec.conformance.mutants import (
         access,
+        adapter,
         budget,
         compaction,
         history,
@@ -91,7 +92,7 @@ def all_mutants() -> tuple[Mutant, ...]:
     )
     return (*history.MUTANTS, *budget.MUTANTS, *compaction.MUTANTS, *hooks.MUTANTS,
             *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS, *workflow.MUTANTS,
-            *paths.MUTANTS)
+            *paths.MUTANTS, *adapter.MUTANTS)
 
 
 __all__ = ["Mutant", "Patch", "Verdict", "all_mutants", "applied", "judge"]

@@ -2,6 +2,7 @@
 examples (IDs ``S6-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
+import hashlib
 import json
 from typing import Any
 
@@ -12,9 +13,13 @@ from ctxspec.conformance.case import (
     digest,
     endings,
     equal,
+    example,
     expect,
     lines,
     of,
+    rendered_marks,
+    rendered_pairing,
+    rendered_size,
     requests,
     structured,
 )
@@ -122,6 +127,79 @@ def _audit_check(trace: Trace) -> None:
     equal((other["allowed"], other["records"]), (False, []), "an executor role's read")
 
 
+# --- §6, §7: what the provider is sent — a preview marked as one, and counted in I ---------------
+
+
+def _sent_preview_scenario() -> dict[str, Any]:
+    """§12 row 8's Session: a 20000-character dump, then a read of 20 more characters."""
+    document = base(window=40_000, output_reserve=2000, safety_margin=500,
+                    tools=[{"name": "dump"}, {"name": "result.read"}])
+    document["steps"] = [{"ask": "dump the table"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "dump"}]},
+        {"text": "", "tool_calls": [{"name": "result.read",
+                                     "arguments": {"from": 4000, "to": 4020}}]},
+        {"text": "row 00400 is there"}]}
+    document["tools"] = {"dump": [{"text": _TABLE}], "result.read": [{"text": _TABLE[4000:4020]}]}
+    return document
+
+
+def _sent_preview_check(trace: Trace) -> None:
+    # ROW-08's Session: the dump's 20000 characters reach the model as the first 4000. What the
+    # adapter sends for each later request carries, in the tool message answering the dump
+    # call, a truncated mark with the covered range [0, 4000) of 20000 and the result_ref of
+    # the whole body (its SHA-256 computed here from the scripted text); the mark is in the
+    # content the model receives, beyond the 4000 characters. With the character estimator
+    # (one token per character, no overhead), I counts every character sent: at least the
+    # content of every message plus the tool schemas (only the calls' own text may add more).
+    body = _TABLE
+    ref = "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+    later = requests(trace, "business")[1:]
+    expect(len(later) == 2, f"business requests after the dump: {len(later)}")
+    for request in later:
+        rendered_pairing(request)
+        calls = [c["id"] for m in request["rendered"]["messages"] for c in m["tool_calls"]]
+        [(message, mark)] = rendered_marks(request, "truncated")
+        equal((mark["call_id"], message["tool_call_id"]), (calls[0], calls[0]),
+              "the call whose result the truncated mark is in")
+        equal((mark["from_char"], mark["through_char"], mark["total_chars"], mark["result_ref"]),
+              (0, 4000, 20_000, ref), "the mark's range and result_ref")
+        expect(body[:4000] in message["content"] and len(message["content"]) > 4000,
+               "the content sent is the bare preview: the mark is not in what the model gets")
+        expect(body[4000:4100] not in message["content"], "text beyond the preview was sent")
+        expect(request["estimated_input_tokens"] >= rendered_size(request),
+               f"I = {request['estimated_input_tokens']} does not count all that was sent "
+               f"({rendered_size(request)} characters of content and schemas)")
+
+
+# --- §2, §6, §12 参数修改反馈: a hook's change to a call's arguments is told to the model ---
+
+
+def _adjusted_check(trace: Trace) -> None:
+    # tool-batch-hook: the model proposed write(path="a.md"); the pre-call hook moved it to
+    # reports/a.md, which ran. The next request shows the call with reports/a.md, and — so the
+    # change never passes as the model's own (§2) and the model sees the adjustment, not only
+    # audit (§12) — one arguments_adjusted mark for write, naming its source, with the proposed
+    # and the effective arguments, in the tool message answering write; read is unmarked.
+    [request] = requests(trace, "business")[1:]
+    rendered_pairing(request)
+    [assistant] = [m for m in request["rendered"]["messages"] if m["tool_calls"]]
+    write, _read = assistant["tool_calls"]
+    equal(json.loads(write["arguments"]), {"path": "reports/a.md", "body": "report"},
+          "write's arguments as sent (the effective ones)")
+    [(message, mark)] = rendered_marks(request, "arguments_adjusted")
+    equal((mark["call_id"], message["tool_call_id"]), (write["id"], write["id"]),
+          "the call the adjustment mark is for, and the message it is in")
+    equal((json.loads(mark["proposed_arguments"]), json.loads(mark["effective_arguments"])),
+          ({"path": "a.md", "body": "report"}, {"path": "reports/a.md", "body": "report"}),
+          "the mark's proposed and effective arguments")
+    expect(bool(mark["sources"]), "the adjustment mark names no source")
+    expect(len(message["content"]) > len("wrote 6 bytes to reports/a.md"),
+           "the mark is not in the content the model receives")
+    expect(request["estimated_input_tokens"] >= rendered_size(request),
+           "I does not count all that was sent")
+
+
 CASES: tuple[Case, ...] = (
     Case("S6-ITEM-ERROR", "one item's failure is a structured error of its own result; the "
          "others are kept", "§6", ("CTX-6.5",), _item_error_scenario(), _item_error_check),
@@ -130,4 +208,12 @@ CASES: tuple[Case, ...] = (
     Case("S6-AUDIT-FULL-BODY", "the unread full body behind a preview is readable by audit",
          "§6", ("CTX-6.19",), _audit_scenario(), _audit_check,
          frozenset({"estimator_injection", "history_api", "history_bodies"})),
+    Case("S6-PREVIEW-MARKED-SENT", "a truncated preview is marked, with its range and "
+         "result_ref, in what the provider receives, and counted in I", "§6",
+         ("CTX-6.14", "CTX-6.15", "CTX-6.21"), _sent_preview_scenario(), _sent_preview_check,
+         frozenset({"estimator_injection"})),
+    Case("S6-ARGS-ADJUSTED-SENT", "a hook's change to a call's arguments is marked, by change "
+         "and source, in what the provider receives", "§6",
+         ("CTX-6.16", "CTX-2.32", "CTX-3.57"), example("tool-batch-hook"), _adjusted_check,
+         frozenset({"hooks", "estimator_injection"})),
 )

@@ -400,6 +400,10 @@ def _order_scenario() -> dict[str, Any]:
         answer["tool_calls"][0]["arguments"] = {"path": f"report-{n}.md"}
     document["hooks"] = [{"point": "tool.pre_call", "ordinal": 2, "items": [
         {"payload_patch": [{"path": "arguments.path", "value": "report-2-final.md"}]}]}]
+    # The adjustment's mark in the requests after it (§6, §12 参数修改反馈) makes Run 1's last
+    # request about a hundred characters longer than the example's, over 0.80 × B; at 0.85 the
+    # one episode is Run 2's again, on the same material.
+    document["agent"]["trigger_ratio"] = "0.85"
     return document
 
 

@@ -93,8 +93,10 @@ class StoredHistory:
     def effective_records(self, context_id: UUID) -> Iterator[EffectiveRecord]:
         """A context's records as its head revision shows them, by context_seq, paged."""
         _, overrides = self.store.head_revision(context_id)
+        sources = {m.mutation_id: f"{m.source_kind.value}:{m.source_ref}"
+                   for m in self.store.mutations_of(context_id)} if overrides else {}
         for raw in self.store.iter_records(context_id, self.page_size):
-            yield effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES))
+            yield effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES), sources)
 
     def current_records(self, run_id: UUID) -> Iterator[EffectiveRecord]:
         """The current Run's root-role effective records (the projection's

@@ -157,9 +157,12 @@ from ctxspec.reference.view import (
     VIEW_ADAPTER,
     EffectiveRecord,
     ModelView,
+    RenderedRequest,
     ViewKind,
     ViewMessage,
     estimation_request,
+    render_request,
+    rendered_estimation,
 )
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -1249,7 +1252,7 @@ class ReferenceRuntime:
             outcome = self._model(run, "compaction", operation_id, request.purpose_key, attempt,
                                   request.messages, (), target, sent, compaction=None,
                                   snapshot_id=None, protected=(), cutoff=None,
-                                  estimation=estimation)
+                                  estimation=estimation, rendered=render_request(sent))
             if isinstance(outcome, Complete):
                 self._operation(operation_id, run, OperationPurpose.COMPACTION,
                                 request.purpose_key, OperationState.RUNNING,
@@ -1275,7 +1278,7 @@ class ReferenceRuntime:
                attempt: int, messages: tuple[PromptMessage, ...], schemas: tuple[str, ...],
                max_output: int, view: ModelView, *, compaction: str | None,
                snapshot_id: UUID | None, protected: Sequence[ProtectedInput],
-               cutoff: int | None, estimation: int) -> ModelOutcome:
+               cutoff: int | None, estimation: int, rendered: RenderedRequest) -> ModelOutcome:
         """Send one attempt: the request is traced as sent, then asked. An answer's reported
         usage is traced beside the estimate for audit and deviation monitoring; nothing reads
         it back — not this request's figures, not a later budget (§7; Q57 "Reported usage").
@@ -1292,7 +1295,7 @@ class ReferenceRuntime:
                               self.contexts[run.context_id].head.revision},
             snapshot_id=snapshot_id, protected_input_ids=tuple(p.input_id for p in protected),
             input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
-            role=run.role))
+            role=run.role, rendered=rendered))
         self.clock.tick()
         outcome = self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt,
                                             messages, schemas, max_output, ordinal, run.role))
@@ -1309,8 +1312,12 @@ class ReferenceRuntime:
     def _call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,
                              protected: Sequence[ProtectedInput], cutoff: int, decision: str,
                              snapshot_id: UUID | None) -> None:
-        messages = estimation_request(view).messages
-        estimation = self.estimator.estimate(estimation_request(view, self._schemas(run))).tokens
+        # What the adapter sends, marks included, is what is counted and what is traced (§6,
+        # §7: I counts everything sent).
+        rendered = render_request(view, self._schemas(run))
+        counted = rendered_estimation(rendered)
+        messages = counted.messages
+        estimation = self.estimator.estimate(counted).tokens
         delivered = False
         first_attempt, run.resume_attempt = run.resume_attempt, 1
         last_fragment, run.resume_partial = run.resume_partial, False
@@ -1322,7 +1329,7 @@ class ReferenceRuntime:
                                   attempt, messages, self._schemas(run),
                                   self.budget.output_reserve, view, compaction=decision,
                                   snapshot_id=snapshot_id, protected=protected, cutoff=cutoff,
-                                  estimation=estimation)
+                                  estimation=estimation, rendered=rendered)
             if isinstance(outcome, ContextLengthExceeded):
                 # The refusal is a fact saved before the Run ends, so a takeover ends the Run
                 # the same way instead of sending the over-window request again (CTX-7.24).

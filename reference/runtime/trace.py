@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from ctxspec.reference.view import ModelView
+from ctxspec.reference.view import ModelView, RenderedRequest
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class ModelRequestSent:
     compaction: str | None = None
     """For a business request: what the §8 evaluation decided before it was frozen."""
     role: str = "root"
+    rendered: RenderedRequest | None = None
+    """What the adapter sent for ``view`` (§6): the messages as the provider receives them,
+    tool-call pairing, the marks in them, the tool schemas, whether reasoning was sent."""
     kind: Literal["model_request"] = "model_request"
 
 
