@@ -367,7 +367,7 @@ def chunk_request(episode_id: UUID, plan: ChunkPlan, ordinal: int, summary_targe
 @dataclass(frozen=True)
 class EpisodeRefused:
     code: Literal["EPISODE_EXISTS", "NO_COMPRESSIBLE_MATERIAL", "NOT_RUNNING", "OUT_OF_ORDER",
-                  "NO_ROOM_FOR_MATERIAL"]
+                  "NO_ROOM_FOR_MATERIAL", "CHUNK_BELOW_FLOOR"]
     reason: str
 
 
@@ -457,7 +457,9 @@ def plan_compaction(material: Sequence[ViewMessage], *, episode_id: UUID, window
         if overflow <= 0:
             return plan
         capacity -= overflow
-    return EpisodeRefused("NO_ROOM_FOR_MATERIAL", f"a compaction request of this model "
+    # No room at all after the prompts and labels (Q67), or some below a useful chunk (Q120).
+    return EpisodeRefused("NO_ROOM_FOR_MATERIAL" if capacity - labels <= 0 else
+                          "CHUNK_BELOW_FLOOR", f"a compaction request of this model "
                           f"(W={window}, T={summary_target}, S={safety_margin}) leaves a chunk "
                           f"{max(capacity - labels, 0)} tokens of material after its prompts "
                           f"and labels; a useful chunk carries at least {floor}")

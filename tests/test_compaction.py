@@ -812,7 +812,7 @@ def test_a_tight_window_no_longer_folds_a_record_one_character_at_a_time() -> No
     assert len(unbounded.chunks.chunks) >= 400
     assert label_cost(_long_record(), lambda text: len(text) + 1) == LABEL
     assert plan(100) == EpisodeRefused(
-        "NO_ROOM_FOR_MATERIAL", "a compaction request of this model (W=1000, T=1, S=20) leaves "
+        "CHUNK_BELOW_FLOOR", "a compaction request of this model (W=1000, T=1, S=20) leaves "
         "a chunk 4 tokens of material after its prompts and labels; a useful chunk carries at "
         "least 100")
 
@@ -826,7 +826,7 @@ def test_a_chunk_must_leave_the_floor_beyond_its_labels(window: int, planned: bo
     plan = plan_compaction(_long_record(), episode_id=uuid(99), window=window, summary_target=1,
                            safety_margin=20, estimator=CharEstimator(), floor=100)
     if not planned:
-        assert isinstance(plan, EpisodeRefused) and plan.code == "NO_ROOM_FOR_MATERIAL"
+        assert isinstance(plan, EpisodeRefused) and plan.code == "CHUNK_BELOW_FLOOR"
         assert "leaves a chunk 99 tokens" in plan.reason
         return
     assert isinstance(plan, CompactionPlan) and plan.chunks.capacity == LABEL + 100

@@ -1,10 +1,13 @@
 """Mutants of the token budget (§7): the trigger, the hard window and the estimator."""
 
 from collections.abc import Callable
+from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import budget, tokens
+from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import trace as tr
 
 
 def _rounded_threshold(original: Callable[..., int]) -> Callable[..., int]:
@@ -29,6 +32,18 @@ def _characters(original: Callable[[str], int]) -> Callable[[str], int]:
     return len
 
 
+def _no_room_as_failure(original: Callable[..., None]) -> Callable[..., None]:
+    def end(self: Any, run: Any, status: Any, error: ErrorCode | None = None,
+            message: str | None = None) -> None:
+        if error is ErrorCode.BUDGET_CONFIGURATION_INVALID:
+            error = ErrorCode.COMPACTION_FAILED  # reported as if a summary call had failed,
+            events = self.trace.events  # and the decision that was never sent is not traced
+            last = max(i for i, e in enumerate(events) if isinstance(e, tr.BudgetDecision))
+            del events[last]
+        original(self, run, status, error, message)
+    return end
+
+
 class _NeverRaised:
     """Stands for ContextLengthExceeded in the runtime's checks, which then never match."""
 
@@ -48,6 +63,11 @@ MUTANTS = (
            "the conservative estimator counts characters, not UTF-8 bytes, so CJK text is "
            "undercounted (§7)",
            (Patch(tokens, "utf8_length", _characters),)),
+    Mutant("NO-ROOM-AS-COMPACTION-FAILED",
+           "compaction prompts that leave no room for material end the Run COMPACTION_FAILED, "
+           "with no §8 decision traced, though no summary call was made (§8: a budget "
+           "configuration error)",
+           (Patch(runtime.ReferenceRuntime, "_end", _no_room_as_failure),)),
     Mutant("CONTEXT-LENGTH-RETRIED",
            "a provider's context_length_exceeded is retried like a transient failure (§7: end "
            "the role, never resend the same over-window request)",

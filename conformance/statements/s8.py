@@ -514,6 +514,40 @@ def _useless_chunk_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "failed", "COMPACTION_FAILED")], "Run endings")
 
 
+# --- §8: compaction prompts that leave no room for material: a configuration error, traced -------
+
+
+def _no_room_scenario() -> dict[str, Any]:
+    document = base(custom_compaction_prompt="K" * 3100)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 900},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def _no_room_check(trace: Trace) -> None:
+    # B = 4000 − 400 − 100 = 3500, trigger floor(0.8 × 3500) = 2800. Run 2's request holds
+    # "sys", Run 1 (2000 characters and its status) and the 900-character question: I ≥ 2903
+    # ≥ 2800 with about 2000 compressible → compact. F ≈ 903 plus the status line, so H > 0;
+    # P = min(O 400, H) = 400, C = min(8192, floor(3500/4) = 875, 400) = 400, D = 2100 − F
+    # > 400 → T = 400. A chunk request has W − S − T (its output) − T (a previous summary) =
+    # 3100 for its prompts and material, and the custom prompt alone takes 3100: no material
+    # fits in any chunk. No summary call can be made, so the Run ends as a budget
+    # configuration error (§8 "其余配置导致 T 无法为正时属于预算配置错误"; Q67), not as a failed
+    # compaction: nothing was asked. The §8 decision is traced though nothing is sent.
+    equal([r["purpose"] for r in requests(trace)], ["business"], "requests sent")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "BUDGET_CONFIGURATION_INVALID")],
+          "Run endings")
+    decisions = of(trace, "budget_decision")
+    sent = {r["operation_id"] for r in requests(trace)}
+    unsent = [d for d in decisions if d["operation_id"] not in sent]
+    expect(len(unsent) == 1, f"§8 decisions of the request never sent: {len(unsent)}")
+    equal((unsent[0]["decision"], unsent[0]["summary_target"]), ("compact", 400),
+          "Run 2's §8 decision and T")
+    expect(unsent[0]["input_tokens"] >= 2903, "Run 2's I is below what it carries")
+
+
 CASES: tuple[Case, ...] = (
     Case("S8-COMPACTION-PROMPT", "chunk requests: the default system prompt, the custom prompt "
          "as a user message, transcript data folded in order, T as max output", "§8",
@@ -593,4 +627,7 @@ CASES: tuple[Case, ...] = (
     Case("S8-CHUNK-FLOOR", "a chunk that cannot carry max(T, C) tokens of material refuses the "
          "episode before any summary call", "§8", ("CTX-8.45", "CTX-8.68", "CTX-8.71"),
          _useless_chunk_scenario(), _useless_chunk_check, COMPACTING),
+    Case("S8-PROMPTS-LEAVE-NO-ROOM", "compaction prompts that leave no room for material are a "
+         "budget configuration error, decided and traced before anything is sent", "§8",
+         ("CTX-8.51", "CTX-8.68"), _no_room_scenario(), _no_room_check, COMPACTING),
 )

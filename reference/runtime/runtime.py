@@ -908,6 +908,11 @@ class ReferenceRuntime:
         split = split_request(self._parts(run, view, protected), self.estimator)
         verdict = self.policy(self.budget, split.fixed_tokens, split.material_tokens)
         decision = verdict.decision
+        self.trace.add(tr.BudgetDecision(
+            operation_id, decision, split.input_tokens, split.fixed_tokens,
+            split.material_tokens, self.budget.input_budget, self.budget.trigger_threshold,
+            verdict.summary_target, verdict.error_code.value if verdict.error_code else None,
+            run.role))
         if decision == "error":  # the fixed input itself does not fit (§8; Q83)
             self._end(run, RunStatus.FAILED, verdict.error_code,
                       self._fixed_message(split.fixed_tokens, split.input_tokens),
@@ -1030,13 +1035,28 @@ class ReferenceRuntime:
             # records may have changed since, which the switch's CAS is there to see (§8, §9).
             material, target = self._episode_source(existing)
             floor = int(json.loads(self.store.text(existing.source_manifest_ref))["chunk_floor"])
-        else:
+        episode_id = existing.episode_id if existing is not None else self._id()
+        plan = plan_compaction(material, episode_id=episode_id,
+                               window=self.budget.window, summary_target=target,
+                               safety_margin=self.budget.safety_margin,
+                               estimator=self.estimator, floor=floor,
+                               custom_prompt=self.agent.custom_compaction_prompt)
+        if not isinstance(plan, CompactionPlan):
+            # Decided before any episode or call. Prompts that leave no room for material at
+            # all: a budget configuration that cannot compact (§8 "其余配置导致 T 无法为正时属于
+            # 预算配置错误", Q67); room below a useful chunk's floor: COMPACTION_FAILED (Q120).
+            code = ErrorCode.BUDGET_CONFIGURATION_INVALID \
+                if plan.code == "NO_ROOM_FOR_MATERIAL" else ErrorCode.COMPACTION_FAILED
+            self._end(run, RunStatus.FAILED, code,
+                      f"{plan.reason} (the §8 decision was to compact)")
+            return None
+        if existing is None:
             source_doc = json.dumps({"summary_target": target, "chunk_floor": floor,
                                      "material": VIEW_ADAPTER.dump_python(
                                          ModelView(tuple(material)), mode="json")},
                                     sort_keys=True)
             started = start_episode(
-                episode_id=self._id(), run_id=run.run_id, owner_node_task_id=run.context_id,
+                episode_id=episode_id, run_id=run.run_id, owner_node_task_id=run.context_id,
                 triggering_model_operation_id=operation_id, existing=run.episodes,
                 material_tokens=material_tokens, source_view_hash=view_hash(view),
                 source_manifest_ref=self._ref(source_doc), source_effective_revisions={},
@@ -1049,14 +1069,6 @@ class ReferenceRuntime:
                 self._checkpoint(run, "compacting", operation_id=str(operation_id))])
         episode = next(e for e in run.episodes
                        if e.triggering_model_operation_id == operation_id)
-        plan = plan_compaction(material, episode_id=episode.episode_id,
-                               window=self.budget.window, summary_target=target,
-                               safety_margin=self.budget.safety_margin,
-                               estimator=self.estimator, floor=floor,
-                               custom_prompt=self.agent.custom_compaction_prompt)
-        if not isinstance(plan, CompactionPlan):
-            self._end(run, RunStatus.FAILED, ErrorCode.COMPACTION_FAILED, plan.reason)
-            return None
         self.trace.add(tr.CompactionStep(
             episode.episode_id, "planned",
             f"I={input_tokens} ≥ trigger {self.budget.trigger_threshold}; M={material_tokens} "

@@ -46,6 +46,24 @@ class ModelRequestSent:
 
 
 @dataclass(frozen=True)
+class BudgetDecision:
+    """The §8 evaluation of one prepared business request, traced when it is made — also when
+    it ends the Run and nothing is sent (F, M, I and B in tokens; T when it reached one)."""
+
+    operation_id: UUID
+    decision: str
+    input_tokens: int
+    fixed_tokens: int
+    material_tokens: int
+    input_budget: int
+    trigger_threshold: int
+    summary_target: int | None
+    error_code: str | None
+    role: str = "root"
+    kind: Literal["budget_decision"] = "budget_decision"
+
+
+@dataclass(frozen=True)
 class ModelUsage:
     """The actual usage the provider reported for one answered request, beside the estimate
     the request was sent with (§7): audit and deviation monitoring only. ``input_deviation``
@@ -305,10 +323,11 @@ class Retained:
     kind: Literal["retained"] = "retained"
 
 
-TraceEvent = (ModelRequestSent | ModelUsage | ToolExecuted | HookCalled | HookDecided
-              | DeliveryChanged | OperationState | RunEnded | ClientEvent | CompactionStep
-              | NodeStarted | NodeEnded | CapabilityCalled | GraphStateWritten | WorkflowEnded
-              | PersistenceFailed | Restarted | HistoryRead | Retained | SessionOpened)
+TraceEvent = (ModelRequestSent | BudgetDecision | ModelUsage | ToolExecuted | HookCalled
+              | HookDecided | DeliveryChanged | OperationState | RunEnded | ClientEvent
+              | CompactionStep | NodeStarted | NodeEnded | CapabilityCalled | GraphStateWritten
+              | WorkflowEnded | PersistenceFailed | Restarted | HistoryRead | Retained
+              | SessionOpened)
 
 
 @dataclass
