@@ -9,7 +9,7 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
@@ -21,6 +21,7 @@ from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,
     ScriptedModel,
+    ScriptedMoments,
     ScriptedTools,
     StepDoc,
     Triggers,
@@ -28,7 +29,15 @@ from ctxspec.conformance.scenario import (
 )
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PayloadRef
-from ctxspec.reference.ports import HookPort, LogicalClock, ModelPort, ToolPort, ToolSpec
+from ctxspec.reference.ports import (
+    HookPort,
+    LogicalClock,
+    ModelPort,
+    MomentPort,
+    NoMoments,
+    ToolPort,
+    ToolSpec,
+)
 from ctxspec.reference.runtime import workflow as wf
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
@@ -66,7 +75,7 @@ CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injecti
                           "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
                           "sessions", "workflow", "history_bodies", "error_figures",
-                          "final_answers"})
+                          "final_answers", "moments"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -96,6 +105,8 @@ class Ports:
     tools: ToolPort
     hooks: HookPort
     estimator: TokenEstimator
+    moments: MomentPort = field(default_factory=NoMoments)
+    """The world at the loop's boundaries (capability ``moments``)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +227,7 @@ class ReferenceDriver:
                                    clock=self.clock, seed=self.seed, store=self.store,
                                    crash=crash)
         runtime.workspace = self.agent_workspace
+        runtime.moments = self.ports.moments
         return runtime
 
     def _restart(self) -> None:
@@ -238,6 +250,7 @@ class ReferenceDriver:
                                estimator=self.ports.estimator, clock=self.clock, seed=self.seed,
                                session_id=session_id)
         self.runtime.workspace = self.agent_workspace
+        self.runtime.moments = self.ports.moments
 
     def new_session(self) -> None:
         """Open another Session of the same Agent (ending nothing): later stimuli go to it.
@@ -485,7 +498,8 @@ def run_scenario(scenario: Scenario,
     asked = [0]  # questions asked so far: the Run a keyed model answer names
     ports = Ports(ScriptedModel(scenario.model, triggers, lambda: asked[0]),
                   ScriptedTools(scenario.tools, triggers),
-                  ScriptedHooks(scenario.hooks), ESTIMATORS[scenario.agent.estimator]())
+                  ScriptedHooks(scenario.hooks, triggers), ESTIMATORS[scenario.agent.estimator](),
+                  ScriptedMoments(triggers))
     driver = driver_factory()
     driver.configure(scenario, ports)
     triggers.act = lambda step: perform(driver, step)

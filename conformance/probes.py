@@ -86,6 +86,12 @@ PROBES: tuple[Probe, ...] = (
         {"on": {"tool": "t", "ordinal": 1}, "do": {"supplement": "also this"}}]),
           'the supplement "also this", sent while the tool ran, in a later request',
           lambda t: "also this" in _texts(t)),
+    Probe("moments", _with(_tool_loop(), triggers=[
+        {"on": {"moment": "freeze", "ordinal": 1}, "do": {"supplement": "at the freeze"}}]),
+          'the supplement "at the freeze", sent before the first request was frozen, in the '
+          "second request only",
+          lambda t: ["at the freeze" in [m["text"] for m in r["view"]["messages"]]
+                     for r in requests(t)] == [False, True]),
     Probe("compaction", boundary(), "a compaction request",
           lambda t: bool(requests(t, "compaction")), frozenset({"estimator_injection"})),
     Probe("planner_executor", _with(_session(executor={}), model={

@@ -40,6 +40,7 @@ from ctxspec.reference.ports import (
     HookReply,
     ModelCall,
     ModelOutcome,
+    Moment,
     PartialThenFailed,
     ProposedCall,
     ScriptExhausted,
@@ -409,12 +410,15 @@ class StepDoc(_Doc):
 class OnDoc(_Doc):
     purpose: Literal["business", "compaction"] | None = None
     tool: str | None = None
+    moment: Literal["freeze", "first_output", "raw_saved", "batch_call", "hook"] | None = Field(
+        default=None, description="a boundary of the loop (docs/scenarios.md)")
     ordinal: int = Field(ge=1)
 
     @model_validator(mode="after")
     def _one(self) -> "OnDoc":
-        if (self.purpose is None) == (self.tool is None):
-            raise ValueError("a trigger fires on a model request (purpose) or a tool (tool)")
+        if sum(x is not None for x in (self.purpose, self.tool, self.moment)) != 1:
+            raise ValueError("a trigger fires on a model request (purpose), a tool (tool) or a "
+                             "moment of the loop (moment)")
         return self
 
 
@@ -554,13 +558,27 @@ class Triggers:
         self.act: Any = None
 
     def fire(self, *, purpose: str | None = None, tool: str | None = None,
-             ordinal: int) -> None:
+             moment: str | None = None, ordinal: int) -> None:
         for trigger in self.triggers:
             on = trigger.on
             matches = on.ordinal == ordinal and ((purpose is not None and on.purpose == purpose)
-                                                 or (tool is not None and on.tool == tool))
+                                                 or (tool is not None and on.tool == tool)
+                                                 or (moment is not None and on.moment == moment))
             if matches and self.act is not None:
                 self.act(trigger.do)
+
+
+class ScriptedMoments:
+    """The world at the loop's boundaries: counts each moment the runtime reports, over the
+    whole scenario (so a restarted runtime's moments go on counting), and fires its triggers."""
+
+    def __init__(self, triggers: Triggers) -> None:
+        self.triggers = triggers
+        self.seen: dict[str, int] = {}
+
+    def at(self, moment: Moment) -> None:
+        ordinal = self.seen[moment] = self.seen.get(moment, 0) + 1
+        self.triggers.fire(moment=moment, ordinal=ordinal)
 
 
 class ScriptedModel:
@@ -587,13 +605,18 @@ class ScriptedModel:
         self.answered: dict[tuple[str, int], ModelOutcome] = {}
         self.replays = 0
         """Answers given again: a runtime that re-asks a saved answer shows up here."""
+        self.requests: dict[tuple[str, str], int] = {}
+        """New requests seen, per purpose and role: the world counts them, not the runtime, so
+        a restarted runtime (which counts from zero) never fires a trigger a second time."""
 
     def call(self, request: ModelCall) -> ModelOutcome:
         asked = (request.purpose_key, request.attempt)
         if asked in self.answered:
             self.replays += 1
             return self.answered[asked]
-        self.triggers.fire(purpose=request.purpose, ordinal=request.ordinal)
+        counted = (request.purpose, request.role)
+        ordinal = self.requests[counted] = self.requests.get(counted, 0) + 1
+        self.triggers.fire(purpose=request.purpose, ordinal=ordinal)
         key = "executor" if request.purpose == "business" and request.role == "executor" \
             else request.purpose
         seen = self.operations.setdefault((key, self.run_no()), [])
@@ -639,15 +662,21 @@ class ScriptedTools:
 class ScriptedHooks:
     """Scripted hook items per point; the port counts each point's invocations itself."""
 
-    def __init__(self, hooks: Sequence[HookDoc]) -> None:
+    def __init__(self, hooks: Sequence[HookDoc], triggers: Triggers | None = None) -> None:
         self.hooks = hooks
         self.invocations: dict[str, int] = {}
+        self.triggers = triggers
+        self.asked = 0
+        """Chains asked, every point together: the ``hook`` moment's ordinal."""
 
     def registered(self, point: HookPoint) -> bool:
         return any(hook.point == point for hook in self.hooks)
 
     def items(self, context: HookContext) -> tuple[HookReply, ...]:
         ordinal = self.invocations[context.point] = self.invocations.get(context.point, 0) + 1
+        self.asked += 1
+        if self.triggers is not None:  # while the hook runs: its chain is asked, not answered
+            self.triggers.fire(moment="hook", ordinal=self.asked)
         replies: list[HookReply] = []
         for hook in self.hooks:
             if hook.point != context.point or hook.ordinal not in (None, ordinal):
@@ -692,6 +721,7 @@ __all__ = [
     "ScenarioError",
     "ScriptedHooks",
     "ScriptedModel",
+    "ScriptedMoments",
     "ScriptedTools",
     "Triggers",
     "load_scenario",

@@ -128,6 +128,28 @@ class ToolPort(Protocol):
     def run(self, name: str, arguments: Mapping[str, JSON], ordinal: int) -> ToolOutcome: ...
 
 
+Moment = Literal["freeze", "first_output", "raw_saved", "batch_call"]
+"""Boundaries of the loop the design names, where the outside world may act (a scenario's
+trigger): ``freeze`` — a business request's input cutoff is fixed and it is about to be frozen
+(§5); ``first_output`` — the first output of an answer arrived, its stream has not ended (§5);
+``raw_saved`` — a raw result (an answer's, a tool's, a chunk's) is saved and its post chain not
+asked yet (§3, §10); ``batch_call`` — a call of a batch is about to pass the execution gate, the
+calls before it settled (§6)."""
+
+
+class MomentPort(Protocol):
+    def at(self, moment: Moment) -> None:
+        """The runtime reached ``moment``; whatever the world does now happens there."""
+        ...
+
+
+class NoMoments:
+    """A world that does nothing at the loop's boundaries."""
+
+    def at(self, moment: Moment) -> None:
+        return None
+
+
 HookPoint = Literal["model.pre_request", "model.post_response", "tool.pre_call",
                     "tool.post_call", "compaction.pre_request", "compaction.post_response",
                     "capability.pre_call"]

@@ -79,6 +79,12 @@ def _chunk_post_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
     return chunk
 
 
+def _stop_unseen_at_freeze(original: Callable[..., Any]) -> Callable[..., Any]:
+    def stopped(self: Any, run: Any) -> bool:
+        return False  # the stop is seen only at the next Loop: the prepared request is sent
+    return stopped
+
+
 def _episode_abandoned(original: Callable[..., Any]) -> Callable[..., Any]:
     def restore(*args: Any, **kwargs: Any) -> Any:
         runtime = original(*args, **kwargs)
@@ -143,6 +149,10 @@ MUTANTS = (
            "a takeover commits a chunk whose raw summary was saved as it is, without its "
            "post-response chain (§8 每步先保存原始响应，完成后置 Hook; §10)",
            (Patch(ReferenceRuntime, "_chunk", _chunk_post_bypassed),), recovery=True),
+    Mutant("STOP-UNSEEN-AT-FREEZE",
+           "a stop that arrives while a request is prepared is seen only at the next Loop: the "
+           "request is frozen and sent (§11 停止不启动新的业务 Attempt)",
+           (Patch(ReferenceRuntime, "_stopped_before_freeze", _stop_unseen_at_freeze),)),
     Mutant("EPISODE-NOT-RESUMED",
            "a takeover writes the interrupted compaction episode off instead of resuming it "
            "(§8, §10: the same episode resumes at its committed cursor)",

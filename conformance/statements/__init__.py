@@ -3,6 +3,7 @@ and the worked examples, one module per section (IDs ``S<section>-<name>``)."""
 
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.statements import (
+    moments,
     paths,
     s1,
     s2,
@@ -20,6 +21,7 @@ from ctxspec.conformance.statements import (
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
                                 *s6.CASES, *s7.CASES, *s8.CASES, *s9.CASES, *s10.CASES,
-                                *s11.CASES, *workflow.CASES, *paths.CASES)
+                                *s11.CASES, *workflow.CASES, *paths.CASES,
+                                *moments.CASES)
 
 __all__ = ["STATEMENTS"]

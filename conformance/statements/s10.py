@@ -194,6 +194,35 @@ def _no_memory_check(trace: Trace) -> None:
     equal([status for _, status, _ in endings(second)], ["succeeded"], "Session 2's Runs")
 
 
+# --- a scenario's trigger is an event of the world: it fires once, whatever restarts ------------
+
+
+def _trigger_once_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}]}
+    document["tools"] = {"t": [{"text": "r1"}, {"text": "r2"}]}
+    document["triggers"] = [{"on": {"purpose": "business", "ordinal": 1},
+                             "do": {"supplement": "EXTRA"}}]
+    document["crash"] = {"commit": "BATCH_FEEDBACK", "occurrence": 1, "when": "after"}
+    return document
+
+
+def _trigger_once_check(trace: Trace) -> None:
+    # The supplement arrives once, just before the Session's first business request; the
+    # process dies after loop 1's feedback and a new one takes over. Its first request is not
+    # the Session's first: the supplement does not arrive again. Loops 2 and 3 each show it
+    # once (one UserInput, delivered in loop 2's request and kept in the Run's process).
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    business = requests(trace, "business")
+    equal(len(business), 3, "business requests")
+    for number, request in enumerate(business[1:], start=2):
+        equal(sum(text == "EXTRA" for _, _, text in lines(request)), 1,
+              f"the supplement's occurrences in loop {number}'s request")
+
+
 # --- a required commit the store refuses ------------------------------------------------------
 
 
@@ -247,4 +276,9 @@ CASES: tuple[Case, ...] = (
     Case("S10-NO-IMPLICIT-MEMORY", "no stated preference and no workspace file reaches the "
          "next Session", "§10", ("CTX-10.31",), _no_memory_scenario(), _no_memory_check,
          frozenset({"sessions", "retention"})),
+    # A property of the scenario language (docs/scenarios.md), not of the design: it names no
+    # requirement.
+    Case("SCENARIO-TRIGGER-ONCE", "a scenario's trigger fires once across a restart",
+         "our documents", (), _trigger_once_scenario(), _trigger_once_check,
+         frozenset({"triggers", "crash_points"})),
 )

@@ -107,6 +107,8 @@ from ctxspec.reference.ports import (
     ModelCall,
     ModelOutcome,
     ModelPort,
+    MomentPort,
+    NoMoments,
     PartialThenFailed,
     ProposedCall,
     Purpose,
@@ -359,6 +361,8 @@ class ReferenceRuntime:
         self.contexts: dict[UUID, ContextState] = {}
         self.texts: dict[UUID, str] = {}
         self.blobs: dict[str, str] = {}
+        self.moments: MomentPort = NoMoments()
+        """The outside world at the loop's boundaries (a scenario's moment triggers)."""
         self.workspace: dict[str, str] = {}
         """The Agent's workspace: files tools and scripts write. Session facts (records,
         inputs, checkpoints) never live here, so writing a file never changes them (§1)."""
@@ -769,6 +773,11 @@ class ReferenceRuntime:
             return True
         return False
 
+    def _stopped_before_freeze(self, run: RunState) -> bool:
+        """A stop (or the deadline) that came while the request was prepared: no business
+        attempt starts (§11 "不启动新的压缩或业务 Attempt").  CTX-11.5"""
+        return self._stopped_or_out_of_time(run)
+
     def _loops_taken(self, run: RunState) -> int:
         """The Run's shared Loop budget spent: the business Loops of its root role and of every
         Executor execution it delegated (§11: a Loop "占 Run 共享 Loop"; root Loop exhaustion
@@ -808,6 +817,9 @@ class ReferenceRuntime:
         if prepared is None:
             return
         view, decision, snapshot_id = prepared
+        self.moments.at("freeze")
+        if self._stopped_before_freeze(run):
+            return
         checkpoint = [self._checkpoint(run, "frozen", operation_id=str(operation_id))]
         if run.parent is None:  # an Executor claims no user input: it has its hand-over
             frozen = dl.freeze(self.book, run_id=run.run_id, operation_id=operation_id,
@@ -1270,6 +1282,7 @@ class ReferenceRuntime:
                                 request.purpose_key, OperationState.RUNNING,
                                 self._ref(outcome.text))
                 self._commit("CHUNK_RAW_SAVED", [])
+                self.moments.at("raw_saved")
                 return outcome.text
             facts["failed"] = attempt
             if isinstance(outcome, ContextLengthExceeded):
@@ -1363,6 +1376,7 @@ class ReferenceRuntime:
                 self._trace_deliveries(writes)
                 delivered = True
                 self._commit("T_FIRST_OUTPUT", [])
+                self.moments.at("first_output")
             if isinstance(outcome, Complete):
                 raw = self._ref(json.dumps({"text": outcome.text, "tool_calls": [
                     _raw_call(c) for c in outcome.tool_calls]}, sort_keys=True,
@@ -1372,6 +1386,7 @@ class ReferenceRuntime:
                 self._commit("RAW_RESULT_SAVED", [
                     self._checkpoint(run, "raw_saved", operation_id=str(operation_id))])
                 self._settle_fragments(run, fragments, succeeded=True)
+                self.moments.at("raw_saved")
                 self._accept(run, operation_id, outcome)
                 return
             if isinstance(outcome, PartialThenFailed):
@@ -1576,6 +1591,7 @@ class ReferenceRuntime:
                     entry = decided[str(call_id)]
                     if chain.blocked and isinstance(entry, dict):
                         blocked = entry
+            self.moments.at("batch_call")
             owner = run.parent or run
             quota = self.agent.tool_quota
             deadline = self.agent.run_deadline
@@ -1642,6 +1658,7 @@ class ReferenceRuntime:
             # on with that chain, never with the raw result (§10, §12 "原始结果保存后宕机").
             raws[str(call_id)] = {"text": text, "operation_id": str(tool_operation)}
             self._commit("TOOL_SETTLED", position())
+            self.moments.at("raw_saved")
             results.append((call_id, self._post_call(run, decision_id, call_id, raws, done,
                                                      position)))
         self._feed_back(run, results)

@@ -1,0 +1,158 @@
+"""Conformance cases that place an event at a boundary of the loop the design names (a
+scenario's ``moment`` trigger, capability ``moments``): before the freeze, between the first
+output and the end of a stream, during a hook, between a raw save and its post hook, between two
+calls of one batch. Each is the statement of its section at that boundary (IDs ``S<section>-…``);
+expected values derived by hand from the design (see conformance/case.py)."""
+
+from typing import Any
+
+from ctxspec.conformance.case import Case, Trace, base, endings, equal, expect, lines, of, requests
+
+_MOMENTS = frozenset({"moments", "triggers", "stop"})
+
+
+def _two_loops(**agent: Any) -> dict[str, Any]:
+    """One call of tool t, then the answer: two business requests."""
+    document = base(tools=[{"name": "t"}], **agent)
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}]}
+    document["tools"] = {"t": [{"text": "result"}]}
+    return document
+
+
+def _late(moment: str) -> dict[str, Any]:
+    document = _two_loops()
+    document["triggers"] = [{"on": {"moment": moment, "ordinal": 1},
+                             "do": {"supplement": "LATE"}}]
+    return document
+
+
+def _late_check(where: str) -> Any:
+    def check(trace: Trace) -> None:
+        # §5: the first request's input cutoff was fixed when it was prepared; a supplement
+        # arriving {where} is past that cutoff: the request is not enlarged with it (nor its
+        # retry), and it joins the next root Loop — the second request shows it, once.
+        first, second = requests(trace, "business")
+        equal(sum(text == "LATE" for _, _, text in lines(first)), 0,
+              f"the supplement in the first request (it arrived {where})")
+        equal(sum(text == "LATE" for _, _, text in lines(second)), 1,
+              "the supplement in the second request")
+        equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+    return check
+
+
+def _stop_at_freeze() -> dict[str, Any]:
+    document = _two_loops()
+    document["steps"] = [{"ask": "go"}, {"supplement": "and this"}, {"advance": True},
+                         {"ask": "again"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "answered"}]}
+    document["triggers"] = [{"on": {"moment": "freeze", "ordinal": 1}, "do": {"stop": True}}]
+    return document
+
+
+def _stop_at_freeze_check(trace: Trace) -> None:
+    # The stop arrives when Run 1's first request is prepared and about to be frozen. §11: a
+    # stop during preparation starts no business attempt — nothing of Run 1 is sent — and its
+    # supplement, never delivered, moves to the next question: Run 2's one request carries it
+    # as a current input (once).
+    equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
+    [request] = requests(trace)
+    equal(sum(text == "and this" for _, _, text in lines(request)), 1,
+          "the supplement in Run 2's request")
+    equal(len(request["protected_input_ids"]), 2,
+          "protected inputs of Run 2's request (its question and the carried supplement)")
+
+
+def _stop_between_calls() -> dict[str, Any]:
+    document = base(tools=[{"name": "a"}, {"name": "b"}])
+    document["steps"] = [{"ask": "do a and b"}, {"advance": True}, {"ask": "what happened?"},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "a"}, {"name": "b"}]},
+                                      {"text": "a ran, b did not"}]}
+    document["tools"] = {"a": [{"text": "a done"}], "b": [{"text": "b done"}]}
+    document["triggers"] = [{"on": {"moment": "batch_call", "ordinal": 2},
+                             "do": {"stop": True}}]
+    return document
+
+
+def _stop_between_calls_check(trace: Trace) -> None:
+    # The stop arrives after a settled and before b starts. §11: after a stop no new call
+    # starts; §6: the stopped Run keeps a's result and b gets a "not executed" placeholder,
+    # never a made-up output. Run 1 ends stopped, and Run 2's request shows a's result and a
+    # tool message for b that is not b's output.
+    equal([e["name"] for e in of(trace, "tool_executed")], ["a"], "tools executed")
+    equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
+    results = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+               if m["role"] == "tool"]
+    equal(len(results), 2, "tool messages answering a and b in Run 2's request")
+    equal(results[0]["text"], "a done", "a's result")
+    expect(results[1]["text"] != "b done", "b's placeholder claims b's output")
+
+
+def _stop_during_hook() -> dict[str, Any]:
+    document = _two_loops()
+    document["hooks"] = [{"point": "tool.pre_call", "items": [{"decision": "allow"}]}]
+    document["triggers"] = [{"on": {"moment": "hook", "ordinal": 1}, "do": {"stop": True}}]
+    return document
+
+
+def _stop_during_hook_check(trace: Trace) -> None:
+    # The user stops while t's pre-call hook runs. The hook's allow does not skip the stop
+    # check (§3 "allow 不能跳过这些检查"): t never starts, and the Run ends stopped after its
+    # one business request; the hook was asked once, its decision not lost to a second ask.
+    equal(of(trace, "tool_executed"), [], "tools executed")
+    equal(len(requests(trace, "business")), 1, "business requests")
+    equal([(e["point"], e["stage"]) for e in of(trace, "hook_called")],
+          [("tool.pre_call", "pre")], "hook chains asked")
+    equal(endings(trace), [(1, "stopped", None)], "Run endings")
+
+
+def _stop_after_raw() -> dict[str, Any]:
+    document = _two_loops()
+    document["steps"] += [{"ask": "and?"}, {"advance": True}]
+    document["model"]["business"].append({"text": "nothing more"})
+    document["tools"] = {"t": [{"text": "SECRET-123"}]}
+    document["hooks"] = [{"point": "tool.post_call", "items": [
+        {"decision": "allow", "payload_patch": [{"path": "result", "value": "REDACTED"}]}]}]
+    # Raw save 1 is the model's answer (the call of t), raw save 2 is t's result.
+    document["triggers"] = [{"on": {"moment": "raw_saved", "ordinal": 2}, "do": {"stop": True}}]
+    return document
+
+
+def _stop_after_raw_check(trace: Trace) -> None:
+    # Run 1's only answer is a call of t; the stop arrives after t's raw result is saved and
+    # before its post-call hook is asked. The operation in flight is settled (§11 "已有操作收束")
+    # through its post chain (§3: the effective result is the hook's): the hook is asked once,
+    # Run 1 ends stopped without another request, and Run 2's history shows t's effective
+    # result, never the raw one.
+    equal([(e["point"], e["stage"]) for e in of(trace, "hook_called")],
+          [("tool.post_call", "post")], "hook chains asked")
+    equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
+    business = requests(trace, "business")
+    equal(len(business), 2, "business requests (one per Run)")
+    texts = [text for _, _, text in lines(business[-1])]
+    expect("REDACTED" in texts, "Run 2's history lacks t's effective result")
+    expect(not any("SECRET-123" in text for text in texts), "the raw result reached the model")
+
+
+CASES: tuple[Case, ...] = (
+    Case("S5-SUPPLEMENT-AT-FREEZE", "a supplement arriving just before the freeze waits for the "
+         "next Loop", "§5", ("CTX-5.28", "CTX-5.29"), _late("freeze"), _late_check(
+             "just before the freeze"), _MOMENTS),
+    Case("S5-SUPPLEMENT-AFTER-FIRST-OUTPUT", "a supplement arriving between the first output and "
+         "the end of the stream waits for the next Loop", "§5", ("CTX-5.29",),
+         _late("first_output"), _late_check("after the first output"), _MOMENTS),
+    Case("S11-STOP-AT-FREEZE", "a stop just before the freeze sends nothing; the supplement goes "
+         "to the next question", "§11", ("CTX-11.5", "CTX-11.6"), _stop_at_freeze(),
+         _stop_at_freeze_check, _MOMENTS),
+    Case("S11-STOP-BETWEEN-CALLS", "a stop between two calls of one batch starts no second "
+         "call", "§11", ("CTX-11.5", "CTX-6.6"), _stop_between_calls(),
+         _stop_between_calls_check, _MOMENTS),
+    Case("S3-STOP-DURING-HOOK", "a stop while a pre-call hook runs: its allow does not skip the "
+         "stop", "§3", ("CTX-3.93",), _stop_during_hook(), _stop_during_hook_check,
+         _MOMENTS | {"hooks"}),
+    Case("S10-STOP-AFTER-RAW-SAVE", "a stop between a raw save and its post hook: the result is "
+         "still post-processed", "§10", ("CTX-3.16", "CTX-11.5"), _stop_after_raw(),
+         _stop_after_raw_check, _MOMENTS | {"hooks"}),
+)
