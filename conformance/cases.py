@@ -872,9 +872,19 @@ def _table_row5(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
+def _table_row6_scenario() -> dict[str, Any]:
+    """Row 6 with a provider that cuts at max_output_tokens (Q68): it counts the summary as
+    T = 8191 tokens and reports so; the runtime's estimator counts its 8192 characters."""
+    document = _table(91_809, 6000, summary=8192, supplement=31_776)
+    document["model"]["limit_output"] = True
+    document["model"]["compaction"][0]["usage"] = {"output_tokens": 8191}
+    return document
+
+
 def _table_row6(trace: Trace) -> None:
     # F = 91809 with a supplement of Run 2 (within its input cutoff, Q52): H = 8191 → T = 8191.
-    # The summary comes back one token longer than T as the estimator counts it; re-assembled
+    # The provider counts its summary as T tokens (it is not cut, Q68), the estimator as one
+    # more — estimates are not the provider's count (§7); re-assembled
     # with the question and the supplement, I = 91809 + 8192 = 100001 > B: the Run ends,
     # no business request is sent, no second compaction, and the supplement is kept — carried
     # to the next question, not dropped.
@@ -1031,7 +1041,7 @@ CASES: tuple[Case, ...] = (
          _table(85_000, 0), _table_row5, frozenset({"estimator_injection"})),
     Case("EX8-ROW6", "re-assembled at 100001 after the summary: ended, supplement kept",
          "§8 table row 6", ("CTX-8.53", "CTX-8.61", "CTX-8.81", "CTX-9.37", "CTX-7.32"),
-         _table(91_809, 6000, summary=8192, supplement=31_776), _table_row6, COMPACTING),
+         _table_row6_scenario(), _table_row6, COMPACTING | {"usage_reports"}),
     Case("BAD-UNREGISTERED-FIELD", "a patch of an unregistered field is refused, allow goes on",
          "bad input", ("CTX-3.59",), write_path(
              {"decision": "allow", "payload_patch": [{"path": "name", "value": "rm"}]}),

@@ -223,6 +223,10 @@ class ScriptDoc(_Doc):
     business: tuple[ModelDoc, ...] = ()
     executor: tuple[ModelDoc, ...] = ()
     compaction: tuple[ModelDoc, ...] = ()
+    limit_output: bool = Field(default=False, description=(
+        "the scripted provider honours each request's max_output_tokens: an answer whose "
+        "output tokens (its usage.output_tokens, else one a character) exceed it is cut to "
+        "that many characters, without tool calls, and reported cut (Q68)"))
 
     @model_validator(mode="after")
     def _keys_once(self) -> "ScriptDoc":
@@ -600,6 +604,7 @@ class ScriptedModel:
         self.run_no = run_no
         self.operations: dict[tuple[str, int], list[str]] = {}
         """(purpose, run) → the purpose_keys of its Operations, in the order first asked."""
+        self.limit_output = script.limit_output
         self.used = dict.fromkeys(self.script, 0)
         self.triggers = triggers
         self.answered: dict[tuple[str, int], ModelOutcome] = {}
@@ -625,7 +630,7 @@ class ScriptedModel:
         keyed = self.keyed.get((key, (self.run_no(), seen.index(request.purpose_key) + 1,
                                       request.attempt)))
         if keyed is not None:
-            self.answered[asked] = keyed.outcome()
+            self.answered[asked] = self._limited(keyed.outcome(), request.max_output_tokens)
             return self.answered[asked]
         queue = self.script[key]
         index = self.used[key]
@@ -633,8 +638,20 @@ class ScriptedModel:
             raise ScriptExhausted(f"the {key} model script ran out at request #{index + 1} "
                                   f"({request.purpose_key}, attempt {request.attempt})")
         self.used[key] = index + 1
-        self.answered[asked] = queue[index].outcome()
+        self.answered[asked] = self._limited(queue[index].outcome(), request.max_output_tokens)
         return self.answered[asked]
+
+    def _limited(self, outcome: ModelOutcome, limit: int) -> ModelOutcome:
+        """As a provider does, when the script asks for it: an answer over the request's
+        max_output_tokens stops there, its calls never made, and says it was cut."""
+        if not self.limit_output or not isinstance(outcome, Complete):
+            return outcome
+        spent = outcome.output_tokens if outcome.output_tokens is not None \
+            else len(outcome.text)
+        if spent <= limit:
+            return outcome
+        return Complete(outcome.text[:limit], (), outcome.reasoning, output_tokens=limit,
+                        input_tokens=outcome.input_tokens, cut=True)
 
 
 class ScriptedTools:

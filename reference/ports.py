@@ -61,6 +61,9 @@ class Complete:
     reasoning: str | None = None
     output_tokens: int | None = None
     input_tokens: int | None = None
+    cut: bool = False
+    """The provider stopped the answer at the request's max_output_tokens (a finish reason of
+    "length"): complete as a stream, but cut."""
 
 
 @dataclass(frozen=True)

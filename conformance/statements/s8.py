@@ -391,6 +391,36 @@ def _at_cap_check(trace: Trace) -> None:
           "the audit read of the raw records")
 
 
+# --- a summary the provider cuts at T is a summary: accepted, once --------------------------------
+
+
+def _cut_scenario() -> dict[str, Any]:
+    document = base(window=5000, output_reserve=1000, summary_target=300)
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1200},
+                         {"advance": True}]
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "s" * 2000}], "limit_output": True}
+    return document
+
+
+def _cut_check(trace: Trace) -> None:
+    # B = 5000 − 1000 − 100 = 3900, trigger floor(0.8 × 3900) = 3120. Run 2's request holds
+    # "sys", Run 1 (2000 characters and its status) and the 1200-character question: I > 3120
+    # → compact, with the Agent's explicit target: T = min(300, P) = 300 (P = min(1000, H) and
+    # H = 3900 − F > 2600). The provider cuts the 2000-character summary at T and says so. §8:
+    # a summary that reaches its output limit yet completes is accepted — no quality check,
+    # no second episode — and the business request carries exactly what came back (300 "s").
+    equal([(r["purpose"], r["max_output_tokens"]) for r in requests(trace)][1:],
+          [("compaction", 300), ("business", 1000)], "Run 2's requests (purpose, max output)")
+    [usage] = [u for u in of(trace, "model_usage") if u["purpose"] == "compaction"]
+    equal((usage["cut"], usage["output_tokens"]), (True, 300), "the summary as reported")
+    summary = [m["text"] for m in requests(trace, "business")[-1]["view"]["messages"]
+               if m["kind"] == "summary"]
+    equal([max(len(run) for run in text.split(" ") for run in run.split("\n")
+               if set(run) <= {"s"}) for text in summary], [300], "the summary in use")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
 # --- the material: history order, effective facts, whole interactions, labelled fragments --------
 
 
@@ -630,4 +660,7 @@ CASES: tuple[Case, ...] = (
     Case("S8-PROMPTS-LEAVE-NO-ROOM", "compaction prompts that leave no room for material are a "
          "budget configuration error, decided and traced before anything is sent", "§8",
          ("CTX-8.51", "CTX-8.68"), _no_room_scenario(), _no_room_check, COMPACTING),
+    Case("S8-SUMMARY-CUT-AT-T", "a summary the provider cuts at T is accepted once and used as "
+         "it came back", "§8", ("CTX-8.54", "CTX-8.44", "CTX-8.39"), _cut_scenario(), _cut_check,
+         COMPACTING | {"usage_reports"}),
 )

@@ -1325,13 +1325,14 @@ class ReferenceRuntime:
         outcome = self.model.call(ModelCall(purpose, operation_id, purpose_key, attempt,
                                             messages, schemas, max_output, ordinal, run.role))
         if isinstance(outcome, Complete) and (outcome.input_tokens is not None
-                                              or outcome.output_tokens is not None):
+                                              or outcome.output_tokens is not None
+                                              or outcome.cut):
             self.trace.add(tr.ModelUsage(
                 purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
                 attempt=attempt, estimated_input_tokens=estimation,
                 input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
                 input_deviation=None if outcome.input_tokens is None
-                else outcome.input_tokens - estimation, role=run.role))
+                else outcome.input_tokens - estimation, role=run.role, cut=outcome.cut))
         return outcome
 
     def _call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,

@@ -79,6 +79,8 @@ class ModelUsage:
     output_tokens: int | None
     input_deviation: int | None
     role: str = "root"
+    cut: bool = False
+    """The provider stopped the answer at max_output_tokens (reported as such)."""
     kind: Literal["model_usage"] = "model_usage"
 
 
