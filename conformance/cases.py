@@ -10,6 +10,7 @@ each case says how in its ``check``. IDs are permanent: ``ROW-<n>[-<variant>]`` 
 statement of a section, ``BAD-<name>`` for bad input, ``CRASH-…`` for a crash point.
 """
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -221,12 +222,17 @@ def _row8_scenario() -> dict[str, Any]:
     document["steps"] = [{"ask": "dump the table"}, {"advance": True}]
     document["model"] = {"business": [
         {"text": "", "tool_calls": [{"name": "dump"}]},
-        {"text": "", "tool_calls": [{"name": "result.read",
-                                     "arguments": {"from": 4000, "to": 4020}}]},
+        {"text": "", "tool_calls": [{"name": "result.read", "arguments": {
+            "result_ref": _digest_of(_BODY), "from": 4000, "to": 4020}}]},
         {"text": "row 00400 is there"}]}
     document["tools"] = {"dump": [{"text": _BODY}],
                          "result.read": [{"text": _BODY[4000:4020]}]}
     return document
+
+
+def _digest_of(text: str) -> str:
+    """A result_ref's digest as the model names it: sha256 of the body's UTF-8 bytes."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _row8_check(trace: Trace) -> None:

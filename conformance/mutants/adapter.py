@@ -1,5 +1,6 @@
-"""Mutants of the provider adapter (§6): what the model is sent differs from the view's facts —
-a preview sent bare, an adjusted call sent as if the model had made it."""
+"""Mutants of the provider adapter and the preview protocol (§6): what the model is sent differs
+from the view's facts — a preview sent bare, an adjusted call sent as if the model had made it —
+or a read behind a result_ref is not the stored range."""
 
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,6 +30,14 @@ def _without(kind: str) -> Callable[[Callable[..., RenderedRequest]],
     return wrong
 
 
+def _read_by_port(original: Callable[..., Any]) -> Callable[..., Any]:
+    def read(self: Any, run: Any, arguments: Any) -> Any:
+        # result.read is passed to the tool port like any tool: its answer is whatever the
+        # world says, not the stored range.
+        return self.tools.run("result.read", arguments, 1)
+    return read
+
+
 def _patches(kind: str) -> tuple[Patch, ...]:
     # The view module's own estimation and the runtime's request both go through the adapter.
     return (Patch(view, "render_request", _without(kind)),
@@ -45,4 +54,8 @@ MUTANTS = (
            "a hook's change to a call's arguments reaches the model only as rewritten call "
            "arguments, unmarked (§2 不得把变更后的内容伪装成供应商原文, §12 参数修改反馈)",
            _patches("arguments_adjusted")),
+    Mutant("RESULT-READ-NOT-STORED",
+           "result.read is answered by a tool like any other, not from the stored body behind "
+           "the result_ref (§6 模型后续通过 result.read 读取的内容)",
+           (Patch(runtime.ReferenceRuntime, "_read_result", _read_by_port),)),
 )

@@ -137,11 +137,48 @@ def _sent_preview_scenario() -> dict[str, Any]:
     document["steps"] = [{"ask": "dump the table"}, {"advance": True}]
     document["model"] = {"business": [
         {"text": "", "tool_calls": [{"name": "dump"}]},
-        {"text": "", "tool_calls": [{"name": "result.read",
-                                     "arguments": {"from": 4000, "to": 4020}}]},
+        {"text": "", "tool_calls": [{"name": "result.read", "arguments": {
+            "result_ref": _ref(_TABLE), "from": 4000, "to": 4020}}]},
         {"text": "row 00400 is there"}]}
-    document["tools"] = {"dump": [{"text": _TABLE}], "result.read": [{"text": _TABLE[4000:4020]}]}
+    document["tools"] = {"dump": [{"text": _TABLE}]}
     return document
+
+
+def _ref(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- §6: result.read answers the stored range behind a result_ref -------------------------------
+
+
+def _read_scenario() -> dict[str, Any]:
+    document = _sent_preview_scenario()
+    document["model"]["business"][1:] = [
+        {"text": "", "tool_calls": [
+            {"name": "result.read", "arguments": {"result_ref": _ref(_TABLE), "from": 19_990,
+                                                  "to": 20_000}},
+            {"name": "result.read", "arguments": {"result_ref": _ref("another body"),
+                                                  "from": 0, "to": 10}}]},
+        {"text": "the last row is row 01999"}]
+    # What a tool port would answer for result.read if asked: never the stored body.
+    document["tools"]["result.read"] = [{"text": "made up"}, {"text": "made up"}]
+    return document
+
+
+def _read_check(trace: Trace) -> None:
+    # The dump's 20000 characters are shown as a 4000-character preview with its result_ref.
+    # The model reads characters [19990, 20000) behind that ref: the runtime answers the stored
+    # range — "row 01999\n", the table's last 10 characters — as a new tool result (§6); a
+    # read of a reference this role was never shown is refused with a structured error, not
+    # answered with made-up text.
+    last = requests(trace, "business")[-1]
+    rendered_pairing(last)
+    results = [m["text"] for m in last["view"]["messages"] if m["kind"] == "tool_result"]
+    equal(results[1], _TABLE[19_990:20_000], "the read of [19990, 20000)")
+    refused = structured(results[2], "the read of an unknown result_ref")
+    expect(isinstance(refused, dict) and "made up" not in results[2],
+           f"the read of an unknown result_ref is not a structured error: {results[2]!r}")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
 def _sent_preview_check(trace: Trace) -> None:
@@ -153,7 +190,7 @@ def _sent_preview_check(trace: Trace) -> None:
     # (one token per character, no overhead), I counts every character sent: at least the
     # content of every message plus the tool schemas (only the calls' own text may add more).
     body = _TABLE
-    ref = "sha256:" + hashlib.sha256(body.encode("utf-8")).hexdigest()
+    ref = _ref(body)
     later = requests(trace, "business")[1:]
     expect(len(later) == 2, f"business requests after the dump: {len(later)}")
     for request in later:
@@ -216,4 +253,7 @@ CASES: tuple[Case, ...] = (
          "and source, in what the provider receives", "§6",
          ("CTX-6.16", "CTX-2.32", "CTX-3.57"), example("tool-batch-hook"), _adjusted_check,
          frozenset({"hooks", "estimator_injection"})),
+    Case("S6-RESULT-READ", "result.read answers the stored range behind a result_ref, and "
+         "refuses a reference the role was never shown", "§6", ("CTX-6.18", "CTX-6.19"),
+         _read_scenario(), _read_check, frozenset({"estimator_injection"})),
 )

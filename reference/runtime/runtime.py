@@ -112,6 +112,7 @@ from ctxspec.reference.ports import (
     PartialThenFailed,
     ProposedCall,
     Purpose,
+    ToolOutcome,
     ToolPort,
     ToolSpec,
 )
@@ -120,6 +121,7 @@ from ctxspec.reference.protocol import (
     UnsettledBatch,
     argument_problems,
     bounded_preview,
+    read_range,
     structured_error,
 )
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
@@ -222,6 +224,9 @@ class SharedField:
 
 
 DELEGATE_TOOL = "delegate"
+READ_TOOL = "result.read"
+"""The runtime's own tool behind a bounded preview (§6): arguments ``result_ref`` (the digest a
+truncated mark names), ``from`` and ``to`` (characters); it answers the stored range."""
 """The Planner's call that starts an Executor: arguments task, constraints, materials."""
 
 
@@ -1641,7 +1646,8 @@ class ReferenceRuntime:
             self._commit("TOOL_STARTED", position(started=str(call_id)))
             self.clock.tick()
             owner.tool_calls_made += 1
-            outcome = self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
+            outcome = self._read_result(run, arguments) if call.name == READ_TOOL else \
+                self.tools.run(call.name, arguments, self._ordinal(f"tool:{call.name}"))
             self.trace.add(tr.ToolExecuted(call_id, call.name, arguments, proposed,
                                            "error" if outcome.error else "ok",
                                            outcome.latency))
@@ -1677,6 +1683,23 @@ class ReferenceRuntime:
         spec = next((tool for tool in self._tools(run) if tool.name == name), None)
         declared = json.loads(spec.schema).get("parameters") if spec is not None else None
         return argument_problems(declared, arguments) if isinstance(declared, dict) else ()
+
+    def _read_result(self, run: RunState, arguments: Mapping[str, JSON]) -> ToolOutcome:
+        """``result.read``: characters [from, to) of a body whose preview this role was shown,
+        read from its blob; it becomes a new tool result by the same rules as any (§6 "模型后续
+        通过 result.read 读取的内容成为新的工具结果"). A reference the role's records do not carry
+        is refused, never guessed.  CTX-6.18"""
+        digest, start, end = (arguments.get(k) for k in ("result_ref", "from", "to"))
+        refs = [ref for raw in self.contexts[run.context_id].records
+                if isinstance(cut := raw.content.get("truncation"), dict)
+                and isinstance(ref := cut.get("result_ref"), dict)
+                and ref.get("digest") == digest]
+        if not refs or not isinstance(start, int) or not isinstance(end, int) \
+                or not 0 <= start <= end:
+            return ToolOutcome("", "no stored result with that result_ref and range 0 <= from "
+                               "<= to for this role")
+        body = self.store.text(PayloadRef.model_validate(refs[0]))
+        return ToolOutcome(read_range(body, start, min(end, len(body))))
 
     def _post_call(self, run: RunState, decision_id: UUID, call_id: UUID,
                    raws: dict[str, JSON], done: dict[str, JSON],
