@@ -26,6 +26,7 @@ from ctxspec.conformance.scenario import (
     StepDoc,
     Triggers,
     WorkflowDoc,
+    WriteDoc,
 )
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PayloadRef
@@ -75,7 +76,7 @@ CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injecti
                           "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
                           "sessions", "workflow", "history_bodies", "error_figures",
-                          "final_answers", "moments"})
+                          "final_answers", "moments", "writer"})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -302,6 +303,11 @@ class ReferenceDriver:
     def supplement(self, text: str) -> None:
         self._input(text, ReferenceRuntime.supplement)
 
+    def write(self, write: WriteDoc) -> None:
+        """An independent writer's correction (capability ``writer``), committed at once."""
+        self._outermost(lambda: self._runtime().write(write.target, write.field, write.value),
+                        lambda: None)
+
     def stop(self) -> None:
         if self.workflow_control is not None:
             self.workflow_control.stop()
@@ -462,6 +468,13 @@ class RetentionDriver(Driver, Protocol):
     def history_step(self, read: HistoryReadDoc) -> None: ...
 
 
+class WriterDriver(Driver, Protocol):
+    """A driver with the optional ``writer`` capability: an independent writer's correction of
+    a record of the active Run, committed as its own mutation (§9)."""
+
+    def write(self, write: WriteDoc) -> None: ...
+
+
 class SessionsDriver(Driver, Protocol):
     """A driver with the optional ``sessions`` capability: it opens another Session of the same
     Agent (same store, same Agent workspace) and traces ``session_opened``."""
@@ -484,6 +497,8 @@ def perform(driver: Driver, step: StepDoc) -> None:
         cast(RetentionDriver, driver).delete_agent()
     elif step.new_session:
         cast(SessionsDriver, driver).new_session()
+    elif step.write is not None:
+        cast(WriterDriver, driver).write(step.write)
     else:
         driver.advance()
 

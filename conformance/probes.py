@@ -92,6 +92,11 @@ PROBES: tuple[Probe, ...] = (
           "second request only",
           lambda t: ["at the freeze" in [m["text"] for m in r["view"]["messages"]]
                      for r in requests(t)] == [False, True]),
+    Probe("writer", _with(_tool_loop(), triggers=[
+        {"on": {"tool": "t", "ordinal": 1}, "do": {"write": {
+            "target": "first_assistant", "field": "text", "value": "corrected"}}}]),
+          'the decision written as "corrected" in the second request',
+          lambda t: "corrected" in [m["text"] for m in requests(t)[-1]["view"]["messages"]]),
     Probe("compaction", boundary(), "a compaction request",
           lambda t: bool(requests(t, "compaction")), frozenset({"estimator_injection"})),
     Probe("planner_executor", _with(_session(executor={}), model={

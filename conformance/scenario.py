@@ -385,6 +385,16 @@ class HistoryReadDoc(_Doc):
         "private)"))
 
 
+class WriteDoc(_Doc):
+    """An independent writer's correction of a record of the active Run (§9): capability
+    ``writer``."""
+
+    target: str = Field(min_length=1, description="a record id, or question, first_assistant, "
+                        "last")
+    field: str = Field(min_length=1, description="a registered field of the record, e.g. text")
+    value: Any
+
+
 class StepDoc(_Doc):
     ask: str | None = None
     supplement: str | None = None
@@ -400,14 +410,18 @@ class StepDoc(_Doc):
     """Needs ``sessions``: open another Session of the same Agent, on the same store and the
     same Agent workspace, ending nothing; the later steps talk to it (traced as
     ``session_opened``)."""
+    write: WriteDoc | None = None
+    """Needs ``writer``: another part of the application corrects a record of the active Run
+    (as a trigger's action, while a compaction runs: §9's concurrent change)."""
 
     @model_validator(mode="after")
     def _one(self) -> "StepDoc":
         if sum([self.ask is not None, self.supplement is not None, self.advance, self.stop,
                 self.read_history is not None, self.observe_retention,
-                self.delete_agent, self.new_session]) != 1:
+                self.delete_agent, self.new_session, self.write is not None]) != 1:
             raise ValueError("a step is exactly one of: ask, supplement, advance, stop, "
-                             "read_history, observe_retention, delete_agent, new_session")
+                             "read_history, observe_retention, delete_agent, new_session, "
+                             "write")
         return self
 
 

@@ -12,6 +12,6 @@ COMMIT_NAMES = ("SESSION_OPENED", "APP-INPUT", "T_FREEZE", "ATTEMPT_FAILED", "T_
                 "RAW_RESULT_SAVED", "HOOK_STARTED", "HOOK_DECISION", "EFFECTIVE_RESULT",
                 "TOOL_STARTED", "TOOL_SETTLED", "BATCH_FEEDBACK", "EPISODE_STARTED",
                 "CHUNK_RAW_SAVED", "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED", "EXECUTION_STARTED",
-                "EXECUTION_ENDED", "APP-FINALIZE", "TAKEOVER")
+                "EXECUTION_ENDED", "APP-FINALIZE", "TAKEOVER", "CONTEXT_WRITTEN")
 """The named RuntimeCommits a crash can be placed before or after (docs/recovery.md says what
 each persists and how recovery continues from it)."""

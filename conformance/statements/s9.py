@@ -422,6 +422,39 @@ def _cas_over_check(trace: Trace) -> None:
 
 
 
+def _writer_scenario() -> dict[str, Any]:
+    """S9-CAS-REBUILT's Session, the correction made by an independent writer — not a hook —
+    just before the episode's second chunk request."""
+    document = corrected_summary()
+    business = document["model"]["business"]
+    document["model"]["business"] = [*business[:2], {"text": "done"}]
+    document["hooks"] = []
+    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 2}, "do": {"write": {
+        "target": "first_assistant", "field": "text", "value": "Z" * 2036}}}]
+    return document
+
+
+def _writer_check(trace: Trace) -> None:
+    # As S9-CAS-REBUILT, with the change coming from outside the episode's own requests: chunk
+    # 1 summarised the first decision, then another writer corrected it. The switch sees the
+    # covered material changed and refuses (no summary becomes the head, no second episode, no
+    # chunk asked again); loop 3 is rebuilt from the records as they are now — the corrected
+    # decision, I = 3964 − 1506 + (2036 + 6) = 4500 = B — and goes.
+    equal(len(requests(trace, "compaction")), 2, "compaction requests")
+    equal(len({e["episode_id"] for e in of(trace, "compaction")}), 1, "episodes")
+    steps = [e["step"] for e in of(trace, "compaction")]
+    expect("snapshot_active" not in steps and steps[-1] == "snapshot_refused",
+           f"the episode's steps: {steps}")
+    loop3 = requests(trace, "business")[2]
+    equal((loop3["snapshot_id"], loop3["estimated_input_tokens"]), (None, 4500),
+          "loop 3's snapshot and I")
+    texts = [m["text"] for m in loop3["view"]["messages"]]
+    expect("Z" * 2036 in texts and "A" * 1500 not in texts,
+           "loop 3 does not show the written correction in place of the decision")
+    expect(not any("SUM" in text for text in texts), "loop 3 shows the refused summary")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 def _cas_takeover_scenario() -> dict[str, Any]:
     document = _cas_scenario("Z" * 2037)
     document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
@@ -472,6 +505,10 @@ CASES: tuple[Case, ...] = (
          "made the head, the view is rebuilt and sent at I = B", "§9",
          ("CTX-9.30", "CTX-9.33", "CTX-8.12"), _cas_scenario("Z" * 2036), _cas_rebuilt_check,
          COMPACTING | {"hooks"}),
+    Case("S9-CAS-WRITER", "covered material changed by an independent writer during the "
+         "episode: the summary is not made the head, the view is rebuilt", "§9",
+         ("CTX-9.30", "CTX-9.33"), _writer_scenario(), _writer_check,
+         COMPACTING | {"triggers", "writer"}),
     Case("S9-CAS-OVER", "covered material changed during the episode and the rebuilt request is "
          "one token over B: the Run ends, nothing is summarised again", "§9",
          ("CTX-9.33", "CTX-9.29"), _cas_scenario("Z" * 2037), _cas_over_check,

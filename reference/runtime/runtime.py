@@ -73,6 +73,7 @@ from ctxspec.reference.effective import (
     ContextState,
     FieldChange,
     RawRecord,
+    RevisionConflict,
     Scope,
     append_records,
     commit_changes,
@@ -638,6 +639,31 @@ class ReferenceRuntime:
         return UserInput(input_id=input_id, session_id=self.session_id,
                          input_seq=len(self.book.inputs) + 1, origin_run_id=run_id, kind=kind,
                          body_ref=self._ref(text), received_at=self._time())
+
+    def write(self, target: str, field_key: str, value: JSON) -> None:
+        """An independent writer (§9 "覆盖材料在压缩期间被并发修改"): another part of the
+        application corrects a field of a record of the active Run's root context, as its own
+        ContextMutation and revision (source ``user:writer``), committed at once. Whatever runs
+        meanwhile sees it only through the committed facts — a compaction's switch CAS
+        included. ``target`` is a record id or ``question``, ``first_assistant``, ``last``."""
+        run = self.active_run
+        if run is None:
+            raise RuntimeError("an independent write needs an active Run")
+        state = self.contexts[run.context_id]
+        named = self._named_records(run, state)
+        record_id = named[target] if target in named else UUID(target)
+        raw = state.record(record_id)
+        if raw is None or raw.record.message_kind == "user_ref":
+            raise ValueError(f"{target}: no record of the Run a writer may correct (a user "
+                             "input is never rewritten, §3)")
+        committed = commit_changes(
+            state, [FieldChange(record_id, field_key, value, (f"writer:{field_key}",))], [],
+            base_revision=state.head.revision, mutation_id=self._id(),
+            source_kind=MutationSourceKind.USER, source_ref="writer")
+        if isinstance(committed, RevisionConflict):
+            raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
+        self.contexts[run.context_id] = committed.state
+        self._commit("CONTEXT_WRITTEN", [])
 
     def stop(self) -> None:
         """The user stops the active Run: no new compaction or business attempt starts (§11)."""
@@ -1966,17 +1992,9 @@ class ReferenceRuntime:
 
     # --- hooks ----------------------------------------------------------------------------------
 
-    def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
-               call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
-               extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
-               always: Sequence[Write] = (), budget: BudgetRoom | None = None
-               ) -> ChainOutcome | None:
-        """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
-        writes made from the outcome and the ``always`` writes — the loop checkpoint that
-        records the chain as done (§10: a committed decision is reused, never re-run)."""
-        if not self.hooks.registered(point):
-            return None
-        state = self.contexts[run.context_id]
+    def _named_records(self, run: RunState, state: ContextState) -> dict[str, UUID]:
+        """The records a hook item or a writer may name instead of an id: the last one, the
+        first assistant decision, the Run's question, a shared field by its name."""
         named = {"last": state.records[-1].record_id} if state.records else {}
         shared_id = (run.parent or run).shared_context_id
         if shared_id is not None:
@@ -1990,6 +2008,20 @@ class ReferenceRuntime:
             if raw.record.message_kind == "user_ref" and raw.record.origin_input_id is not None \
                     and raw.record.origin_input_id == run.question_input_id:
                 named["question"] = raw.record_id
+        return named
+
+    def _hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
+               call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
+               extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
+               always: Sequence[Write] = (), budget: BudgetRoom | None = None
+               ) -> ChainOutcome | None:
+        """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
+        writes made from the outcome and the ``always`` writes — the loop checkpoint that
+        records the chain as done (§10: a committed decision is reused, never re-run)."""
+        if not self.hooks.registered(point):
+            return None
+        state = self.contexts[run.context_id]
+        named = self._named_records(run, state)
         # The hook reads a copy: it changes a call only by a validated patch, never by writing
         # into the payload the runtime goes on with (§3; CTX-3.7).
         context = HookContext(point, copy.deepcopy(payload), run.context_id,
