@@ -54,14 +54,20 @@ def structured_error(code: str, detail: str) -> str:
 
 
 def placeholder_text(call: ToolCall, state: OperationState | None) -> str:
-    """What a placeholder says: the call did not run to a result; its real state, if known.
+    """What a placeholder says: the call did not run to a result; its Operation's real state,
+    or — a call with no Operation — that it never started (not "unknown", which would say it
+    may have acted: Q69).
 
     Never a success, never a made-up output (CTX-6.6, CTX-6.10, CTX-6.12).
     """
+    if state is None:
+        return json.dumps({"status": "not_executed", "tool": call.name,
+                           "reason": "the run ended before this call started",
+                           "operation_state": "not_started"}, ensure_ascii=False,
+                          sort_keys=True)
     return json.dumps({"status": "not_executed", "tool": call.name,
                        "reason": "the run ended before this call produced a result",
-                       "operation_state": state.value if state is not None else "unknown"},
-                      ensure_ascii=False, sort_keys=True)
+                       "operation_state": state.value}, ensure_ascii=False, sort_keys=True)
 
 
 def bounded_preview(body: str, max_chars: int,

@@ -159,7 +159,9 @@ def test_delivery_fields_follow_the_state() -> None:
 
 @pytest.mark.covers("CTX-2.13")
 def test_record_message_kinds_of_the_design_are_accepted() -> None:
-    for kind in ("user_ref", "assistant", "tool_result", "feedback", "outcome"):
+    # An open string (§2 types it str, its comment lists examples): the design's kinds and
+    # others a runtime stores (an annotation) alike.
+    for kind in ("user_ref", "assistant", "tool_result", "feedback", "outcome", "annotation"):
         record = c.ContextRecord(record_id=uuid4(), context_id=uuid4(), context_seq=1,
                                  run_id=uuid4(), role=c.MessageRole.USER, message_kind=kind,
                                  payload_ref=REF, operation_id=None, call_id=None,

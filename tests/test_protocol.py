@@ -59,6 +59,20 @@ def test_multi_round_batches_in_action_order_with_a_failed_item() -> None:
     assert json.loads(messages[5].text)["status"] == "error"
 
 
+@pytest.mark.covers("CTX-6.6", "CTX-6.12")
+def test_a_placeholder_for_a_call_that_never_started_says_so() -> None:
+    # No Operation exists for the call: it is not "unknown" (which would say it may have acted).
+    session = SessionBuilder()
+    run = session.run()
+    session.ask(run, "q")
+    (call,) = session.call(run, "a")
+    messages = repair(run.records, run_ended=True)
+    assert isinstance(messages, list)
+    [placeholder] = [m for m in messages if m.kind is ViewKind.PLACEHOLDER]
+    assert json.loads(placeholder.text)["operation_state"] == "not_started"
+    assert call.call_id == placeholder.call_id
+
+
 @pytest.mark.covers("CTX-6.6", "CTX-6.10", "CTX-6.12")
 def test_stopped_run_mid_batch_gets_placeholders_and_keeps_real_states() -> None:
     session = SessionBuilder()

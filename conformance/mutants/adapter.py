@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
-from ctxspec.reference import view
+from ctxspec.reference import protocol, view
+from ctxspec.reference.contracts import OperationState
 from ctxspec.reference.runtime import runtime
 from ctxspec.reference.view import RenderedRequest
 
@@ -38,6 +39,13 @@ def _read_by_port(original: Callable[..., Any]) -> Callable[..., Any]:
     return read
 
 
+def _never_started_unknown(original: Callable[..., str]) -> Callable[..., str]:
+    def text(call: Any, state: Any) -> str:
+        # A call with no Operation is reported with the design's "unknown" state.
+        return original(call, OperationState.UNKNOWN if state is None else state)
+    return text
+
+
 def _patches(kind: str) -> tuple[Patch, ...]:
     # The view module's own estimation and the runtime's request both go through the adapter.
     return (Patch(view, "render_request", _without(kind)),
@@ -54,6 +62,10 @@ MUTANTS = (
            "a hook's change to a call's arguments reaches the model only as rewritten call "
            "arguments, unmarked (§2 不得把变更后的内容伪装成供应商原文, §12 参数修改反馈)",
            _patches("arguments_adjusted")),
+    Mutant("NEVER-STARTED-UNKNOWN",
+           "a placeholder for a call that never started reports its Operation as unknown, as if "
+           "it might have acted (§6: the projection states the real state, never another)",
+           (Patch(protocol, "placeholder_text", _never_started_unknown),)),
     Mutant("RESULT-READ-NOT-STORED",
            "result.read is answered by a tool like any other, not from the stored body behind "
            "the result_ref (§6 模型后续通过 result.read 读取的内容)",

@@ -4,6 +4,7 @@ output and the end of a stream, during a hook, between a raw save and its post h
 calls of one batch. Each is the statement of its section at that boundary (IDs ``S<section>-…``);
 expected values derived by hand from the design (see conformance/case.py)."""
 
+import json
 from typing import Any
 
 from ctxspec.conformance.case import Case, Trace, base, endings, equal, expect, lines, of, requests
@@ -88,6 +89,13 @@ def _stop_between_calls_check(trace: Trace) -> None:
     equal(len(results), 2, "tool messages answering a and b in Run 2's request")
     equal(results[0]["text"], "a done", "a's result")
     expect(results[1]["text"] != "b done", "b's placeholder claims b's output")
+    # b never started: it has no Operation, so its placeholder may not report the design's
+    # "unknown" state, which would say it may have acted (§6, §10; Q69).
+    try:
+        stated = json.loads(results[1]["text"]).get("operation_state")
+    except (ValueError, AttributeError):
+        stated = None
+    expect(stated != "unknown", "b's placeholder says its outcome is unknown; it never started")
 
 
 def _stop_during_hook() -> dict[str, Any]:

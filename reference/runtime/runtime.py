@@ -922,11 +922,15 @@ class ReferenceRuntime:
                 current_records=effective_records(self.contexts[run.context_id]),
                 protected_input_ids={p.input_id for p in protected})
         history = StoredHistory(self.store, self.session_id)
+        # A placeholder states its call's real Operation state; a call with none never
+        # started (§6: the projection never changes a state, Q69).
+        states = {UUID(op.purpose_key.split(":", 1)[1]): op.state
+                  for op in self.operations.values() if op.purpose is OperationPurpose.TOOL}
         return project_history(
             ended_runs=history.ended_runs(run.run_no), recent_runs=self.agent.recent_runs,
             source=history, current_run_id=run.run_id,
             current_records=effective_records(self.contexts[run.context_id]),
-            protected_input_ids={p.input_id for p in protected})
+            protected_input_ids={p.input_id for p in protected}, call_states=states)
 
     def _system(self, run: RunState) -> ViewMessage:
         executor = self.agent.executor
