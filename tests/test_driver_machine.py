@@ -166,10 +166,11 @@ def test_a_failure_saves_a_scenario_that_reproduces_it(tmp_path: Path,
 def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     # Two Sessions the machine shrank from failures of the reference, kept as regressions.
     # A protected question that leaves compaction no room for one labelled character: the
-    # episode cannot run, so the Run fails with COMPACTION_FAILED (Q32) instead of raising.
+    # episode cannot run, so the Run fails — a budget configuration that cannot compact (Q32,
+    # Q67) — instead of raising.
     small = json.loads((DEFECTS / "chunk-capacity-raises.json").read_text("utf-8"))
     trace = replay_checked(small, ReferenceDriver)
-    assert endings(trace) == [(1, "failed", "COMPACTION_FAILED")]
+    assert endings(trace) == [(1, "failed", "BUDGET_CONFIGURATION_INVALID")]
     # The provider refuses the request, and the process dies before APP-FINALIZE: the takeover
     # ends the Run with the same code and never sends the over-window request again (§7).
     refused = json.loads((DEFECTS / "refusal-asked-again.json").read_text("utf-8"))
