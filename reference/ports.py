@@ -1,5 +1,6 @@
 """The ports a runtime is driven through (§3 "可替换端口", §7, §8): the model, the tools, the
-hooks, the clock and the token estimator (``tokens.py``) come from outside. The runtime never
+hooks, the clock, the token estimator (``tokens.py``) and the world at the loop's named
+moments come from outside. The runtime never
 decides what a model says or what a tool returns; scripted ports (conformance/scenario.py)
 and a production runtime's adapters implement these.
 
@@ -32,8 +33,9 @@ class ModelCall:
     tool_schemas: tuple[str, ...]
     max_output_tokens: int
     ordinal: int
-    """The n-th request of this purpose and role in the Session (1-based): how scripts are
-    keyed."""
+    """The n-th request of this purpose and role this runtime made (1-based). A restarted
+    runtime counts afresh, so the world — a scripted port, a scenario's triggers — counts the
+    requests it receives itself."""
     role: str = "root"
     """The role making the request: root (or Planner), executor."""
 
