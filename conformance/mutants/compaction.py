@@ -99,6 +99,12 @@ def _stop_unseen_while_fitting(original: Callable[..., Any]) -> Callable[..., An
     return stopped
 
 
+def _unseen_at_freeze(original: Callable[..., Any]) -> Callable[..., Any]:
+    def stopped(self: Any, run: Any) -> bool:
+        return False
+    return stopped
+
+
 def _remember_material(original: Callable[..., Any]) -> Callable[..., Any]:
     def compact(self: Any, run: Any, operation_id: Any, view: Any, material: Any, target: int,
                 *rest: Any) -> Any:
@@ -151,7 +157,9 @@ MUTANTS = (
            "shares the Run's cancellation and deadline)",
            (Patch(runtime.ReferenceRuntime, "_fit", _fit_unaware),
             Patch(runtime.ReferenceRuntime, "_stopped_or_out_of_time",
-                  _stop_unseen_while_fitting))),
+                  _stop_unseen_while_fitting),
+            # Nor is it seen between the episode and the freeze: only after the request.
+            Patch(runtime.ReferenceRuntime, "_stopped_before_freeze", _unseen_at_freeze))),
     Mutant("EPISODE-MATERIAL-REREAD",
            "a takeover resumes a running episode on the records as they are now instead of "
            "the material it started with, so a correction made meanwhile makes the summary of "

@@ -37,9 +37,11 @@ def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _hooks_forgotten(original: Callable[..., Any]) -> Callable[..., Any]:
     def batch(self: Any, run: Any, decision_id: Any, call_ids: Any, settled: Any = None,
-              started: Any = None, hooked: Any = None, delegations: Any = None) -> None:
+              started: Any = None, hooked: Any = None, delegations: Any = None,
+              unprocessed: Any = None) -> None:
         # Committed pre-call hook decisions are not reused: the hooks are asked again.
-        original(self, run, decision_id, call_ids, settled, started, {}, delegations)
+        original(self, run, decision_id, call_ids, settled, started, {}, delegations,
+                 unprocessed)
     return batch
 
 
