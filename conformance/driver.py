@@ -305,8 +305,13 @@ class ReferenceDriver:
 
     def write(self, write: WriteDoc) -> None:
         """An independent writer's correction (capability ``writer``), committed at once."""
+        written = self.store.count("mutations")
+
+        def resend() -> None:  # a write the dead runtime never committed is made again
+            if self.store.count("mutations") == written:
+                self._runtime().write(write.target, write.field, write.value)
         self._outermost(lambda: self._runtime().write(write.target, write.field, write.value),
-                        lambda: None)
+                        resend)
 
     def stop(self) -> None:
         if self.workflow_control is not None:
