@@ -315,8 +315,9 @@ def main() -> None:
             encoder.encode(text, disallowed_special=())
 
     def trim() -> list[BaseMessage]:
-        return trim_messages(lc_messages, max_tokens=BUDGET, token_counter=counter,
-                             strategy="last", include_system=True, start_on="human")
+        # list(...) keeps the type whether or not langchain-core (the bench extra) is installed.
+        return list(trim_messages(lc_messages, max_tokens=BUDGET, token_counter=counter,
+                                  strategy="last", include_system=True, start_on="human"))
 
     total = sum(len(encoder.encode(text, disallowed_special=())) for text in texts)
     print(f"session: {len(lc_messages):,} messages (ctxspec's view with every Run projected: "
