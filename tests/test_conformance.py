@@ -293,6 +293,10 @@ def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
     passed = _suite(runner, *only)
     assert passed.returncode == 0, passed.stdout
     assert f"{len(chosen)} passed" in passed.stdout
+    if whole:
+        # How the plugin reports a failing and an unsupported case is plumbing, judged on the
+        # default tier's cases; the slow tier's whole-suite run is for every case passing.
+        return
     failing = _suite(runner, *only, "--ctxspec-driver",
                      "tests.test_conformance:DropsThirdSupplement")
     assert failing.returncode == 1
