@@ -624,17 +624,17 @@ class ScriptedModel:
         self.answered: dict[tuple[str, int], ModelOutcome] = {}
         self.replays = 0
         """Answers given again: a runtime that re-asks a saved answer shows up here."""
-        self.requests: dict[tuple[str, str], int] = {}
-        """New requests seen, per purpose and role: the world counts them, not the runtime, so
-        a restarted runtime (which counts from zero) never fires a trigger a second time."""
+        self.requests: dict[str, int] = {}
+        """New requests seen, per purpose over the whole scenario (every role, every Session):
+        the world counts them, not the runtime, so a restarted runtime (which counts from
+        zero) or a second role reaching its own n-th request never fires a trigger twice."""
 
     def call(self, request: ModelCall) -> ModelOutcome:
         asked = (request.purpose_key, request.attempt)
         if asked in self.answered:
             self.replays += 1
             return self.answered[asked]
-        counted = (request.purpose, request.role)
-        ordinal = self.requests[counted] = self.requests.get(counted, 0) + 1
+        ordinal = self.requests[request.purpose] = self.requests.get(request.purpose, 0) + 1
         self.triggers.fire(purpose=request.purpose, ordinal=ordinal)
         key = "executor" if request.purpose == "business" and request.role == "executor" \
             else request.purpose
