@@ -238,13 +238,17 @@ def argument_problems(parameters: Mapping[str, Any], arguments: Mapping[str, Any
     property missing, or a declared property of another JSON type (the schema's top level;
     deeper keywords are the tool's own to enforce). A call that breaks it is an output-format
     error, answered with an error result for the business role's next Loop (§11; Q82)."""
-    problems = [f"missing required argument {name!r}" for name in parameters.get("required", ())
-                if name not in arguments]
+    # A malformed schema (a scenario's own) declares nothing it cannot say: only names and
+    # type names that are strings count.
+    required = parameters.get("required", ())
+    names = [n for n in required if isinstance(n, str)] if isinstance(required, list) else []
+    problems = [f"missing required argument {name!r}" for name in names if name not in arguments]
     declared = parameters.get("properties", {})
     for name, value in arguments.items():
         spec = declared.get(name) if isinstance(declared, Mapping) else None
         kind = spec.get("type") if isinstance(spec, Mapping) else None
-        kinds = [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list) else []
+        listed = kind if isinstance(kind, list) else [kind]
+        kinds = [k for k in listed if isinstance(k, str)]
         allowed = tuple(t for k in kinds for t in _JSON_TYPES.get(k, ()))
         wrong_bool = isinstance(value, bool) and bool not in allowed
         if allowed and (not isinstance(value, allowed) or wrong_bool):

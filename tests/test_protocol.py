@@ -218,3 +218,12 @@ def test_a_view_message_carries_every_field_of_its_record() -> None:
                                      text="t", keep_call=False)
     assert (relabelled.role, relabelled.text, relabelled.call_id) == \
         (MessageRole.SYSTEM, "t", None)
+
+
+def test_a_malformed_tool_schema_declares_nothing_and_raises_nothing() -> None:
+    # Found by the scenario fuzz batch: a scenario's tool schema with a non-string type name or
+    # a non-list `required` raised TypeError out of `ctxspec replay` (#18, Q82).
+    from ctxspec.reference.protocol import argument_problems
+    assert argument_problems({"properties": {"path": {"type": [[]]}}}, {"path": "a"}) == ()
+    assert argument_problems({"required": 5}, {}) == ()
+    assert argument_problems({"required": ["x", [1]]}, {}) == ("missing required argument 'x'",)
