@@ -4,6 +4,7 @@ a runtime in any language can pass it. The cases themselves are in ``cases.py`` 
 worked examples) and ``crash_matrix.py`` (§10 crash points).
 """
 
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -62,7 +63,45 @@ def expect(condition: bool, message: str) -> None:
 
 def equal(seen: object, expected: object, what: str) -> None:
     if seen != expected:
-        raise CaseFailure(f"{what}: expected {expected!r}, saw {seen!r}")
+        raise CaseFailure(f"{what}: {difference(expected, seen)}")
+
+
+LONG = 48
+"""Texts longer than this are shown elided around their middle in a failure's detail."""
+DIFF_LINES = 20
+
+
+def short(value: object) -> str:
+    """``repr`` with every long text elided (its start, its end and its length kept), so a
+    detail stays readable whatever the scenario's texts are."""
+    if isinstance(value, str):
+        if len(value) <= LONG:
+            return repr(value)
+        return repr(value[:24]) + f" …({len(value)} characters)… " + repr(value[-12:])
+    if isinstance(value, tuple):
+        inner = ", ".join(short(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(short(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{short(k)}: {short(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def difference(expected: object, seen: object) -> str:
+    """Expected against seen: on one line when short, else — for two sequences — the items
+    that differ as a diff (``-`` expected, ``+`` seen) of at most DIFF_LINES lines."""
+    line = f"expected {short(expected)}, saw {short(seen)}"
+    if len(line) <= 160 or not (isinstance(expected, list | tuple)
+                                and isinstance(seen, list | tuple)):
+        return line
+    diff = [d for d in difflib.ndiff([short(e) for e in expected], [short(s) for s in seen])
+            if not d.startswith("?")]
+    if len(diff) > DIFF_LINES:
+        changed = [i for i, d in enumerate(diff) if not d.startswith("  ")]
+        start = max(0, (changed[0] if changed else 0) - 2)
+        diff = [*diff[start:start + DIFF_LINES], f"  … ({len(diff) - DIFF_LINES} more lines)"]
+    return "expected (-) and seen (+) differ:\n" + "\n".join(diff)
 
 
 def structured(text: str, what: str) -> Any:
@@ -101,8 +140,41 @@ def digest(text: str) -> dict[str, Any]:
             "sha256": hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()}
 
 
+WORDED = {"outcome": "system", "marker": "system", "placeholder": "tool",
+          "fragment": "system", "summary": "system", "shared": "system",
+          "annotation": "system"}
+"""Message kinds whose wording and protocol role the runtime chooses (the design fixes what
+they stand for, not how they read): a case compares their structure, never their text."""
+
+
+def said(message: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A view message as a case compares it: (role, kind, text) for what the scenario, the
+    user or the model wrote; for a message the runtime words, what it stands for — an outcome
+    its Run and status (:func:`outcome`), a marker the input it points at (or the orphaned
+    result it carries), a placeholder its call, a summary, fragment, shared field or
+    annotation the text it carries verbatim (``body``)."""
+    kind = message["kind"]
+    if kind not in WORDED:
+        return message["role"], kind, message["text"]
+    if kind == "outcome":
+        return outcome(message["run_no"], message["status"], message["final_result"])
+    if kind == "placeholder":
+        return WORDED[kind], kind, f"call {message['call_id']}"
+    if kind == "marker" and message.get("input_id") is not None:
+        return WORDED[kind], kind, f"input {message['input_id']}"
+    return WORDED[kind], kind, message["body"]
+
+
+def outcome(run_no: int, status: str, final: bool = True) -> tuple[str, str, str]:
+    """An outcome message as :func:`said` reads it: Run ``run_no`` ended ``status``, with or
+    without a final result."""
+    return "system", "outcome", f"run {run_no} {status}" + ("" if final else
+                                                              ", no final result")
+
+
 def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    return [(m["role"], m["kind"], m["text"]) for m in request["view"]["messages"]]
+    """The messages of a request as a case compares them (:func:`said`)."""
+    return [said(m) for m in request["view"]["messages"]]
 
 
 def rendered_marks(request: Mapping[str, Any], kind: str
@@ -176,6 +248,6 @@ def base(**agent: Any) -> dict[str, Any]:
     """A scenario skeleton measured with the character estimator (one token per character)."""
     return {"scenario_version": 1, "name": "case", "steps": [],
             "agent": {"system_prompt": "sys", "window": 4000, "output_reserve": 400,
-                      "safety_margin": 100, "estimator": "chars", **agent}}
+                      "safety_margin": 100, "estimator": "content", **agent}}
 
 

@@ -29,6 +29,7 @@ from ctxspec.conformance.case import (
     lines,
     no_check,
     of,
+    outcome,
     requests,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
@@ -57,7 +58,7 @@ def _row2_check(trace: Trace) -> None:
           ["run 1", "run 2", "run 3", "run 4"], "Runs started")
     final = lines(requests(trace, "business")[-1])
     equal(final[1:9], [("user", "user_ref", t) for t in ("q1", "s1", "s2", "s3", "s4", "s5")]
-          + [("assistant", "assistant", "a1"), ("system", "outcome", "[run 1 ended: succeeded]")],
+          + [("assistant", "assistant", "a1"), outcome(1, "succeeded")],
           "Run 1 as the fourth request shows it")
 
 
@@ -67,6 +68,7 @@ def _row2_check(trace: Trace) -> None:
 def _below_check(trace: Trace) -> None:
     seen = [(r["purpose"], r["estimated_input_tokens"], r["compaction"])
             for r in requests(trace)]
+    # Run 1: "sys" 3 + "a" × 1000; Run 2: 3 + 1000 + 1000 + 1596 = 3599 (sessions.boundary).
     equal(seen, [("business", 1003, "below_trigger"), ("business", 3599, "below_trigger")],
           "requests at I = threshold − 1")
     _within_window(trace)
@@ -76,15 +78,16 @@ def _at_check(trace: Trace) -> None:
     seen = [(r["purpose"], r["compaction"]) for r in requests(trace)]
     equal(seen, [("business", "below_trigger"), ("compaction", None), ("business", "compact")],
           "requests at I = threshold")
-    # After the summary: "sys" + the 30-character summary envelope + "SUMMARY" + the question.
-    equal(requests(trace)[-1]["estimated_input_tokens"], 3 + 30 + 7 + 1573,
+    # After the summary: "sys" + "SUMMARY" + the question (the summary's envelope is the
+    # runtime's wording and counts 0).
+    equal(requests(trace)[-1]["estimated_input_tokens"], 3 + 7 + 1597,
           "I of the request after compaction")
     _within_window(trace)
 
 
 def _floor_check(trace: Trace) -> None:
     # W = 5001: B = 4501 and the trigger is floor(0.8 × 4501) = floor(3600.8) = 3600, not the
-    # 3601 a rounded floating-point product gives; I = 2027 + 1573 = 3600 compacts.
+    # 3601 a rounded floating-point product gives; I = 2003 + 1597 = 3600 compacts.
     business = requests(trace, "business")
     equal([r["trigger_threshold"] for r in business], [3600, 3600], "the trigger")
     equal([(r["purpose"], r["compaction"]) for r in requests(trace)],
@@ -106,12 +109,12 @@ def _row5_check(trace: Trace) -> None:
     business = requests(trace, "business")[-1]
     expect(business["snapshot_id"] is not None, "the request after compaction names no snapshot")
     equal(lines(business), [("system", "system_prompt", "sys"),
-                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
-                            ("user", "user_ref", "Q" * 1573)], "the request after compaction")
-    material = requests(trace, "compaction")[0]["view"]["messages"][-1]["text"]
+                            ("system", "summary", "SUMMARY"),
+                            ("user", "user_ref", "Q" * 1597)], "the request after compaction")
+    material = "\n".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
     expect("a" * 1000 in material and "b" * 1000 in material,
            "the summary request lacks Run 1's material")
-    expect("Q" * 1573 not in material, "the new question was sent to be summarised")
+    expect("Q" * 1597 not in material, "the new question was sent to be summarised")
 
 
 # --- §12 rows 9, 21-23: crashes --------------------------------------------------------------
@@ -159,7 +162,7 @@ def _saved_step_check(trace: Trace) -> None:
 
 
 def _row6_scenario() -> dict[str, Any]:
-    document = boundary(1573)
+    document = boundary(1597)
     document["agent"]["tools"] = [{"name": "look"}]
     document["model"]["business"] = [{"text": "b" * 1000},
                                      {"text": "", "tool_calls": [{"name": "look"}]},
@@ -178,7 +181,7 @@ def _row6_check(trace: Trace) -> None:
     expect("late words" not in [m["text"] for m in after_summary["view"]["messages"]],
            "the supplement joined the request it arrived after")
     equal([m["text"] for m in next_loop["view"]["messages"] if m["kind"] == "user_ref"],
-          ["Q" * 1573, "late words"], "user inputs of the next request")
+          ["Q" * 1597, "late words"], "user inputs of the next request")
     equal(next_loop["input_cutoff"], after_summary["input_cutoff"] + 1, "input cutoff")
 
 
@@ -203,12 +206,13 @@ def _row7_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
     equal([e["name"] for e in of(trace, "tool_executed")], ["a"], "tools executed")
     messages = requests(trace, "business")[-1]["view"]["messages"]
-    group = [m for m in messages if m["tool_calls"] or m["role"] == "tool"]
-    calls = [c["call_id"] for c in group[0]["tool_calls"]]
+    group = [m for m in messages if m["tool_calls"] or m["kind"] in ("tool_result",
+                                                                    "placeholder")]
+    calls = [(c["call_id"], c["name"]) for c in group[0]["tool_calls"]]
+    equal([c[1] for c in calls], ["a", "b"], "the calls of the stopped batch")
     equal([(m["kind"], m["call_id"]) for m in group[1:]],
-          [("tool_result", calls[0]), ("placeholder", calls[1])], "results after the call")
-    placeholder = json.loads(group[2]["text"])
-    equal((placeholder["status"], placeholder["tool"]), ("not_executed", "b"), "placeholder")
+          [("tool_result", calls[0][0]), ("placeholder", calls[1][0])],
+          "results after the call (b's a placeholder: not a tool output, §6)")
 
 
 # --- §12 row 8: a huge tool result ------------------------------------------------------------
@@ -277,17 +281,17 @@ def _row1_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "failed", "MODEL_FAILED"),
                            (3, "stopped", None), (4, "succeeded", None)], "Run endings")
     carried = next(e["input_id"] for e in of(trace, "delivery") if e["state"] == "carried")
-    marker = f"[user input {carried}: text shown in the current request]"
+    marker = f"input {carried}"  # a marker standing for the input shown elsewhere (§5)
     equal(lines(requests(trace, "business")[-1]), [
         ("system", "system_prompt", "You are a deployment assistant."),
         ("user", "user_ref", "写部署方案"), ("user", "user_ref", "只用 Docker"),
         ("user", "user_ref", "不开放公网端口"),
         ("assistant", "assistant", "方案见下：一个 compose 文件，只暴露内网端口。"),
-        ("system", "outcome", "[run 1 ended: succeeded]"),
+        outcome(1, "succeeded"),
         ("user", "user_ref", "检查镜像大小"), ("system", "marker", marker),
-        ("system", "outcome", "[run 2 ended: failed; no final result]"),
+        outcome(2, "failed", final=False),
         ("system", "marker", marker), ("user", "user_ref", "再试一次"),
-        ("system", "outcome", "[run 3 ended: stopped; no final result]"),
+        outcome(3, "stopped", final=False),
         ("user", "user_ref", "包括构建缓存"), ("user", "user_ref", "总结一下")],
         "the fourth Run's request")
 
@@ -355,7 +359,7 @@ def _row14_check(trace: Trace) -> None:
            "a client event carries model text")
     history = lines(requests(trace, "business")[-1])
     expect(("system", "fragment",
-            '[incomplete model output, not a decision] {"name": "deploy", "argum') in history,
+            '{"name": "deploy", "argum') in history,
            "the fragment is not shown marked incomplete")
     expect(not any(kind == "assistant" and "argum" in text for _, kind, text in history),
            "the fragment is shown as a complete assistant message")
@@ -381,8 +385,8 @@ def _row15_scenario() -> dict[str, Any]:
 def _row15_check(trace: Trace) -> None:
     # Three items in chain order: a valid correction, a failing handler (dropped alone), and a
     # patch of the protected question (refused). The request keeps the question and is measured
-    # again: "sys" + "go" + the corrected text with its call written out ("\nt({})", 6) + "ok"
-    # + the tool schema.
+    # again: "sys" + "go" + the corrected text + "ok" (the call's framing and the tool schema
+    # are the runtime's serialisation and count 0 with the content estimator).
     equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [("allow", True, []), ("failed", False, ["HOOK_FAILED"]),
            ("allow", False, ["PROTECTED_INPUT"])], "hook decisions")
@@ -390,9 +394,7 @@ def _row15_check(trace: Trace) -> None:
     texts = [m["text"] for m in second["view"]["messages"]]
     expect("first (as corrected by a hook)" in texts and "go" in texts,
            "the corrected text or the question is missing")
-    schema = json.dumps({"name": "t", "parameters": {"type": "object"}}, sort_keys=True)
-    equal(second["estimated_input_tokens"],
-          3 + 2 + len("first (as corrected by a hook)") + 6 + 2 + len(schema),
+    equal(second["estimated_input_tokens"], 3 + 2 + len("first (as corrected by a hook)") + 2,
           "I of the request after the hook")
 
 
@@ -442,22 +444,23 @@ def _row18_check(trace: Trace) -> None:
 
 
 def _row20_check(trace: Trace) -> None:
-    # Loop 3 crosses the trigger (I = 3 + 2 + 1506 + 1500 + 706 + 200 + 47 = 3964 ≥ 3600) and
-    # compacts in two chunks. Before loop 4 a hook corrects the first decision, which the
-    # summary covers: the snapshot no longer applies and the covered records come back as they
-    # are now — I = 3 + 2 + (12 + 6) + 1500 + (700 + 6) + 200 + (1 + 6) + 1 + 47 = 2484.
+    # Loop 3 crosses the trigger (I = 4205 ≥ 3600, sessions.corrected_summary) and compacts in
+    # two chunks. Before loop 4 a hook corrects the first decision, which the summary covers:
+    # the snapshot no longer applies and the covered records come back as they are now —
+    # I = 3 + 2 + 12 ("A, corrected") + 1500 + 700 + 500 + 1 ("C") + 1 ("x") = 2719.
     equal([r["purpose"] for r in requests(trace)],
           ["business", "business", "compaction", "compaction", "business", "business"],
           "requests")
     third, fourth = requests(trace)[4], requests(trace)[5]
     expect(third["snapshot_id"] is not None, "loop 3 uses no snapshot")
-    expect(third["view"]["messages"][2]["text"].endswith("SUM2"), "loop 3 lacks the summary")
+    expect(("system", "summary", "SUM2") in lines(third), "loop 3 lacks the summary")
     equal((fourth["snapshot_id"], fourth["compaction"], fourth["estimated_input_tokens"]),
-          (None, "below_trigger", 2484), "loop 4")
+          (None, "below_trigger", 2719), "loop 4")
     texts = [m["text"] for m in fourth["view"]["messages"]]
     expect("A, corrected" in texts and "r" * 1500 in texts and "B" * 700 in texts,
            "loop 4 lacks the covered records as they are now")
-    expect(not any("SUM" in text for text in texts), "loop 4 still shows the old summary")
+    expect(not any(kind == "summary" or "SUM" in text for _, kind, text in lines(fourth)),
+           "loop 4 still shows the old summary")
 
 
 # --- §12 rows 3 and 19: roles and scopes ------------------------------------------------------
@@ -530,9 +533,10 @@ def _row19_check(trace: Trace) -> None:
           [("allow", False, ["UNAUTHORISED_SCOPE"]), ("allow", True, []), ("allow", True, [])],
           "hook decisions")
     planner = _by_role(trace, "root")
-    expect("[shared budget] budget: 5" in _texts(planner[0]), "the first request changed")
-    expect("[shared budget] budget: 3" in _texts(planner[1]),
-           "the Planner does not read the updated shared field")
+    def shared(request: Mapping[str, Any]) -> list[str]:
+        return [text for _, kind, text in lines(request) if kind == "shared"]
+    equal(shared(planner[0]), ["budget: 5"], "the shared field in the first request (as sent)")
+    equal(shared(planner[1]), ["budget: 3"], "the shared field the Planner reads next")
     expect("plan v1 (private note)" in _texts(planner[1]), "the private note is missing")
     for request in _by_role(trace, "executor"):
         expect(not any("budget" in t or "plan v1" in t for t in _texts(request)),
@@ -566,9 +570,9 @@ def _row12_check(trace: Trace) -> None:
     expect(not any("wri" in e["detail"] for e in of(trace, "client_event")),
            "a client event carries the fragment")
     history = lines(requests(trace, "business")[-1])
-    expect(("system", "fragment", "[incomplete model output, not a decision] I will wri")
+    expect(("system", "fragment", "I will wri")
            in history, "the fragment is not shown marked")
-    expect(("system", "outcome", "[run 1 ended: failed; no final result]") in history,
+    expect(outcome(1, "failed", final=False) in history,
            "Run 1's ending is not shown")
 
 
@@ -791,11 +795,11 @@ def _ex4_check(trace: Trace) -> None:
         ("system", "system_prompt", "sys"),
         ("user", "user_ref", "写部署方案"), ("user", "user_ref", "只用 Docker"),
         ("user", "user_ref", "不开放公网端口"), ("assistant", "assistant", "方案见……"),
-        ("system", "outcome", "[run 1 ended: succeeded]"),
+        outcome(1, "succeeded"),
         ("user", "user_ref", "q2"), ("assistant", "assistant", "a2"),
-        ("system", "outcome", "[run 2 ended: succeeded]"),
+        outcome(2, "succeeded"),
         ("user", "user_ref", "q3"), ("assistant", "assistant", "a3"),
-        ("system", "outcome", "[run 3 ended: succeeded]"),
+        outcome(3, "succeeded"),
         ("user", "user_ref", "q4")], "the fourth Run's request")
     equal([e["name"] for e in of(trace, "tool_executed")], ["search"], "tools executed")
 
@@ -803,26 +807,25 @@ def _ex4_check(trace: Trace) -> None:
 # --- §8 worked table: B = 100000, O = 8192 -------------------------------------------------------
 #
 # The table gives B and O only; W = 110000 and S = 1808 make B = 110000 − 8192 − 1808 = 100000
-# (Q5), and no provider output limit is known. With one token per character, F counts "sys" (3),
-# the current question and supplements, and the 30-character envelope of the summary message
-# that replaces the material (Q33); M = I − F. Run 1 (the material: its question, its answer and
-# the 24 characters of "[run 1 ended: succeeded]", minus the envelope F already counts) stays
+# (Q5), and no provider output limit is known. With the content estimator (one token per
+# character of the scenario's text, the runtime's markers and envelopes 0), F counts "sys" (3),
+# the current question and supplements; M = I − F is Run 1's question and answer. Run 1 stays
 # below the trigger floor(0.8 × 100000) = 80000 on its own.
 
 
 def _table(fixed: int, material: int, summary: int = 0, supplement: int = 0) -> dict[str, Any]:
     document = base(window=110_000, output_reserve=8192, safety_margin=1808)
-    current = [{"ask": "Q" * (fixed - 33 - supplement)}]
+    current = [{"ask": "Q" * (fixed - 3 - supplement)}]
     if supplement:
         current.append({"supplement": "S" * supplement})
     if material:
         asked = material // 2
         document["steps"] = [{"ask": "m" * asked}, {"advance": True}, *current,
                              {"advance": True}]
-        document["model"] = {"business": [{"text": "n" * (material + 6 - asked)},
+        document["model"] = {"business": [{"text": "n" * (material - asked)},
                                           {"text": "done"}],
                              "compaction": [{"text": "s" * summary}]}
-    else:  # no material: the question alone is the whole request (F = I, no envelope)
+    else:  # no material: the question alone is the whole request (F = I)
         document["steps"] = [{"ask": "Q" * (fixed - 3)}, {"advance": True}]
         document["model"] = {"business": [{"text": "done"}]}
     return document
@@ -929,19 +932,19 @@ CASES: tuple[Case, ...] = (
          example("planner-two-executors"), _row3_check,
          frozenset({"planner_executor", "triggers"})),
     Case("ROW-04-BELOW", "80% boundary: I = threshold − 1 does not compact", "§12 row 4",
-         ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-6.21"), boundary(1572), _below_check,
+         ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-6.21"), boundary(1596), _below_check,
          frozenset({"estimator_injection"})),
     Case("ROW-04-AT", "80% boundary: I = threshold compacts", "§12 row 4",
          ("CTX-7.12", "CTX-7.13", "CTX-8.28", "CTX-8.46", "CTX-6.21", "CTX-8.11"),
-         boundary(1573), _at_check,
+         boundary(1597), _at_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-04-FLOOR", "80% boundary: the trigger is floor(r × B), exactly", "§12 row 4",
-         ("CTX-7.12", "CTX-7.18"), {**boundary(1573), "agent": {
-             **boundary(1573)["agent"], "window": 5001}}, _floor_check,
+         ("CTX-7.12", "CTX-7.18"), {**boundary(1597), "agent": {
+             **boundary(1597)["agent"], "window": 5001}}, _floor_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
          ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-1.7", "CTX-5.8",
-          "CTX-8.11"), boundary(1573), _row5_check,
+          "CTX-8.11"), boundary(1597), _row5_check,
          frozenset({"estimator_injection", "compaction"})),
     Case("ROW-06", "a supplement during compaction joins the next request", "§12 row 6",
          ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), _row6_scenario(), _row6_check,

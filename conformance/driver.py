@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
+from ctxspec.conformance.estimator import ContentEstimator, scenario_texts
 from ctxspec.conformance.scenario import (
     AUDITOR,
     AgentDoc,
@@ -154,6 +155,14 @@ class CharEstimator:
 
 ESTIMATORS: dict[str, Callable[[], TokenEstimator]] = {"bytes": ByteEstimator,
                                                        "chars": CharEstimator}
+
+
+def estimator_for(scenario: Scenario, agent: AgentDoc) -> TokenEstimator:
+    """The estimator an Agent of the scenario measures with: ``content`` counts the scenario's
+    own texts only (conformance/estimator.py), the others are fixed estimators."""
+    if agent.estimator == "content":
+        return ContentEstimator(scenario_texts(scenario.model_dump(mode="json", by_alias=True)))
+    return ESTIMATORS[agent.estimator]()
 
 
 class ReferenceDriver:
@@ -518,7 +527,7 @@ def run_scenario(scenario: Scenario,
     asked = [0]  # questions asked so far: the Run a keyed model answer names
     ports = Ports(ScriptedModel(scenario.model, triggers, lambda: asked[0]),
                   ScriptedTools(scenario.tools, triggers),
-                  ScriptedHooks(scenario.hooks, triggers), ESTIMATORS[scenario.agent.estimator](),
+                  ScriptedHooks(scenario.hooks, triggers), estimator_for(scenario, scenario.agent),
                   ScriptedMoments(triggers))
     driver = driver_factory()
     driver.configure(scenario, ports)
@@ -539,7 +548,7 @@ def _run_workflow(scenario: Scenario, document: WorkflowDoc, triggers: Triggers,
         raise NotImplementedError("the driver does not declare the workflow capability")
     tools, hooks = ScriptedTools(scenario.tools, triggers), ScriptedHooks(scenario.hooks)
     nodes = {node.agent_node.name: Ports(ScriptedModel(node.agent_node.model, triggers), tools,
-                                         hooks, ESTIMATORS[node.agent_node.agent.estimator]())
+                                         hooks, estimator_for(scenario, node.agent_node.agent))
              for stage in document.stages for node in stage if node.agent_node is not None}
     triggers.act = lambda step: perform(driver, step)
     cast(WorkflowDriver, driver).run_workflow(scenario, WorkflowPorts(tools, hooks, nodes))

@@ -8,6 +8,7 @@ The trace is read back as plain JSON (a round trip through ``json``), so a case 
 a driver in another language would send.
 """
 
+import functools
 import importlib
 import json
 import time
@@ -22,11 +23,13 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ctxspec.catalogue import load_catalogue
 from ctxspec.conformance.cases import Case, CaseFailure, Trace
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
+from ctxspec.conformance.trace_contract import TRACE_CONTRACT_VERSION, violations
 from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
@@ -143,16 +146,50 @@ def run_case(case: Case, factory: DriverFactory,
                                 f"{exhausted}")
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
+    broken = _contract(trace, baseline)
+    if broken:
+        return result("failed", broken)
     try:
         case.check(trace)
         if case.compare is not None and baseline is not None:
             case.compare(trace, baseline)
     except CaseFailure as failure:
-        return result("failed", str(failure))
-    except (KeyError, IndexError, TypeError, ValueError, StopIteration) as failure:
-        # The trace lacks what the case reads: an event or field the design makes observable.
-        return result("failed", f"the trace lacks what the case reads: {failure!r}")
+        return result("failed", f"{rule(case)}\n{failure}")
+    except (IndexError, StopIteration) as failure:
+        # The trace holds every field the case reads (the contract held), so what is missing
+        # is an event the case looks for: the runtime did not do something.
+        return result("failed", f"{rule(case)}\nan event the case looks for is not in the "
+                                f"trace ({type(failure).__name__} in the case's reading)")
+    except Exception as failure:  # the case's own predicate broke: the suite's fault
+        return result("error", f"the case's own check raised {failure!r}: a fault of the "
+                               f"suite, not of the driver — please report it")
     return result("passed", "")
+
+
+def _contract(trace: Trace, baseline: Trace | None) -> str:
+    """The first violations of the trace contract (conformance/trace_contract.py) by the
+    case's trace or its baseline, in words; empty when both hold."""
+    for name, each in (("the trace", trace), ("the baseline's trace", baseline)):
+        found = [] if each is None else violations(each)
+        if found:
+            return (f"{name} breaks the trace contract v{TRACE_CONTRACT_VERSION} "
+                    f"(spec/schemas/Trace.json): " + "; ".join(found))
+    return ""
+
+
+def rule(case: Case) -> str:
+    """The rule a case holds a runtime to: its first requirement's ID and English
+    statement (spec/requirements.toml), or its source."""
+    for requirement in case.requirements:
+        statement = _statements().get(requirement)
+        if statement is not None:
+            return f"{requirement}: {statement}"
+    return f"{case.source}: {case.title}"
+
+
+@functools.cache
+def _statements() -> dict[str, str]:
+    return {r.id: r.statement for r in load_catalogue()}
 
 
 def _expect_refusal(case: Case, driver: Driver | StdioDriver,

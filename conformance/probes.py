@@ -97,7 +97,7 @@ PROBES: tuple[Probe, ...] = (
             "target": "first_assistant", "field": "text", "value": "corrected"}}}]),
           'the decision written as "corrected" in the second request',
           lambda t: "corrected" in [m["text"] for m in requests(t)[-1]["view"]["messages"]]),
-    Probe("compaction", boundary(), "a compaction request",
+    Probe("compaction", boundary(2200), "a compaction request",
           lambda t: bool(requests(t, "compaction")), frozenset({"estimator_injection"})),
     Probe("planner_executor", _with(_session(executor={}), model={
         "business": [{"text": "", "tool_calls": [{"name": "delegate",

@@ -106,7 +106,7 @@ class AgentDoc(_Doc):
     """Run-level shared fields, each registered for named consumer roles (§3)."""
     executor: "ExecutorDoc | None" = None
     """Set for a Planner: its ``delegate`` calls (task, constraints, materials) run Executors."""
-    estimator: Literal["bytes", "chars"] = "bytes"
+    estimator: Literal["bytes", "chars", "content"] = "bytes"
     audit_readers: tuple[str, ...] = Field(default=(AUDITOR,), description=(
         "the audit callers the Agent grants history reads (§1, §11); a read_history of kind "
         "audit names its caller in role, AUDITOR by default"))

@@ -7,12 +7,13 @@ from typing import Any
 from ctxspec.conformance.case import base
 
 
-def boundary(question_length: int = 1573, **agent: Any) -> dict[str, Any]:
+def boundary(question_length: int = 1597, **agent: Any) -> dict[str, Any]:
     """§12 row 4 (ROW-04-*): W = 5000, O = 400, S = 100 give B = 4500 and the trigger
-    floor(0.8 × 4500) = 3600. Run 1 leaves "a" × 1000, "b" × 1000 and the 24 characters of
-    "[run 1 ended: succeeded]"; with "sys" (3) Run 2's request is I = 2027 + the question's
-    length, so 1572 and 1573 sit on both sides of the trigger. At 1573 Run 2 compacts Run 1
-    (2024 characters, one chunk) into "SUMMARY". ``agent`` overrides the Agent's settings."""
+    floor(0.8 × 4500) = 3600. Run 1 leaves "a" × 1000 and "b" × 1000 (its outcome message is the
+    runtime's wording and counts 0 with the ``content`` estimator); with "sys" (3) Run 2's
+    request is I = 2003 + the question's length, so 1596 and 1597 sit on both sides of the
+    trigger. At 1597 Run 2 compacts Run 1 (2000 characters, one chunk) into "SUMMARY" and is
+    sent at I = 3 + 1597 + 7 = 1607. ``agent`` overrides the Agent's settings."""
     document = base(window=5000, **agent)
     document["steps"] = [{"ask": "a" * 1000}, {"advance": True},
                          {"ask": "Q" * question_length}, {"advance": True}]
@@ -25,7 +26,12 @@ def corrected_summary(ordinal: int = 4, correction: str = "A, corrected") -> dic
     """§12 row 20 (ROW-20): one Run at W = 5000 with a tool t; loop 3 compacts the first two
     loops in two chunks (SUM1, SUM2), and the ``ordinal``-th model.pre_request chain replaces
     the text of the first decision ("A" × 1500) with ``correction`` — by default before loop 4,
-    so the summary covers the record it changes."""
+    so the summary covers the record it changes.
+
+    Loop 3 is I = "sys" 3 + "go" 2 + 1500 + 1500 + 700 + 500 = 4205 ≥ 3600 (the calls' framing
+    and the schema count 0). F = 5, so T = min(8192, floor(4500 / 4), 400) = 400 and a chunk
+    carries W − 2T − S = 4100: the first loop's unit (3000) fits, the second's (1200) does not
+    — two chunks."""
     document = base(window=5000, tools=[{"name": "t"}])
     document["steps"] = [{"ask": "go"}, {"advance": True}]
     document["model"] = {
@@ -34,7 +40,7 @@ def corrected_summary(ordinal: int = 4, correction: str = "A, corrected") -> dic
                      {"text": "C", "tool_calls": [{"name": "t"}]},
                      {"text": "done"}],
         "compaction": [{"text": "SUM1"}, {"text": "SUM2"}]}
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 500}, {"text": "x"}]}
     document["hooks"] = [{"point": "model.pre_request", "ordinal": ordinal, "items": [
         {"context_patch": [{"target": "first_assistant", "field": "text",
                             "value": correction}]}]}]

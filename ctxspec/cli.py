@@ -556,7 +556,7 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         if verbose or result.status in ("failed", "error"):
             click.echo(f"{result.case.id:<40} {result.status:<11} "
                        f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
-                       + (f"\n{'':41}{result.detail}" if result.detail else ""))
+                       + "".join(f"\n{'':41}{line}" for line in result.detail.splitlines()))
         if sys.stderr.isatty():  # progress on one rewritten line
             click.echo(f"\r[{len(results)}/{len(cases)}] {result.case.id:<48}", nl=False,
                        err=True)

@@ -46,6 +46,9 @@ def published_schemas() -> dict[str, dict[str, Any]]:
     from ctxspec.conformance.vectors import vector_schema
 
     schemas["Vector.json"] = {"$schema": JSON_SCHEMA_DIALECT, **vector_schema()}
+    from ctxspec.conformance.trace_contract import trace_schema
+
+    schemas["Trace.json"] = {"$schema": JSON_SCHEMA_DIALECT, **trace_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

@@ -102,7 +102,7 @@ SUMMARY_ENVELOPE_TEXT: Final = "[summary of earlier material]\n"
 def summary_message(text: str, snapshot_id: UUID | None = None) -> ViewMessage:
     """The message that stands in the view for the material a summary covers."""
     return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SUMMARY,
-                       text=SUMMARY_ENVELOPE_TEXT + text, record_id=snapshot_id)
+                       text=SUMMARY_ENVELOPE_TEXT + text, record_id=snapshot_id, body=text)
 
 
 def split_request(parts: RequestParts, estimator: TokenEstimator) -> Split:

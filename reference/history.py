@@ -118,12 +118,14 @@ def select_history(ended: Sequence[EndedRun],
 
 def terminal_marker(run: EndedRun) -> ViewMessage:
     """The explicit end state of a Run, a system fact; it never pretends to be an answer."""
-    if run.final_answer is None or run.final_answer.incomplete:
-        text = f"[run {run.run_no} ended: {run.status.value}; no final result]"
-    else:
+    final = not (run.final_answer is None or run.final_answer.incomplete)
+    if final:
         text = f"[run {run.run_no} ended: {run.status.value}]"
+    else:
+        text = f"[run {run.run_no} ended: {run.status.value}; no final result]"
     return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.OUTCOME, text=text,
-                       source_run_id=run.run_id)
+                       source_run_id=run.run_id, run_no=run.run_no, status=run.status.value,
+                       final_result=final)
 
 
 class _Deduplicator:

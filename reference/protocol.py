@@ -166,7 +166,8 @@ class ProtocolRepair:
             if record.incomplete:
                 out.append(message_from_record(
                     record, ViewKind.FRAGMENT, role=MessageRole.SYSTEM,
-                    text=fragment_text(record.text), tool_calls=(), source_run_id=self._run_id))
+                    text=fragment_text(record.text), tool_calls=(), source_run_id=self._run_id,
+                    body=record.text))
             elif record.denied:  # the denied state, a system fact (Q75)
                 out.append(message_from_record(record, ViewKind.FEEDBACK,
                                                role=MessageRole.SYSTEM, tool_calls=(),
@@ -179,7 +180,7 @@ class ProtocolRepair:
         elif kind == "tool_result":
             out.append(message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
                                            text=orphan_text(record), keep_call=False,
-                                           source_run_id=self._run_id))
+                                           source_run_id=self._run_id, body=record.text))
         else:
             out.append(message_from_record(record, source_run_id=self._run_id))
 

@@ -160,6 +160,15 @@ class ViewMessage:
     reasoning: str | None = None
     annotation_source: str | None = None
     modified_by: tuple[str, ...] = ()
+    body: str | None = None
+    """For a message whose wording the runtime chooses (a summary, a broken stream's fragment,
+    an annotation, a shared field, an orphaned result): the text of the scenario, the model or
+    a hook it carries, verbatim — what a conformance case compares instead of the wording."""
+    run_no: int | None = None
+    """For an outcome: the Run whose end state it states (with ``status``, ``final_result``)."""
+    status: str | None = None
+    final_result: bool | None = None
+    """For an outcome: whether the Run has a final result (an answer that completed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +185,12 @@ VIEW_ADAPTER: TypeAdapter[ModelView] = TypeAdapter(ModelView)
 def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *,
                         role: MessageRole | None = None, text: str | None = None,
                         tool_calls: tuple[ToolCall, ...] | None = None,
-                        keep_call: bool = True, source_run_id: UUID | None = None) -> ViewMessage:
+                        keep_call: bool = True, source_run_id: UUID | None = None,
+                        body: str | None = None) -> ViewMessage:
     """The view message of one effective record, keeping its provenance (record, input, call,
     Run, flags). ``kind``, ``role``, ``text`` and ``tool_calls`` override what the record says,
-    for the messages protocol repair re-labels (a fragment, an orphaned result);
+    for the messages protocol repair re-labels (a fragment, an orphaned result), ``body`` the
+    text such a message carries verbatim (an annotation carries its own text);
     ``source_run_id``, when given, must equal the record's run_id (a shared id object)."""
     raw = record.record
     if kind is None:
@@ -194,7 +205,8 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
         raw.origin_input_id, raw.call_id if keep_call else None,
         record.tool_calls if tool_calls is None else tool_calls,
         source_run_id or raw.run_id, None, record.truncation, record.incomplete,
-        record.reasoning, record.annotation_source, record.modified_by)
+        record.reasoning, record.annotation_source, record.modified_by,
+        record.text if body is None and kind is ViewKind.ANNOTATION else body)
 
 
 # --- adapters: the neutral view to other shapes ------------------------------------------

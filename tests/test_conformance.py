@@ -144,15 +144,18 @@ def test_a_lost_supplement_fails_row2_naming_what_differs() -> None:
     [row2] = by_id(["ROW-02"])
     result = run_case(row2, DropsThirdSupplement)
     assert result.status == "failed"
-    assert result.detail.startswith("Run 1 as the fourth request shows it: expected")
-    assert "'s3'" in result.detail
+    rule, what = result.detail.split("\n", 1)
+    assert rule.startswith("CTX-") and ": " in rule  # the requirement and its statement
+    assert what.startswith("Run 1 as the fourth request shows it: expected")
+    assert "'s3'" in what
 
 
 def test_a_repeated_tool_call_fails_the_crash_rows() -> None:
     for case in by_id(["ROW-21", "ROW-22", "ROW-23"]):
         result = run_case(case, RunsToolsTwice)
         assert result.status == "failed"
-        assert result.detail.startswith("tools executed: expected ['read', 'write']")
+        assert result.detail.splitlines()[1].startswith(
+            "tools executed: expected ['read', 'write']")
 
 
 @pytest.mark.parametrize("matrix", [
@@ -173,7 +176,7 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
     failed = {c.id: r.detail for c in matrix if (r := run_case(c, ReferenceDriver)).status
               == "failed"}
     for short in ("TOOLS", "CHUNKS", "RUNS", "PLANNER"):
-        assert failed[f"CRASH-{short}-RAW_RESULT_SAVED-1-AFTER"].startswith(
+        assert failed[f"CRASH-{short}-RAW_RESULT_SAVED-1-AFTER"].splitlines()[1].startswith(
             "requests asked again after the restart: expected 0, saw 1")
     assert not any("-BEFORE" in i and "RAW_RESULT_SAVED" in i for i in failed)
 
@@ -213,15 +216,19 @@ def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_p
     assert capabilities == f"capabilities: {len(CAPABILITIES)} declared, " \
         f"{len(CAPABILITIES)} confirmed by probing"
     assert lines[0].split()[:2] == ["ROW-02", "failed"]
-    assert lines[1].strip().startswith("Run 1 as the fourth request shows it: expected")
-    assert lines[2].split() == ["source", "cases", "passed", "failed", "unsupported", "error",
-                                "time"]
-    assert [line.split()[:8] for line in lines[3:5]] == [
+    # The detail: the rule, then what differs (a diff of the messages, long texts elided).
+    header = next(i for i, line in enumerate(lines) if line.startswith("source "))
+    assert lines[1].strip().startswith("CTX-")
+    assert lines[2].strip().startswith("Run 1 as the fourth request shows it: expected")
+    assert "'s3'" in "\n".join(lines[2:header]) and header - 1 <= 25
+    assert lines[header].split() == ["source", "cases", "passed", "failed", "unsupported",
+                                     "error", "time"]
+    assert [line.split()[:8] for line in lines[header + 1:header + 3]] == [
         ["§12", "row", "4", "2", "2", "0", "0", "0"],
         ["§12", "row", "2", "1", "0", "1", "0", "0"]]
-    assert lines[5].startswith("3 cases in ") and lines[5].endswith(
+    assert lines[header + 3].startswith("3 cases in ") and lines[header + 3].endswith(
         "2 passed, 1 failed, 0 unsupported, 0 error")
-    assert len(lines) == 6  # passed cases get no line of their own without --verbose
+    assert len(lines) == header + 4  # passed cases get no line of their own without --verbose
 
 
 @pytest.mark.parametrize("driver", [

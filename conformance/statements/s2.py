@@ -14,6 +14,7 @@ from ctxspec.conformance.case import (
     expect,
     lines,
     of,
+    outcome,
     requests,
     structured,
 )
@@ -37,7 +38,7 @@ def _post_processed_check(trace: Trace) -> None:
     run2 = requests(trace, "business")[1]
     equal(lines(run2), [("system", "system_prompt", "sys"), ("user", "user_ref", "q1"),
                         ("assistant", "assistant", "checked answer"),
-                        ("system", "outcome", "[run 1 ended: succeeded]"),
+                        outcome(1, "succeeded"),
                         ("user", "user_ref", "q2")], "Run 2's request")
     # The changed text is never passed off as the provider's: the message says it was modified
     # (it names the mutation that changed it), where the unchanged question names none.
@@ -133,7 +134,7 @@ def _kept_context_check(trace: Trace) -> None:
     user = [text for _, kind, text in lines(run2) if kind == "user_ref"]
     equal(user, ["Write the report and read my notes.", "And now?"], "Run 2's user inputs")
     equal([text for _, kind, text in lines(run2) if kind == "outcome"],
-          ["[run 1 ended: succeeded]"], "the endings Run 2 sees")
+          [outcome(1, "succeeded")[2]], "the endings Run 2 sees")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 

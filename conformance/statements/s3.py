@@ -477,7 +477,7 @@ def _cross_scope_check(trace: Trace) -> None:
     equal([json.loads(c["arguments"])["path"] for c in decision["tool_calls"]],
           ["a.md", "d.md"], "the paths the model sees")
     equal([text for _, kind, text in lines(second) if kind == "shared"],
-          ["[shared budget] budget: 5"], "the shared budget in request 2")
+          ["budget: 5"], "the shared budget in request 2")
 
 
 CASES: tuple[Case, ...] = (

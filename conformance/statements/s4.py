@@ -13,6 +13,7 @@ from ctxspec.conformance.case import (
     expect,
     lines,
     of,
+    outcome,
     requests,
     structured,
 )
@@ -37,7 +38,7 @@ def _current_run_check(trace: Trace) -> None:
     last = requests(trace, "business")[-1]
     equal(lines(last), [("system", "system_prompt", "sys"), ("user", "user_ref", "q1"),
                         ("assistant", "assistant", "a1"),
-                        ("system", "outcome", "[run 1 ended: succeeded]"),
+                        outcome(1, "succeeded"),
                         ("user", "user_ref", "q2"), ("assistant", "assistant", ""),
                         ("tool", "tool_result", "tool says hi")], "Run 2's second request")
 
@@ -67,11 +68,11 @@ def _recent_check(trace: Trace) -> None:
     equal(lines(requests(trace, "business")[-1]), [
         ("system", "system_prompt", "sys"),
         ("user", "user_ref", "q1"), ("assistant", "assistant", answer),
-        ("system", "outcome", "[run 1 ended: succeeded]"),
-        ("user", "user_ref", "q2"), ("system", "outcome", "[run 2 ended: failed; no final result]"),
+        outcome(1, "succeeded"),
+        ("user", "user_ref", "q2"), outcome(2, "failed", final=False),
         ("user", "user_ref", "q3"), ("assistant", "assistant", ""),
         ("tool", "tool_result", "t3 result"), ("assistant", "assistant", "a3"),
-        ("system", "outcome", "[run 3 ended: succeeded]"),
+        outcome(3, "succeeded"),
         ("user", "user_ref", "q4")], "Run 4's request")
 
 
@@ -137,28 +138,27 @@ def _actual_process_check(trace: Trace) -> None:
 
 
 def _fresh_projection_scenario() -> dict[str, Any]:
-    """W = 5000, O = 400, S = 100: B = 4500, trigger 3600 (chars estimator)."""
+    """W = 5000, O = 400, S = 100: B = 4500, trigger 3600 (content estimator)."""
     document = base(window=5000)
     document["steps"] = [{"ask": "a" * 1000}, {"advance": True},
-                         {"ask": "Q" * 1573}, {"advance": True},
+                         {"ask": "Q" * 1597}, {"advance": True},
                          {"ask": "q3"}, {"advance": True}]
     document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}, {"text": "a3"}],
-                         "compaction": [{"text": "SUMMARY-ONE"}, {"text": "PART-TWO"},
-                                        {"text": "SUMMARY-TWO"}]}
+                         "compaction": [{"text": "SUMMARY-ONE"}, {"text": "SUMMARY-TWO"}]}
     return document
 
 
 def _fresh_projection_check(trace: Trace) -> None:
-    # Run 2: "sys" 3 + 1000 + 1000 + the 24 of "[run 1 ended: succeeded]" + 1573 = 3600 ≥ 3600:
-    # compacted, Run 2's request carries SUMMARY-ONE. Run 3 must not reuse that summary in place
-    # of its recent Runs: it projects Runs 1 and 2 from their records again — 3 + 2024 + 1573 +
-    # 4 + 24 + 2 = 3630 ≥ 3600 — so it starts its own episode, whose material holds Run 1's
+    # Run 2: "sys" 3 + 1000 + 1000 + 1597 = 3600 ≥ 3600 (outcomes count 0): compacted, Run 2's
+    # request carries SUMMARY-ONE. Run 3 must not reuse that summary in place of its recent
+    # Runs: it projects Runs 1 and 2 from their records again — 3 + 2000 + 1597 + "done" 4 +
+    # "q3" 2 = 3606 ≥ 3600 — so it starts its own episode, whose material holds Run 1's
     # original text, and its request carries SUMMARY-TWO, not SUMMARY-ONE.
     business = requests(trace, "business")
     equal([r["compaction"] for r in business], ["below_trigger", "compact", "compact"],
           "the §8 evaluation of each Run's request")
-    # (Run 3's material, about 3600 characters, goes in more than one chunk: the script gives
-    # it two, and its final summary is the last chunk's.)
+    # (Run 3's material, 3601 characters, goes in one chunk: F = 5, T = 400, and a chunk
+    # carries W − 2T − S = 4100.)
     run3_start = trace.index(business[1])
     chunks = [r for r in requests(trace, "compaction") if trace.index(r) > run3_start]
     expect(bool(chunks), "Run 3 started no episode of its own")
@@ -166,8 +166,7 @@ def _fresh_projection_check(trace: Trace) -> None:
     expect("a" * 1000 in material and "SUMMARY-ONE" not in material,
            "Run 3's episode does not summarise Run 1's records afresh")
     summaries = [[text for _, kind, text in lines(r) if kind == "summary"] for r in business]
-    equal(summaries, [[], ["[summary of earlier material]\nSUMMARY-ONE"],
-                      ["[summary of earlier material]\nSUMMARY-TWO"]],
+    equal(summaries, [[], ["SUMMARY-ONE"], ["SUMMARY-TWO"]],
           "the summaries the business requests carry")
     expect(business[2]["snapshot_id"] != business[1]["snapshot_id"],
            "Run 3's request names Run 2's snapshot")

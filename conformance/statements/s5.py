@@ -96,7 +96,7 @@ def _freeze_scenario() -> dict[str, Any]:
     """W = 5000, O = 400, S = 100: B = 4500, trigger 3600; Run 2's request is "sys" 3 + Run 1
     (1000 + 1000 + 24) + 1573 = 3600 and is compacted."""
     document = base(window=5000)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
+    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1597},
                          {"advance": True}]
     document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
                          "compaction": [{"text": "SUMMARY"}]}

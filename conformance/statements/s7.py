@@ -83,8 +83,8 @@ def _budget_check(window: int, reserve: int, margin: int, budget: int, trigger: 
 def _hook_then_compact_check(trace: Trace) -> None:
     # B = 5000 − 400 − 100 = 4500, trigger floor(0.8 × 4500) = 3600. Loop 3's chain replaces
     # the first decision's text (record and field, not a list position) by "Z" × 1500, the
-    # same length: I = "sys" 3 + "go" 2 + (1500 + "\nt({})" 6) + 1500 + (700 + 6) + 200 + the
-    # tool schema 47 = 3964 ≥ 3600, so that loop compacts. §7: the material comes from the
+    # same length: I = "sys" 3 + "go" 2 + 1500 + 1500 + 700 + 500 = 4205 ≥ 3600 (the calls'
+    # framing and the schema count 0), so that loop compacts. §7: the material comes from the
     # committed effective context — the corrected text, never the old one — and the same call
     # does not run its completed hooks again: one pre-request chain per business loop (4).
     equal([r["purpose"] for r in requests(trace)],
@@ -120,11 +120,12 @@ def _hook_over_budget_scenario() -> dict[str, Any]:
 
 def _hook_over_budget_check(trace: Trace) -> None:
     # B = 40000 − 20000 − 100 = 19900. Loop 2's hook annotates the tool result — compressible
-    # material, not a protected input — making I = 3 + 2 + ("" + "\nt({})" 6) + 1 + 20000 +
-    # the schema 47 = 20059 > B before compaction. §7: the item is legitimate and goes through
-    # CompactionPolicy — allowed, its patch valid, no diagnostic — and the annotation is
+    # material, not a protected input — making I = 3 + 2 + 1 + 20000 = 20006 > B before
+    # compaction (the call's framing and the schema count 0). §7: the item is legitimate and
+    # goes through CompactionPolicy — allowed, its patch valid, no diagnostic — and the
+    # annotation is
     # summarised (T = 50 leaves one chunk room for all of it). The business request then
-    # carries "sys", "go" and the summary in its 30-character envelope: I = 3 + 2 + 33 + 47 = 85.
+    # carries "sys", "go" and the summary: I = 3 + 2 + 3 = 8.
     equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [("allow", True, [])], "the hook item's decision")
     equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
@@ -134,10 +135,9 @@ def _hook_over_budget_check(trace: Trace) -> None:
     business = requests(trace, "business")[1]
     equal(sorted(lines(business)), sorted([("system", "system_prompt", "sys"),
                                            ("user", "user_ref", "go"),
-                                           ("system", "summary",
-                                            "[summary of earlier material]\nSUM")]),
+                                           ("system", "summary", "SUM")]),
           "the business request's messages")
-    equal(business["estimated_input_tokens"], 85, "I of the business request")
+    equal(business["estimated_input_tokens"], 8, "I of the business request")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
@@ -192,17 +192,18 @@ def _fixed_kept_check(trace: Trace) -> None:
     expect("N" * 600 not in material, "the question's annotation was sent to be summarised")
     equal(lines(requests(trace, "business")[1]),
           [("system", "system_prompt", "sys"),
-           ("system", "summary", "[summary of earlier material]\nSUMMARY"),
+           ("system", "summary", "SUMMARY"),
            ("user", "user_ref", "Q" * 1000), ("system", "annotation", "N" * 600)],
           "Run 2's request")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
 def _whole_request_scenario() -> dict[str, Any]:
-    document = base(tools=[{"name": "read"}])
+    document = base(tools=[{"name": "read", "schema": {
+        "type": "object", "description": "Read one file of the workspace."}}])
     document["steps"] = [{"ask": "hello"}, {"advance": True}]
     document["model"] = {"business": [
-        {"text": "", "tool_calls": [{"name": "read", "arguments": {"path": "a"}}]},
+        {"text": "", "tool_calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
         {"text": "ok"}]}
     document["tools"] = {"read": [{"text": "contents"}]}
     document["hooks"] = [{"point": "model.pre_request", "ordinal": 1, "items": [
@@ -212,16 +213,17 @@ def _whole_request_scenario() -> dict[str, Any]:
 
 
 def _whole_request_check(trace: Trace) -> None:
-    # The chars estimator: one token per character of every message and of every tool schema.
-    # The tool schema '{"name": "read", "parameters": {"type": "object"}}' is 50 characters.
-    # Request 1: system "sys" 3 + the current input "hello" 5 + the hook's legitimate
-    # annotation "NOTE" 4 + the schema 50 = 62 — measured after the hook, schema included.
-    # Request 2 adds the history: the call written out as '\nread({"path": "a"})' (20, as in
-    # S7-HOOK-THEN-COMPACT) and its result "contents" (8): 62 + 20 + 8 = 90.
+    # The content estimator: one token per character of the scenario's text wherever the
+    # request carries it — the tool schema's description "Read one file of the workspace."
+    # (31) included, the schema's own format and the call's framing not (docs/implementing-a-
+    # driver.md). Request 1: system "sys" 3 + the current input "hello" 5 + the hook's
+    # legitimate annotation "NOTE" 4 + the schema's description 31 = 43 — measured after the
+    # hook, schema included. Request 2 adds the history: the call's argument "notes.txt" (9)
+    # and its result "contents" (8): 43 + 9 + 8 = 60.
     first = requests(trace)[0]
     expect(("system", "annotation", "NOTE") in lines(first),
            "the first request lacks the hook's annotation")
-    equal([r["estimated_input_tokens"] for r in requests(trace)], [62, 90],
+    equal([r["estimated_input_tokens"] for r in requests(trace)], [43, 60],
           "I of the two requests (system, schema, history, input and hook addition counted)")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
@@ -245,18 +247,17 @@ def _audited_scenario() -> dict[str, Any]:
 
 
 def _audited_check(trace: Trace) -> None:
-    # The chars estimator: request 1 is "sys" 3 + "hello" 5 + t's schema '{"name": "t",
-    # "parameters": {"type": "object"}}' 47 = 55; request 2 adds the call written out as
-    # "\nt({})" 6 and its result "r" 1: 62. The provider reports 80 and 40 input tokens: the
-    # requests keep their estimates (and O = 400), and each answer's usage is reported beside
-    # its request's estimate with the deviation 80 − 55 = 25 and 40 − 62 = −22.
+    # The content estimator: request 1 is "sys" 3 + "hello" 5 = 8 (t's schema and the call's
+    # framing count 0); request 2 adds the result "r" 1: 9. The provider reports 80 and 40
+    # input tokens: the requests keep their estimates (and O = 400), and each answer's usage is
+    # reported beside its request's estimate with the deviation 80 − 8 = 72 and 40 − 9 = 31.
     sent = requests(trace)
     equal([(r["estimated_input_tokens"], r["max_output_tokens"]) for r in sent],
-          [(55, 400), (62, 400)], "(I, max_output_tokens) of the requests as sent")
+          [(8, 400), (9, 400)], "(I, max_output_tokens) of the requests as sent")
     equal([(u["purpose_key"], u["attempt"], u["estimated_input_tokens"], u["input_tokens"],
             u["output_tokens"], u["input_deviation"]) for u in of(trace, "model_usage")],
-          [(sent[0]["purpose_key"], 1, 55, 80, 12, 25), (sent[1]["purpose_key"], 1, 62, 40, 3,
-                                                          -22)],
+          [(sent[0]["purpose_key"], 1, 8, 80, 12, 72), (sent[1]["purpose_key"], 1, 9, 40, 3,
+                                                        31)],
           "the usage reported (request, attempt, estimate, input, output, deviation)")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
@@ -364,18 +365,18 @@ CASES: tuple[Case, ...] = (
     Case("S7-USAGE-AUDITED", "reported usage is traced beside the estimate with its "
          "deviation; the requests keep their estimates", "§7", ("CTX-7.21",),
          _audited_scenario(), _audited_check, USAGE),
-    # boundary(1572): Run 1 is I = 3 + 1000 = 1003, Run 2 is 3599, one below the trigger; a
+    # boundary(1596): Run 1 is I = 3 + 1000 = 1003, Run 2 is 3599, one below the trigger; a
     # usage of a million tokens per answer must not make Run 2 compact or fail.
     Case("S7-USAGE-HUGE", "a huge reported usage changes no request", "§7", ("CTX-7.21",),
-         _reporting(boundary(1572), 1_000_000, 1_000_000), _usage_check(
-             1_000_000, 1_000_000, [1003, 3599]), USAGE, baseline=boundary(1572),
+         _reporting(boundary(1596), 1_000_000, 1_000_000), _usage_check(
+             1_000_000, 1_000_000, [1003, 3599]), USAGE, baseline=boundary(1596),
          compare=_usage_compare),
-    # boundary(1573): Run 2 is I = 3600, at the trigger, and compacts; after the summary it is
-    # "sys" 3 + the 30-character envelope + "SUMMARY" 7 + the question 1573 = 1613. A usage of
+    # boundary(1597): Run 2 is I = 3600, at the trigger, and compacts; after the summary it is
+    # "sys" 3 + "SUMMARY" 7 + the question 1597 = 1607 (the envelope counts 0). A usage of
     # one token per answer must not stop the compaction.
     Case("S7-USAGE-TINY", "a tiny reported usage changes no request", "§7", ("CTX-7.21",),
-         _reporting(boundary(1573), 1, 1), _usage_check(1, 1, [1003, 1613]),
-         USAGE | COMPACTING, baseline=boundary(1573), compare=_usage_compare),
+         _reporting(boundary(1597), 1, 1), _usage_check(1, 1, [1003, 1607]),
+         USAGE | COMPACTING, baseline=boundary(1597), compare=_usage_compare),
     Case("S7-HOOK-OVER-BUDGET", "a hook addition over B is compacted, not judged failed", "§7",
          ("CTX-7.31",), _hook_over_budget_scenario(), _hook_over_budget_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),

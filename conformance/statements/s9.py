@@ -32,23 +32,23 @@ def _increments_scenario() -> dict[str, Any]:
 
 
 def _increments_check(trace: Trace) -> None:
-    # Run 2's first loop: I = "sys" 3 + Run 1's 2024 + the question 1573 + the tool schema 47 =
-    # 3647 ≥ 3600: Run 1 is summarised (the question is not: it is a current protected input).
-    # The second loop reuses the snapshot — still applicable, nothing covered changed — and
-    # appends only what came after it: the decision "c" with its call written out and the
-    # result "r". I = 3 + (30 + 7) + 1573 + ("c\nt({})" 7) + 1 + 47 = 1668 < 3600: no new
-    # episode, and none of Run 1's covered text comes back.
+    # Run 2's first loop: I = "sys" 3 + Run 1's 2000 + the question 1597 = 3600 ≥ 3600 (the
+    # outcome and the tool schema count 0): Run 1 is summarised (the question is not: it is a
+    # current protected input). The second loop reuses the snapshot — still applicable, nothing
+    # covered changed — and appends only what came after it: the decision "c" with its call and
+    # the result "r". I = 3 + "SUMMARY" 7 + 1597 + 1 + 1 = 1609 < 3600: no new episode, and
+    # none of Run 1's covered text comes back.
     equal([r["purpose"] for r in requests(trace)],
           ["business", "compaction", "business", "business"], "requests")
     material = "\n".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
     expect("a" * 1000 in material and "b" * 1000 in material, "the material lacks Run 1")
-    expect("Q" * 1573 not in material, "the current question was sent to be summarised")
+    expect("Q" * 1597 not in material, "the current question was sent to be summarised")
     first, second = requests(trace, "business")[1:]
     expect(first["snapshot_id"] is not None, "Run 2's first loop names no snapshot")
     equal(second["snapshot_id"], first["snapshot_id"], "the snapshot of Run 2's second loop")
-    summary = ("system", "summary", "[summary of earlier material]\nSUMMARY")
+    summary = ("system", "summary", "SUMMARY")
     equal([line for line in lines(second) if line[1] not in ("assistant", "tool_result")],
-          [("system", "system_prompt", "sys"), summary, ("user", "user_ref", "Q" * 1573)],
+          [("system", "system_prompt", "sys"), summary, ("user", "user_ref", "Q" * 1597)],
           "Run 2's second loop without its own increments")
     equal([(role, kind) for role, kind, _ in lines(second)][3:],
           [("assistant", "assistant"), ("tool", "tool_result")],
@@ -57,7 +57,7 @@ def _increments_check(trace: Trace) -> None:
     texts = "\n".join(text for _, _, text in lines(second))
     expect("a" * 1000 not in texts and "b" * 1000 not in texts,
            "Run 2's second loop shows covered material again")
-    equal((second["compaction"], second["estimated_input_tokens"]), ("below_trigger", 1668),
+    equal((second["compaction"], second["estimated_input_tokens"]), ("below_trigger", 1609),
           "Run 2's second loop (§8 decision, I)")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
@@ -113,8 +113,8 @@ def _snapshot_takeover_check(trace: Trace) -> None:
     business = requests(trace, "business")[-1]
     expect(business["snapshot_id"] is not None, "Run 2's request names no snapshot")
     equal(lines(business), [("system", "system_prompt", "sys"),
-                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
-                            ("user", "user_ref", "Q" * 1573)], "Run 2's request")
+                            ("system", "summary", "SUMMARY"),
+                            ("user", "user_ref", "Q" * 1597)], "Run 2's request")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
@@ -158,9 +158,9 @@ def _raw_saved_check(trace: Trace) -> None:
 
 
 def _resummary_scenario() -> dict[str, Any]:
-    """One Run, W = 5000, O = 400, S = 100: B = 4500, trigger 3600; the tool schema of t counts
-    47. Loops 1-2 as in §12 row 20 (ROW-20), then two more loops that grow past the trigger
-    again."""
+    """One Run, W = 5000, O = 400, S = 100: B = 4500, trigger 3600; the tool schema and the
+    calls' framing count 0. Loops 1-2 as in §12 row 20 (ROW-20), then two more loops that grow
+    past the trigger again."""
     document = base(window=5000, tools=[{"name": "t"}])
     document["steps"] = [{"ask": "go"}, {"advance": True}]
     document["model"] = {
@@ -170,20 +170,21 @@ def _resummary_scenario() -> dict[str, Any]:
                      {"text": "D" * 600, "tool_calls": [{"name": "t"}]},
                      {"text": "done"}],
         "compaction": [{"text": "SUM1"}, {"text": "SUM2"}, {"text": "SUM3"}, {"text": "SUM4"}]}
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x" * 1500},
-                               {"text": "y" * 100}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 500}, {"text": "x" * 1500},
+                               {"text": "y" * 500}]}
     return document
 
 
 def _resummary_check(trace: Trace) -> None:
-    # Loop 3: I = 3 + 2 + (1500 + "\nt({})" 6) + 1500 + (700 + 6) + 200 + 47 = 3964 ≥ 3600:
-    # episode 1 summarises loops 1-2 (two chunks, SUM1 then SUM2). Loop 3 sends "sys", "go" and
-    # the summary "[summary of earlier material]\nSUM2" (34): I = 3 + 2 + 34 + 47 = 86.
-    # Loop 4: 86 + 1506 + 1500 = 3092 < 3600, the same snapshot. Loop 5: 3092 + (600 + 6) +
-    # 100 = 3798 ≥ 3600: a new business Operation, so a second episode. The first summary
-    # still applies, so it is material of the second (folded, not its records again) together
-    # with the increments C, x, D, y. The merged coverage is loops 1-4: loop 5 sends only
-    # "sys", "go" and the new summary ending SUM4: I = 3 + 2 + 34 + 47 = 86.
+    # Loop 3: I = 3 + 2 + 1500 + 1500 + 700 + 500 = 4205 ≥ 3600: episode 1 summarises loops 1-2
+    # in two chunks (F = 5, T = 400, a chunk carries W − 2T − S = 4100: the units 3000 and
+    # 1200 do not fit together), SUM1 then SUM2. Loop 3 sends "sys", "go" and the summary
+    # "SUM2": I = 3 + 2 + 4 = 9. Loop 4: 9 + 1500 + 1500 = 3009 < 3600, the same snapshot.
+    # Loop 5: 3009 + 600 + 500 = 4109 ≥ 3600: a new business Operation, so a second episode.
+    # The first summary still applies, so it is material of the second (folded, not its
+    # records again) together with the increments C, x, D, y: 4 + 3000 + 1100 > 4100, two
+    # chunks again. The merged coverage is loops 1-4: loop 5 sends only "sys", "go" and the
+    # new summary SUM4: I = 3 + 2 + 4 = 9.
     equal([r["purpose"] for r in requests(trace)],
           ["business"] * 2 + ["compaction"] * 2 + ["business"] * 2 + ["compaction"] * 2
           + ["business"], "requests")
@@ -199,11 +200,10 @@ def _resummary_check(trace: Trace) -> None:
     equal(loop4["snapshot_id"], loop3["snapshot_id"], "loop 4's snapshot (loop 3's)")
     expect(loop5["snapshot_id"] not in (None, loop3["snapshot_id"]),
            "loop 5 does not use the second episode's snapshot")
-    summary = "[summary of earlier material]\n"
     equal(lines(loop5), [("system", "system_prompt", "sys"), ("user", "user_ref", "go"),
-                         ("system", "summary", summary + "SUM4")],
+                         ("system", "summary", "SUM4")],
           "loop 5 (the merged coverage replaced by the new summary, once)")
-    equal((loop5["compaction"], loop5["estimated_input_tokens"]), ("compact", 86),
+    equal((loop5["compaction"], loop5["estimated_input_tokens"]), ("compact", 9),
           "loop 5 (§8 decision, I)")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
@@ -219,7 +219,7 @@ def _uncovered_scenario() -> dict[str, Any]:
                                      {"text": "D", "tool_calls": [{"name": "t"}]},
                                      {"text": "done"}]
     document["model"]["compaction"] = [{"text": "SUM1"}, {"text": "SUM2"}]
-    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 200}, {"text": "x"},
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 500}, {"text": "x"},
                                {"text": "y"}]}
     document["hooks"] = [
         {"point": "model.pre_request", "ordinal": 4, "items": [{"context_patch": [
@@ -230,15 +230,15 @@ def _uncovered_scenario() -> dict[str, Any]:
 
 
 def _uncovered_check(trace: Trace) -> None:
-    # Loop 3 compacts loops 1-2 as in ROW-20 (I = 3964): loop 3 sends the summary, I = 86.
+    # Loop 3 compacts loops 1-2 as in ROW-20 (I = 4205): loop 3 sends the summary, I = 9.
     # Before loop 4 a hook corrects loop 3's tool result "x" — after the summary, uncovered:
     # the summary still stands (same snapshot), the correction shows as it is now:
-    # I = 3 + 2 + 34 + ("C\nt({})" 7) + 12 + 47 = 105. Before loop 5 a hook corrects the first
+    # I = 3 + 2 + "SUM2" 4 + "C" 1 + "x, corrected" 12 = 22. Before loop 5 a hook corrects the first
     # decision, which the summary covers; no record is appended for it (the covered records'
     # highest context_seq is what it was), yet the effective content at the new revision
     # differs from the manifest's: the snapshot no longer applies and every record comes back
-    # as it is now — I = 3 + 2 + (12 + 6) + 1500 + 706 + 200 + 7 + 12 + 7 + 1 + 47 = 2503,
-    # below the trigger, so no new episode.
+    # as it is now — I = 3 + 2 + 12 + 1500 + 700 + 500 + 1 + 12 + "D" 1 + "y" 1 = 2732, below
+    # the trigger, so no new episode.
     equal([r["purpose"] for r in requests(trace)],
           ["business"] * 2 + ["compaction"] * 2 + ["business"] * 3, "requests")
     equal([(d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
@@ -247,16 +247,17 @@ def _uncovered_check(trace: Trace) -> None:
     expect(loop3["snapshot_id"] is not None, "loop 3 uses no snapshot")
     equal(loop4["snapshot_id"], loop3["snapshot_id"],
           "loop 4's snapshot after an uncovered correction (loop 3's)")
-    equal(lines(loop4)[2:], [("system", "summary", "[summary of earlier material]\nSUM2"),
+    equal(lines(loop4)[2:], [("system", "summary", "SUM2"),
                              ("assistant", "assistant", "C"),
                              ("tool", "tool_result", "x, corrected")], "loop 4 after the prompt")
-    equal(loop4["estimated_input_tokens"], 105, "loop 4's I")
+    equal(loop4["estimated_input_tokens"], 22, "loop 4's I")
     equal((loop5["snapshot_id"], loop5["compaction"], loop5["estimated_input_tokens"]),
-          (None, "below_trigger", 2503), "loop 5 after a covered correction (snapshot, §8, I)")
+          (None, "below_trigger", 2732), "loop 5 after a covered correction (snapshot, §8, I)")
     texts = [text for _, _, text in lines(loop5)]
     expect("A, corrected" in texts and "x, corrected" in texts and "B" * 700 in texts,
            "loop 5 lacks the records as they are now")
-    expect(not any("SUM" in text for text in texts), "loop 5 still shows the set-aside summary")
+    expect(not any(kind == "summary" or "SUM" in text for _, kind, text in lines(loop5)),
+           "loop 5 still shows the set-aside summary")
 
 
 # --- the frozen request binds view, revisions, snapshot and inputs; retries keep it -------------
@@ -274,15 +275,15 @@ def _binding_scenario() -> dict[str, Any]:
 
 
 def _binding_check(trace: Trace) -> None:
-    # Run 2's first loop compacts Run 1 as in S9-INCREMENTS (I = 3647). The supplement "during"
+    # Run 2's first loop compacts Run 1 as in S9-INCREMENTS (I = 3600). The supplement "during"
     # arrives while the chunk is summarised — an append only, after the request's input cutoff:
     # the snapshot commits with its original coverage and the request is sent with it:
-    # I = 3 + 37 ("[summary of earlier material]\nSUMMARY") + 1573 + 47 = 1660. Attempt 1
+    # I = 3 + "SUMMARY" 7 + 1597 = 1607. Attempt 1
     # fails; "retry" arrives just before attempt 2, which sends the frozen request: the same
     # view hash, revisions, snapshot, protected inputs and cutoff. Loop 2 is a new business
     # Operation: it reads the new head (the decision "c", its result "r", both supplements),
     # the same still-applicable snapshot, and binds the question and both supplements:
-    # I = 1660 + 7 + 1 + 6 + 5 = 1679.
+    # I = 1607 + "c" 1 + "r" 1 + "during" 6 + "retry" 5 = 1620.
     first, retry, loop2 = requests(trace, "business")[1:]
     expect(first["snapshot_id"] is not None, "Run 2's first request names no snapshot")
     binding = ("view_hash", "frozen_revisions", "snapshot_id", "protected_input_ids",
@@ -294,7 +295,7 @@ def _binding_check(trace: Trace) -> None:
     equal(lines(retry), lines(first), "attempt 2's messages")
     equal([text[:20] for _, kind, text in lines(first) if kind == "user_ref"], ["Q" * 20],
           "attempt 1's user inputs")
-    equal(first["estimated_input_tokens"], 1660, "attempt 1's I")
+    equal(first["estimated_input_tokens"], 1607, "attempt 1's I")
     equal(loop2["snapshot_id"], first["snapshot_id"], "loop 2's snapshot")
     equal([text[:20] for _, kind, text in lines(loop2) if kind == "user_ref"],
           ["Q" * 20, "during", "retry"], "loop 2's user inputs")
@@ -305,7 +306,7 @@ def _binding_check(trace: Trace) -> None:
     [context] = first["frozen_revisions"]
     expect(loop2["frozen_revisions"].get(context, 0) > first["frozen_revisions"][context],
            "loop 2 binds no newer revision of the Run's context")
-    equal(loop2["estimated_input_tokens"], 1679, "loop 2's I")
+    equal(loop2["estimated_input_tokens"], 1620, "loop 2's I")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
@@ -353,8 +354,8 @@ def _atomic_check(trace: Trace) -> None:
     business = requests(trace, "business")[-1]
     expect(business["snapshot_id"] is not None, "Run 2's request names no snapshot")
     equal(lines(business), [("system", "system_prompt", "sys"),
-                            ("system", "summary", "[summary of earlier material]\nSUMMARY"),
-                            ("user", "user_ref", "Q" * 1573)], "Run 2's request")
+                            ("system", "summary", "SUMMARY"),
+                            ("user", "user_ref", "Q" * 1597)], "Run 2's request")
     [read] = of(trace, "history_read")
     equal(read["message_kinds"], ["user_ref", "assistant", "user_ref", "assistant"],
           "records an audit read returns after Run 2")
@@ -378,8 +379,8 @@ def _cas_scenario(correction: str) -> dict[str, Any]:
 
 
 def _cas_common(trace: Trace) -> None:
-    # Loop 3: I = 3 + 2 + (1500 + 6) + 1500 + (700 + 6) + 200 + 47 = 3964 ≥ 3600 (ROW-20's
-    # arithmetic), two chunks. The hook of chunk 2's request corrects the first decision, which
+    # Loop 3: I = 3 + 2 + 1500 + 1500 + 700 + 500 = 4205 ≥ 3600 (ROW-20's arithmetic), two
+    # chunks. The hook of chunk 2's request corrects the first decision, which
     # chunk 1 already summarised: the snapshot may not become the head. Each chunk is asked
     # once and its hook chain runs once — the conflict is not resolved by asking either again.
     equal([r["purpose"] for r in requests(trace)][:4],
@@ -398,15 +399,16 @@ def _cas_common(trace: Trace) -> None:
 
 def _cas_rebuilt_check(trace: Trace) -> None:
     # The view is rebuilt from the records as they are now: the corrected decision stands in
-    # for "A" × 1500, no summary. I = 3964 − 1506 + (2036 + 6) = 4500 = B: it fits the hard
+    # for "A" × 1500, no summary. I = 4205 − 1500 + 1795 = 4500 = B: it fits the hard
     # window exactly, and goes.
     _cas_common(trace)
     loop3 = requests(trace, "business")[2]
     equal((loop3["snapshot_id"], loop3["estimated_input_tokens"]), (None, 4500),
           "loop 3's snapshot and I")
     texts = [m["text"] for m in loop3["view"]["messages"]]
-    expect(not any("SUM" in text for text in texts), "loop 3 shows the refused summary")
-    expect("Z" * 2036 in texts and "r" * 1500 in texts and "B" * 700 in texts,
+    expect(not any(kind == "summary" or "SUM" in text for _, kind, text in lines(loop3)),
+           "loop 3 shows the refused summary")
+    expect("Z" * 1795 in texts and "r" * 1500 in texts and "B" * 700 in texts,
            "loop 3 lacks the covered records as they are now")
     expect("A" * 1500 not in texts, "loop 3 shows the decision as it was before the hook")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
@@ -456,7 +458,7 @@ def _writer_check(trace: Trace) -> None:
 
 
 def _cas_takeover_scenario() -> dict[str, Any]:
-    document = _cas_scenario("Z" * 2037)
+    document = _cas_scenario("Z" * 1796)
     document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
     return document
 
@@ -503,7 +505,7 @@ CASES: tuple[Case, ...] = (
          COMPACTING | {"crash_points", "history_api"}),
     Case("S9-CAS-REBUILT", "covered material changed during the episode: the summary is not "
          "made the head, the view is rebuilt and sent at I = B", "§9",
-         ("CTX-9.30", "CTX-9.33", "CTX-8.12"), _cas_scenario("Z" * 2036), _cas_rebuilt_check,
+         ("CTX-9.30", "CTX-9.33", "CTX-8.12"), _cas_scenario("Z" * 1795), _cas_rebuilt_check,
          COMPACTING | {"hooks"}),
     Case("S9-CAS-WRITER", "covered material changed by an independent writer during the "
          "episode: the summary is not made the head, the view is rebuilt", "§9",
@@ -511,7 +513,7 @@ CASES: tuple[Case, ...] = (
          COMPACTING | {"triggers", "writer"}),
     Case("S9-CAS-OVER", "covered material changed during the episode and the rebuilt request is "
          "one token over B: the Run ends, nothing is summarised again", "§9",
-         ("CTX-9.33", "CTX-9.29"), _cas_scenario("Z" * 2037), _cas_over_check,
+         ("CTX-9.33", "CTX-9.29"), _cas_scenario("Z" * 1796), _cas_over_check,
          COMPACTING | {"hooks"}),
     Case("S9-CAS-TAKEOVER", "a takeover before the snapshot commit resumes the episode on its "
          "own material: the changed coverage is still refused", "§9",

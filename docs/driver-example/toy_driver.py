@@ -169,8 +169,8 @@ class ToyDriver:
             if isinstance(outcome, PartialThenFailed):
                 fragments.append(outcome.fragment)
         for fragment in fragments:  # kept, marked, only once the model finally failed
-            run.records.append(_message(
-                "system", "fragment", f"[incomplete model output, not a decision] {fragment}"))
+            run.records.append({**_message(
+                "system", "fragment", f"(cut off, not a decision) {fragment}"), "body": fragment})
         self._end(run, "failed", "MODEL_FAILED", "the model failed")
 
     def _decide(self, run: Run, outcome: Complete) -> None:
@@ -301,8 +301,10 @@ def _message(role: str, kind: str, text: str) -> Message:
 
 
 def _outcome(run: Run) -> Message:
-    ending = "" if run.final is not None else "; no final result"
-    return _message("system", "outcome", f"[run {run.no} ended: {run.status}{ending}]")
+    """The toy's own wording; cases read the fields (docs/implementing-a-driver.md §3)."""
+    ending = "" if run.final is not None else ", without a final answer"
+    return {**_message("system", "outcome", f"Run {run.no} finished: {run.status}{ending}."),
+            "run_no": run.no, "status": run.status, "final_result": run.final is not None}
 
 
 _KINDS: dict[str, type | tuple[type, ...]] = {

@@ -1925,7 +1925,7 @@ class ReferenceRuntime:
                 name = raw.content.get("name") if raw is not None else ""
                 messages.append(ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SHARED,
                                             text=f"[shared {name}] {record.text}",
-                                            record_id=record.record_id,
+                                            record_id=record.record_id, body=record.text,
                                             source_run_id=run.run_id))
         return tuple(messages)
 

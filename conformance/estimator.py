@@ -1,0 +1,132 @@
+"""The suite's own token estimator, ``content`` (docs/implementing-a-driver.md, "Exact token
+arithmetic"): a count that depends only on what the scenario writes, so the expected numbers of
+a boundary case hold for every runtime, whatever it adds around the scripted content.
+
+A request's count is the number of characters of it that are the scenario's own text:
+
+1. every occurrence of a whole scenario text — longest first, and not inside a longer word
+   (the character before and after it is not a letter, digit or ``_``);
+2. in what is left, every run of at least ``PIECE`` characters that is part of one scenario text
+   (a chunk's piece of a record, a bounded preview, a broken stream's partial output).
+
+Everything else counts 0: markers, envelopes, labels, separators, the prompts a runtime writes
+for its summariser, tool names and tool schemas, the framing of tool calls (their argument
+*values* are scenario text and count where they appear verbatim, as do the ``description``
+texts of a tool's schema). There is no per-message or
+per-request overhead, so counts add up across messages and a text counts the same wherever a
+runtime puts it.
+
+The scenario texts are the string values of the scenario document (defaults filled in) but
+those naming or configuring something (``OPAQUE``), and but strings without a letter or digit.
+"""
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ctxspec.reference.tokens import EstimationRequest, TokenEstimate
+
+PIECE = 8
+"""The shortest part of a scenario text counted where the whole text is not shown."""
+
+OPAQUE = frozenset({
+    "name", "point", "target", "field", "operation", "scope", "decision", "estimator", "commit",
+    "when", "purpose", "tool", "media_type", "path", "trigger_ratio", "on_error",
+    "question_key", "output_key", "stop_after", "session", "role", "consumers", "fail",
+    "scenario_version", "description", "kind", "error", "audit_readers"})
+"""Keys whose string values name or configure something: never sent as content."""
+
+FREE = frozenset({"arguments", "input", "value", "workspace_writes"})
+"""Keys under which every string is content, whatever its own key (tool arguments, a
+workflow's inputs, a hook's value)."""
+
+
+def scenario_texts(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The scenario's texts, longest first (ties in text order, so the order is stable)."""
+    found = {text for text in _strings(document, None, free=False)
+             if re.search(r"\w", text)}
+    return tuple(sorted(found, key=lambda text: (-len(text), text)))
+
+
+def _strings(node: Any, key: str | None, *, free: bool) -> Iterator[str]:
+    if isinstance(node, str):
+        if free or key not in OPAQUE:
+            yield node
+    elif isinstance(node, Mapping) and key == "schema":
+        yield from _descriptions(node)
+    elif isinstance(node, Mapping):
+        for child_key, child in node.items():
+            yield from _strings(child, str(child_key), free=free or child_key in FREE)
+    elif isinstance(node, list | tuple):
+        for child in node:
+            yield from _strings(child, key, free=free)
+
+
+def _descriptions(node: Any) -> Iterator[str]:
+    """A tool schema's ``description`` texts: the rest of a schema (types, property names) is
+    a format a runtime may translate, so it counts 0."""
+    if isinstance(node, Mapping):
+        for child_key, child in node.items():
+            if child_key == "description" and isinstance(child, str):
+                yield child
+            else:
+                yield from _descriptions(child)
+    elif isinstance(node, list | tuple):
+        for child in node:
+            yield from _descriptions(child)
+
+
+class ContentEstimator:
+    """One token per character of scenario text in the request (the module's rule)."""
+
+    name = "content"
+
+    def __init__(self, texts: tuple[str, ...]) -> None:
+        self.texts = texts
+        self.joined = "\0".join(texts)
+        self.whole = re.compile("|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in texts)
+                                ) if texts else None
+        self.cache: dict[str, int] = {}
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        tokens = sum(self.count(message.text) for message in request.messages) + sum(
+            self.count(schema) for schema in request.tool_schemas)
+        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+    def count(self, text: str) -> int:
+        known = self.cache.get(text)
+        if known is None:
+            known = self.cache[text] = self._count(text)
+        return known
+
+    def _count(self, text: str) -> int:
+        if self.whole is None:
+            return 0
+        total, start = 0, 0
+        for match in self.whole.finditer(text):
+            total += self._pieces(text[start:match.start()]) + len(match.group())
+            start = match.end()
+        return total + self._pieces(text[start:])
+
+    def _pieces(self, gap: str) -> int:
+        """Characters of ``gap`` in runs of at least PIECE that are part of a scenario text,
+        taken greedily from the left, each as long as it goes."""
+        total, at = 0, 0
+        while at + PIECE <= len(gap):
+            if gap[at:at + PIECE] not in self.joined:
+                at += 1
+                continue
+            longest = PIECE
+            step = PIECE
+            while at + longest < len(gap) and step:  # grow while the longer run still occurs
+                size = min(longest + step, len(gap) - at)
+                if gap[at:at + size] in self.joined:
+                    longest, step = size, step * 2
+                else:
+                    step //= 2
+            total += longest
+            at += longest
+        return total
+
+
+__all__ = ["FREE", "OPAQUE", "PIECE", "ContentEstimator", "scenario_texts"]

@@ -1,0 +1,106 @@
+"""A paraphrasing driver (issue #15's done-when): the reference runtime with every text it
+words for itself worded differently — outcome and input markers, placeholders, fragments,
+orphaned results, the summary envelope, shared fields, the summariser's prompt and data
+framing — and its tool calls and tool schemas serialised differently in what its estimator
+measures. It follows the design exactly as the reference does, so it must pass every case it
+declares: a case that fails it compares wording, not the design.
+
+``deviation`` adds one real fault on top (a supplement a failed request claimed is not
+carried to the next question), which the suite must still catch.
+"""
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
+from typing import Any
+from unittest import mock
+
+from ctxspec.conformance.mutants.access import _claimed_dropped
+from ctxspec.reference import compaction, delivery, history, protocol, view
+from ctxspec.reference.contracts import MessageRole
+from ctxspec.reference.runtime import runtime as rt
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
+
+
+def _outcome(original: Callable[..., ViewMessage]) -> Callable[..., ViewMessage]:
+    def marker(run: Any) -> ViewMessage:
+        message = original(run)
+        more = "" if message.final_result else " It gave no final result."
+        return replace(message, text=f"## Run #{message.run_no} is over; its status is "
+                                     f"{str(message.status).upper()}.{more}")
+    return marker
+
+
+def _dedup(original: Callable[..., ViewMessage]) -> Callable[..., ViewMessage]:
+    def place(self: Any, message: ViewMessage, placement: Any) -> ViewMessage:
+        placed = original(self, message, placement)
+        if placed.kind is ViewKind.MARKER:
+            return replace(placed, role=MessageRole.USER,
+                           text="(this user input appears in another part of the request)")
+        return placed
+    return place
+
+
+def _shared(original: Callable[..., tuple[ViewMessage, ...]]
+            ) -> Callable[..., tuple[ViewMessage, ...]]:
+    def messages(self: Any, run: Any) -> tuple[ViewMessage, ...]:
+        return tuple(replace(m, text=f"Shared field follows ->\n{m.body}")
+                     for m in original(self, run))
+    return messages
+
+
+def _estimation(original: Callable[..., EstimationRequest]) -> Callable[..., EstimationRequest]:
+    """Tool calls as JSON objects on lines of their own, schemas pretty-printed."""
+    def request(view_: ModelView, tool_schemas: tuple[str, ...] = ()) -> EstimationRequest:
+        messages = []
+        for message in view_.messages:
+            calls = [json.dumps({"function": call.name, "args": json.loads(call.arguments)},
+                                indent=1) for call in message.tool_calls]
+            messages.append(PromptMessage(role=message.role.value,
+                                          text="\n\n".join([message.text, *calls])))
+        schemas = tuple(json.dumps(json.loads(s), indent=3) for s in tool_schemas)
+        return EstimationRequest(messages=tuple(messages), tool_schemas=schemas)
+    return request
+
+
+def _render(_original: Callable[..., str]) -> Callable[..., str]:
+    def render(self: Any) -> str:
+        span = "" if (self.from_char, self.through_char) == (0, self.total_chars) else \
+            f" (characters {self.from_char} to {self.through_char} of {self.total_chars})"
+        return f"=== BEGIN {self.kind} by {self.role}{span} [{self.material_key}] ===\n" \
+               f"{self.text}\n=== END [{self.material_key}] ==="
+    return render
+
+
+PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
+    (history, "terminal_marker", _outcome),
+    (history._Deduplicator, "place", _dedup),
+    (protocol, "fragment_text", lambda _: lambda text: f"!! stream broke, partial: {text}"),
+    (protocol, "orphan_text", lambda _: lambda record: f"Result with no call:\n{record.text}"),
+    (protocol, "placeholder_text", lambda _: lambda call, state: "This call never ran."),
+    (compaction, "SUMMARY_ENVELOPE_TEXT", lambda _: "Here is a recap of the conversation so "
+                                                    "far, written by a summariser:\n\n"),
+    (compaction, "DEFAULT_SYSTEM_PROMPT", lambda _: "Condense the records below. Keep facts, "
+                                                    "decisions, open items. Answer in prose."),
+    (compaction.TranscriptBlock, "render", _render),
+    (rt.ReferenceRuntime, "_shared_messages", _shared),
+    (view, "estimation_request", _estimation),
+    (compaction, "estimation_request", _estimation),
+    (rt, "estimation_request", _estimation),
+)
+
+
+@contextmanager
+def paraphrasing(deviation: bool = False) -> Iterator[None]:
+    """Run the reference as the paraphrasing runtime while the context is open."""
+    with ExitStack() as stack:
+        patches = list(PATCHES)
+        if deviation:
+            # a supplement claimed by a failed request is not carried to the next question
+            patches.append((delivery, "to_carry", _claimed_dropped))
+        for owner, attribute, make in patches:
+            stack.enter_context(mock.patch.object(owner, attribute,
+                                                  make(getattr(owner, attribute))))
+        yield
