@@ -29,7 +29,7 @@ from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
-from ctxspec.conformance.trace_contract import TRACE_CONTRACT_VERSION, violations
+from ctxspec.conformance.trace_contract import OPTIONAL, TRACE_CONTRACT_VERSION, violations
 from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
@@ -160,10 +160,20 @@ def run_case(case: Case, factory: DriverFactory,
         # is an event the case looks for: the runtime did not do something.
         return result("failed", f"{rule(case)}\nan event the case looks for is not in the "
                                 f"trace ({type(failure).__name__} in the case's reading)")
+    except KeyError as failure:
+        if failure.args and failure.args[0] in OPTIONAL:
+            return result("failed", f"{rule(case)}\nthe trace lacks the field "
+                                    f"{failure.args[0]!r} of a model_request, which this case "
+                                    f"reads (optional in the trace contract)")
+        return _suite_fault(failure, result)
     except Exception as failure:  # the case's own predicate broke: the suite's fault
-        return result("error", f"the case's own check raised {failure!r}: a fault of the "
-                               f"suite, not of the driver — please report it")
+        return _suite_fault(failure, result)
     return result("passed", "")
+
+
+def _suite_fault(failure: Exception, result: Callable[[Status, str], CaseResult]) -> CaseResult:
+    return result("error", f"the case's own check raised {failure!r}: a fault of the suite, "
+                           f"not of the driver — please report it")
 
 
 def _contract(trace: Trace, baseline: Trace | None) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxspec.conformance.driver import ESTIMATORS
+from ctxspec.conformance.driver import estimator_for
 from ctxspec.conformance.scenario import AgentDoc, Scenario
 from ctxspec.reference.budget import ResolvedBudget, resolve_budget
 from ctxspec.reference.tokens import TokenEstimator
@@ -262,7 +262,7 @@ class _Builder:
         compaction = event["purpose"] == "compaction"
         if not compaction:
             self.close_episode()
-        segments, note = split_request(event, ESTIMATORS[self.agent().estimator]())
+        segments, note = split_request(event, estimator_for(self.scenario, self.agent()))
         changes, self.changes = self.changes, []
         for message in event["view"]["messages"]:
             self.record_change(message, changes)

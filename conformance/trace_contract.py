@@ -101,13 +101,13 @@ class ModelRequest(_Event):
     output_reserve: int
     safety_margin: int
     input_budget: int
-    trigger_threshold: int
     compaction: str | None
-    snapshot_id: str | None
-    frozen_revisions: dict[str, int]
-    protected_input_ids: list[str]
-    input_cutoff: int | None
-    view_hash: str
+    snapshot_id: str | None = None
+    trigger_threshold: int | None = None
+    frozen_revisions: dict[str, int] | None = None
+    protected_input_ids: list[str] | None = None
+    input_cutoff: int | None = None
+    view_hash: str | None = None
 
 
 class ModelUsage(_Event):
@@ -251,6 +251,12 @@ class WorkflowEnded(_Event):
     state: dict[str, Any]
 
 
+OPTIONAL = frozenset({"snapshot_id", "trigger_threshold", "frozen_revisions",
+                      "protected_input_ids", "input_cutoff", "view_hash"})
+"""Fields of a model request only some cases read: a driver may leave them out, and then
+fails (never errs) the cases that read them, told which field it lacks."""
+
+
 EVENTS: dict[str, type[_Event]] = {
     model.model_fields["kind"].annotation.__args__[0]: model  # type: ignore[union-attr]
     for model in (ModelRequest, ModelUsage, ToolExecuted, HookCalled, HookDecided, Delivery,
@@ -308,4 +314,4 @@ def trace_schema() -> dict[str, Any]:
             "$defs": definitions}
 
 
-__all__ = ["EVENTS", "TRACE_CONTRACT_VERSION", "trace_schema", "violations"]
+__all__ = ["EVENTS", "OPTIONAL", "TRACE_CONTRACT_VERSION", "trace_schema", "violations"]

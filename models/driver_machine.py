@@ -56,7 +56,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ctxspec import catalogue
-from ctxspec.conformance.driver import ESTIMATORS, Driver, Ports, ReferenceDriver, perform
+from ctxspec.conformance.driver import Driver, Ports, ReferenceDriver, estimator_for, perform
 from ctxspec.conformance.scenario import (
     ModelDoc,
     Scenario,
@@ -170,7 +170,7 @@ class DriverMachine(RuleBasedStateMachine):
         driver = self.driver
         self._guarded("configure", lambda: driver.configure(scenario, Ports(
             self.model, self.tools, ScriptedHooks(scenario.hooks),
-            ESTIMATORS[scenario.agent.estimator]())))
+            estimator_for(scenario, scenario.agent))))
         triggers.act = self._triggered
         self._judge()
 
@@ -293,7 +293,7 @@ def replay_checked(document: Mapping[str, Any],
     driver.configure(scenario, Ports(ScriptedModel(scenario.model, triggers),
                                      ScriptedTools(scenario.tools, triggers),
                                      ScriptedHooks(scenario.hooks),
-                                     ESTIMATORS[scenario.agent.estimator]()))
+                                     estimator_for(scenario, scenario.agent)))
     judge = Judge(document)
     trace: Trace = []
 

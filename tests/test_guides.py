@@ -41,7 +41,7 @@ def test_every_shell_block_of_the_guide_runs(guide: str) -> None:
 def test_the_review_guide_states_what_its_commands_print() -> None:
     example_block, review_block, budget_block, *_ = blocks("design-review.md")
     example = paste(example_block)
-    assert "I=3041 ≥ trigger 2800" in example
+    assert "I=2915 ≥ trigger 2800" in example
     assert "failed CONTEXT_WINDOW_EXCEEDED" in example
     review = paste(review_block)
     assert "I=167 " in review

@@ -20,7 +20,7 @@ import pytest
 from ctxspec.catalogue import package_root
 from ctxspec.conformance.case import example
 from ctxspec.conformance.cases import by_id
-from ctxspec.conformance.driver import ESTIMATORS, Ports, ReferenceDriver, perform
+from ctxspec.conformance.driver import Ports, ReferenceDriver, estimator_for, perform
 from ctxspec.conformance.scenario import (
     AUDITOR,
     ScriptedHooks,
@@ -91,7 +91,7 @@ def drive(document: Mapping[str, Any], *, usage: int | None = None,
     model = Recording(ScriptedModel(scenario.model, triggers), usage=usage)
     scripted = ScriptedHooks(scenario.hooks)
     ports = Ports(model, ScriptedTools(scenario.tools, triggers),
-                  hooks(scripted) if hooks else scripted, ESTIMATORS[scenario.agent.estimator]())
+                  hooks(scripted) if hooks else scripted, estimator_for(scenario, scenario.agent))
     driver = ReferenceDriver()
     driver.configure(scenario, ports)
     triggers.act = lambda step: perform(driver, step)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ESTIMATORS, ReferenceDriver, _agent_config, run_scenario
+from ctxspec.conformance.driver import ReferenceDriver, _agent_config, estimator_for, run_scenario
 from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,
@@ -148,7 +148,7 @@ def child(name: str, database: Path, journal: Path, progress: Path, commits: Any
         agent = _agent_config(scenario.agent)
         ports: dict[str, Any] = {"model": world, "tools": world,
                                  "hooks": ScriptedHooks(scenario.hooks),
-                                 "estimator": ESTIMATORS[scenario.agent.estimator](),
+                                 "estimator": estimator_for(scenario, scenario.agent),
                                  "clock": LogicalClock()}
         runtime = restore(store, agent, seed=name, coordinator=coordinator, **ports) \
             if store.count("sessions") else ReferenceRuntime(

@@ -174,9 +174,10 @@ class ToyDriver:
         self._end(run, "failed", "MODEL_FAILED", "the model failed")
 
     def _decide(self, run: Run, outcome: Complete) -> None:
-        calls = [{"call_id": self._id(), "name": c.name,  # our own id, never the provider's
-                  "arguments": json.dumps(dict(c.arguments), sort_keys=True)}
-                 for c in outcome.tool_calls]
+        calls: list[Message] = [
+            {"call_id": self._id(), "action_ordinal": n,  # our own id, never the provider's
+             "name": c.name, "arguments": json.dumps(dict(c.arguments), sort_keys=True)}
+            for n, c in enumerate(outcome.tool_calls, 1)]
         malformed = {call["call_id"] for call, proposed in zip(calls, outcome.tool_calls,
                                                                 strict=True)
                      if proposed.malformed_arguments is not None}
@@ -247,8 +248,8 @@ class ToyDriver:
 
     def _input(self, input_id: str, current: set[str]) -> Message:
         if input_id in current:  # shown once, where the current request has it
-            return _message("system", "marker",
-                            f"[user input {input_id}: text shown in the current request]")
+            return {**_message("system", "marker", "(this input is quoted further down)"),
+                    "input_id": input_id}
         return {**_message("user", "user_ref", self.texts[input_id]), "input_id": input_id}
 
     # --- inputs and deliveries --------------------------------------------------------------
