@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxspec.conformance.capabilities import refine
 from ctxspec.conformance.case import (
     COMPACTING,
     Case,
@@ -919,7 +920,7 @@ def _bad_budget_scenario() -> dict[str, Any]:
     return document
 
 
-CASES: tuple[Case, ...] = (
+_CASES: tuple[Case, ...] = (
     Case("ROW-01", "recent_runs = 2 after succeeded, failed and stopped Runs", "§12 row 1",
          ("CTX-4.4", "CTX-4.5", "CTX-4.6", "CTX-4.12", "CTX-5.23", "CTX-5.24", "CTX-4.7",
           "CTX-4.13", "CTX-4.14", "CTX-5.14", "CTX-5.25", "CTX-11.10"),
@@ -1091,6 +1092,8 @@ CASES: tuple[Case, ...] = (
     *CRASH_MATRIX,
     *HOOK_CRASHES,
 )
+CASES: tuple[Case, ...] = tuple(refine(case) for case in _CASES)
+"""Every case, its needs at the finest grain its scenario uses (conformance/capabilities.py)."""
 
 
 def by_id(ids: Sequence[str] | None = None) -> tuple[Case, ...]:

@@ -73,6 +73,7 @@ from ctxspec.reference.runtime.workflow import (
 from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
 
 CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
+                          "stop_mid_batch",
                           "triggers", "planner_executor", "crash_points", "commit_failures",
                           "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",

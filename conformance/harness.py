@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -24,6 +24,7 @@ from xml.etree import ElementTree
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.catalogue import load_catalogue
+from ctxspec.conformance.capabilities import declared
 from ctxspec.conformance.cases import Case, CaseFailure, Trace
 from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.probes import ProbeResult, probe
@@ -115,8 +116,9 @@ def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) ->
 
 def run_case(case: Case, factory: DriverFactory,
              probes: Mapping[str, ProbeResult] | None = None) -> CaseResult:
-    """One case on a fresh driver. ``probes`` (from :func:`confirm_capabilities`) turns a case
-    that needs a declared but unconfirmed capability into ``failed``, naming the probe."""
+    """One case on a fresh driver. ``probes`` (from :func:`confirm_capabilities`): a case that
+    needs a declared capability its probe did not confirm still runs, and if it does not pass
+    its detail says so (the probe's own words are reported once, before the cases)."""
     began = time.perf_counter()
 
     def result(status: Status, detail: str) -> CaseResult:
@@ -126,14 +128,22 @@ def run_case(case: Case, factory: DriverFactory,
         driver = factory()
     except Exception as failure:  # the driver could not even be built
         return result("error", f"driver factory failed: {failure!r}")
-    missing = sorted(case.needs - frozenset(driver.capabilities))
+    missing = sorted(case.needs - declared(driver.capabilities))
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
-    unconfirmed = [probes[need] for need in sorted(case.needs) if probes is not None
+    unconfirmed = [need for need in sorted(case.needs) if probes is not None
                    and need in probes and probes[need].status == "not_confirmed"]
-    if unconfirmed:
-        return result("failed", "; ".join(f"the driver declares {p.capability} but {p.detail}"
-                                          for p in unconfirmed))
+    judged = _judge(case, factory, driver, result)
+    if unconfirmed and judged.status != "passed":
+        # The probe's verdict is reported once, at the top; the case still shows what it saw.
+        return replace(judged, detail=f"{judged.detail}\n(the driver declares "
+                                      f"{', '.join(unconfirmed)}, which its probe did not "
+                                      f"confirm: see the report's first lines)")
+    return judged
+
+
+def _judge(case: Case, factory: DriverFactory, driver: Driver | StdioDriver,
+           result: Callable[[Status, str], CaseResult]) -> CaseResult:
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
@@ -216,7 +226,7 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
 
 def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
     """Probe every capability the driver declares (conformance/probes.py)."""
-    return probe(frozenset(factory().capabilities),
+    return probe(declared(factory().capabilities),
                  lambda scenario: scenario_trace(factory(), scenario))
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ctxspec.conformance.capabilities import COARSE, HOOK_POINTS
 from ctxspec.conformance.case import Trace, base, of, requests
 from ctxspec.conformance.sessions import boundary
 
@@ -70,18 +71,53 @@ def _workflow() -> dict[str, Any]:
             "tools": {"t": [{"text": "x"}]}}
 
 
+def _chunked() -> dict[str, Any]:
+    """A Run whose material is far more than one chunk holds: W = 5000, B = 4500, trigger 3600,
+    T = 400 and a chunk carries 4100 with the content estimator. Loop 2 is I = 3 + 2 + 1500 +
+    1500 = 3005, well below the trigger; loop 3 adds 3000 more (6005) and folds two units of
+    3000 — at least two chunks, whatever framing a runtime adds."""
+    document = base(window=5000, tools=[{"name": "t"}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "A" * 1500, "tool_calls": [{"name": "t"}]},
+                                      {"text": "B" * 1500, "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}],
+                         "compaction": [{"text": "S1"}, {"text": "S2"}, {"text": "S3"}]}
+    document["tools"] = {"t": [{"text": "r" * 1500}, {"text": "s" * 1500}]}
+    return document
+
+
+def _hook_probe(point: str) -> Probe:
+    """A hook at ``point`` that allows: the sign is its decision at that point."""
+    hooks = [{"point": point, "items": [{"decision": "allow"}]}]
+    needs: frozenset[str] = frozenset()
+    if point.startswith("tool."):
+        scenario: dict[str, Any] = _with(_tool_loop(), hooks=hooks)
+    elif point.startswith("compaction."):
+        scenario, needs = _with(boundary(2200), hooks=hooks), frozenset(
+            {"compaction_summary", "estimator_injection"})
+    elif point.startswith("capability."):
+        scenario, needs = _with(_workflow(), hooks=hooks), frozenset({"workflow"})
+    else:
+        scenario = _with(_session(), hooks=hooks)
+    return Probe(f"hooks:{point}", scenario, f"a hook_decided event at {point}",
+                 lambda t: any(e["point"] == point for e in of(t, "hook_decided")), needs)
+
+
 PROBES: tuple[Probe, ...] = (
     Probe("root_loop", _session(), "a business request and the Run's ending",
           lambda t: bool(requests(t, "business")) and bool(of(t, "run_ended"))),
     Probe("estimator_injection", _session(),
           'I = 8 for "sys" and "hello" with the character estimator',
           lambda t: [r["estimated_input_tokens"] for r in requests(t)] == [8]),
-    Probe("hooks", _with(_session(), hooks=[{"point": "model.pre_request",
-                                             "items": [{"decision": "allow"}]}]),
-          "a hook_decided event", lambda t: bool(of(t, "hook_decided"))),
+    *(_hook_probe(point) for point in HOOK_POINTS),
     Probe("stop", _with(_session(), steps=[{"ask": "hello"}, {"stop": True}, {"advance": True}]),
           "the Run ended stopped",
           lambda t: [e["status"] for e in of(t, "run_ended")][-1:] == ["stopped"]),
+    Probe("stop_mid_batch", _with(_tool_loop(), triggers=[
+        {"on": {"tool": "t", "ordinal": 1}, "do": {"stop": True}}]),
+          "the Run ended stopped after a stop while its tool ran",
+          lambda t: [e["status"] for e in of(t, "run_ended")][-1:] == ["stopped"],
+          frozenset({"triggers"})),
     Probe("triggers", _with(_tool_loop(), triggers=[
         {"on": {"tool": "t", "ordinal": 1}, "do": {"supplement": "also this"}}]),
           'the supplement "also this", sent while the tool ran, in a later request',
@@ -97,8 +133,15 @@ PROBES: tuple[Probe, ...] = (
             "target": "first_assistant", "field": "text", "value": "corrected"}}}]),
           'the decision written as "corrected" in the second request',
           lambda t: "corrected" in [m["text"] for m in requests(t)[-1]["view"]["messages"]]),
-    Probe("compaction", boundary(2200), "a compaction request",
+    Probe("compaction_summary", boundary(2200), "a compaction request",
           lambda t: bool(requests(t, "compaction")), frozenset({"estimator_injection"})),
+    Probe("compaction_chunks", _chunked(), "two compaction requests in one episode",
+          lambda t: len(requests(t, "compaction")) >= 2,
+          frozenset({"estimator_injection", "compaction_summary"})),
+    Probe("compaction_snapshots", boundary(2200),
+          "a snapshot named by the business request after the summary",
+          lambda t: any(r.get("snapshot_id") for r in requests(t, "business")),
+          frozenset({"estimator_injection", "compaction_summary"})),
     Probe("planner_executor", _with(_session(executor={}), model={
         "business": [{"text": "", "tool_calls": [{"name": "delegate",
                                                   "arguments": {"task": "look"}}]},
@@ -149,7 +192,7 @@ def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trac
     ``not_probed`` (no case needs it either)."""
     results: dict[str, ProbeResult] = {
         name: ProbeResult(name, "not_probed", "the suite knows no such capability")
-        for name in sorted(declared - {each.capability for each in PROBES})}
+        for name in sorted(declared - {each.capability for each in PROBES} - set(COARSE))}
     for each in PROBES:
         if each.capability not in declared:
             continue

@@ -2,9 +2,11 @@
 
 The runtime is deliberately small and written apart from the reference: one root role, a model
 loop with tools and retries, questions and supplements with their deliveries (§5), a history
-projection of the recent Runs (§4), fragments of broken streams (§11). It has no compaction, no
-hooks, no crash recovery, no Executors — so it declares no capability, and the suite reports
-every case that needs one as ``unsupported`` while the rest must pass.
+projection of the recent Runs (§4), fragments of broken streams (§11), every request measured
+with the injected estimator. It has no compaction, no hooks, no stop, no crash recovery, no
+Executors — so it declares only ``root_loop``, ``estimator_injection`` and ``triggers``, and
+the suite reports every case that needs more as ``unsupported``. Two cases it runs it fails,
+for what it really lacks: bounded previews of large results (§6: ROW-08, S6-PREVIEW-STAYS).
 
 Run it: ``PYTHONPATH=docs/driver-example ctxspec conformance --driver toy_driver:ToyDriver``.
 """
@@ -14,6 +16,7 @@ import json
 import math
 import uuid
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from ctxspec.conformance.driver import Ports
@@ -55,7 +58,9 @@ class Run:
 
 
 class ToyDriver:
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset({"root_loop", "estimator_injection", "triggers"})
+    """A root loop; every request measured with the injected estimator; steps arriving while
+    a tool runs are taken in (the harness calls them through the ports)."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         agent = scenario.agent
@@ -65,6 +70,11 @@ class ToyDriver:
         if window - reserve - margin <= 0:
             raise ValueError(f"BUDGET_CONFIGURATION_INVALID: window {window} leaves no input "
                              f"budget after output reserve {reserve} and safety margin {margin}")
+        ratio = Fraction(agent.trigger_ratio)
+        if not 0 < ratio < 1:
+            raise ValueError(f"BUDGET_CONFIGURATION_INVALID: trigger ratio {ratio} is not "
+                             f"between 0 and 1")
+        self.trigger = math.floor((window - reserve - margin) * ratio)
         self.agent, self.ports = agent, ports
         self.window, self.reserve, self.margin = window, reserve, margin
         self.runs: list[Run] = []
@@ -135,6 +145,9 @@ class ToyDriver:
         key = f"model:{run.no}:{self.ordinal}"
         tokens = self.ports.estimator.estimate(EstimationRequest(messages=tuple(
             PromptMessage(role=m["role"], text=m["text"]) for m in view))).tokens
+        decision = self._evaluate(run, view, tokens)
+        if decision is None:
+            return
         delivered = False
         fragments: list[str] = []
         for attempt in range(1, self.agent.model_attempts + 1):
@@ -147,7 +160,8 @@ class ToyDriver:
                         window=self.window, output_reserve=self.reserve,
                         safety_margin=self.margin,
                         input_budget=self.window - self.reserve - self.margin,
-                        compaction="below_trigger", snapshot_id=None,
+                        trigger_threshold=self.trigger,
+                        compaction=decision, snapshot_id=None,
                         view_hash=hashlib.sha256(json.dumps(view).encode()).hexdigest())
             outcome = self.ports.model.call(ModelCall(
                 "business", uuid.uuid4(), key, attempt,
@@ -227,6 +241,23 @@ class ToyDriver:
         self._client(run, "run_ended", status)
 
     # --- the view: §4 history projection, then the current Run -------------------------------
+
+    def _evaluate(self, run: Run, view: list[Message], tokens: int) -> str | None:
+        """§8 before a request leaves: below the trigger it goes; at or above it with nothing
+        compressible it goes if it fits B, else the Run fails. The toy cannot compact, so
+        material above the trigger is beyond it (it declares no compaction)."""
+        if tokens < self.trigger:
+            return "below_trigger"
+        current = {d.input_id for d in run.inputs}
+        if any(m["kind"] != "system_prompt" and m.get("input_id") not in current for m in view):
+            raise NotImplementedError("the toy cannot compact")
+        budget = self.window - self.reserve - self.margin
+        if tokens > budget:
+            self._end(run, "failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE",
+                      f"the fixed input needs {tokens} input tokens; the input budget is "
+                      f"{budget}")
+            return None
+        return "no_compressible_material"
 
     def _view(self, run: Run) -> list[Message]:
         view = [_message("system", "system_prompt", self.agent.system_prompt)]

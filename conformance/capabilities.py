@@ -1,0 +1,83 @@
+"""Capabilities at the grain real runtimes have (docs/implementing-a-driver.md §4). A driver
+declares fine capabilities — a threshold-triggered summary without the chunked fold, hooks at
+some points only, a stop between Loops but not in the middle of a batch — or a coarse name that
+stands for all of its parts (``compaction``, ``hooks``). A case needs the finest capabilities
+its scenario uses: the hook points it scripts, a stop while a tool runs, the chunked fold or
+snapshots where it reads them (``refine``).
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any, get_args
+
+from ctxspec.conformance.case import Case
+from ctxspec.reference.ports import HookPoint
+
+HOOK_POINTS: tuple[str, ...] = get_args(HookPoint)
+COMPACTION_PARTS = ("compaction_summary", "compaction_chunks", "compaction_snapshots")
+"""A threshold-triggered summary (§8: the trigger, T, the summary in place of the material);
+the chunked sequential fold (§8: a chunk plan, S1 then S1 + chunk 2, …); snapshots with their
+coverage, increments and the CAS switch (§9)."""
+
+COARSE: Mapping[str, tuple[str, ...]] = {
+    "compaction": COMPACTION_PARTS,
+    "hooks": tuple(f"hooks:{point}" for point in HOOK_POINTS),
+}
+"""A coarse name a driver may declare, and the fine capabilities it stands for."""
+
+CHUNKED = frozenset({
+    "ROW-09", "ROW-10", "ROW-11", "ROW-20", "S3-STABLE-IDS", "S7-HOOK-THEN-COMPACT",
+    "S8-COMPACTION-PROMPT", "S8-COMPACTION-PIPELINE", "S8-COMPACTION-DENIED",
+    "S8-CHUNK-FAILS", "S8-MODEL-CURSOR", "S8-CHUNK-RETRIED", "S8-CHUNK-ONE-ATTEMPT",
+    "S8-CHUNK-LAST-ATTEMPT", "S8-MATERIAL-ORDER", "S8-OVERSIZE-RECORD", "S9-CHUNK-RESUME",
+    "S9-CHUNK-RAW-SAVED", "S9-NO-SECOND-ATTEMPT", "S9-RESUMMARY", "S9-UNCOVERED-CHANGE",
+    "S9-CAS-REBUILT", "S9-CAS-OVER", "S9-CAS-TAKEOVER", "S10-CORRECTION-SURVIVES"})
+"""Cases whose episodes fold more than one chunk (tests/test_capabilities.py checks this
+against the reference's requests); the crash matrix's three-chunk example is one too."""
+
+SNAPSHOTS = frozenset({
+    "ROW-05", "ROW-09", "ROW-10", "ROW-20", "S4-FRESH-PROJECTION", "S7-HOOK-THEN-COMPACT",
+    "S8-EPISODE-WAITS", "S9-INCREMENTS", "S9-SNAPSHOT-TAKEOVER", "S9-RESUMMARY",
+    "S9-UNCOVERED-CHANGE", "S9-FROZEN-BINDING", "S9-SUMMARY-ATOMIC", "S9-CAS-REBUILT",
+    "S9-CAS-OVER", "S9-CAS-TAKEOVER", "S10-CORRECTION-SURVIVES", "S10-SNAPSHOT-NOT-CHECKPOINT"})
+"""Cases that read a request's snapshot, its coverage or the CAS switch (§9)."""
+
+
+def declared(capabilities: Iterable[str]) -> frozenset[str]:
+    """What a driver's declaration covers: each name, and the fine parts of a coarse one."""
+    names = frozenset(capabilities)
+    return names | {part for name in names for part in COARSE.get(name, ())}
+
+
+def refine(case: Case) -> Case:
+    """The case with its needs at the finest grain its scenario uses."""
+    needs = set(case.needs)
+    if "compaction" in needs:
+        needs.discard("compaction")
+        needs.add("compaction_summary")
+        if case.id in CHUNKED or case.id.startswith("CRASH-CHUNKS-"):
+            needs.add("compaction_chunks")
+        if case.id in SNAPSHOTS:
+            needs.add("compaction_snapshots")
+    if "hooks" in needs:
+        points = _hook_points(case.scenario)
+        if points:
+            needs.discard("hooks")
+            needs.update(f"hooks:{point}" for point in points)
+    if "stop" in needs and _stops_mid_batch(case.scenario):
+        needs.add("stop_mid_batch")
+    return case if needs == set(case.needs) else replace(case, needs=frozenset(needs))
+
+
+def _hook_points(scenario: Mapping[str, Any]) -> set[str]:
+    return {str(hook["point"]) for hook in scenario.get("hooks", ())}
+
+
+def _stops_mid_batch(scenario: Mapping[str, Any]) -> bool:
+    """A stop the scenario sends while one of a batch's tools runs."""
+    return any(trigger["do"].get("stop") and trigger["on"].get("tool") is not None
+               for trigger in scenario.get("triggers", ()))
+
+
+__all__ = ["CHUNKED", "COARSE", "COMPACTION_PARTS", "HOOK_POINTS", "SNAPSHOTS", "declared",
+           "refine"]
