@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, get_args
 
 from ctxspec.conformance.case import Case
+from ctxspec.conformance.phases import CRASH_CAPABILITIES, crash_need
 from ctxspec.reference.ports import HookPoint
 
 HOOK_POINTS: tuple[str, ...] = get_args(HookPoint)
@@ -44,9 +45,11 @@ SNAPSHOTS = frozenset({
 
 
 def declared(capabilities: Iterable[str]) -> frozenset[str]:
-    """What a driver's declaration covers: each name, and the fine parts of a coarse one."""
+    """What a driver's declaration covers: each name, the fine parts of a coarse one, and with
+    ``crash_points`` a crash at every phase (``crash:<phase>``, conformance/phases.py)."""
     names = frozenset(capabilities)
-    return names | {part for name in names for part in COARSE.get(name, ())}
+    parts = {part for name in names for part in COARSE.get(name, ())}
+    return names | parts | (CRASH_CAPABILITIES if "crash_points" in names else frozenset())
 
 
 def refine(case: Case) -> Case:
@@ -66,6 +69,11 @@ def refine(case: Case) -> Case:
             needs.update(f"hooks:{point}" for point in points)
     if "stop" in needs and _stops_mid_batch(case.scenario):
         needs.add("stop_mid_batch")
+    crash = case.scenario.get("crash")
+    if isinstance(crash, Mapping) and crash.get("phase") is not None:
+        # A crash at a phase the design names: the driver must map that phase onto a commit.
+        needs.discard("crash_points")
+        needs.add(crash_need(str(crash["phase"])))
     return case if needs == set(case.needs) else replace(case, needs=frozenset(needs))
 
 

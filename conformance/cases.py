@@ -121,8 +121,8 @@ def _row5_check(trace: Trace) -> None:
 # --- §12 rows 9, 21-23: crashes --------------------------------------------------------------
 
 
-def _crash(name: str, commit: str, occurrence: int, when: str) -> dict[str, Any]:
-    return {**example(name), "crash": {"commit": commit, "occurrence": occurrence,
+def _crash(name: str, phase: str, occurrence: int, when: str) -> dict[str, Any]:
+    return {**example(name), "crash": {"phase": phase, "occurrence": occurrence,
                                        "when": when}}
 
 
@@ -960,11 +960,11 @@ _CASES: tuple[Case, ...] = (
          frozenset({"estimator_injection"})),
     Case("ROW-09", "a crash after the second chunk resumes at the third", "§12 row 9",
          ("CTX-10.9", "CTX-8.74", "CTX-8.10"),
-         _crash("compaction-three-chunks-window-exceeded", "CHUNK_COMMITTED", 2, "after"),
+         _crash("compaction-three-chunks-window-exceeded", "chunk_committed", 2, "after"),
          _row9_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
     Case("ROW-10", "a crash before the summary commit loses no history", "§12 row 10",
          ("CTX-10.10",),
-         _crash("compaction-three-chunks-window-exceeded", "SNAPSHOT_COMMITTED", 1, "before"),
+         _crash("compaction-three-chunks-window-exceeded", "snapshot_published", 1, "before"),
          _row10_check, frozenset({"compaction", "crash_points", "estimator_injection"})),
     Case("ROW-11", "still over the window after the summary ends the Run", "§12 row 11",
          ("CTX-8.53", "CTX-8.77", "CTX-11.4", "CTX-11.14", "CTX-8.15", "CTX-11.11", "CTX-7.17",
@@ -999,15 +999,15 @@ _CASES: tuple[Case, ...] = (
          _row20_check,
          frozenset({"hooks", "compaction", "estimator_injection"})),
     Case("ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
-         ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "RAW_RESULT_SAVED", 1, "after"),
+         ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "raw_answer_saved", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),
     Case("ROW-22", "a crash after one batch member settled reuses it", "§12 row 22",
          ("CTX-10.12", "CTX-10.15", "CTX-10.18"),
-         _crash("tool-batch-hook", "TOOL_SETTLED", 1, "after"),
+         _crash("tool-batch-hook", "tool_settled", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),
     Case("ROW-23", "a crash after the feedback commit appends nothing twice", "§12 row 23",
          ("CTX-10.12", "CTX-3.5", "CTX-10.20"),
-         _crash("tool-batch-hook", "BATCH_FEEDBACK", 1, "after"),
+         _crash("tool-batch-hook", "batch_fed_back", 1, "after"),
          _saved_step_check, frozenset({"crash_points", "hooks"})),
     Case("ROW-24", "working files go at Run end; deleting the Agent removes its records",
          "§12 row 24", ("CTX-1.14", "CTX-1.15"), _row24_scenario(), _row24_check,

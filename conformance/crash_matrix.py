@@ -1,14 +1,15 @@
-"""The crash matrix (§10, §12 rows 9, 10, 21-23): every named commit each worked example passes
-through, each occurrence, a crash just before and just after it — as relational conformance
-cases. A crashed Session must end as the same driver's uncrashed Session does: the same requests
-with the same messages, no request asked again whose answer was saved, no tool run more often,
-no hook asked more often, the same Run endings. Where the design allows a difference it says
-so: only the answer in flight when the crash came is asked again, a tool that started but never
-saved its result is reported UNKNOWN_OUTCOME (Q44) instead of being re-run, and a hook running
-at the crash is dropped (Q50).
+"""The crash matrix (§10, §12 rows 9, 10, 21-23): every phase the design names
+(conformance/phases.py) each worked example passes through, each occurrence, a crash just before
+and just after it — as relational conformance cases. A crashed Session must end as the same
+driver's uncrashed Session does: the same requests with the same messages, no request asked
+again whose answer was saved, no tool run more often, no hook asked more often, the same Run
+endings. Where the design allows a difference it says so: only the answer in flight when the
+crash came is asked again, a tool that started but never saved its result is reported
+UNKNOWN_OUTCOME (Q44) instead of being re-run, and a hook running at the crash is dropped (Q50).
 
-The commit names are those of docs/recovery.md; ``CRASH_POINTS`` lists how often each example
-passes each one (tests/test_crash_matrix.py checks the table against the reference).
+A case needs ``crash:<phase>``: a driver maps each phase it declares onto one of its commits
+(the reference onto its own, docs/recovery.md). ``CRASH_POINTS`` lists how often each example
+passes each phase (tests/test_crash_matrix.py checks the table against the reference).
 """
 
 import json
@@ -28,6 +29,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
+from ctxspec.conformance.phases import crash_need
 from ctxspec.conformance.sessions import hooked_executor_answer
 
 EXAMPLES: Mapping[str, tuple[str, frozenset[str]]] = {
@@ -41,27 +43,27 @@ EXAMPLES: Mapping[str, tuple[str, frozenset[str]]] = {
 
 CRASH_POINTS: Mapping[str, Mapping[str, int]] = {
     # One question, one decision with two calls (each with a pre-call hook), one answer.
-    "TOOLS": {"SESSION_OPENED": 1, "APP-INPUT": 1, "T_FREEZE": 2, "T_FIRST_OUTPUT": 2,
-              "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2, "HOOK_STARTED": 2,
-              "HOOK_DECISION": 2, "TOOL_STARTED": 2, "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 1,
-              "APP-FINALIZE": 1},
+    "TOOLS": {"session_opened": 1, "input_accepted": 1, "request_frozen": 2, "first_output": 2,
+              "raw_answer_saved": 2, "effective_result_committed": 2, "hook_started": 2,
+              "hook_decided": 2, "tool_started": 2, "tool_settled": 2, "batch_fed_back": 1,
+              "run_finalised": 1},
     # Two questions, three tool loops, one episode of three chunks (each saves its raw answer,
     # then commits its summary and the cursor), then the window is exceeded.
-    "CHUNKS": {"SESSION_OPENED": 1, "APP-INPUT": 2, "T_FREEZE": 4, "T_FIRST_OUTPUT": 4,
-               "RAW_RESULT_SAVED": 4, "EFFECTIVE_RESULT": 4, "TOOL_STARTED": 3,
-               "TOOL_SETTLED": 3, "BATCH_FEEDBACK": 3, "EPISODE_STARTED": 1,
-               "CHUNK_RAW_SAVED": 3, "CHUNK_COMMITTED": 3, "SNAPSHOT_COMMITTED": 1,
-               "APP-FINALIZE": 2},
+    "CHUNKS": {"session_opened": 1, "input_accepted": 2, "request_frozen": 4, "first_output": 4,
+               "raw_answer_saved": 4, "effective_result_committed": 4, "tool_started": 3,
+               "tool_settled": 3, "batch_fed_back": 3, "episode_started": 1,
+               "chunk_answer_saved": 3, "chunk_committed": 3, "snapshot_published": 1,
+               "run_finalised": 2},
     # Four questions and three supplements; Run 2's model fails twice, Run 3 is stopped before
     # its request (a stop is written outside a step: not a crash point).
-    "RUNS": {"SESSION_OPENED": 1, "APP-INPUT": 7, "T_FREEZE": 3, "ATTEMPT_FAILED": 1,
-             "T_FIRST_OUTPUT": 2, "RAW_RESULT_SAVED": 2, "EFFECTIVE_RESULT": 2,
-             "APP-FINALIZE": 4},
+    "RUNS": {"session_opened": 1, "input_accepted": 7, "request_frozen": 3, "attempt_failed": 1,
+             "first_output": 2, "raw_answer_saved": 2, "effective_result_committed": 2,
+             "run_finalised": 4},
     # A Planner delegating to two Executors (one greps, with a supplement sent meanwhile).
-    "PLANNER": {"SESSION_OPENED": 1, "APP-INPUT": 3, "T_FREEZE": 7, "T_FIRST_OUTPUT": 3,
-                "RAW_RESULT_SAVED": 7, "EFFECTIVE_RESULT": 7, "TOOL_STARTED": 2,
-                "TOOL_SETTLED": 2, "BATCH_FEEDBACK": 3, "EXECUTION_STARTED": 2,
-                "EXECUTION_ENDED": 2, "APP-FINALIZE": 2},
+    "PLANNER": {"session_opened": 1, "input_accepted": 3, "request_frozen": 7, "first_output": 3,
+                "raw_answer_saved": 7, "effective_result_committed": 7, "tool_started": 2,
+                "tool_settled": 2, "batch_fed_back": 3, "execution_started": 2,
+                "execution_ended": 2, "run_finalised": 2},
 }
 
 FOCUSED: Mapping[str, tuple[Callable[[], dict[str, Any]], frozenset[str],
@@ -71,30 +73,30 @@ FOCUSED: Mapping[str, tuple[Callable[[], dict[str, Any]], frozenset[str],
     # answer saved, its effective result, the post-response chain marked and decided, the
     # execution ended. The Planner's own commits are those PLANNER crosses already.
     "HOOKED": (hooked_executor_answer, frozenset({"hooks", "planner_executor"}), {
-        "EXECUTION_STARTED": (1,), "T_FREEZE": (2,), "RAW_RESULT_SAVED": (2,),
-        "EFFECTIVE_RESULT": (2,), "HOOK_STARTED": (2,), "HOOK_DECISION": (2,),
-        "EXECUTION_ENDED": (1,)}),
+        "execution_started": (1,), "request_frozen": (2,), "raw_answer_saved": (2,),
+        "effective_result_committed": (2,), "hook_started": (2,), "hook_decided": (2,),
+        "execution_ended": (1,)}),
 }
 """Sessions crossed at chosen commits only (short name → scenario builder, capabilities,
 commit → occurrences), each before and after: the crashed Planner must still receive the
 Executor's effective answer, as the uncrashed one does."""
 
-LOST_ANSWER = frozenset({("T_FIRST_OUTPUT", "before"), ("T_FIRST_OUTPUT", "after"),
-                         ("RAW_RESULT_SAVED", "before"), ("ATTEMPT_FAILED", "before"),
-                         ("CHUNK_RAW_SAVED", "before")})
+LOST_ANSWER = frozenset({("first_output", "before"), ("first_output", "after"),
+                         ("raw_answer_saved", "before"), ("attempt_failed", "before"),
+                         ("chunk_answer_saved", "before")})
 """Crash points at which the answer to the request in flight (a business answer, a failure, a
 chunk summary) was not saved yet: that one request is asked again, once. A chunk's raw answer is
-saved by CHUNK_RAW_SAVED before its post-response chain (§8, CTX-8.70), so a crash before
-CHUNK_COMMITTED post-processes the saved answer and asks nothing again (CTX-9.43)."""
+saved (chunk_answer_saved) before its post-response chain (§8, CTX-8.70), so a crash before
+chunk_committed post-processes the saved answer and asks nothing again (CTX-9.43)."""
 
-UNKNOWN_TOOL = frozenset({("TOOL_STARTED", "after"), ("TOOL_SETTLED", "before")})
+UNKNOWN_TOOL = frozenset({("tool_started", "after"), ("tool_settled", "before")})
 """Crash points at which a tool may have acted but its result was not saved."""
 
-INSIDE_A_TOOL = frozenset({("PLANNER", "APP-INPUT", 2)})
+INSIDE_A_TOOL = frozenset({("PLANNER", "input_accepted", 2)})
 """Commits made while a tool runs: the planner example's trigger sends a supplement during the
 first Executor's grep, so dying at that input leaves the grep's outcome unknown too."""
 
-HOOK_DROPPED = frozenset({("HOOK_STARTED", "after"), ("HOOK_DECISION", "before")})
+HOOK_DROPPED = frozenset({("hook_started", "after"), ("hook_decided", "before")})
 """Crash points at which a hook was running: its outcome is unknown, so by the hook failure
 rule only its item is dropped (Q50) and the call runs as it was before the hook — the same
 tools, possibly with other arguments."""
@@ -134,8 +136,8 @@ def _compare(short: str, commit: str, occurrence: int, when: str
     hook_dropped = (commit, when) in HOOK_DROPPED
 
     def compare(crashed: Trace, uncrashed: Trace) -> None:
-        equal([(e["commit"], e["occurrence"], e["when"]) for e in of(crashed, "restarted")],
-              [(commit, occurrence, when)], "restarts")
+        equal([(e["phase"], e["when"]) for e in of(crashed, "restarted")], [(commit, when)],
+              "restarts (phase, before or after)")
         asked = Counter((r["purpose_key"], r["attempt"]) for r in requests(crashed))
         equal(sum(n - 1 for n in asked.values()), 1 if lost_answer else 0,
               "requests asked again after the restart")
@@ -179,7 +181,7 @@ def _names(trace: Trace) -> list[str]:
 
 def _crashed(scenario: dict[str, Any], short: str, commit: str, occurrence: int, when: str
              ) -> dict[str, Any]:
-    document = {**scenario, "crash": {"commit": commit, "occurrence": occurrence,
+    document = {**scenario, "crash": {"phase": commit, "occurrence": occurrence,
                                       "when": when}}
     if _unknown_tool(short, commit, occurrence, when):
         document["model"] = {purpose: [*script, SPARE, SPARE]
@@ -201,11 +203,11 @@ def _cases() -> tuple[Case, ...]:
             for occurrence in occurrences:
                 for when in ("before", "after"):
                     cases.append(Case(
-                        f"CRASH-{short}-{commit}-{occurrence}-{when.upper()}",
+                        f"CRASH-{short}-{commit.upper()}-{occurrence}-{when.upper()}",
                         f"{name}: a crash {when} {commit} #{occurrence} changes nothing",
                         "§10 crash matrix", REQUIREMENTS,
                         _crashed(scenario, short, commit, occurrence, when),
-                        no_check, needs | {"crash_points"}, baseline=scenario,
+                        no_check, needs | {crash_need(commit)}, baseline=scenario,
                         compare=_compare(short, commit, occurrence, when)))
     return tuple(cases)
 

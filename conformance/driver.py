@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
 from ctxspec.conformance.estimator import ContentEstimator, scenario_texts
+from ctxspec.conformance.phases import CRASH_CAPABILITIES, REFERENCE_COMMITS
 from ctxspec.conformance.scenario import (
     AUDITOR,
     AgentDoc,
@@ -78,7 +79,7 @@ CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injecti
                           "retention",
                           "history_api", "shared_scopes", "usage_reports", "tool_latency",
                           "sessions", "workflow", "history_bodies", "error_figures",
-                          "final_answers", "moments", "writer"})
+                          "final_answers", "moments", "writer", *CRASH_CAPABILITIES})
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
@@ -179,6 +180,8 @@ class ReferenceDriver:
     Session the steps talk to."""
 
     capabilities = CAPABILITIES
+    phase_commits: Mapping[str, str] = REFERENCE_COMMITS
+    """The commit each phase of the design is mapped onto (conformance/phases.py)."""
 
     def __init__(self) -> None:
         self.runtime: ReferenceRuntime | None = None
@@ -206,8 +209,9 @@ class ReferenceDriver:
         self.scenario_name = scenario.name
         self.store, self.clock = Store(), LogicalClock()
         crash = scenario.crash
-        self.crash = None if crash is None else CrashPlan(crash.commit, crash.occurrence,
-                                                          crash.when)
+        self.crash = None if crash is None else CrashPlan(
+            self.phase_commits[crash.phase] if crash.phase is not None else str(crash.commit),
+            crash.occurrence, crash.when)
         self._open()
 
     def _open(self) -> None:
@@ -269,7 +273,7 @@ class ReferenceDriver:
         but the store, the Agent and its workspace."""
         previous = self._runtime()
         if not self.crashed:
-            for name in COMMIT_NAMES:
+            for name in {*COMMIT_NAMES, *self.phase_commits.values()}:
                 self.counted[name] = self.counted.get(name, 0) + previous.commits_made(name)
         self.sessions.append(previous)
         self.earlier.events.extend([*previous.trace.events, *self.observed.events])
@@ -333,7 +337,14 @@ class ReferenceDriver:
         self._outermost(lambda: self._runtime().advance(), lambda: self._runtime().advance())
 
     def trace(self) -> list[dict[str, Any]]:
-        return self.raw_trace().to_json()
+        """The neutral trace; a restart or a refused commit also names the design's phase its
+        commit stands for (conformance/phases.py)."""
+        events = self.raw_trace().to_json()
+        phase_of = {commit: phase for phase, commit in self.phase_commits.items()}
+        for event in events:
+            if event["kind"] in ("restarted", "persistence_failed"):
+                event["phase"] = phase_of.get(event["commit"])
+        return events
 
     # --- retention and access (optional capabilities) ---------------------------------------
 

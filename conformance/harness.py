@@ -131,7 +131,10 @@ def run_case(case: Case, factory: DriverFactory,
     missing = sorted(case.needs - declared(driver.capabilities))
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
-    unconfirmed = [need for need in sorted(case.needs) if probes is not None
+    # A crash at any phase is confirmed by the crash_points probe (one crash and a restart).
+    probed = sorted({"crash_points" if need.startswith("crash:") else need
+                     for need in case.needs})
+    unconfirmed = [need for need in probed if probes is not None
                    and need in probes and probes[need].status == "not_confirmed"]
     judged = _judge(case, factory, driver, result)
     if unconfirmed and judged.status != "passed":

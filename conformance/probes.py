@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ctxspec.conformance.capabilities import COARSE, HOOK_POINTS
 from ctxspec.conformance.case import Trace, base, of, requests
+from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.sessions import boundary
 
 ProbeStatus = Literal["confirmed", "not_confirmed", "not_probed"]
@@ -149,10 +150,10 @@ PROBES: tuple[Probe, ...] = (
         "executor": [{"text": "seen"}]}),
           "a request of the executor role",
           lambda t: any(r["role"] == "executor" for r in requests(t))),
-    Probe("crash_points", _with(_session(), crash={"commit": "T_FREEZE", "occurrence": 1,
+    Probe("crash_points", _with(_session(), crash={"phase": "request_frozen", "occurrence": 1,
                                                    "when": "after"}),
           "a restarted event", lambda t: bool(of(t, "restarted"))),
-    Probe("commit_failures", _with(_session(), crash={"commit": "T_FREEZE", "occurrence": 1,
+    Probe("commit_failures", _with(_session(), crash={"phase": "request_frozen", "occurrence": 1,
                                                       "when": "fails"}),
           "a persistence_failed event", lambda t: bool(of(t, "persistence_failed"))),
     Probe("retention", _session({"observe_retention": True}), "a retained event",
@@ -192,7 +193,8 @@ def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trac
     ``not_probed`` (no case needs it either)."""
     results: dict[str, ProbeResult] = {
         name: ProbeResult(name, "not_probed", "the suite knows no such capability")
-        for name in sorted(declared - {each.capability for each in PROBES} - set(COARSE))}
+        for name in sorted(declared - {each.capability for each in PROBES} - set(COARSE)
+                           - CRASH_CAPABILITIES)}
     for each in PROBES:
         if each.capability not in declared:
             continue

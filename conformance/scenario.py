@@ -25,6 +25,7 @@ from ctxspec.conformance.documents import (
     validation_problems,
 )
 from ctxspec.limits import MAX_DOCUMENT_BYTES, shown
+from ctxspec.conformance.phases import PHASES
 from ctxspec.reference.budget import BudgetConfig
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PatchOperationKind
@@ -458,10 +459,12 @@ class TriggerDoc(_Doc):
 
 
 class CrashDoc(_Doc):
-    """Kill the runtime just before or after the n-th commit of a name, then restart it on the
-    same store (§10); docs/recovery.md lists the commit names."""
+    """Kill the runtime just before or after the n-th time it passes a phase the design names
+    (conformance/phases.py), then restart it on the same store (§10). ``commit`` names one of
+    the reference's own commits instead (docs/recovery.md): for the reference's tests only."""
 
-    commit: str = Field(min_length=1)
+    phase: str | None = None
+    commit: str | None = Field(default=None, min_length=1)
     occurrence: int = Field(default=1, ge=1)
     when: Literal["before", "after", "fails"] = Field(default="after", description=(
         "before or after the commit the process dies; fails: the store refuses the commit "
@@ -470,7 +473,11 @@ class CrashDoc(_Doc):
 
     @model_validator(mode="after")
     def _known(self) -> "CrashDoc":
-        if self.commit not in COMMIT_NAMES:
+        if (self.phase is None) == (self.commit is None):
+            raise ValueError("a crash names a phase (or, for the reference, a commit)")
+        if self.phase is not None and self.phase not in PHASES:
+            raise ValueError(f"phase {self.phase!r} is not one of {', '.join(PHASES)}")
+        if self.commit is not None and self.commit not in COMMIT_NAMES:
             raise ValueError(f"commit {self.commit!r} is not one of {', '.join(COMMIT_NAMES)}")
         return self
 

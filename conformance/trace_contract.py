@@ -181,15 +181,14 @@ class Compaction(_Event):
 
 class Restarted(_Event):
     kind: Literal["restarted"]
-    commit: str
+    phase: str | None = Field(description="the design's phase the crash was placed at")
     occurrence: int
     when: str
 
 
 class PersistenceFailed(_Event):
     kind: Literal["persistence_failed"]
-    commit: str
-    occurrence: int
+    phase: str | None = Field(description="the design's phase of the refused commit")
     error: str
 
 

@@ -100,7 +100,7 @@ def _observations(trace: Trace) -> dict[str, Any]:
                            for e in trace if e["kind"] == "hook_decided"],
         "run_endings": [[e["run_no"], e["status"], e["error_code"]]
                         for e in trace if e["kind"] == "run_ended"],
-        "restarts": [[e["commit"], e["occurrence"], e["when"]]
+        "restarts": [[e["phase"], e["occurrence"], e["when"]]
                      for e in trace if e["kind"] == "restarted"],
         # How many blobs a runtime writes is its own business; whether any are kept is not.
         "retained": [[e["workspace_files"], e["records"], e["blobs"] > 0]

@@ -1,12 +1,13 @@
-"""A paraphrasing driver (issue #15's done-when): the reference runtime with every text it
-words for itself worded differently — outcome and input markers, placeholders, fragments,
-orphaned results, the summary envelope, shared fields, the summariser's prompt and data
-framing — and its tool calls and tool schemas serialised differently in what its estimator
-measures. It follows the design exactly as the reference does, so it must pass every case it
-declares: a case that fails it compares wording, not the design.
+"""A paraphrasing driver (issue #15's done-when): the reference runtime with every text it words
+for itself worded differently — outcome and input markers, placeholders, fragments, orphaned
+results, the summary envelope, shared fields, the summariser's prompt and data framing — its
+tool calls and tool schemas serialised differently in what its estimator measures, and its
+commits named its own way, the design's phases mapped onto them. It follows the design exactly
+as the reference does, so it must pass every case it declares: a case that fails it compares
+wording, not the design.
 
-``deviation`` adds one real fault on top (a supplement a failed request claimed is not
-carried to the next question), which the suite must still catch.
+``deviation`` adds one real fault on top (a supplement a failed request claimed is not carried
+to the next question), which the suite must still catch.
 """
 
 import json
@@ -16,7 +17,9 @@ from dataclasses import replace
 from typing import Any
 from unittest import mock
 
+from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.mutants.access import _claimed_dropped
+from ctxspec.conformance.phases import PHASES, REFERENCE_COMMITS
 from ctxspec.reference import compaction, delivery, history, protocol, view
 from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.runtime import runtime as rt
@@ -74,6 +77,18 @@ def _render(_original: Callable[..., str]) -> Callable[..., str]:
     return render
 
 
+OWN_COMMITS = {phase: f"save-{n:02d}" for n, phase in enumerate(PHASES, 1)}
+"""The paraphrasing runtime's own commit names: it maps the design's phases onto them."""
+RENAMED = {REFERENCE_COMMITS[phase]: own for phase, own in OWN_COMMITS.items()}
+
+
+def _renamed(original: Callable[..., None]) -> Callable[..., None]:
+    """The runtime commits under its own names."""
+    def commit(self: Any, name: str, writes: Any) -> None:
+        original(self, RENAMED.get(name, name), writes)
+    return commit
+
+
 PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (history, "terminal_marker", _outcome),
     (history._Deduplicator, "place", _dedup),
@@ -89,7 +104,14 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (view, "estimation_request", _estimation),
     (compaction, "estimation_request", _estimation),
     (rt, "estimation_request", _estimation),
+    (rt.ReferenceRuntime, "_commit", _renamed),
 )
+
+
+class ParaphrasingDriver(ReferenceDriver):
+    """The driver of the paraphrasing runtime: its phases map onto its own commit names."""
+
+    phase_commits = OWN_COMMITS
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from ctxspec.conformance.cases import CASES, OUR_DOCUMENTS, by_id
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver
 from ctxspec.conformance.harness import run_case, scenario_trace
+from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
@@ -33,8 +34,8 @@ from ctxspec.reference.runtime.runtime import ReferenceRuntime
 ROOT = Path(__file__).resolve().parent.parent
 CRASHES = {case.id for case in CRASH_MATRIX}
 
-SOME = ("ROW-02", "ROW-21", "BAD-BUDGET", "EX8-ROW6", "CRASH-TOOLS-T_FREEZE-1-AFTER",
-        "CRASH-CHUNKS-RAW_RESULT_SAVED-1-BEFORE")
+SOME = ("ROW-02", "ROW-21", "BAD-BUDGET", "EX8-ROW6", "CRASH-TOOLS-REQUEST_FROZEN-1-AFTER",
+        "CRASH-CHUNKS-RAW_ANSWER_SAVED-1-BEFORE")
 """The cases the plumbing tests (CLI, plugin, reports, stdio, vectors) run in the default tier:
 a §12 row, a crash row, a refusal, a worked example and two of the crash matrix. The slow tier
 runs the same tests on every case."""
@@ -56,7 +57,7 @@ def test_every_case_passes_on_the_reference(case: Any) -> None:
 
 
 class WithoutCrashes(ReferenceDriver):
-    capabilities = ReferenceDriver.capabilities - {"crash_points"}
+    capabilities = ReferenceDriver.capabilities - {"crash_points"} - CRASH_CAPABILITIES
 
 
 class DropsThirdSupplement(ReferenceDriver):
@@ -135,9 +136,9 @@ def test_a_refused_document_opens_no_session(case: Any) -> None:
 def test_a_missing_capability_is_unsupported_never_passed(chosen: tuple[Case, ...]) -> None:
     results = {c.id: run_case(c, WithoutCrashes) for c in chosen}
     for case in chosen:
-        expected = "unsupported" if "crash_points" in case.needs else "passed"
+        expected = "unsupported" if case.needs & CRASH_CAPABILITIES else "passed"
         assert results[case.id].status == expected, case.id
-    assert results["ROW-21"].detail == "the driver lacks crash_points"
+    assert results["ROW-21"].detail == "the driver lacks crash:raw_answer_saved"
 
 
 def test_a_lost_supplement_fails_row2_naming_what_differs() -> None:
@@ -159,7 +160,7 @@ def test_a_repeated_tool_call_fails_the_crash_rows() -> None:
 
 
 @pytest.mark.parametrize("matrix", [
-    pytest.param([c for c in CRASH_MATRIX if "-RAW_RESULT_SAVED-1-" in c.id], id="first-saves"),
+    pytest.param([c for c in CRASH_MATRIX if "-RAW_ANSWER_SAVED-1-" in c.id], id="first-saves"),
     pytest.param(CRASH_MATRIX, id="every", marks=pytest.mark.slow)])
 def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
         matrix: list[Case], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,9 +177,9 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
     failed = {c.id: r.detail for c in matrix if (r := run_case(c, ReferenceDriver)).status
               == "failed"}
     for short in ("TOOLS", "CHUNKS", "RUNS", "PLANNER"):
-        assert failed[f"CRASH-{short}-RAW_RESULT_SAVED-1-AFTER"].splitlines()[1].startswith(
+        assert failed[f"CRASH-{short}-RAW_ANSWER_SAVED-1-AFTER"].splitlines()[1].startswith(
             "requests asked again after the restart: expected 0, saw 1")
-    assert not any("-BEFORE" in i and "RAW_RESULT_SAVED" in i for i in failed)
+    assert not any("-BEFORE" in i and "RAW_ANSWER_SAVED" in i for i in failed)
 
 
 def test_a_driver_that_cannot_be_built_is_an_error() -> None:
@@ -312,9 +313,9 @@ def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
     unsupported = _suite(runner, *only, "-rs", "--ctxspec-driver",
                          "tests.test_conformance:WithoutCrashes")
     assert unsupported.returncode == 0
-    crash_cases = sum("crash_points" in case.needs for case in chosen)
+    crash_cases = sum(bool(case.needs & CRASH_CAPABILITIES) for case in chosen)
     assert f"{crash_cases} skipped" in unsupported.stdout
-    assert "unsupported: the driver lacks crash_points" in unsupported.stdout
+    assert "unsupported: the driver lacks crash:" in unsupported.stdout
 
 
 @CHOSEN
@@ -423,7 +424,7 @@ def test_a_runtime_that_adds_fields_and_events_this_harness_does_not_know_still_
         "        break\n")
     outcome = CliRunner().invoke(main, [
         "conformance", "--json", "--stdio", f"{sys.executable} {newer}", "--case", "ROW-02",
-        "--case", "ROW-11", "--case", "EX8-ROW6", "--case", "CRASH-TOOLS-T_FREEZE-1-AFTER"])
+        "--case", "ROW-11", "--case", "EX8-ROW6", "--case", "CRASH-TOOLS-REQUEST_FROZEN-1-AFTER"])
     assert outcome.exit_code == 0, outcome.output
     assert json.loads(outcome.output)["summary"]["passed"] == 4
 

@@ -31,6 +31,7 @@ from ctxspec.conformance.crash_matrix import (
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
 
@@ -78,18 +79,20 @@ def test_the_conformance_crash_matrix_lists_every_commit_the_examples_make() -> 
     for name, commit, occurrence, _ in POINTS:
         counts = made.setdefault(SHORT[name], {})
         counts[commit] = max(counts.get(commit, 0), occurrence)
-    assert made == {short: dict(points) for short, points in CRASH_POINTS.items()}
+    # The matrix is keyed by the design's phases: each the reference maps onto one commit.
+    assert made == {short: {REFERENCE_COMMITS[phase]: n for phase, n in points.items()}
+                    for short, points in CRASH_POINTS.items()}
 
 
 def one_per_point(cases: tuple[Case, ...]) -> set[str]:
-    """One case per crash point (a commit name, before or after it) — the first the matrix
-    lists — and every point with a rule of its own (a commit made while a tool runs)."""
+    """One case per crash point (a phase, before or after it) — the first the matrix lists —
+    and every point with a rule of its own (a commit made while a tool runs)."""
     chosen: dict[tuple[str, str], str] = {}
     for case in cases:
         crash = case.scenario["crash"]
-        chosen.setdefault((crash["commit"], crash["when"]), case.id)
-    inside = {f"CRASH-{short}-{commit}-{n}-{when}"
-              for short, commit, n in INSIDE_A_TOOL for when in ("BEFORE", "AFTER")}
+        chosen.setdefault((crash["phase"], crash["when"]), case.id)
+    inside = {f"CRASH-{short}-{phase.upper()}-{n}-{when}"
+              for short, phase, n in INSIDE_A_TOOL for when in ("BEFORE", "AFTER")}
     return set(chosen.values()) | inside
 
 
@@ -117,16 +120,17 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(case: Case) -> Non
     [crashed] = [d for d in drivers if d.raw_trace().of(Restarted)]
     [uncrashed] = [d for d in drivers if d is not crashed]
     crash = case.scenario["crash"]
-    commit, occurrence, when = crash["commit"], crash["occurrence"], crash["when"]
+    phase, occurrence, when = crash["phase"], crash["occurrence"], crash["when"]
     short = case.id.split("-")[1]
     statuses, tools, kinds = outcome(uncrashed)
-    unknown_tool = (commit, when) in UNKNOWN_TOOL or (short, commit, occurrence) in INSIDE_A_TOOL
+    unknown_tool = (phase, when) in UNKNOWN_TOOL or (short, phase, occurrence) in INSIDE_A_TOOL
     restarts = crashed.raw_trace().of(Restarted)
+    commit = REFERENCE_COMMITS[phase]  # the reference's commit for the phase
     assert [(r.commit, r.occurrence, r.when) for r in restarts] == [(commit, occurrence, when)]
     model = crashed.ports.model
     assert isinstance(model, ScriptedModel)
     # Only an answer that never reached the store is asked for again, and only once.
-    assert model.replays == (1 if (commit, when) in LOST_ANSWER else 0)
+    assert model.replays == (1 if (phase, when) in LOST_ANSWER else 0)
     runtime = crashed.runtime
     assert runtime is not None
     assert runtime.store.query("PRAGMA integrity_check")[0]["integrity_check"] == "ok"
@@ -143,8 +147,8 @@ def test_a_crash_at_any_commit_ends_the_session_as_without_it(case: Case) -> Non
 
 
 def test_the_default_tier_crashes_at_every_point_of_the_matrix() -> None:
-    points = {(c.scenario["crash"]["commit"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX}
-    inner = {(c.scenario["crash"]["commit"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX
+    points = {(c.scenario["crash"]["phase"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX}
+    inner = {(c.scenario["crash"]["phase"], c.scenario["crash"]["when"]) for c in CRASH_MATRIX
              if c.id in INNER}
     assert inner == points
     assert len(INNER) < len(CRASH_MATRIX) // 3

@@ -7,7 +7,7 @@ from ctxspec.conformance.case import requests
 from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case, scenario_trace
-from tests.paraphrase import paraphrasing
+from tests.paraphrase import ParaphrasingDriver, paraphrasing
 
 BY_ID = {case.id: case for case in CASES}
 
@@ -32,7 +32,7 @@ def test_the_paraphrase_really_rewords() -> None:
 
 def test_a_paraphrasing_runtime_passes_every_case() -> None:
     with paraphrasing():
-        results = [run_case(case, ReferenceDriver) for case in CASES]
+        results = [run_case(case, ParaphrasingDriver) for case in CASES]
     assert [(r.case.id, r.detail) for r in results if r.status != "passed"] == []
 
 
@@ -40,6 +40,6 @@ def test_one_real_deviation_still_fails() -> None:
     """A supplement claimed by a failed request and not carried: §12 row 13 fails, worded
     differently or not."""
     with paraphrasing(deviation=True):
-        result = run_case(BY_ID["ROW-13"], ReferenceDriver)
+        result = run_case(BY_ID["ROW-13"], ParaphrasingDriver)
     assert result.status == "failed"
     assert "carried" in result.detail

@@ -14,6 +14,7 @@ from ctxspec.conformance.capabilities import COARSE, declared
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.driver import CAPABILITIES, Ports, ReferenceDriver
 from ctxspec.conformance.harness import confirm_capabilities, run_case
+from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.probes import PROBES
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.tokens import ByteEstimator
@@ -52,7 +53,7 @@ class DropsMidCallSupplements(ReferenceDriver):
             super().supplement(text)
 
 
-FINE = declared(CAPABILITIES) - set(COARSE)
+FINE = declared(CAPABILITIES) - set(COARSE) - CRASH_CAPABILITIES
 """What the reference declares, its coarse names (compaction, hooks) by their parts."""
 
 

@@ -26,7 +26,7 @@ from ctxspec.conformance.sessions import corrected_summary, write_path
 
 def _unknown_scenario() -> dict[str, Any]:
     document = example("tool-batch-hook")
-    document["crash"] = {"commit": "TOOL_SETTLED", "occurrence": 2, "when": "before"}
+    document["crash"] = {"phase": "tool_settled", "occurrence": 2, "when": "before"}
     return document
 
 
@@ -57,7 +57,7 @@ def _budget_scenario() -> dict[str, Any]:
                                       {"text": "", "tool_calls": [{"name": "t"}]},
                                       {"text": "", "tool_calls": [{"name": "t"}]}]}
     document["tools"] = {"t": [{"text": "r1"}, {"text": "r2"}, {"text": "r3"}]}
-    document["crash"] = {"commit": "BATCH_FEEDBACK", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "batch_fed_back", "occurrence": 1, "when": "after"}
     return document
 
 
@@ -76,7 +76,7 @@ def _budget_check(trace: Trace) -> None:
 
 def _correction_scenario() -> dict[str, Any]:
     document = corrected_summary()
-    document["crash"] = {"commit": "T_FREEZE", "occurrence": 4, "when": "before"}
+    document["crash"] = {"phase": "request_frozen", "occurrence": 4, "when": "before"}
     return document
 
 
@@ -105,7 +105,7 @@ def _snapshot_scenario() -> dict[str, Any]:
                          {"advance": True}]
     document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
                          "compaction": [{"text": "SUMMARY"}]}
-    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "after"}
     return document
 
 
@@ -230,7 +230,7 @@ def _trigger_once_check(trace: Trace) -> None:
 def _refused_commit_scenario() -> dict[str, Any]:
     document = write_path({"decision": "allow", "payload_patch": [
         {"path": "arguments.path", "value": "b.md"}]})
-    document["crash"] = {"commit": "HOOK_DECISION", "occurrence": 1, "when": "fails"}
+    document["crash"] = {"phase": "hook_decided", "occurrence": 1, "when": "fails"}
     return document
 
 
@@ -243,8 +243,8 @@ def _refused_commit_check(trace: Trace) -> None:
     kinds = [e["kind"] for e in trace]
     expect("persistence_failed" in kinds, "the refused commit was not surfaced")
     failed = kinds.index("persistence_failed")
-    equal([(e["commit"], e["occurrence"]) for e in of(trace, "persistence_failed")],
-          [("HOOK_DECISION", 1)], "surfaced persistence failures")
+    equal([e["phase"] for e in of(trace, "persistence_failed")], ["hook_decided"],
+          "surfaced persistence failures (the phase)")
     expect("tool_executed" not in kinds[:failed],
            "a tool ran before the decision was stored")
     expect("hook_decided" not in kinds[:failed],

@@ -221,7 +221,7 @@ CASES: tuple[Case, ...] = (
          frozenset({"planner_executor"})),
     Case("S11-LOOPS-SHARED-TAKEOVER", "a takeover still counts the Loops of a finished "
          "Executor execution", "§11", ("CTX-11.9", "CTX-10.12"),
-         _shared_loops_scenario({"commit": "EXECUTION_ENDED", "occurrence": 1,
+         _shared_loops_scenario({"phase": "execution_ended", "occurrence": 1,
                                  "when": "after"}),
          _shared_loops_takeover_check, frozenset({"planner_executor", "crash_points"})),
 )

@@ -117,7 +117,7 @@ def _kept_context_scenario() -> dict[str, Any]:
     document = example("tool-batch-hook")
     document["steps"] = [*document["steps"], {"ask": "And now?"}, {"advance": True}]
     document["model"]["business"] = [*document["model"]["business"], {"text": "Nothing more."}]
-    document["crash"] = {"commit": "TOOL_SETTLED", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "tool_settled", "occurrence": 1, "when": "after"}
     return document
 
 

@@ -379,7 +379,7 @@ def _no_grant_check(trace: Trace) -> None:
 
 def _reused_scenario() -> dict[str, Any]:
     document = example("tool-batch-hook")
-    document["crash"] = {"commit": "HOOK_DECISION", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "hook_decided", "occurrence": 1, "when": "after"}
     return document
 
 

@@ -67,7 +67,7 @@ def _increments_check(trace: Trace) -> None:
 
 def _chunk_resume_scenario() -> dict[str, Any]:
     return {**example("compaction-three-chunks-window-exceeded"),
-            "crash": {"commit": "CHUNK_COMMITTED", "occurrence": 2, "when": "after"}}
+            "crash": {"phase": "chunk_committed", "occurrence": 2, "when": "after"}}
 
 
 def _chunk_resume_check(trace: Trace) -> None:
@@ -96,7 +96,7 @@ def _chunk_resume_check(trace: Trace) -> None:
 def _snapshot_takeover_scenario() -> dict[str, Any]:
     document = boundary()
     document["hooks"] = [{"point": "model.pre_request", "items": [{}]}]
-    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "after"}
     return document
 
 
@@ -124,7 +124,7 @@ def _snapshot_takeover_check(trace: Trace) -> None:
 def _raw_saved_scenario() -> dict[str, Any]:
     return {**example("compaction-three-chunks-window-exceeded"),
             "hooks": [{"point": "compaction.post_response", "items": [{}]}],
-            "crash": {"commit": "CHUNK_RAW_SAVED", "occurrence": 2, "when": "after"}}
+            "crash": {"phase": "chunk_answer_saved", "occurrence": 2, "when": "after"}}
 
 
 def _raw_saved_check(trace: Trace) -> None:
@@ -338,7 +338,7 @@ def _concurrent_check(trace: Trace) -> None:
 def _atomic_scenario() -> dict[str, Any]:
     document = boundary()
     document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}}]
-    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
+    document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "before"}
     return document
 
 
@@ -459,7 +459,7 @@ def _writer_check(trace: Trace) -> None:
 
 def _cas_takeover_scenario() -> dict[str, Any]:
     document = _cas_scenario("Z" * 1796)
-    document["crash"] = {"commit": "SNAPSHOT_COMMITTED", "occurrence": 1, "when": "before"}
+    document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "before"}
     return document
 
 
