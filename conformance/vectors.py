@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ctxspec.conformance.capabilities import declared
 from ctxspec.conformance.cases import CASES, Case, Trace
 from ctxspec.conformance.documents import (
     INTEGER,
@@ -277,7 +278,7 @@ def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
     scenario = document.scenario
     expected = document.expected.model_dump(mode="json", exclude_none=True)
     driver = factory()
-    missing = sorted(set(document.manifest.needs) - set(driver.capabilities))
+    missing = sorted(set(document.manifest.needs) - declared(driver.capabilities))
     if missing:
         return Replayed(path.name, "unsupported", f"the driver lacks {', '.join(missing)}")
     refusal = None if document.expected.refusal is None else document.expected.refusal.value
