@@ -427,7 +427,7 @@ def test_material_smaller_than_the_summary_envelope_frees_nothing() -> None:
 def test_summary_message_names_its_snapshot() -> None:
     assert summary_message("the gist", uuid(60)) == ViewMessage(
         role=MessageRole.SYSTEM, kind=ViewKind.SUMMARY,
-        text="[summary of earlier material]\nthe gist", record_id=uuid(60))
+        text="[summary of earlier material]\nthe gist", record_id=uuid(60), body="the gist")
 
 
 @pytest.mark.covers("CTX-8.25", "CTX-8.68")

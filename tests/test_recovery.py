@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.driver import ESTIMATORS, CharEstimator, _agent_config
+from ctxspec.conformance.driver import ESTIMATORS, CharEstimator, _agent_config, estimator_for
 from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,
@@ -204,10 +204,11 @@ def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, Re
     store = Store(tmp_path / "compaction.db")
     ports, clock = Counting(scenario_doc), LogicalClock()
     agent = _agent_config(scenario_doc.agent)
+    estimator = estimator_for(scenario_doc, scenario_doc.agent)  # the example's own
 
     def fresh() -> ReferenceRuntime:
         return ReferenceRuntime(agent, model=ports, tools=ports, hooks=ports,
-                                estimator=CharEstimator(), clock=clock, store=store, crash=plan)
+                                estimator=estimator, clock=clock, store=store, crash=plan)
 
     runtime = fresh()
     try:
@@ -217,7 +218,7 @@ def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, Re
         runtime.advance()
     except Crash:
         runtime = restore(store, agent, model=ports, tools=ports, hooks=ports,
-                          estimator=CharEstimator(), clock=clock)
+                          estimator=estimator, clock=clock)
         runtime.advance()
     return ports, runtime
 
