@@ -10,11 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxspec.conformance.crash_matrix import LOST_ANSWER
+from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import StepDoc
 
 Trace = list[dict[str, Any]]
 OUTPUT_KINDS = ("text", "partial")
 """Answers whose first output delivers the inputs the request claimed (§5)."""
+
+
+PHASE_OF = {commit: phase for phase, commit in REFERENCE_COMMITS.items()}
+"""The design's phase of each reference commit (the crash tables are keyed by phase)."""
 
 
 class DriverViolation(AssertionError):
@@ -201,8 +206,9 @@ class Judge:
         restart = next((i for i, e in enumerate(trace) if e["kind"] == "restarted"), None)
         # A commit the store refused is rolled back whole: as if the process died before it.
         when = None if crash is None else crash.get("when", "after")
+        phase = None if crash is None else crash.get("phase") or PHASE_OF.get(crash["commit"])
         lost = restart is not None and crash is not None and (
-            crash["commit"], "before" if when == "fails" else when) in LOST_ANSWER
+            phase, "before" if when == "fails" else when) in LOST_ANSWER
         if not again:
             return
         self.expect(lost and len(again) == 1 and set(again.values()) == {2},
