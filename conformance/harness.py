@@ -155,7 +155,8 @@ def _judge(case: Case, factory: DriverFactory, driver: Driver | StdioDriver,
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
         # behaviour observed (an extra model, tool or summary call), not a broken driver.
-        return result("failed", f"the runtime made a call the scenario does not script: "
+        return result("failed", f"{rule(case)}\nthe runtime made a call the scenario does not "
+                                f"script: "
                                 f"{exhausted}")
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
@@ -223,8 +224,9 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
     except Exception as refused:
         if case.refusal is not None and case.refusal in str(refused):
             return result("passed", "")
-        return result("failed", f"refused without {case.refusal}: {refused}")
-    return result("failed", f"the driver accepted a scenario it must refuse with {case.refusal}")
+        return result("failed", f"{rule(case)}\nrefused without {case.refusal}: {refused}")
+    return result("failed", f"{rule(case)}\nthe driver accepted a scenario it must refuse with "
+                            f"{case.refusal}")
 
 
 def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:

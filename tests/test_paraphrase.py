@@ -64,3 +64,5 @@ def test_one_real_deviation_still_fails() -> None:
         result = run_case(BY_ID["ROW-13"], ParaphrasingDriver)
     assert result.status == "failed"
     assert "carried" in result.detail
+    # The detail a driver author acts on: the rule first, then what differs, short.
+    assert result.detail.startswith("CTX-") and len(result.detail.splitlines()) <= 25
