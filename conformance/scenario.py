@@ -24,8 +24,8 @@ from ctxspec.conformance.documents import (
     json_problem,
     validation_problems,
 )
-from ctxspec.limits import MAX_DOCUMENT_BYTES, shown
 from ctxspec.conformance.phases import PHASES
+from ctxspec.limits import MAX_DOCUMENT_BYTES, shown
 from ctxspec.reference.budget import BudgetConfig
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PatchOperationKind
