@@ -7,12 +7,13 @@ worked examples) and ``crash_matrix.py`` (§10 crash points).
 import difflib
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 Trace = list[dict[str, Any]]
+T = TypeVar("T")
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
 """docs/examples, linked into spec/ so the installed package carries them."""
 
@@ -111,6 +112,14 @@ def structured(text: str, what: str) -> Any:
         return json.loads(text)
     except ValueError:
         raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
+
+
+def the(events: Iterable[T], missing: str) -> T:
+    """The first of ``events``; when there is none, a failure that names in words what the
+    trace lacks (``missing``: "no delivery event with state carried", …)."""
+    for event in events:
+        return event
+    raise CaseFailure(f"the trace has {missing}")
 
 
 def of(trace: Trace, kind: str) -> list[dict[str, Any]]:

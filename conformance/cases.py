@@ -32,6 +32,7 @@ from ctxspec.conformance.case import (
     of,
     outcome,
     requests,
+    the,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 from ctxspec.conformance.hook_crashes import HOOK_CRASHES
@@ -281,7 +282,9 @@ def _row1_check(trace: Trace) -> None:
     # Run 2 claimed and Run 3 carried is shown once, in the current request, marked elsewhere.
     equal(endings(trace), [(1, "succeeded", None), (2, "failed", "MODEL_FAILED"),
                            (3, "stopped", None), (4, "succeeded", None)], "Run endings")
-    carried = next(e["input_id"] for e in of(trace, "delivery") if e["state"] == "carried")
+    carried = the((e["input_id"] for e in of(trace, "delivery") if e["state"] == "carried"),
+                  "no delivery event with state carried (the supplement Run 2 claimed, after "
+                  "Run 2 failed)")
     marker = f"input {carried}"  # a marker standing for the input shown elsewhere (§5)
     equal(lines(requests(trace, "business")[-1]), [
         ("system", "system_prompt", "You are a deployment assistant."),

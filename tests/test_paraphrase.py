@@ -66,3 +66,7 @@ def test_one_real_deviation_still_fails() -> None:
     assert "carried" in result.detail
     # The detail a driver author acts on: the rule first, then what differs, short.
     assert result.detail.startswith("CTX-") and len(result.detail.splitlines()) <= 25
+    with paraphrasing(deviation=True):
+        row1 = run_case(BY_ID["ROW-01"], ParaphrasingDriver)
+    assert row1.status == "failed"
+    assert "the trace has no delivery event with state carried" in row1.detail  # in words
