@@ -132,7 +132,7 @@ def _audit_check(trace: Trace) -> None:
 
 def _sent_preview_scenario() -> dict[str, Any]:
     """§12 row 8's Session: a 20000-character dump, then a read of 20 more characters."""
-    document = base(window=40_000, output_reserve=2000, safety_margin=500,
+    document = base(window=40_000, output_reserve=2000, safety_margin=500, estimator="chars",
                     tools=[{"name": "dump"}, {"name": "result.read"}])
     document["steps"] = [{"ask": "dump the table"}, {"advance": True}]
     document["model"] = {"business": [

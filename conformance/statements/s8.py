@@ -433,10 +433,9 @@ def _order_scenario() -> dict[str, Any]:
         answer["tool_calls"][0]["arguments"] = {"path": f"report-{n}.md"}
     document["hooks"] = [{"point": "tool.pre_call", "ordinal": 2, "items": [
         {"payload_patch": [{"path": "arguments.path", "value": "report-2-final.md"}]}]}]
-    # The adjustment's mark in the requests after it (§6, §12 参数修改反馈) makes Run 1's last
-    # request about a hundred characters longer than the example's, over 0.80 × B; at 0.85 the
-    # one episode is Run 2's again, on the same material.
-    document["agent"]["trigger_ratio"] = "0.85"
+    # The adjustment's mark in the requests after it (§6, §12 参数修改反馈) is the runtime's text
+    # and counts 0 with the content estimator: Run 1 stays below 0.80 × B (45 + the three reports
+    # 2560 + their paths < 2800) and the one episode is Run 2's, as in the example.
     return document
 
 

@@ -432,7 +432,7 @@ def _writer_scenario() -> dict[str, Any]:
     document["model"]["business"] = [*business[:2], {"text": "done"}]
     document["hooks"] = []
     document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 2}, "do": {"write": {
-        "target": "first_assistant", "field": "text", "value": "Z" * 2036}}}]
+        "target": "first_assistant", "field": "text", "value": "Z" * 1795}}}]
     return document
 
 
@@ -441,7 +441,7 @@ def _writer_check(trace: Trace) -> None:
     # 1 summarised the first decision, then another writer corrected it. The switch sees the
     # covered material changed and refuses (no summary becomes the head, no second episode, no
     # chunk asked again); loop 3 is rebuilt from the records as they are now — the corrected
-    # decision, I = 3964 − 1506 + (2036 + 6) = 4500 = B — and goes.
+    # decision, I = 4205 − 1500 + 1795 = 4500 = B (the content estimator) — and goes.
     equal(len(requests(trace, "compaction")), 2, "compaction requests")
     equal(len({e["episode_id"] for e in of(trace, "compaction")}), 1, "episodes")
     steps = [e["step"] for e in of(trace, "compaction")]
@@ -451,7 +451,7 @@ def _writer_check(trace: Trace) -> None:
     equal((loop3["snapshot_id"], loop3["estimated_input_tokens"]), (None, 4500),
           "loop 3's snapshot and I")
     texts = [m["text"] for m in loop3["view"]["messages"]]
-    expect("Z" * 2036 in texts and "A" * 1500 not in texts,
+    expect("Z" * 1795 in texts and "A" * 1500 not in texts,
            "loop 3 does not show the written correction in place of the decision")
     expect(not any("SUM" in text for text in texts), "loop 3 shows the refused summary")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
