@@ -92,7 +92,8 @@ def _tool_session() -> dict[str, Any]:
 def _compaction_session() -> dict[str, Any]:
     """Two questions; the second reaches the trigger (I = 3600 of B = 4500) and is compacted in
     one chunk (as S10-SNAPSHOT-NOT-CHECKPOINT)."""
-    document = base(window=5000, estimator="chars")  # its arithmetic counts the runtime's text (#15: to redo)
+    # Its arithmetic counts the runtime's outcome text: measured with chars until redone (#15).
+    document = base(window=5000, estimator="chars")
     document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
                          {"advance": True}]
     document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
