@@ -493,7 +493,7 @@ CASES: tuple[Case, ...] = (
           _executor_answer_check, "hooks", "planner_executor"),
     _case("S3-EXECUTOR-ANSWER-EFFECTIVE-TAKEOVER", "the Planner receives the Executor's "
           "effective answer after a takeover", "§3", ("CTX-2.31", "CTX-3.69"),
-          _executor_answer_scenario({"commit": "HOOK_DECISION", "occurrence": 2,
+          _executor_answer_scenario({"phase": "hook_decided", "occurrence": 2,
                                      "when": "after"}),
           _executor_answer_check, "hooks", "planner_executor", "crash_points"),
     _case("S11-EXECUTOR-CONTEXT-ERROR", "an Executor's context error ends the whole "

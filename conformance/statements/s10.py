@@ -207,7 +207,7 @@ def _trigger_once_scenario() -> dict[str, Any]:
     document["tools"] = {"t": [{"text": "r1"}, {"text": "r2"}]}
     document["triggers"] = [{"on": {"purpose": "business", "ordinal": 1},
                              "do": {"supplement": "EXTRA"}}]
-    document["crash"] = {"commit": "BATCH_FEEDBACK", "occurrence": 1, "when": "after"}
+    document["crash"] = {"phase": "batch_fed_back", "occurrence": 1, "when": "after"}
     return document
 
 
