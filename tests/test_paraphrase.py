@@ -15,21 +15,13 @@ BY_ID = {case.id: case for case in CASES}
 
 
 def test_the_paraphrase_really_rewords() -> None:
-    """Not vacuous: the paraphrasing runtime's requests carry none of the reference's markers,
-    and it measures the same request differently with the character estimator."""
+    """Not vacuous: the paraphrasing runtime's requests carry none of the reference's markers."""
     scenario = BY_ID["ROW-01"].scenario
     with paraphrasing():
         trace = scenario_trace(ReferenceDriver(), scenario)
     texts = "\n".join(m["text"] for r in requests(trace) for m in r["view"]["messages"])
     assert "Run #1 is over" in texts
     assert "[run 1 ended" not in texts and "[user input" not in texts
-    chars = {**BY_ID["ROW-15"].scenario,
-             "agent": {**BY_ID["ROW-15"].scenario["agent"], "estimator": "chars"}}
-    plain = scenario_trace(ReferenceDriver(), chars)
-    with paraphrasing():
-        reworded = scenario_trace(ReferenceDriver(), chars)
-    assert requests(plain)[1]["estimated_input_tokens"] != \
-        requests(reworded)[1]["estimated_input_tokens"]
 
 
 def _passes(cases: list[Case]) -> None:
@@ -48,7 +40,8 @@ def test_a_paraphrasing_runtime_crashes_at_the_first_point_of_every_phase() -> N
     for case in CASES:
         if case.source == "§10 crash matrix":
             crash = case.scenario["crash"]
-            first.setdefault((crash["phase"], crash["when"]), case)
+            if "phase" in crash:
+                first.setdefault((crash["phase"], crash["when"]), case)
     _passes(list(first.values()))
 
 
