@@ -186,13 +186,15 @@ def lines(request: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return [said(m) for m in request["view"]["messages"]]
 
 
-def rendered_marks(request: Mapping[str, Any], kind: str
-                   ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(message, mark) for every mark of ``kind`` in what the adapter sent for a request (its
-    ``rendered`` messages). Cases read a mark's data — its call, range, ref, sources — never
-    its words, which are the runtime's own."""
-    return [(message, mark) for message in request["rendered"]["messages"]
-            for mark in message["marks"] if mark["kind"] == kind]
+def rendered_mark(request: Mapping[str, Any], kind: str
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(message, mark) for the one mark of ``kind`` in what the adapter sent for a request (its
+    ``rendered`` messages); none or several fail the case. Cases read a mark's data — its call,
+    range, ref, sources — never its words, which are the runtime's own."""
+    found = [(message, mark) for message in request["rendered"]["messages"]
+             for mark in message["marks"] if mark["kind"] == kind]
+    equal(len(found), 1, f"{kind} marks in what the provider receives")
+    return found[0]
 
 
 def rendered_size(request: Mapping[str, Any]) -> int:

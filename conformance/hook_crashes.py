@@ -56,20 +56,21 @@ DECISIONS: Mapping[str, Mapping[str, dict[str, Any]]] = {
 }
 """Hook point → decision → the one hook item (registered for every invocation of the point)."""
 
-PHASES: Mapping[str, tuple[tuple[str, str], ...]] = {
-    "tool.pre_call": (("EFFECTIVE_RESULT", "not asked"), ("HOOK_STARTED", "running"),
-                      ("HOOK_DECISION", "decided")),
-    "tool.post_call": (("TOOL_SETTLED", "not asked"), ("HOOK_STARTED", "running"),
-                       ("HOOK_DECISION", "decided")),
-    "model.post_response": (("RAW_RESULT_SAVED", "not asked"), ("EFFECTIVE_RESULT", "not asked"),
-                            ("HOOK_STARTED", "running"), ("HOOK_DECISION", "decided")),
-    "compaction.post_response": (("CHUNK_RAW_SAVED", "not asked"), ("HOOK_STARTED", "running"),
-                                 ("HOOK_DECISION", "decided"), ("CHUNK_COMMITTED", "decided")),
+AROUND: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "tool.pre_call": (("effective_result_committed", "not asked"), ("hook_started", "running"),
+                      ("hook_decided", "decided")),
+    "tool.post_call": (("tool_settled", "not asked"), ("hook_started", "running"),
+                       ("hook_decided", "decided")),
+    "model.post_response": (("raw_answer_saved", "not asked"),
+                            ("effective_result_committed", "not asked"),
+                            ("hook_started", "running"), ("hook_decided", "decided")),
+    "compaction.post_response": (("chunk_answer_saved", "not asked"), ("hook_started", "running"),
+                                 ("hook_decided", "decided"), ("chunk_committed", "decided")),
 }
-"""Hook point → (commit crashed just after, its first occurrence; the chain's phase then). The
-commit names are docs/recovery.md's; a runtime maps them onto its own commits."""
+"""Hook point → (the design's phase crashed just after, its first occurrence; the chain's state
+then). Phases are conformance/phases.py's; a runtime maps them onto its own commits."""
 
-UNREACHED = frozenset({("compaction.post_response", "DENY", "CHUNK_COMMITTED")})
+UNREACHED = frozenset({("compaction.post_response", "DENY", "chunk_committed")})
 """A denied chunk fails its episode (§8): its chunk is never committed."""
 
 SHORT = {"tool.pre_call": "PRE-CALL", "tool.post_call": "POST-CALL",
@@ -107,10 +108,10 @@ def _scenario(point: str, decision: str) -> dict[str, Any]:
     return document
 
 
-def _compare(commit: str, phase: str) -> Callable[[Trace, Trace], None]:
+def _compare(phase: str, chain: str) -> Callable[[Trace, Trace], None]:
     def compare(crashed: Trace, uncrashed: Trace) -> None:
-        equal([(e["commit"], e["occurrence"], e["when"]) for e in of(crashed, "restarted")],
-              [(commit, 1, "after")], "restarts")
+        equal([(e["phase"], e["occurrence"], e["when"]) for e in of(crashed, "restarted")],
+              [(phase, 1, "after")], "restarts (phase, occurrence, before or after)")
         asked = Counter((r["purpose_key"], r["attempt"]) for r in requests(crashed))
         equal(sorted(k for k, n in asked.items() if n > 1), [],
               "requests asked again after the takeover (their answers were saved)")
@@ -118,10 +119,10 @@ def _compare(commit: str, phase: str) -> Callable[[Trace, Trace], None]:
                f"the one call ran {len(of(crashed, 'tool_executed'))} times")
         calls, expected = Counter(_hook_calls(crashed)), Counter(_hook_calls(uncrashed))
         expect(calls <= expected, f"hooks asked again after the takeover: {calls - expected}")
-        if phase == "running":  # dropped by the failure rule (Q50): nothing more is fixed
+        if chain == "running":  # dropped by the failure rule (Q50): nothing more is fixed
             return
-        equal(calls, expected, f"hook calls (the chain {phase} at the crash is "
-              + ("asked once, never skipped)" if phase == "not asked" else "reused)"))
+        equal(calls, expected, f"hook calls (the chain {chain} at the crash is "
+              + ("asked once, never skipped)" if chain == "not asked" else "reused)"))
         equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
         equal(_sent(crashed), _sent(uncrashed),
               "the requests sent (messages, in order): the chain's change or deny must reach "
@@ -133,26 +134,26 @@ def _compare(commit: str, phase: str) -> Callable[[Trace, Trace], None]:
 
 def _cases() -> tuple[Case, ...]:
     cases: list[Case] = []
-    for point, phases in PHASES.items():
+    for point, around in AROUND.items():
         needs = frozenset({"hooks", "crash_points"}) | (
             COMPACTING if point.startswith("compaction") else frozenset())
         for decision in DECISIONS[point]:
-            for commit, phase in phases:
-                if (point, decision, commit) in UNREACHED:
+            for phase, chain in around:
+                if (point, decision, phase) in UNREACHED:
                     continue
                 scenario = _scenario(point, decision)
-                crashed = {**scenario, "crash": {"commit": commit, "occurrence": 1,
+                crashed = {**scenario, "crash": {"phase": phase, "occurrence": 1,
                                                  "when": "after"}}
                 cases.append(Case(
-                    f"CRASH-HOOK-{SHORT[point]}-{decision}-{commit}",
-                    f"{point} {decision.lower()}: a crash after {commit} (chain {phase}) "
+                    f"CRASH-HOOK-{SHORT[point]}-{decision}-{phase.upper()}",
+                    f"{point} {decision.lower()}: a crash after {phase} (chain {chain}) "
                     "repeats nothing and skips no decision",
                     "§10 crash matrix", REQUIREMENTS, crashed, no_check, needs,
-                    baseline=scenario, compare=_compare(commit, phase)))
+                    baseline=scenario, compare=_compare(phase, chain)))
     return tuple(cases)
 
 
 HOOK_CRASHES: tuple[Case, ...] = _cases()
 
 
-__all__ = ["DECISIONS", "HOOK_CRASHES", "PHASES"]
+__all__ = ["AROUND", "DECISIONS", "HOOK_CRASHES"]

@@ -11,6 +11,7 @@ import pytest
 from ctxspec.conformance.case import example
 from ctxspec.conformance.crash_matrix import HOOK_DROPPED, LOST_ANSWER
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import ScriptedModel, parse_scenario
 from ctxspec.reference.runtime.trace import HookCalled, ModelRequestSent, Restarted, RunEnded
 
@@ -51,10 +52,13 @@ def endings(driver: ReferenceDriver) -> list[tuple[str, str | None]]:
 
 
 def points(document: dict[str, Any]) -> list[tuple[str, int, str]]:
+    """Every (phase, occurrence, before or after) the uncrashed scenario passes: the
+    reference's commits counted, named by the phase each stands for."""
     runtime = run(document).runtime
     assert runtime is not None
-    return [(commit, n, when) for commit, count in sorted(runtime.coordinator.by_name.items())
-            for n in range(1, count + 1) for when in ("before", "after")]
+    return [(phase, n, when) for phase, commit in sorted(REFERENCE_COMMITS.items())
+            for n in range(1, runtime.coordinator.by_name.get(commit, 0) + 1)
+            for when in ("before", "after")]
 
 
 @pytest.mark.covers("CTX-8.2", "CTX-8.75")
@@ -73,12 +77,12 @@ def test_a_chunk_is_retried_with_the_roles_attempts_and_fails_only_on_the_last()
 
 HOOKED_POINTS = [(failures, *point) for failures in (0, 1)
                  for point in points(hooked(failures))
-                 if point[0] not in ("TAKEOVER", "TOOL_STARTED", "TOOL_SETTLED")]
+                 if point[0] not in ("tool_started", "tool_settled")]
 """Tool outcomes lost at a crash are the crash matrix's concern (UNKNOWN_OUTCOME, Q44)."""
 
 
 def tiered(points: list[tuple[int, str, int, str]]) -> list[Any]:
-    """Every point: the first crash at each commit name, before or after it, in the default
+    """Every point: the first crash at each phase, before or after it, in the default
     tier; the other occurrences and the other Session (with or without a failing attempt) in
     the slow tier."""
     first: dict[tuple[str, str], tuple[int, str, int, str]] = {}
@@ -91,23 +95,23 @@ def tiered(points: list[tuple[int, str, int, str]]) -> list[Any]:
 
 
 @pytest.mark.covers("CTX-8.70", "CTX-9.43", "CTX-9.39", "CTX-10.6")
-@pytest.mark.parametrize(("failures", "commit", "occurrence", "when"), tiered(HOOKED_POINTS))
+@pytest.mark.parametrize(("failures", "phase", "occurrence", "when"), tiered(HOOKED_POINTS))
 def test_a_crash_at_any_commit_of_a_hooked_episode_asks_nothing_saved_again(
-        failures: int, commit: str, occurrence: int, when: str) -> None:
+        failures: int, phase: str, occurrence: int, when: str) -> None:
     # The hooked example (with a failing attempt of chunk 2, or without) crashed at each of its
-    # commits: only an answer in flight is asked again, once; a saved raw answer (or failure)
+    # phases: only an answer in flight is asked again, once; a saved raw answer (or failure)
     # is never asked again; each hook chain is asked as often as without the crash, except the
     # one running at the crash, which is dropped (Q50); the Runs end the same.
     clean = run(hooked(failures))
-    crashed = run({**hooked(failures), "crash": {"commit": commit, "occurrence": occurrence,
+    crashed = run({**hooked(failures), "crash": {"phase": phase, "occurrence": occurrence,
                                                  "when": when}})
     assert [(r.commit, r.occurrence, r.when) for r in crashed.raw_trace().of(Restarted)] == [
-        (commit, occurrence, when)]
+        (REFERENCE_COMMITS[phase], occurrence, when)]
     model = crashed.ports.model
     assert isinstance(model, ScriptedModel)
-    assert model.replays == (1 if (commit, when) in LOST_ANSWER else 0)
+    assert model.replays == (1 if (phase, when) in LOST_ANSWER else 0)
     assert sorted(set(chunk_requests(crashed))) == sorted(chunk_requests(clean))
-    if (commit, when) in HOOK_DROPPED:
+    if (phase, when) in HOOK_DROPPED:
         assert hook_calls(crashed) <= hook_calls(clean)
     else:
         assert hook_calls(crashed) == hook_calls(clean)

@@ -37,8 +37,15 @@ def test_the_parts_of_i_are_derived_from_the_requests_own_messages() -> None:
     assert parts[0] == {"fixed": sent[0] - len(question), "protected": len(question)}
     assert [p.get("material", 0) for p in parts] == [i - sent[0] for i in sent[:4]]
     assert all(sum(p.values()) == bar.total for p, bar in zip(parts, business, strict=True))
+    # The evaluated request of the second question: the first Run's process is the material
+    # (its question, the three fetched reports, its answer), beside the system prompt and the
+    # second question, each counted once by the content estimator.
     evaluated = next(bar for bar in page.bars if bar.kind == "evaluated")
-    assert (evaluated.total, dict(evaluated.segments)["material"]) == (3041, 2651)
+    material = len(question) + sum(len(r["text"]) for r in document["tools"]["fetch"]) + len(
+        document["model"]["business"][3]["text"])
+    fixed, protected = len(document["agent"]["system_prompt"]), len(document["steps"][2]["ask"])
+    assert (evaluated.total, dict(evaluated.segments)["material"]) == (
+        fixed + protected + material, material)
     assert [bar.kind for bar in page.bars[page.episodes[0][0]:page.episodes[0][1] + 1]] == \
         ["evaluated", "compaction", "compaction", "compaction"]
 

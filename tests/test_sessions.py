@@ -14,8 +14,8 @@ from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.crash_matrix import SPARE, UNKNOWN_TOOL, _compare
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.harness import scenario_trace
+from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
-from ctxspec.reference.commits import COMMIT_NAMES
 
 pytestmark = [pytest.mark.covers("CTX-10.30", "CTX-10.31")]
 
@@ -29,41 +29,43 @@ def two_sessions() -> dict[str, Any]:
     return document
 
 
-def commits(document: dict[str, Any]) -> Counter[str]:
-    """The commits the uncrashed scenario makes, by name, over both Sessions."""
+def phases(document: dict[str, Any]) -> Counter[str]:
+    """The phases the uncrashed scenario passes, over both Sessions: the reference's commits
+    counted and named by the phase each stands for."""
     driver = run_scenario(parse_scenario(document))
     assert isinstance(driver, ReferenceDriver) and driver.runtime is not None
     runtimes = [*driver.sessions, driver.runtime]
-    return Counter({name: sum(r.commits_made(name) for r in runtimes) for name in COMMIT_NAMES
-                    if any(r.commits_made(name) for r in runtimes)})
+    made = {phase: sum(r.commits_made(commit) for r in runtimes)
+            for phase, commit in REFERENCE_COMMITS.items()}
+    return Counter({phase: n for phase, n in made.items() if n})
 
 
-POINTS = [(name, n, when) for name, count in sorted(commits(two_sessions()).items())
+POINTS = [(phase, n, when) for phase, count in sorted(phases(two_sessions()).items())
           for n in range(1, count + 1) for when in ("before", "after")]
 
 
-def test_the_scenario_passes_through_both_sessions_commits() -> None:
+def test_the_scenario_passes_through_both_sessions_phases() -> None:
     # Session 1 opens, asks, runs save, answers; Session 2 opens, asks and answers: two
-    # SESSION_OPENED, two APP-INPUT, three RAW_RESULT_SAVED (by hand from the scenario).
-    made = commits(two_sessions())
-    assert (made["SESSION_OPENED"], made["APP-INPUT"], made["RAW_RESULT_SAVED"]) == (2, 2, 3)
+    # Sessions opened, two inputs accepted, three raw answers saved (by hand from the scenario).
+    made = phases(two_sessions())
+    assert (made["session_opened"], made["input_accepted"], made["raw_answer_saved"]) == (2, 2, 3)
 
 
-@pytest.mark.parametrize(("commit", "occurrence", "when"), POINTS,
-                         ids=[f"{c}-{n}-{w}" for c, n, w in POINTS])
+@pytest.mark.parametrize(("phase", "occurrence", "when"), POINTS,
+                         ids=[f"{p}-{n}-{w}" for p, n, w in POINTS])
 def test_a_crash_anywhere_in_two_sessions_is_taken_over_in_its_session(
-        commit: str, occurrence: int, when: str) -> None:
+        phase: str, occurrence: int, when: str) -> None:
     uncrashed = scenario_trace(ReferenceDriver(), two_sessions())
-    document = {**two_sessions(), "crash": {"commit": commit, "occurrence": occurrence,
+    document = {**two_sessions(), "crash": {"phase": phase, "occurrence": occurrence,
                                             "when": when}}
-    if (commit, when) in UNKNOWN_TOOL:
+    if (phase, when) in UNKNOWN_TOOL:
         document["model"] = {"business": [*document["model"]["business"], SPARE]}
     crashed = scenario_trace(ReferenceDriver(), document)
     # The crash-matrix comparison over the whole scenario: one restart, nothing asked again
     # but an answer in flight, the same endings, tools and requests.
-    _compare("SESSIONS", commit, occurrence, when)(crashed, uncrashed)
+    _compare("SESSIONS", phase, occurrence, when)(crashed, uncrashed)
     assert [e["session"] for e in of(crashed, "session_opened")] == [2]
-    if (commit, when) in UNKNOWN_TOOL:
+    if (phase, when) in UNKNOWN_TOOL:
         return
     # And Session by Session: each sends what it sends uncrashed (an answer in flight asked
     # once more counts once); Session 2 nothing of Session 1.
@@ -82,10 +84,10 @@ def sent(trace: list[dict[str, Any]]) -> list[list[tuple[str, str, str]]]:
 
 
 def test_the_crash_occurrence_counts_over_the_whole_scenario() -> None:
-    # SESSION_OPENED #2 is Session 2's opening: just before it, Session 2 does not exist yet
+    # session_opened #2 is Session 2's opening: just before it, Session 2 does not exist yet
     # and the restart opens it afresh; just after, the restart takes it over from the store.
     for when in ("before", "after"):
-        document = {**two_sessions(), "crash": {"commit": "SESSION_OPENED", "occurrence": 2,
+        document = {**two_sessions(), "crash": {"phase": "session_opened", "occurrence": 2,
                                                 "when": when}}
         trace = scenario_trace(ReferenceDriver(), document)
         kinds = [e["kind"] for e in trace if e["kind"] in ("session_opened", "restarted")]

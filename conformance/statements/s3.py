@@ -16,6 +16,7 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    structured,
 )
 from ctxspec.conformance.sessions import corrected_summary
 
@@ -283,7 +284,8 @@ def _post_check(trace: Trace) -> None:
           ["a.md", "b.md"], "the executed calls as the model sees them")
     results = [m for m in messages if m["kind"] == "tool_result"]
     equal(results[0]["text"], "wrote a (redacted)", "a's result")
-    denied = json.loads(results[1]["text"])
+    denied = structured(results[1]["text"], "b's denied result")
+    expect(isinstance(denied, dict), f"b's denied result is not an object: {denied!r}")
     equal((denied["status"], denied["stage"], denied["executed"], denied["result_delivered"]),
           ("denied", "post", True, False), "b's result")
     expect(all("secret" not in m["text"] for m in messages), "a raw result reached the model")

@@ -17,7 +17,7 @@ from ctxspec.conformance.case import (
     expect,
     lines,
     of,
-    rendered_marks,
+    rendered_mark,
     rendered_pairing,
     rendered_size,
     requests,
@@ -196,7 +196,7 @@ def _sent_preview_check(trace: Trace) -> None:
     for request in later:
         rendered_pairing(request)
         calls = [c["id"] for m in request["rendered"]["messages"] for c in m["tool_calls"]]
-        [(message, mark)] = rendered_marks(request, "truncated")
+        message, mark = rendered_mark(request, "truncated")
         equal((mark["call_id"], message["tool_call_id"]), (calls[0], calls[0]),
               "the call whose result the truncated mark is in")
         equal((mark["from_char"], mark["through_char"], mark["total_chars"], mark["result_ref"]),
@@ -224,7 +224,7 @@ def _adjusted_check(trace: Trace) -> None:
     write, _read = assistant["tool_calls"]
     equal(json.loads(write["arguments"]), {"path": "reports/a.md", "body": "report"},
           "write's arguments as sent (the effective ones)")
-    [(message, mark)] = rendered_marks(request, "arguments_adjusted")
+    message, mark = rendered_mark(request, "arguments_adjusted")
     equal((mark["call_id"], message["tool_call_id"]), (write["id"], write["id"]),
           "the call the adjustment mark is for, and the message it is in")
     equal((json.loads(mark["proposed_arguments"]), json.loads(mark["effective_arguments"])),
