@@ -108,6 +108,9 @@ class ModelRequest(_Event):
     protected_input_ids: list[str] | None = None
     input_cutoff: int | None = None
     view_hash: str | None = None
+    rendered: dict[str, Any] | None = Field(default=None, description=(
+        "what the adapter sent: messages with content, tool_calls, tool_call_id and marks as "
+        "data (docs/scenarios.md); read by the cases about bounded previews and adjustments"))
 
 
 class ModelUsage(_Event):
