@@ -5,8 +5,9 @@ loop with tools and retries, questions and supplements with their deliveries (§
 projection of the recent Runs (§4), fragments of broken streams (§11), every request measured
 with the injected estimator. It has no compaction, no hooks, no stop, no crash recovery, no
 Executors — so it declares only ``root_loop``, ``estimator_injection`` and ``triggers``, and
-the suite reports every case that needs more as ``unsupported``. Two cases it runs it fails,
-for what it really lacks: bounded previews of large results (§6: ROW-08, S6-PREVIEW-STAYS).
+the suite reports every case that needs more as ``unsupported``. Four cases it runs it fails,
+for what it really lacks: bounded previews of large results (§6: ROW-08, S6-PREVIEW-STAYS and
+the two cases reading what is sent and read back).
 
 Run it: ``PYTHONPATH=docs/driver-example ctxspec conformance --driver toy_driver:ToyDriver``.
 """
