@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, get_args
 
 from ctxspec.conformance.case import Case
-from ctxspec.conformance.phases import CRASH_CAPABILITIES, crash_need
+from ctxspec.conformance.phases import CRASH_CAPABILITIES, PHASES, crash_need
 from ctxspec.reference.ports import HookPoint
 
 HOOK_POINTS: tuple[str, ...] = get_args(HookPoint)
@@ -72,8 +72,9 @@ def refine(case: Case) -> Case:
     if "stop" in needs and _stops_mid_batch(case.scenario):
         needs.add("stop_mid_batch")
     crash = case.scenario.get("crash")
-    if isinstance(crash, Mapping) and crash.get("phase") is not None:
-        # A crash at a phase the design names: the driver must map that phase onto a commit.
+    if isinstance(crash, Mapping) and crash.get("phase") in PHASES:
+        # A crash at a phase the design names: the driver must map that phase onto a commit
+        # (a misspelt phase is the scenario's error, refused whatever the driver declares).
         needs.discard("crash_points")
         needs.add(crash_need(str(crash["phase"])))
     return case if needs == set(case.needs) else replace(case, needs=frozenset(needs))

@@ -254,7 +254,7 @@ class WorkflowEnded(_Event):
 
 
 OPTIONAL = frozenset({"snapshot_id", "trigger_threshold", "frozen_revisions",
-                      "protected_input_ids", "input_cutoff", "view_hash"})
+                      "protected_input_ids", "input_cutoff", "view_hash", "rendered"})
 """Fields of a model request only some cases read: a driver may leave them out, and then
 fails (never errs) the cases that read them, told which field it lacks."""
 

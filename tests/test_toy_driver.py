@@ -14,9 +14,10 @@ sys.path.insert(0, str(EXAMPLE))
 
 from toy_driver import ToyDriver  # noqa: E402  (the example lives beside the guide)
 
-LACKS = {"ROW-08", "S6-PREVIEW-STAYS"}
-"""What the toy really lacks: bounded previews of large results (§6) — the cases about them
-fail, saying what they saw."""
+LACKS = {"ROW-08", "S6-PREVIEW-STAYS", "S6-PREVIEW-MARKED-SENT", "S6-RESULT-READ"}
+"""What the toy really lacks: bounded previews of large results and the rendered request that
+would carry their marks (§6) — the cases about them fail, saying what they saw or which trace
+field is missing."""
 
 
 def test_the_toy_passes_what_it_supports_and_reports_the_rest_unsupported() -> None:
