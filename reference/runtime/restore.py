@@ -147,10 +147,11 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
         Operation.model_validate_json(row["doc"]) for row in store.query(
             "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
             "WHERE session_id = ?)", (str(session_id),)))}
-    runtime._stored = runtime._versions()
+    runtime._committed_runs = {run.run_id: run for run in runs}
     for state in runtime.runs.values():
         if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on
             state.pointer = replace(state.pointer, lease_epoch=state.pointer.lease_epoch + 1)
+            runtime._put_run(state)
     runtime._commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
                                                   {"incarnation": incarnation})])
     return runtime

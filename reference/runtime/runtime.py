@@ -25,8 +25,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel
-
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.budget import (
     BudgetConfig,
@@ -127,19 +125,18 @@ from ctxspec.reference.protocol import (
 )
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
     CommitFailed,
     Store,
     Write,
-    blob_write,
     checkpoint_write,
     delete,
     event_write,
     insert,
     insert_doc,
-    payload_ref,
     record_write,
     revision_write,
     sweep_blobs,
@@ -381,10 +378,11 @@ class ReferenceRuntime:
         self.operations: dict[UUID, Operation] = {}
         self.tasks: list[RunState] = []
         """Executor executions (each a NodeTask with its own RoleContext)."""
-        self._stored: dict[tuple[object, ...], object] = {}
-        """What the store already has (last written version per key), so each named commit
-        writes exactly what changed since the previous one."""
-        self._pending_blobs: dict[str, bytes] = {}
+        self.pending = PendingCommit()
+        """The facts changed since the previous commit, each put there by the step that
+        changed it: the next named commit writes them (no comparison with the store)."""
+        self._committed_runs: dict[UUID, Run] = {}
+        """The last committed version of each Run: the owner guard's expected epoch."""
         self.crash = crash
         self._commit_counts: dict[str, int] = {}
         self._resume: dict[UUID, dict[str, JSON]] = {}
@@ -415,38 +413,35 @@ class ReferenceRuntime:
 
     def _ref(self, text: str) -> PayloadRef:
         """A content-addressed blob of ``text``, written with the next commit."""
-        data = text.encode("utf-8", "surrogatepass")
-        ref = payload_ref(data)
-        self._pending_blobs[ref.digest] = data
-        return ref
+        return self.pending.blob(text)
 
     # --- the store: every change through one named commit ----------------------------------
 
     def _commit(self, name: str, writes: Sequence[Write]) -> None:
-        """One RuntimeCommit: ``writes`` and everything that changed since the previous commit,
-        in one transaction. A failure is a runtime fault (CommitFailed propagates), never a
-        hook failure, and nothing continues on a value storage does not have (CTX-3.90)."""
+        """One RuntimeCommit: ``writes`` and the facts the steps since the previous commit put
+        into the pending write set, in one transaction. A failure is a runtime fault
+        (CommitFailed propagates), never a hook failure, and nothing continues on a value
+        storage does not have (CTX-3.90)."""
         count = self._commit_counts.get(name, 0) + 1
         self._commit_counts[name] = count
         plan = self.crash
         hit = plan is not None and plan.commit == name and plan.occurrence == count
         if hit and plan is not None and plan.when == "before":
             raise Crash(f"before {name} #{count}")
-        all_writes = [*self._owner_guard(), *self._changes(), *writes]
-        blobs = self._pending_blobs
-        self._pending_blobs = {}
-        blob_writes = [blob_write(data)[1] for data in blobs.values()]
+        taken = self.pending.take()
+        all_writes = [*taken.blob_writes(), *self._owner_guard(), *taken.rows(), *writes]
         try:
             if hit and plan is not None and plan.when == "fails":
                 raise CommitFailed(name, RuntimeError("the store refused the commit"))
-            self.coordinator.commit(name, [*blob_writes, *all_writes])
+            self.coordinator.commit(name, all_writes)
         except CommitFailed as failed:
+            self.pending.give_back(taken)
             # Surfaced as what it is — a required write that did not happen — and the runtime
             # stops on it: nothing goes on with values the store does not have, and it is never
             # taken for a hook failure (CTX-3.90, CTX-3.91, CTX-10.28).
             self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
             raise
-        self._mark_stored()
+        self._committed_runs.update((r.run_id, r) for r in committed_runs(all_writes))
         if hit:
             raise Crash(f"after {name} #{count}")
 
@@ -459,10 +454,8 @@ class ReferenceRuntime:
         Run matches no row and fails, so its late result can never advance the Run
         (CTX-10.23, CTX-10.24)."""
         run = self.active_run
-        if run is None or ("run", run.run_id) not in self._stored:
-            return []
-        stored = self._stored.get(("run", run.run_id))
-        if not isinstance(stored, Run):
+        stored = None if run is None else self._committed_runs.get(run.run_id)
+        if run is None or stored is None:
             return []
         # Sets the status it already has: the write matters only for its WHERE clause.
         return [update("runs", ("run_id", "owner_epoch"), run_id=run.run_id,
@@ -475,56 +468,50 @@ class ReferenceRuntime:
             "stage": stage, "loops": run.loops, "tool_calls_made": run.tool_calls_made,
             "tick": self.clock.now(), **facts})
 
-    def _versions(self) -> dict[tuple[object, ...], object]:
-        versions: dict[tuple[object, ...], object] = {}
-        for received in self.book.inputs:
-            versions[("input", received.input_id)] = received
-        for delivery in self.book.deliveries:
-            versions[("delivery", delivery.delivery_id)] = delivery
-        for run in self.runs.values():
-            versions[("run", run.run_id)] = self._run_contract(run)
-            versions[("context", run.context_id)] = self._role_context(run)
-            for episode in run.episodes:
-                versions[("episode", episode.episode_id)] = episode
-            for seq in range(1, run.run_seq + 1):
-                versions[("event", run.run_id, seq)] = seq
-        for task in self.tasks:
-            versions[("context", task.context_id)] = self._role_context(task)
-        for operation in self.operations.values():
-            versions[("operation", operation.operation_id)] = operation
-        for context_id, state in self.contexts.items():
-            versions[("records", context_id)] = len(state.records)
-            versions[("revisions", context_id)] = len(state.revisions)
-        return versions
+    # --- staging: each change puts its own rows into the next commit ------------------------
 
-    def _changes(self) -> list[Write]:
-        writes: list[Write] = []
-        for key, value in self._versions().items():
-            before = self._stored.get(key)
-            if before == value:
-                continue
-            if key[0] in ("records", "revisions"):
-                writes.extend(self._context_changes(key, before, value))
-            elif key[0] == "event" and isinstance(key[1], UUID):
-                writes.append(event_write(key[1], int(str(value)), {"run_seq": str(value)}))
-            elif isinstance(value, RoleContext):
-                writes.append(insert_doc(value, run_id=value.invocation_id) if before is None
-                              else update_doc(value, run_id=value.invocation_id))
-            elif isinstance(value, BaseModel):
-                writes.append(insert_doc(value) if before is None else update_doc(value))
-        return writes
+    def _put_context(self, context_id: UUID, state: ContextState, *, new: bool = False
+                     ) -> None:
+        """Keep a context's new state and stage what it adds: its new records, mutations and
+        revisions (rendered at the commit, which dates them), and its role's RoleContext."""
+        before = self.contexts.get(context_id)
+        self.contexts[context_id] = state
+        key: tuple[object, ...] = ("context", context_id)
+        if key not in self.pending.entries:
+            done = (0, 0) if before is None else (len(before.records), len(before.revisions))
+            self.pending.put(key, lambda _new: self._context_rows(context_id, *done))
+        role = next((r for r in (*self.runs.values(), *self.tasks)
+                     if r.context_id == context_id), None)
+        if role is not None:
+            self._put_role(role, new=new)
 
-    def _context_changes(self, key: tuple[object, ...], before: object,
-                         value: object) -> list[Write]:
-        context_id = key[1]
-        if not isinstance(context_id, UUID) or not isinstance(value, int):
-            raise AssertionError("context versions are counts")
+    def _put_role(self, run: RunState, *, new: bool = False) -> None:
+        """Stage a role's RoleContext as it is when the commit is taken."""
+        def rows(inserted: bool) -> list[Write]:
+            doc = self._role_context(run)
+            return [insert_doc(doc, run_id=doc.invocation_id) if inserted
+                    else update_doc(doc, run_id=doc.invocation_id)]
+        self.pending.put(("role_contexts", run.context_id), rows, new=new)
+
+    def _put_run(self, run: RunState, *, new: bool = False) -> None:
+        """Stage a Run's row as it is when the commit is taken (its end, its owner epoch)."""
+        self.pending.put(("runs", run.run_id), lambda inserted: [
+            insert_doc(self._run_contract(run)) if inserted
+            else update_doc(self._run_contract(run))], new=new)
+
+    def _put_episode(self, run: RunState, episode: CompactionEpisode, *, new: bool = False
+                     ) -> None:
+        if new:
+            run.episodes.append(episode)
+        else:
+            run.episodes = [episode if e.episode_id == episode.episode_id else e
+                            for e in run.episodes]
+        self.pending.put_doc(episode, new=new)
+
+    def _context_rows(self, context_id: UUID, records: int, revisions: int) -> list[Write]:
         state = self.contexts[context_id]
-        done = before if isinstance(before, int) else 0
-        if key[0] == "records":
-            return [record_write(raw) for raw in state.records[done:value]]
-        writes: list[Write] = []
-        for revision in state.revisions[done:value]:
+        writes = [record_write(raw) for raw in state.records[records:]]
+        for revision in state.revisions[revisions:]:
             for mutation_id in revision.mutation_ids:
                 writes.append(insert_doc(mutation_contract(
                     state, mutation_id, cause_operation_id=None, created_at=self._time())))
@@ -533,16 +520,15 @@ class ReferenceRuntime:
                 created_at=self._time()), revision.overrides))
         return writes
 
-    def _mark_stored(self) -> None:
-        self._stored = self._versions()
-
     def _operation(self, operation_id: UUID, run: RunState, purpose: OperationPurpose,
                    purpose_key: str, state: OperationState, raw: PayloadRef | None = None,
                    effective: PayloadRef | None = None) -> None:
-        self.operations[operation_id] = Operation(
+        operation = Operation(
             operation_id=operation_id, run_id=run.run_id, node_task_id=run.context_id,
             purpose=purpose, purpose_key=purpose_key, state=state, raw_result_ref=raw,
             effective_result_ref=effective)
+        self.pending.put_doc(operation, new=operation_id not in self.operations)
+        self.operations[operation_id] = operation
         self.trace.add(tr.OperationState(operation_id, purpose_key, state.value))
 
     def _record_seqs(self) -> dict[UUID, tuple[UUID, int]]:
@@ -577,9 +563,18 @@ class ReferenceRuntime:
     def _event(self, run: RunState, event: ClientEventKind, detail: str,
                error_code: str | None = None) -> None:
         run.run_seq += 1
+        self.pending.put_rows(("events", run.run_id, run.run_seq), [
+            event_write(run.run_id, run.run_seq, {"run_seq": str(run.run_seq)})])
         self.trace.add(tr.ClientEvent(run.run_id, run.run_seq, event, detail, error_code))
 
     def _trace_deliveries(self, writes: dl.WriteSet) -> None:
+        """Stage the inputs and deliveries a delivery step wrote, and trace the deliveries."""
+        for received in writes.inputs:
+            self.pending.put_doc(received, new=True)
+        for delivery in writes.inserted:
+            self.pending.put_doc(delivery, new=True)
+        for delivery in writes.updated:
+            self.pending.put_doc(delivery, new=False)
         for delivery in (*writes.inserted, *writes.updated):
             self.trace.add(tr.DeliveryChanged(delivery.input_id, delivery.delivery_id,
                                               delivery.state.value, delivery.target_run_id,
@@ -607,7 +602,9 @@ class ReferenceRuntime:
         run = RunState(run_id, len(self.runs) + 1, received.input_id, context_id,
                        self.clock.now())
         self.runs[run_id] = run
-        self.contexts[context_id] = new_context(context_id, Scope("private", ROOT_ROLE))
+        self._put_run(run, new=True)
+        self._put_context(context_id, new_context(context_id, Scope("private", ROOT_ROLE)),
+                          new=True)
         # The question, with the carried supplements bound to it in receive order, is a fact of
         # its Run from the start: a Run stopped before its first request still shows it (§4).
         self._append_inputs(run, [u for u in self.book.inputs if any(
@@ -662,7 +659,7 @@ class ReferenceRuntime:
             source_kind=MutationSourceKind.USER, source_ref="writer")
         if isinstance(committed, RevisionConflict):
             raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
-        self.contexts[run.context_id] = committed.state
+        self._put_context(run.context_id, committed.state)
         self._commit("CONTEXT_WRITTEN", [])
 
     def stop(self) -> None:
@@ -762,6 +759,7 @@ class ReferenceRuntime:
         run.status = status
         run.error_code = error.value if error is not None else None
         run.message = message
+        self._put_run(run)
         carry = dl.to_carry(self.book, run.run_id)
         applied = dl.finalize(self.book, run_id=run.run_id,
                               carry_ids=[self._id() for _ in carry])
@@ -865,6 +863,7 @@ class ReferenceRuntime:
         self._operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
                         OperationState.RUNNING)
         run.last_model_operation_id = operation_id
+        self._put_role(run)
         self._commit("T_FREEZE", checkpoint)
         self._call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
@@ -899,9 +898,9 @@ class ReferenceRuntime:
             payload_ref=u.body_ref, operation_id=None, call_id=None,
             origin_input_id=u.input_id), {"text": self.texts[u.input_id]})
             for i, u in enumerate(inputs, start=1)]
-        self.contexts[run.context_id] = append_records(
+        self._put_context(run.context_id, append_records(
             state, records, mutation_id=self._id(), source_kind=MutationSourceKind.USER,
-            source_ref="inputs").state
+            source_ref="inputs").state)
 
     def _view(self, run: RunState, protected: Sequence[ProtectedInput]
               ) -> ModelView | UnsettledBatch:
@@ -1111,7 +1110,7 @@ class ReferenceRuntime:
                 created_at=self._time())
             if not isinstance(started, CompactionEpisode):
                 return view, None
-            run.episodes.append(started)
+            self._put_episode(run, started, new=True)
             self._commit("EPISODE_STARTED", [
                 self._checkpoint(run, "compacting", operation_id=str(operation_id))])
         episode = next(e for e in run.episodes
@@ -1137,8 +1136,7 @@ class ReferenceRuntime:
             if not isinstance(committed, CompactionEpisode):
                 raise AssertionError(committed.reason)
             episode = committed
-            run.episodes = [episode if e.episode_id == episode.episode_id else e
-                            for e in run.episodes]
+            self._put_episode(run, episode)
             self._operation(chunk_operation, run, OperationPurpose.COMPACTION,
                             request.purpose_key, OperationState.SUCCEEDED,
                             self._ref(raw), self._ref(summary))
@@ -1174,7 +1172,7 @@ class ReferenceRuntime:
         done = finish_episode(episode, len(plan.chunks.chunks), snapshot_id)
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
-        run.episodes = [done if e.episode_id == done.episode_id else e for e in run.episodes]
+        self._put_episode(run, done)
         snapshot_rows: list[Write] = []
         if any(piece.context_seq is not None for piece in manifest.pieces):
             snapshot_rows.append(insert_doc(make_snapshot(
@@ -1186,6 +1184,7 @@ class ReferenceRuntime:
                 ).tokens)))
         if isinstance(switched, ActivePointer):
             run.pointer = switched
+            self._put_role(run)
             run.snapshot = (snapshot_id, manifest, summary)
             if run.parent is None:
                 snapshot_rows.append(checkpoint_write(run.run_id, "snapshot", {
@@ -1222,7 +1221,7 @@ class ReferenceRuntime:
         """§8: the whole episode fails and ends the Run; the old snapshot stays active, the
         committed chunks are audit only (CTX-8.75, CTX-8.76)."""
         failed, code = fail_compaction(episode)
-        run.episodes = [failed if e.episode_id == failed.episode_id else e for e in run.episodes]
+        self._put_episode(run, failed)
         self._end(run, RunStatus.FAILED, code, message)
 
     def _chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
@@ -1482,9 +1481,9 @@ class ReferenceRuntime:
                                    content, sort_keys=True, ensure_ascii=False)),
                                operation_id=operation_id, call_id=call_id,
                                origin_input_id=None)
-        self.contexts[run.context_id] = append_records(
+        self._put_context(run.context_id, append_records(
             state, [RawRecord(record, content)], mutation_id=self._id(),
-            source_kind=MutationSourceKind.RUNTIME, source_ref=kind).state
+            source_kind=MutationSourceKind.RUNTIME, source_ref=kind).state)
         return record_id
 
     def _accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> None:
@@ -1545,7 +1544,7 @@ class ReferenceRuntime:
                                    source_ref=f"denied:{hook_id}")
         if not isinstance(committed, Committed):
             raise AssertionError("a runtime mark on the head revision cannot conflict")
-        self.contexts[run.context_id] = committed.state
+        self._put_context(run.context_id, committed.state)
         return decided
 
     def _answer_text(self, answer: EffectiveRecord, raw_text: str) -> str:
@@ -1757,8 +1756,10 @@ class ReferenceRuntime:
             raws.pop(key, None)
             operation = self.operations.get(UUID(str(saved["operation_id"])))
             if operation is not None:  # the tool Operation gets its effective result
-                self.operations[operation.operation_id] = operation.model_copy(
+                settled = operation.model_copy(
                     update={"effective_result_ref": self._ref(final)})
+                self.pending.put_doc(settled, new=False)
+                self.operations[operation.operation_id] = settled
             return position()
 
         self._hooks("tool.post_call", run, {"result": raw_text}, call_id, decision_id,
@@ -1905,9 +1906,9 @@ class ReferenceRuntime:
         state = new_context(context_id, Scope(
             "shared", registered_fields=frozenset((r.record_id, "text") for r in records),
             consumers=consumers))
-        self.contexts[context_id] = append_records(
+        self._put_context(context_id, append_records(
             state, records, mutation_id=self._id(), source_kind=MutationSourceKind.RUNTIME,
-            source_ref="shared-fields").state
+            source_ref="shared-fields").state)
         return context_id
 
     def _shared_messages(self, run: RunState) -> tuple[ViewMessage, ...]:
@@ -1979,8 +1980,8 @@ class ReferenceRuntime:
         task = RunState(planner.run_id, planner.run_no, planner.question_input_id, self._id(),
                         self.clock.now(), role="executor", parent=planner, handover=handover)
         self.tasks.append(task)
-        self.contexts[task.context_id] = new_context(task.context_id,
-                                                     Scope("private", "executor"))
+        self._put_context(task.context_id, new_context(task.context_id,
+                                                       Scope("private", "executor")), new=True)
         state = self.contexts[task.context_id]
         records = [RawRecord(ContextRecord(
             record_id=self._id(), context_id=task.context_id, context_seq=i,
@@ -1988,9 +1989,9 @@ class ReferenceRuntime:
             payload_ref=self._ref(item.text), operation_id=None, call_id=None,
             origin_input_id=item.input_id), {"text": item.text})
             for i, item in enumerate(handover, start=1)]
-        self.contexts[task.context_id] = append_records(
+        self._put_context(task.context_id, append_records(
             state, records, mutation_id=self._id(), source_kind=MutationSourceKind.RUNTIME,
-            source_ref=f"delegate:{call_id}").state
+            source_ref=f"delegate:{call_id}").state)
         self._commit("EXECUTION_STARTED", begin(task.context_id))
         return task
 
@@ -2067,6 +2068,7 @@ class ReferenceRuntime:
             operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
             purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
             state=OperationState.SUCCEEDED)
+        self.pending.put_doc(self.operations[chain_operation], new=True)
         call = HookCall(operation_id=chain_operation, hook_point=point,
                         stage="post" if stage == "post" else "pre", actor_role=run.role,
                         actor_context_id=run.context_id, call_id=call_id,
@@ -2074,7 +2076,7 @@ class ReferenceRuntime:
         chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
                           annotation_ids=lambda _p, _i: self._id(), budget=budget)
         for context_id in states:
-            self.contexts[context_id] = chain.states[context_id]
+            self._put_context(context_id, chain.states[context_id])
         self._commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
                                        *(extra(chain) if extra is not None else ()), settled,
                                        *always])

@@ -354,6 +354,12 @@ def _doc_row(doc: BaseModel, extra: Mapping[str, object]) -> tuple[str, dict[str
     return table, row, pk
 
 
+def doc_key(doc: BaseModel) -> tuple[object, ...]:
+    """(table, primary key value) of a contract's row: what identifies it across versions."""
+    table, row, pk = _doc_row(doc, {})
+    return table, row[pk]
+
+
 def insert_doc(doc: BaseModel, **extra: object) -> Write:
     """Insert a contract into its table with its key columns derived from it. ``extra`` adds the
     columns the contract does not carry: ``run_id`` of a RoleContext (required), ``hook_cursor``
@@ -891,6 +897,7 @@ __all__ = [
     "checkpoint_write",
     "decode_overrides",
     "delete",
+    "doc_key",
     "dumps",
     "encode_overrides",
     "event_write",
