@@ -30,7 +30,7 @@ from ctxspec.conformance.harness import run_case, scenario_trace
 from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
-from ctxspec.reference.runtime.runtime import ReferenceRuntime
+from ctxspec.reference.runtime.node_driver import NodeDriver
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASHES = {case.id for case in CRASH_MATRIX}
@@ -173,14 +173,14 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
         matrix: list[Case], monkeypatch: pytest.MonkeyPatch) -> None:
     # A realistic recovery bug: a takeover ignores the saved raw result and sends the frozen
     # request again. Only crash points after a saved answer can show it, and they must.
-    resume = ReferenceRuntime._continue
+    resume = NodeDriver.resume
 
-    def forgetful(runtime: ReferenceRuntime, run: Any, checkpoint: Any) -> None:
+    def forgetful(driver: NodeDriver, run: Any, checkpoint: Any) -> None:
         if checkpoint.get("stage") == "raw_saved":
             checkpoint = {**checkpoint, "stage": "frozen"}
-        resume(runtime, run, checkpoint)
+        resume(driver, run, checkpoint)
 
-    monkeypatch.setattr(ReferenceRuntime, "_continue", forgetful)
+    monkeypatch.setattr(NodeDriver, "resume", forgetful)
     failed = {c.id: r.detail for c in matrix if (r := run_case(c, ReferenceDriver)).status
               == "failed"}
     for short in ("TOOLS", "CHUNKS", "RUNS", "PLANNER"):

@@ -181,10 +181,10 @@ def test_the_previous_owner_cannot_advance_a_taken_over_run(tmp_path: Path) -> N
     records = store.count("records")
     # The old owner wakes up and tries to go on (its late result): its commit matches no row
     # of the Run at its epoch and fails; nothing it did reaches the store.
-    old.crash = None
+    old.session.crash = None
     old.runs[next(iter(old.runs))].loops += 1  # some progress of its own to write
     with pytest.raises(CommitFailed, match="update of 'runs' matched 0 rows"):
-        old._commit("TOOL_SETTLED", [])
+        old.session.commit("TOOL_SETTLED", [])
     assert store.count("records") == records
     new.advance()
     assert [e.status for e in new.trace.of(RunEnded)] == ["succeeded"]

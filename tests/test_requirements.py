@@ -189,8 +189,8 @@ def test_every_fact_is_written_by_the_one_commit_coordinator() -> None:
             if isinstance(node, ast.Name) and node.id == "open":
                 writers.append(f"{path.name}: open")
     assert writers == []
-    runtime = (REFERENCE / "runtime" / "runtime.py").read_text("utf-8")
-    assert "self.coordinator.commit(" in runtime
+    session = (REFERENCE / "runtime" / "session.py").read_text("utf-8")
+    assert "self.coordinator.commit(" in session
 
 
 @pytest.mark.covers("CTX-3.8")

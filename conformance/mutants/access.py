@@ -7,6 +7,9 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import delivery
 from ctxspec.reference.contracts import DeliveryState, MessageRole, UserInput
+from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.node_driver import NodeDriver
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
@@ -21,7 +24,7 @@ def _inherits_planner_inputs(original: Callable[..., Any]) -> Callable[..., Any]
         inherited = tuple(
             ViewMessage(role=MessageRole.USER, kind=ViewKind.USER_REF,
                         text=str(raw.content["text"]), input_id=raw.record.origin_input_id)
-            for raw in self.contexts[run.parent.context_id].records
+            for raw in self.s.contexts[run.parent.context_id].records
             if raw.record.message_kind == "user_ref")
         return ModelView((*inherited, *view.messages))
     return projection
@@ -51,7 +54,7 @@ def _retry_rebuilt(original: Callable[..., Any]) -> Callable[..., Any]:
               view: ModelView, **rest: Any) -> Any:
         if purpose == "business" and attempt > 1:
             # The retry prepares its request afresh and takes in supplements received since.
-            late = [self.texts[i] for i in delivery.pending_inputs(self.book, run.run_id)]
+            late = [self.s.texts[i] for i in delivery.pending_inputs(self.s.book, run.run_id)]
             view = ModelView((*view.messages, *(ViewMessage(
                 role=MessageRole.USER, kind=ViewKind.USER_REF, text=t) for t in late)))
             messages = (*messages, *(PromptMessage(role="user", text=t) for t in late))
@@ -70,7 +73,7 @@ def _claimed_dropped(original: Callable[..., Any]) -> Callable[..., Any]:
 def _session_notes(original: Callable[..., Any]) -> Callable[..., Any]:
     def ask(self: Any, text: str) -> Any:
         if not self.runs:  # the Session's first question: what the workspace holds is "known"
-            self.notes = dict(self.workspace)
+            self.session.notes = dict(self.workspace)
         return original(self, text)
     return ask
 
@@ -78,7 +81,7 @@ def _session_notes(original: Callable[..., Any]) -> Callable[..., Any]:
 def _with_notes(original: Callable[..., Any]) -> Callable[..., Any]:
     def system(self: Any, run: Any) -> ViewMessage:
         message: ViewMessage = original(self, run)
-        notes = getattr(self, "notes", None)
+        notes = getattr(self.s, "notes", None)
         if not notes:
             return message
         # The files found in the Agent's workspace when the Session opened are read into
@@ -93,9 +96,10 @@ def _guessed_preferences(original: Callable[..., Any]) -> Callable[..., Any]:
         message: ViewMessage = original(self, run)
         # Preferences the user stated in the Agent's other Sessions, guessed from their inputs
         # and added to every request as a memory of the user.
-        said = [self.store.text(UserInput.model_validate_json(row["doc"]).body_ref)
-                for row in self.store.query("SELECT doc FROM user_inputs WHERE session_id != ?",
-                                            (str(self.session_id),))]
+        said = [self.s.store.text(UserInput.model_validate_json(row["doc"]).body_ref)
+                for row in self.s.store.query(
+                    "SELECT doc FROM user_inputs WHERE session_id != ?",
+                    (str(self.s.session_id),))]
         liked = [text for text in said if "prefer" in text]
         if not liked:
             return message
@@ -128,11 +132,11 @@ MUTANTS = (
     Mutant("RETRY-TAKES-LATE-SUPPLEMENT",
            "a retry rebuilds its request and takes in a supplement received after the freeze "
            "(§5: every attempt sends the frozen input list)",
-           (Patch(ReferenceRuntime, "_model", _retry_rebuilt),)),
+           (Patch(InvocationPipeline, "call_model", _retry_rebuilt),)),
     Mutant("EXECUTOR-SEES-PLANNER",
            "an Executor's request carries the user inputs of the Planner's context (§5, §10: "
            "only the hand-over, never the main Agent's raw inputs)",
-           (Patch(ReferenceRuntime, "_projection", _inherits_planner_inputs),)),
+           (Patch(ContextManager, "project", _inherits_planner_inputs),)),
     Mutant("CROSS-SESSION-READ",
            "the history API serves a root-role caller of another Session (§11)",
            (Patch(ReferenceRuntime, "read_history", _any_session),)),
@@ -149,11 +153,11 @@ MUTANTS = (
            "its requests as notes, carrying one Session's facts into the next (§10: the "
            "workspace is no implicit memory around Session isolation)",
            (Patch(ReferenceRuntime, "ask", _session_notes),
-            Patch(ReferenceRuntime, "_system", _with_notes))),
+            Patch(ContextManager, "system", _with_notes))),
     Mutant("GUESSED-PREFERENCES",
            "preferences the user stated in the Agent's other Sessions are guessed from their "
            "inputs and added to every request (§10: no background memory of the user)",
-           (Patch(ReferenceRuntime, "_system", _guessed_preferences),)),
+           (Patch(ContextManager, "system", _guessed_preferences),)),
     Mutant("AUDIT-SEES-PREVIEW",
            "an audit or on-demand read behind a result_ref serves the bounded preview the "
            "model saw, not the full body (§6: the unread body stays readable)",
@@ -161,5 +165,5 @@ MUTANTS = (
     Mutant("LOOPS-PER-ROLE",
            "the Planner and each Executor count Loops against loop_limit on their own, so a "
            "Run with Executors takes many times its budget (§11: one shared Loop budget)",
-           (Patch(ReferenceRuntime, "_loops_taken", _loops_per_role),)),
+           (Patch(NodeDriver, "loops_taken", _loops_per_role),)),
 )

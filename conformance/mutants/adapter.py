@@ -9,7 +9,8 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import protocol, view
 from ctxspec.reference.contracts import OperationState
-from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import compaction_service, node_driver
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.view import RenderedRequest
 
 
@@ -35,7 +36,7 @@ def _read_by_port(original: Callable[..., Any]) -> Callable[..., Any]:
     def read(self: Any, run: Any, arguments: Any) -> Any:
         # result.read is passed to the tool port like any tool: its answer is whatever the
         # world says, not the stored range.
-        return self.tools.run("result.read", arguments, 1)
+        return self.s.tools.run("result.read", arguments, 1)
     return read
 
 
@@ -49,7 +50,8 @@ def _never_started_unknown(original: Callable[..., str]) -> Callable[..., str]:
 def _patches(kind: str) -> tuple[Patch, ...]:
     # The view module's own estimation and the runtime's request both go through the adapter.
     return (Patch(view, "render_request", _without(kind)),
-            Patch(runtime, "render_request", _without(kind)))
+            Patch(node_driver, "render_request", _without(kind)),
+            Patch(compaction_service, "render_request", _without(kind)))
 
 
 MUTANTS = (
@@ -69,5 +71,5 @@ MUTANTS = (
     Mutant("RESULT-READ-NOT-STORED",
            "result.read is answered by a tool like any other, not from the stored body behind "
            "the result_ref (§6 模型后续通过 result.read 读取的内容)",
-           (Patch(runtime.ReferenceRuntime, "_read_result", _read_by_port),)),
+           (Patch(InvocationPipeline, "read_result", _read_by_port),)),
 )

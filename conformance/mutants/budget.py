@@ -6,8 +6,9 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import budget, tokens
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import compaction_service, node_driver
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.node_driver import NodeDriver
 
 
 def _rounded_threshold(original: Callable[..., int]) -> Callable[..., int]:
@@ -37,7 +38,7 @@ def _no_room_as_failure(original: Callable[..., None]) -> Callable[..., None]:
             message: str | None = None) -> None:
         if error is ErrorCode.BUDGET_CONFIGURATION_INVALID:
             error = ErrorCode.COMPACTION_FAILED  # reported as if a summary call had failed,
-            events = self.trace.events  # and the decision that was never sent is not traced
+            events = self.s.trace.events  # and the decision that was never sent is not traced
             last = max(i for i, e in enumerate(events) if isinstance(e, tr.BudgetDecision))
             del events[last]
         original(self, run, status, error, message)
@@ -58,7 +59,7 @@ MUTANTS = (
     Mutant("MARGIN-LEFT-OUT",
            "the hard window checks I + O ≤ W and forgets the safety margin (§7: I + O + S ≤ W)",
            (Patch(budget, "fits_hard_window", _no_margin),
-            Patch(runtime, "fits_hard_window", _no_margin))),
+            Patch(node_driver, "fits_hard_window", _no_margin))),
     Mutant("CJK-UNDERCOUNT",
            "the conservative estimator counts characters, not UTF-8 bytes, so CJK text is "
            "undercounted (§7)",
@@ -67,10 +68,11 @@ MUTANTS = (
            "compaction prompts that leave no room for material end the Run COMPACTION_FAILED, "
            "with no §8 decision traced, though no summary call was made (§8: a budget "
            "configuration error)",
-           (Patch(runtime.ReferenceRuntime, "_end", _no_room_as_failure),)),
+           (Patch(NodeDriver, "end", _no_room_as_failure),)),
     Mutant("CONTEXT-LENGTH-RETRIED",
            "a provider's context_length_exceeded is retried like a transient failure (§7: end "
            "the role, never resend the same over-window request)",
-           (Patch(runtime, "ContextLengthExceeded", lambda _: _NeverRaised),)),
+           (Patch(node_driver, "ContextLengthExceeded", lambda _: _NeverRaised),
+            Patch(compaction_service, "ContextLengthExceeded", lambda _: _NeverRaised))),
 )
 

@@ -6,7 +6,9 @@ from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import compaction, snapshots
-from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import compaction_service, context_manager, node_driver
+from ctxspec.reference.runtime.compaction_service import CompactionService
+from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.snapshots import Applicability
 from ctxspec.reference.view import ModelView, estimation_request
 
@@ -43,10 +45,12 @@ def _compact_again(original: Callable[..., Any]) -> Callable[..., Any]:
         if fitted is None:
             return None
         final, decision, _ = fitted
-        tokens = self.estimator.estimate(estimation_request(final, self._schemas(run))).tokens
-        if decision == "compact" and tokens >= self.budget.trigger_threshold:
+        tokens = self.s.estimator.estimate(
+            estimation_request(final, self.context.schemas(run))).tokens
+        if decision == "compact" and tokens >= self.s.budget.trigger_threshold:
             # Still above the trigger: a new episode for the same request.
-            return original(self, run, self._id(), ModelView(final.messages[1:]), protected)
+            return original(self, run, self.s.new_id(), ModelView(final.messages[1:]),
+                            protected)
         return fitted
     return fit
 
@@ -71,11 +75,11 @@ def _pointer_only_switch(original: Callable[..., Any]) -> Callable[..., Any]:
 def _resummarise_on_conflict(original: Callable[..., Any]) -> Callable[..., Any]:
     def compact(self: Any, run: Any, operation_id: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, run, operation_id, *args, **kwargs)
-        steps = [e for e in self.trace.events if getattr(e, "kind", None) == "compaction"]
+        steps = [e for e in self.s.trace.events if getattr(e, "kind", None) == "compaction"]
         if result is not None and steps and steps[-1].step == "snapshot_refused":
             # Resolve the conflict by summarising again: a fresh episode (under a fresh
             # operation id, as the store allows one per operation), its chunks re-asked.
-            return original(self, run, self._id(), *args, **kwargs)
+            return original(self, run, self.s.new_id(), *args, **kwargs)
         return result
     return compact
 
@@ -123,21 +127,22 @@ MUTANTS = (
     Mutant("COMPACTION-REQUEST-OVERFLOWS",
            "the chunk plan ignores the window, so a compaction request itself overflows it "
            "(§8: each chunk's budget reserves prompts, the previous summary and T)",
-           (Patch(runtime, "plan_compaction", _window_blind_plan),)),
+           (Patch(compaction_service, "plan_compaction", _window_blind_plan),)),
     Mutant("USELESS-CHUNKS",
            "the chunk plan takes any capacity that holds one labelled character, so a tight "
            "window folds the material in thousands of tiny chunks (§8: the chunk count follows "
            "from the source length and the budget; Q120: a chunk carries at least max(T, C))",
-           (Patch(runtime, "plan_compaction", _any_chunk_will_do),)),
+           (Patch(compaction_service, "plan_compaction", _any_chunk_will_do),)),
     Mutant("PROTECTED-INPUT-COMPACTED",
            "the current question and supplements are compaction material, and the request "
            "is sent without them (§5, §8: protected inputs are fixed input, never summarised)",
-           (Patch(runtime, "split_request", _nothing_protected),
-            Patch(runtime, "check_protected_inputs", _no_protection_check))),
+           (Patch(node_driver, "split_request", _nothing_protected),
+            Patch(context_manager, "split_request", _nothing_protected),
+            Patch(node_driver, "check_protected_inputs", _no_protection_check))),
     Mutant("SECOND-COMPACTION",
            "a request still above the trigger after its summary is compacted again (§8: one "
            "episode per request; above 80% but within B it is sent)",
-           (Patch(runtime.ReferenceRuntime, "_fit", _compact_again),)),
+           (Patch(NodeDriver, "fit", _compact_again),)),
     Mutant("SNAPSHOT-NOT-INVALIDATED",
            "a snapshot stays applicable while its covered records exist, even when their "
            "effective content changed (§9: compare content, not identity)",
@@ -146,25 +151,24 @@ MUTANTS = (
            "the snapshot pointer switch checks the active snapshot and the lease but not the "
            "covered material, so a correction made while the episode ran is summarised away "
            "(§9: the commit re-checks the source versions)",
-           (Patch(runtime, "switch_active", _pointer_only_switch),)),
+           (Patch(compaction_service, "switch_active", _pointer_only_switch),)),
     Mutant("CAS-RESUMMARISED",
            "a switch refused because covered material changed is resolved by a new episode "
            "that asks the summary model again (§9: never re-call completed chunks)",
-           (Patch(runtime.ReferenceRuntime, "_compact", _resummarise_on_conflict),)),
+           (Patch(CompactionService, "compact", _resummarise_on_conflict),)),
     Mutant("EPISODE-IGNORES-STOP",
            "the compaction episode runs apart from the Run: a stop or the deadline reached "
            "while it runs is seen only after the business request (§8, §11: the episode "
            "shares the Run's cancellation and deadline)",
-           (Patch(runtime.ReferenceRuntime, "_fit", _fit_unaware),
-            Patch(runtime.ReferenceRuntime, "_stopped_or_out_of_time",
-                  _stop_unseen_while_fitting),
+           (Patch(NodeDriver, "fit", _fit_unaware),
+            Patch(NodeDriver, "stopped_or_out_of_time", _stop_unseen_while_fitting),
             # Nor is it seen between the episode and the freeze: only after the request.
-            Patch(runtime.ReferenceRuntime, "_stopped_before_freeze", _unseen_at_freeze))),
+            Patch(NodeDriver, "stopped_before_freeze", _unseen_at_freeze))),
     Mutant("EPISODE-MATERIAL-REREAD",
            "a takeover resumes a running episode on the records as they are now instead of "
            "the material it started with, so a correction made meanwhile makes the summary of "
            "the old text look applicable (§8, §9: the coverage and chunk plan are persisted)",
-           (Patch(runtime.ReferenceRuntime, "_compact", _remember_material),
-            Patch(runtime.ReferenceRuntime, "_episode_source", _material_as_it_is_now)),
+           (Patch(CompactionService, "compact", _remember_material),
+            Patch(CompactionService, "episode_source", _material_as_it_is_now)),
            recovery=True),
 )

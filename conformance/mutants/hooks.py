@@ -7,7 +7,8 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import hooks, registry
 from ctxspec.reference.contracts import HookDecision
-from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import pipeline
+from ctxspec.reference.runtime.context_manager import ContextManager
 
 
 def _payload_wins(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,16 +68,15 @@ MUTANTS = (
     Mutant("FIXED-ADDITION-UNCHECKED",
            "a pre-request item's new fixed material is never measured, so an item that cannot "
            "fit by itself is kept (§7: that item is discarded, the earlier values stay)",
-           (Patch(runtime.ReferenceRuntime, "_fixed_room", _no_fixed_room),)),
+           (Patch(ContextManager, "fixed_room", _no_fixed_room),)),
     Mutant("QUESTION-ANNOTATION-SUMMARISED",
            "a hook's annotation of the current question is compaction material and is "
            "summarised away (§8: legitimate hook additions kept verbatim are part of F)",
-           (Patch(runtime.ReferenceRuntime, "_protected_annotations",
-                  _annotations_compressible),)),
+           (Patch(ContextManager, "protected_annotations", _annotations_compressible),)),
     Mutant("POST-DENY-DELIVERS-RAW",
            "a post-call deny is recorded but the raw result is fed back (§3: the deny replaces "
            "the undelivered result with its feedback)",
-           (Patch(runtime, "run_chain", _post_deny_ignored),)),
+           (Patch(pipeline, "run_chain", _post_deny_ignored),)),
     Mutant("CONTEXT-SIDE-DROPPED",
            "a context-side patch of a call's arguments, addressed by its stable call_id, "
            "never reaches the handler (§3: the registry maps the field to the payload)",

@@ -10,14 +10,16 @@ from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference.contracts import MessageRole, RunStatus
-from ctxspec.reference.runtime import runtime
+from ctxspec.reference.runtime import pipeline
+from ctxspec.reference.runtime.node_driver import NodeDriver
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime, RunState
 
 Method = Callable[..., Any]
 
 
 def _response_deny_ignored(original: Method) -> Method:
-    def decided(self: ReferenceRuntime, run: RunState, record_id: Any, chain: Any) -> list[Any]:
+    def decided(self: NodeDriver, run: RunState, record_id: Any, chain: Any) -> list[Any]:
         # The deny is recorded as a decision, but the response goes on as given.
         position: list[Any] = original(self, run, record_id, None)
         return position
@@ -25,50 +27,50 @@ def _response_deny_ignored(original: Method) -> Method:
 
 
 def _raw_answer(original: Method) -> Method:
-    def answer(self: ReferenceRuntime, effective: Any, raw_text: str) -> str:
+    def answer(self: NodeDriver, effective: Any, raw_text: str) -> str:
         return raw_text  # the waiter gets the provider's text, not the post-hook result
     return answer
 
 
 def _error_swallowed(original: Method) -> Method:
-    def ends(self: ReferenceRuntime, task: RunState) -> bool:
+    def ends(self: NodeDriver, task: RunState) -> bool:
         return False  # every Executor failure is just its delegation's error result
     return ends
 
 
 def _retry_past_deadline(original: Method) -> Method:
-    def halted(self: ReferenceRuntime, run: RunState) -> bool:
-        if self._stop_pending(run):  # only the stop is checked between attempts
-            self._end(run, RunStatus.STOPPED)
+    def halted(self: NodeDriver, run: RunState) -> bool:
+        if self.stop_pending(run):  # only the stop is checked between attempts
+            self.end(run, RunStatus.STOPPED)
             return True
         return False
     return halted
 
 
 def _fragment_kept(original: Method) -> Method:
-    def settle(self: ReferenceRuntime, run: RunState, fragments: Sequence[str], *,
+    def settle(self: NodeDriver, run: RunState, fragments: Sequence[str], *,
                succeeded: bool) -> None:
         for fragment in fragments:  # kept in the role's context whatever the retry did
-            self._append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
+            self.context.append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
                          incomplete=True)
     return settle
 
 
 def _stop_loses(original: Method) -> Method:
-    def ending(self: ReferenceRuntime, run: RunState, status: RunStatus, error: Any,
+    def ending(self: NodeDriver, run: RunState, status: RunStatus, error: Any,
                message: str | None) -> tuple[RunStatus, Any, str | None]:
         return status, error, message  # the request in flight decides the ending
     return ending
 
 
 def _deadline_per_task(original: Method) -> Method:
-    def halted(self: ReferenceRuntime, run: RunState) -> bool:
-        if self._stop_pending(run):
-            self._end(run, RunStatus.STOPPED)
+    def halted(self: NodeDriver, run: RunState) -> bool:
+        if self.stop_pending(run):
+            self.end(run, RunStatus.STOPPED)
             return True
-        deadline = self.agent.run_deadline  # counted from the role's own start
-        if deadline is not None and self.clock.now() - run.started_at_tick >= deadline:
-            self._end(run, RunStatus.TIMED_OUT)
+        deadline = self.s.agent.run_deadline  # counted from the role's own start
+        if deadline is not None and self.s.clock.now() - run.started_at_tick >= deadline:
+            self.end(run, RunStatus.TIMED_OUT)
             return True
         return False
     return halted
@@ -81,14 +83,14 @@ def _serves_raw(original: Method) -> Method:
 
 
 def _arguments_unchecked(original: Method) -> Method:
-    def problems(self: ReferenceRuntime, run: RunState, name: str, arguments: Any,
+    def problems(self: InvocationPipeline, run: RunState, name: str, arguments: Any,
                  malformed: bool = False) -> tuple[str, ...]:
         return ()  # whatever the schema declares or the provider sent, the call runs
     return problems
 
 
 def _pre_call_after_stop(original: Method) -> Method:
-    def asks(self: ReferenceRuntime, run: RunState) -> bool:
+    def asks(self: NodeDriver, run: RunState) -> bool:
         return True  # the batch's pre-call hooks are asked though the Run is stopping
     return asks
 
@@ -107,31 +109,31 @@ MUTANTS = (
            "a model.post_response deny is recorded but the answer is delivered: its calls run, "
            "a final answer ends the Run succeeded (§2 "
            "\"后置拒绝则交明确拒绝状态\", §3: a legitimate deny blocks execution or delivery)",
-           (Patch(ReferenceRuntime, "_response_decided", _response_deny_ignored),)),
+           (Patch(NodeDriver, "response_decided", _response_deny_ignored),)),
     Mutant("EXECUTOR-ANSWER-RAW",
            "the Planner receives the Executor's raw answer, not the post-hook effective one (§3 "
            "response row: the effective result goes to the current waiter)",
-           (Patch(ReferenceRuntime, "_answer_text", _raw_answer),)),
+           (Patch(NodeDriver, "answer_text", _raw_answer),)),
     Mutant("EXECUTOR-ERROR-SWALLOWED",
            "an Executor's context or compaction error becomes its delegation's error result and "
            "the Planner carries on (§11: it ends the whole AgentInvocation)",
-           (Patch(ReferenceRuntime, "_ends_invocation", _error_swallowed),)),
+           (Patch(NodeDriver, "ends_invocation", _error_swallowed),)),
     Mutant("RETRY-PAST-DEADLINE",
            "between model attempts only the stop is checked: a retry is sent after the Run's "
            "deadline (§8: every call is under the same Run deadline)",
-           (Patch(ReferenceRuntime, "_halted_before_retry", _retry_past_deadline),)),
+           (Patch(NodeDriver, "halted_before_retry", _retry_past_deadline),)),
     Mutant("FRAGMENT-KEPT-AFTER-RETRY",
            "a failed attempt's fragment stays in the role's context after a good retry (§12 row "
            "12: only the complete response enters the business view)",
-           (Patch(ReferenceRuntime, "_settle_fragments", _fragment_kept),)),
+           (Patch(NodeDriver, "settle_fragments", _fragment_kept),)),
     Mutant("STOP-LOSES-TO-OUTCOME",
            "a stop that arrives while a request is in flight ends the Run as that request did "
            "(§11: the root Run's stop is not swallowed by local outcomes; Q76)",
-           (Patch(ReferenceRuntime, "_ending", _stop_loses),)),
+           (Patch(NodeDriver, "ending", _stop_loses),)),
     Mutant("EXECUTOR-DEADLINE-RENEWED",
            "an Executor's deadline counts from the Executor's own start, so it gets the Run's "
            "whole deadline afresh (§8: every call is under the same Run deadline; §11)",
-           (Patch(ReferenceRuntime, "_stopped_or_out_of_time", _deadline_per_task),)),
+           (Patch(NodeDriver, "stopped_or_out_of_time", _deadline_per_task),)),
     Mutant("HISTORY-SERVES-RAW",
            "the history API serves a role the raw records, so a hook's change reads as the "
            "provider's original (§1: the effective version is business consumers' common "
@@ -140,12 +142,12 @@ MUTANTS = (
     Mutant("ARGUMENTS-UNCHECKED",
            "a call whose arguments break its tool's declared schema, or are no JSON, runs (§11: "
            "an output-format error is corrected by a new business Loop; Q82)",
-           (Patch(ReferenceRuntime, "_argument_problems", _arguments_unchecked),)),
+           (Patch(InvocationPipeline, "argument_problems", _arguments_unchecked),)),
     Mutant("PRE-CALL-ASKED-AFTER-STOP",
            "after a stop the pre-call hooks are still asked for calls that will never run "
-           "(Q80)", (Patch(ReferenceRuntime, "_asks_pre_call", _pre_call_after_stop),)),
+           "(Q80)", (Patch(NodeDriver, "asks_pre_call", _pre_call_after_stop),)),
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",
-           (Patch(runtime, "run_chain", _request_deny_ignored),)),
+           (Patch(pipeline, "run_chain", _request_deny_ignored),)),
 )

@@ -14,6 +14,8 @@ from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.ports import Complete, Failed, ModelOutcome
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import EstimationRequest, TokenEstimate, TokenEstimator
 from ctxspec.reference.view import ViewKind, ViewMessage, message_from_record
@@ -24,10 +26,10 @@ from ctxspec.reference.view import ViewKind, ViewMessage, message_from_record
 def _rewrites_estimate(original: Callable[..., ModelOutcome]) -> Callable[..., ModelOutcome]:
     """Once the answer is in, the request's recorded token count is overwritten with the count
     the provider reported."""
-    def model(self: ReferenceRuntime, *args: Any, **kwargs: Any) -> ModelOutcome:
+    def model(self: InvocationPipeline, *args: Any, **kwargs: Any) -> ModelOutcome:
         outcome = original(self, *args, **kwargs)
         if isinstance(outcome, Complete) and outcome.input_tokens is not None:
-            events = self.trace.events
+            events = self.s.trace.events
             last = max(i for i, e in enumerate(events) if isinstance(e, tr.ModelRequestSent))
             sent = events[last]
             assert isinstance(sent, tr.ModelRequestSent)
@@ -39,12 +41,12 @@ def _rewrites_estimate(original: Callable[..., ModelOutcome]) -> Callable[..., M
 def _resends(original: Callable[..., ModelOutcome]) -> Callable[..., ModelOutcome]:
     """An answer whose reported input exceeds the input budget is taken as a request that did
     not fit, and the same request is sent again as the next attempt."""
-    def model(self: ReferenceRuntime, *args: Any, **kwargs: Any) -> ModelOutcome:
+    def model(self: InvocationPipeline, *args: Any, **kwargs: Any) -> ModelOutcome:
         outcome = original(self, *args, **kwargs)
         attempt = args[4] if len(args) > 4 else kwargs["attempt"]
         if isinstance(outcome, Complete) and outcome.input_tokens is not None \
-                and outcome.input_tokens > self.budget.input_budget \
-                and attempt < self.agent.model_attempts:
+                and outcome.input_tokens > self.s.budget.input_budget \
+                and attempt < self.s.agent.model_attempts:
             return Failed("USAGE_OVER_BUDGET")
         return outcome
     return model
@@ -66,14 +68,14 @@ class _Calibrated:
 def _calibrating_init(original: Callable[..., None]) -> Callable[..., None]:
     def init(self: ReferenceRuntime, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
-        self.estimator = _Calibrated(self.estimator)
+        self.session.estimator = _Calibrated(self.session.estimator)
     return init
 
 
 def _calibrating_model(original: Callable[..., ModelOutcome]) -> Callable[..., ModelOutcome]:
-    def model(self: ReferenceRuntime, *args: Any, **kwargs: Any) -> ModelOutcome:
+    def model(self: InvocationPipeline, *args: Any, **kwargs: Any) -> ModelOutcome:
         outcome = original(self, *args, **kwargs)
-        estimator, estimation = self.estimator, kwargs["estimation"]
+        estimator, estimation = self.s.estimator, kwargs["estimation"]
         if isinstance(estimator, _Calibrated) and isinstance(outcome, Complete) \
                 and outcome.input_tokens is not None and estimation > 0:
             # the drift of this answer corrects every later estimate
@@ -88,9 +90,9 @@ def _calibrating_model(original: Callable[..., ModelOutcome]) -> Callable[..., M
 def _feedback_by_completion(original: Callable[..., None]) -> Callable[..., None]:
     """The batch's results are appended in the order the calls finished (their latency), so
     context_seq is the completion order."""
-    def feed_back(self: ReferenceRuntime, run: Any,
+    def feed_back(self: ContextManager, run: Any,
                   results: Sequence[tuple[UUID, dict[str, JSON]]]) -> None:
-        latency = {e.call_id: e.latency for e in self.trace.of(tr.ToolExecuted)}
+        latency = {e.call_id: e.latency for e in self.s.trace.of(tr.ToolExecuted)}
         order = sorted(range(len(results)), key=lambda i: (latency.get(results[i][0]) or 0, i))
         original(self, run, [results[i] for i in order])
     return feed_back
@@ -120,21 +122,21 @@ MUTANTS = (
     Mutant("USAGE-REWRITES-ESTIMATE",
            "a sent request's recorded estimate is overwritten with the input tokens the "
            "provider reported (§7: actual usage is audit data; it never alters a sent request)",
-           (Patch(ReferenceRuntime, "_model", _rewrites_estimate),)),
+           (Patch(InvocationPipeline, "call_model", _rewrites_estimate),)),
     Mutant("USAGE-RESENDS",
            "an answer whose reported input exceeds B is treated as a failed attempt and the "
            "request sent again (§7: usage never changes what was sent, nor re-sends it)",
-           (Patch(ReferenceRuntime, "_model", _resends),)),
+           (Patch(InvocationPipeline, "call_model", _resends),)),
     Mutant("USAGE-CALIBRATES",
            "later estimates are scaled by the last reported input over its estimate, so "
            "reported usage re-budgets the Session (§7: usage is for audit and deviation "
            "monitoring; I is the estimator's: Q57 \"Reported usage\")",
            (Patch(ReferenceRuntime, "__init__", _calibrating_init),
-            Patch(ReferenceRuntime, "_model", _calibrating_model))),
+            Patch(InvocationPipeline, "call_model", _calibrating_model))),
     Mutant("FEEDBACK-BY-COMPLETION",
            "a batch's results are committed in completion (latency) order and the protocol "
            "follows the commit order (§2: context_seq is not decided by parallel completion "
            "times; §6/§10: feedback in action order)",
-           (Patch(ReferenceRuntime, "_feed_back", _feedback_by_completion),
+           (Patch(ContextManager, "prepare_batch_delivery", _feedback_by_completion),
             Patch(history, "ProtocolRepair", lambda _: _CommitOrderRepair))),
 )

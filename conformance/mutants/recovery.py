@@ -7,7 +7,10 @@ from typing import Any
 from ctxspec.conformance import driver
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference.contracts import EpisodeStatus, MessageRole
-from ctxspec.reference.runtime.runtime import ReferenceRuntime
+from ctxspec.reference.runtime.batch import ToolBatch
+from ctxspec.reference.runtime.compaction_service import CompactionService
+from ctxspec.reference.runtime.node_driver import NodeDriver
+from ctxspec.reference.runtime.session import SessionState
 from ctxspec.reference.runtime.store import CommitFailed
 
 
@@ -23,14 +26,14 @@ def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
     def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
         if checkpoint.get("stage") == "loop_done":
             # Replays the batch's feedback step after a takeover: its results appended again.
-            records = self.contexts[run.context_id].records
+            records = self.s.contexts[run.context_id].records
             last = max(i for i, raw in enumerate(records)
                        if raw.record.message_kind == "assistant"
                        and any(key.startswith("tool_call:") for key in raw.content))
             for raw in records[last + 1:]:
                 if raw.record.message_kind == "tool_result":
-                    self._append(run, MessageRole.TOOL, "tool_result", dict(raw.content),
-                                 call_id=raw.record.call_id)
+                    self.context.append(run, MessageRole.TOOL, "tool_result",
+                                        dict(raw.content), call_id=raw.record.call_id)
         original(self, run, checkpoint)
     return resume
 
@@ -70,12 +73,12 @@ def _chunk_post_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
               target: int) -> Any:
         # A chunk whose raw answer was saved before the takeover is committed as it is: its
         # post-response chain is never asked.
-        stored = next((op for op in self.operations.values()
+        stored = next((op for op in self.s.operations.values()
                        if op.purpose_key == request.purpose_key
                        and op.raw_result_ref is not None and op.effective_result_ref is None),
                       None)
-        if stored is not None and self.commits_made("CHUNK_RAW_SAVED") == 0:  # a dead one's
-            raw = self.store.text(stored.raw_result_ref)
+        if stored is not None and self.s.commits_made("CHUNK_RAW_SAVED") == 0:  # a dead one's
+            raw = self.s.store.text(stored.raw_result_ref)
             return stored.operation_id, raw, raw
         return original(self, run, episode, plan, request, ordinal, target)
     return chunk
@@ -129,32 +132,32 @@ MUTANTS = (
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
            "from post-processing, no new call)",
-           (Patch(ReferenceRuntime, "_continue", _forget_saved_answer),), recovery=True),
+           (Patch(NodeDriver, "resume", _forget_saved_answer),), recovery=True),
     Mutant("FEEDBACK-TWICE",
            "a takeover after the feedback commit appends the batch's tool results again "
            "(§10, §12 row 23)",
-           (Patch(ReferenceRuntime, "_continue", _feed_again),), recovery=True),
+           (Patch(NodeDriver, "resume", _feed_again),), recovery=True),
     Mutant("HOOK-RERUN-AFTER-CRASH",
            "a takeover asks the pre-call hooks again instead of reusing their committed "
            "decisions (§3, §10: reuse by hook_invocation_id, never re-run)",
-           (Patch(ReferenceRuntime, "_batch", _hooks_forgotten),), recovery=True),
+           (Patch(ToolBatch, "run", _hooks_forgotten),), recovery=True),
     Mutant("POST-CALL-BYPASSED-AFTER-RAW",
            "a takeover after a tool's raw result was saved reuses it as the effective result: "
            "the post-call chain's change or deny is bypassed (§3, §10 只有原始结果时继续后处理, "
            "§12 原始结果保存后宕机)",
-           (Patch(ReferenceRuntime, "_batch", _post_call_bypassed),), recovery=True),
+           (Patch(ToolBatch, "run", _post_call_bypassed),), recovery=True),
     Mutant("POST-RESPONSE-BYPASSED-AFTER-RAW",
            "a takeover after the model's answer was saved takes it as the effective answer "
            "without its post-response chain (§3, §10, §12 原始结果保存后宕机)",
-           (Patch(ReferenceRuntime, "_continue", _post_response_bypassed),), recovery=True),
+           (Patch(NodeDriver, "resume", _post_response_bypassed),), recovery=True),
     Mutant("CHUNK-POST-BYPASSED-AFTER-RAW",
            "a takeover commits a chunk whose raw summary was saved as it is, without its "
            "post-response chain (§8 每步先保存原始响应，完成后置 Hook; §10)",
-           (Patch(ReferenceRuntime, "_chunk", _chunk_post_bypassed),), recovery=True),
+           (Patch(CompactionService, "chunk", _chunk_post_bypassed),), recovery=True),
     Mutant("STOP-UNSEEN-AT-FREEZE",
            "a stop that arrives while a request is prepared is seen only at the next Loop: the "
            "request is frozen and sent (§11 停止不启动新的业务 Attempt)",
-           (Patch(ReferenceRuntime, "_stopped_before_freeze", _stop_unseen_at_freeze),)),
+           (Patch(NodeDriver, "stopped_before_freeze", _stop_unseen_at_freeze),)),
     Mutant("EPISODE-NOT-RESUMED",
            "a takeover writes the interrupted compaction episode off instead of resuming it "
            "(§8, §10: the same episode resumes at its committed cursor)",
@@ -166,9 +169,9 @@ MUTANTS = (
     Mutant("COMMIT-FAILURE-FAIL-OPEN",
            "a required commit the store refuses is logged and ignored, so the run goes on with "
            "values the store does not have (§3, §10: never continue on an unsaved write)",
-           (Patch(ReferenceRuntime, "_commit", _fail_open),)),
+           (Patch(SessionState, "commit", _fail_open),)),
     Mutant("COMMIT-FAILURE-HIDDEN",
            "a refused required commit stops the runtime without surfacing it (§10: a "
            "required-persistence failure is surfaced explicitly)",
-           (Patch(ReferenceRuntime, "_commit", _failure_hidden),)),
+           (Patch(SessionState, "commit", _failure_hidden),)),
 )

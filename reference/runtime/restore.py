@@ -17,6 +17,7 @@ from dataclasses import replace
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
+from ctxspec.reference.budget import evaluate_compaction
 from ctxspec.reference.contracts import (
     CompactionEpisode,
     ContextMutation,
@@ -36,15 +37,17 @@ from ctxspec.reference.effective import (
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime.runtime import (
+from ctxspec.reference.runtime.runtime import ReferenceRuntime
+from ctxspec.reference.runtime.session import (
     EPOCH,
     ROOT_ROLE,
     AccessDenied,
     AgentConfig,
     CrashPlan,
-    ReferenceRuntime,
     RunState,
+    SessionState,
     loop_key,
+    resolved_budget,
 )
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
@@ -76,12 +79,12 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     if owner != agent.agent_id:  # a runtime built for one Agent never serves another's Session
         raise AccessDenied(f"Session {session_id} belongs to another Agent")
     incarnation = _incarnation(store, session_id)
-    runtime = ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks,
-                               estimator=estimator, clock=clock,
-                               seed=None if seed is None else f"{seed}:takeover:{incarnation}",
-                               store=store,
-                               coordinator=coordinator, crash=crash, restoring=True)
-    runtime.session_id = session_id
+    session = SessionState(
+        agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
+        estimator=estimator, clock=clock, policy=evaluate_compaction, store=store,
+        coordinator=coordinator or CommitCoordinator(store),
+        seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
+        session_id=session_id)
     inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(
         "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",
         (str(session_id),))]
@@ -98,9 +101,9 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     manifests = tuple(dl.InputManifest.model_validate(loop["manifest"])
                       for loop in loops.values() if isinstance(loop.get("manifest"), dict))
     active = next((r.run_id for r in runs if r.status is RunStatus.RUNNING), None)
-    runtime.book = dl.DeliveryBook(session_id, tuple(inputs), tuple(deliveries),
+    session.book = dl.DeliveryBook(session_id, tuple(inputs), tuple(deliveries),
                                    tuple(r.run_id for r in runs), active, manifests)
-    runtime.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
+    session.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
     episodes = [CompactionEpisode.model_validate_json(row["doc"])
                 for row in store.query("SELECT doc FROM episodes")]
     for run in runs:
@@ -132,40 +135,41 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             if isinstance(manifest, dict) and isinstance(summary, str):
                 state.snapshot = (UUID(str(saved["snapshot_id"])),
                                   manifest_from_document(manifest), summary)
-        runtime.runs[run.run_id] = state
-        runtime.contexts[context_id] = _context(store, context_id)
+        session.runs[run.run_id] = state
+        session.contexts[context_id] = _context(store, context_id)
         shared = _shared_scope(store, run.run_id)
         if shared is not None:
             state.shared_context_id = shared.context_id
-            runtime.contexts[shared.context_id] = shared
+            session.contexts[shared.context_id] = shared
         if taken_over and loop:
-            runtime._resume[run.run_id] = loop
-    for state in list(runtime.runs.values()):
+            session.resume[run.run_id] = loop
+    for state in list(session.runs.values()):
         if state.status is RunStatus.RUNNING:
-            _restore_executions(store, runtime, state, loops.get(state.run_id, {}))
-    runtime.operations = {op.operation_id: op for op in (
+            _restore_executions(store, session, state, loops.get(state.run_id, {}))
+    session.operations = {op.operation_id: op for op in (
         Operation.model_validate_json(row["doc"]) for row in store.query(
             "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
             "WHERE session_id = ?)", (str(session_id),)))}
-    runtime._committed_runs = {run.run_id: run for run in runs}
-    for state in runtime.runs.values():
+    session.committed_runs = {run.run_id: run for run in runs}
+    for state in session.runs.values():
         if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on
             state.pointer = replace(state.pointer, lease_epoch=state.pointer.lease_epoch + 1)
-            runtime._put_run(state)
-    runtime._commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
-                                                  {"incarnation": incarnation})])
-    return runtime
+            session.put_run(state)
+    session.commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
+                                                 {"incarnation": incarnation})])
+    return ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks, estimator=estimator,
+                            clock=clock, session=session)
 
 
-def _restore_executions(store: Store, runtime: ReferenceRuntime, planner: RunState,
+def _restore_executions(store: Store, session: SessionState, planner: RunState,
                         loop: dict[str, JSON]) -> None:
     """The Planner's Executor executions: those its open batch started and has not settled go
     on where they stood (§10); the Loops of all the others still count against the Run's shared
     Loop budget (§11)."""
     delegated, settled = loop.get("delegated"), loop.get("settled")
     if loop.get("stage") == "batch" and isinstance(delegated, dict):
-        _restore_running_executions(store, runtime, planner, delegated, settled)
-    running = {loop_key(task, "loop") for task in runtime.tasks if task.parent is planner}
+        _restore_running_executions(store, session, planner, delegated, settled)
+    running = {loop_key(task, "loop") for task in session.tasks if task.parent is planner}
     finished = 0
     for name, doc in store.checkpoints_of(planner.run_id).items():
         loops = doc.get("loops") if isinstance(doc, dict) else None
@@ -174,7 +178,7 @@ def _restore_executions(store: Store, runtime: ReferenceRuntime, planner: RunSta
     planner.finished_executor_loops = finished
 
 
-def _restore_running_executions(store: Store, runtime: ReferenceRuntime, planner: RunState,
+def _restore_running_executions(store: Store, session: SessionState, planner: RunState,
                                 delegated: dict[str, JSON], settled: JSON) -> None:
     """Each execution of the open batch not settled yet: its NodeTask with its private
     context, its hand-over (its own first records) and its loop checkpoint."""
@@ -194,12 +198,12 @@ def _restore_running_executions(store: Store, runtime: ReferenceRuntime, planner
         if isinstance(checkpoint, dict):
             count = checkpoint.get("loops")
             task.loops = count if isinstance(count, int) else 0
-            runtime._resume[context_id] = checkpoint
+            session.resume[context_id] = checkpoint
         role_context = store.role_context(context_id)
         if role_context is not None:
             task.last_model_operation_id = role_context.last_model_operation_id
-        runtime.tasks.append(task)
-        runtime.contexts[context_id] = state
+        session.tasks.append(task)
+        session.contexts[context_id] = state
 
 
 def _shared_scope(store: Store, run_id: UUID) -> ContextState | None:

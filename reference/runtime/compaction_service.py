@@ -1,0 +1,364 @@
+"""The CompactionService of §3: one CompactionEpisode per triggering business Operation,
+planned, advanced chunk by chunk and published as a snapshot with the CAS of the active
+pointer (§8, §9; "CompactionService --> CommitCoordinator : Episode及快照命令").
+
+- :meth:`CompactionService.plan` — the chunk plan over the frozen material, and the episode
+  started (EPISODE_STARTED) or found again after a takeover (§8, §9);
+- :meth:`CompactionService.advance` — each chunk's model call through the InvocationPipeline, its
+  raw answer saved (CHUNK_RAW_SAVED), its post-response chain, the cursor committed
+  (CHUNK_COMMITTED) (§8 "每步先保存原始响应", §10);
+- :meth:`CompactionService.publish` — the snapshot and the switch of the active pointer in one
+  commit (SNAPSHOT_COMMITTED), or a refusal kept with its reason (§9).
+"""
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from ctxspec.reference.compaction import (
+    ChunkProgress,
+    CompactionPlan,
+    CompactionRequest,
+    commit_chunk,
+    complete_episode,
+    fail_episode,
+    fits_window,
+    next_step,
+    plan_compaction,
+    start_episode,
+)
+from ctxspec.reference.contracts import (
+    CompactionEpisode,
+    EpisodeStatus,
+    MessageRole,
+    OperationPurpose,
+    OperationState,
+    RunStatus,
+)
+from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.hooks import (
+    ChainOutcome,
+)
+from ctxspec.reference.ports import (
+    Complete,
+    ContextLengthExceeded,
+)
+from ctxspec.reference.protection import ProtectedInput
+from ctxspec.reference.protocol import (
+    UnsettledBatch,
+)
+from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
+from ctxspec.reference.runtime.session import (
+    RunState,
+    SessionState,
+    loop_key,
+)
+from ctxspec.reference.runtime.store import (
+    Write,
+    checkpoint_write,
+    insert_doc,
+)
+from ctxspec.reference.snapshots import (
+    ActivePointer,
+    build_manifest,
+    make_snapshot,
+    manifest_document,
+    switch_active,
+    view_hash,
+    view_with_snapshot,
+)
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+from ctxspec.reference.view import (
+    VIEW_ADAPTER,
+    ModelView,
+    ViewKind,
+    ViewMessage,
+    render_request,
+)
+
+if TYPE_CHECKING:
+    from ctxspec.reference.runtime.node_driver import NodeDriver
+
+
+class CompactionService:
+    """Plans, advances and publishes compaction episodes (§8, §9)."""
+
+    def __init__(self, session: SessionState, context: ContextManager,
+                 pipeline: InvocationPipeline, driver: "NodeDriver") -> None:
+        self.s = session
+        self.context = context
+        self.pipeline = pipeline
+        self.driver = driver
+
+    def compact(self, run: RunState, operation_id: UUID, view: ModelView,
+                 material: Sequence[ViewMessage], target: int, input_tokens: int,
+                 material_tokens: int, protected: Sequence[ProtectedInput], floor: int
+                 ) -> tuple[ModelView, UUID | None] | None:
+        """One episode for this business operation: started, or resumed at its cursor after a
+        takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
+        or — when it already finished — no second one (§8, §9). ``floor``: the material a
+        useful chunk carries (Q120), frozen with the episode's source."""
+        existing = next((e for e in run.episodes
+                         if e.triggering_model_operation_id == operation_id), None)
+        if existing is not None and existing.status is not EpisodeStatus.RUNNING:
+            applied, used, _ = view_with_snapshot(view, run.snapshot)
+            return applied, used
+        if existing is not None:
+            # A takeover resumes the episode on the material and target it started with: the
+            # records may have changed since, which the switch's CAS is there to see (§8, §9).
+            material, target = self.episode_source(existing)
+            floor = int(json.loads(self.s.store.text(existing.source_manifest_ref))["chunk_floor"])
+        episode_id = existing.episode_id if existing is not None else self.s.new_id()
+        plan = plan_compaction(material, episode_id=episode_id,
+                               window=self.s.budget.window, summary_target=target,
+                               safety_margin=self.s.budget.safety_margin,
+                               estimator=self.s.estimator, floor=floor,
+                               custom_prompt=self.s.agent.custom_compaction_prompt)
+        if not isinstance(plan, CompactionPlan):
+            # Decided before any episode or call. Prompts that leave no room for material at
+            # all: a budget configuration that cannot compact (§8 "其余配置导致 T 无法为正时属于
+            # 预算配置错误", Q67); room below a useful chunk's floor: COMPACTION_FAILED (Q120).
+            code = ErrorCode.BUDGET_CONFIGURATION_INVALID \
+                if plan.code == "NO_ROOM_FOR_MATERIAL" else ErrorCode.COMPACTION_FAILED
+            self.driver.end(run, RunStatus.FAILED, code,
+                      f"{plan.reason} (the §8 decision was to compact)")
+            return None
+        if existing is None:
+            source_doc = json.dumps({"summary_target": target, "chunk_floor": floor,
+                                     "material": VIEW_ADAPTER.dump_python(
+                                         ModelView(tuple(material)), mode="json")},
+                                    sort_keys=True)
+            started = start_episode(
+                episode_id=episode_id, run_id=run.run_id, owner_node_task_id=run.context_id,
+                triggering_model_operation_id=operation_id, existing=run.episodes,
+                material_tokens=material_tokens, source_view_hash=view_hash(view),
+                source_manifest_ref=self.s.ref(source_doc), source_effective_revisions={},
+                release_id=self.s.agent.release_id, input_tokens=input_tokens,
+                created_at=self.s.time())
+            if not isinstance(started, CompactionEpisode):
+                return view, None
+            self.s.put_episode(run, started, new=True)
+            self.s.commit("EPISODE_STARTED", [
+                self.s.checkpoint(run, "compacting", operation_id=str(operation_id))])
+        episode = next(e for e in run.episodes
+                       if e.triggering_model_operation_id == operation_id)
+        self.s.trace.add(tr.CompactionStep(
+            episode.episode_id, "planned",
+            f"I={input_tokens} ≥ trigger {self.s.budget.trigger_threshold}; M={material_tokens} "
+            f"compressible; T={target}; {len(plan.chunks.chunks)} chunk(s) of at most "
+            f"{plan.chunks.capacity} tokens"))
+        summary: str | None = None
+        if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
+            summary = self.s.store.text(episode.accumulated_summary_ref)
+        for ordinal in range(episode.chunk_cursor + 1, len(plan.chunks.chunks) + 1):
+            if self.driver.stopped_or_out_of_time(run):  # every chunk is under the Run's deadline
+                return None
+            request = plan.request(ordinal, summary)
+            chunk = self.chunk(run, episode, plan, request, ordinal, target)
+            if chunk is None:
+                return None
+            chunk_operation, raw, summary = chunk
+            committed = commit_chunk(episode, ordinal, self.s.ref(summary),
+                                             chunk_operation)
+            if not isinstance(committed, CompactionEpisode):
+                raise AssertionError(committed.reason)
+            episode = committed
+            self.s.put_episode(run, episode)
+            self.s.put_operation(chunk_operation, run, OperationPurpose.COMPACTION,
+                            request.purpose_key, OperationState.SUCCEEDED,
+                            self.s.ref(raw), self.s.ref(summary))
+            self.s.commit("CHUNK_COMMITTED", [])
+            self.s.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
+                                             f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
+        if summary is None:
+            raise AssertionError("a plan has at least one chunk")
+        return self.publish(run, episode, material, plan, summary, protected)
+
+    def publish(self, run: RunState, episode: CompactionEpisode,
+                         material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
+                         protected: Sequence[ProtectedInput]
+                         ) -> tuple[ModelView, UUID | None]:
+        """§9: the finished episode's snapshot and, in the same commit, the CAS of the active
+        pointer against the records as they are now. The view goes on with the new summary, or
+        — refused — is rebuilt from the current records.  CTX-9.17, CTX-9.18, CTX-9.30, CTX-9.33"""
+        manifest = build_manifest(material, self.s.record_seqs(), self.s.heads(),
+                                  plan.chunks.capacity,
+                                  len(plan.chunks.chunks),
+                                  previous=[(run.snapshot[0], run.snapshot[1])]
+                                  if run.snapshot else [])
+        snapshot_id = self.s.new_id()
+        # The CAS reads the records as they are now, not as the episode found them: a hook of
+        # the episode's own chunk requests may have corrected covered material meanwhile (§9).
+        current = self.context.materialize(run, protected)
+        if isinstance(current, UnsettledBatch):
+            raise AssertionError("an episode runs between batches")
+        switched = switch_active(run.pointer, expected_active=run.pointer.snapshot_id,
+                                 lease_epoch=run.pointer.lease_epoch,
+                                 new_snapshot_id=snapshot_id, manifest=manifest,
+                                 current_view=current)
+        done = complete_episode(episode, len(plan.chunks.chunks), snapshot_id)
+        if not isinstance(done, CompactionEpisode):
+            raise AssertionError(done.reason)
+        self.s.put_episode(run, done)
+        snapshot_rows: list[Write] = []
+        if any(piece.context_seq is not None for piece in manifest.pieces):
+            snapshot_rows.append(insert_doc(make_snapshot(
+                snapshot_id=snapshot_id, context_id=run.context_id, generation=len(run.episodes),
+                manifest=manifest, seqs_by_context=self.s.seqs(),
+                source_revisions=self.s.heads(), protected_input_ids=[],
+                summary_ref=self.s.ref(summary), summary_tokens=self.s.estimator.estimate(
+                    EstimationRequest(messages=(PromptMessage(role="system", text=summary),))
+                ).tokens)))
+        if isinstance(switched, ActivePointer):
+            run.pointer = switched
+            self.s.put_role(run)
+            run.snapshot = (snapshot_id, manifest, summary)
+            if run.parent is None:
+                snapshot_rows.append(checkpoint_write(run.run_id, "snapshot", {
+                    "snapshot_id": str(snapshot_id), "summary": summary,
+                    "manifest": manifest_document(manifest)}))
+            step = tr.CompactionStep(done.episode_id, "snapshot_active", str(snapshot_id))
+        else:
+            # Not made the head: the episode's model facts and summary stay (the snapshot row)
+            # with why it was refused; the view is rebuilt from the records as they are now.
+            # Neither the hooks nor the finished chunks are asked again, and this Operation
+            # gets no second episode (§9 rebuild steps 3 and 4; CTX-9.33).
+            snapshot_rows.append(checkpoint_write(run.run_id, loop_key(run, "snapshot_refused"), {
+                "snapshot_id": str(snapshot_id), "reason": switched.reason,
+                "detail": switched.detail}))
+            step = tr.CompactionStep(done.episode_id, "snapshot_refused",
+                                     f"{switched.reason}: {switched.detail}")
+        self.s.commit("SNAPSHOT_COMMITTED", snapshot_rows)
+        self.s.trace.add(step)  # traced once it is a fact
+        # A summary folded into this one is part of its coverage: the new snapshot is checked
+        # against, and applied to, the records themselves, never the view with the old summary
+        # (CTX-9.21).
+        new_view, used, _ = view_with_snapshot(current, run.snapshot)
+        return new_view, used
+
+    def episode_source(self, episode: CompactionEpisode
+                        ) -> tuple[tuple[ViewMessage, ...], int]:
+        """The material and summary target an episode froze when it started (its source
+        manifest blob)."""
+        document = json.loads(self.s.store.text(episode.source_manifest_ref))
+        material = VIEW_ADAPTER.validate_python(document["material"])
+        return material.messages, int(document["summary_target"])
+
+    def fail(self, run: RunState, episode: CompactionEpisode, message: str) -> None:
+        """§8: the whole episode fails and ends the Run; the old snapshot stays active, the
+        committed chunks are audit only (CTX-8.75, CTX-8.76)."""
+        failed, code = fail_episode(episode)
+        self.s.put_episode(run, failed)
+        self.driver.end(run, RunStatus.FAILED, code, message)
+
+    def chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+               request: CompactionRequest, ordinal: int, target: int
+               ) -> tuple[UUID, str, str] | None:
+        """One fold step (§8, CTX-8.70): the raw answer is saved first (CHUNK_RAW_SAVED), then
+        the post-response chain makes the effective summary; the caller commits it with the
+        cursor. A takeover reads the chunk's Operation by its purpose_key (§9: never a new
+        identity): a saved raw answer is post-processed without asking the model again
+        (CTX-9.43), a committed post-chain decision is reused, failed attempts are not renewed.
+        Returns (operation, raw answer, effective summary), or None when the Run ended."""
+        key = request.purpose_key
+        stored = next((op for op in self.s.operations.values()
+                       if op.purpose is OperationPurpose.COMPACTION and op.purpose_key == key),
+                      None)
+        progress = {} if stored is None else {ordinal: ChunkProgress(
+            ordinal, stored.operation_id, stored.raw_result_ref)}
+        step, _ = next_step(episode, len(plan.chunks.chunks), progress)
+        saved = self.s.store.checkpoint(run.run_id, loop_key(run, "chunk"))
+        facts: dict[str, JSON] = dict(saved) if isinstance(saved, dict) and \
+            saved.get("purpose_key") == key else {}
+        known = facts.get("operation_id")
+        operation_id = stored.operation_id if stored is not None else \
+            UUID(known) if isinstance(known, str) else self.s.new_id()
+        facts.update(operation_id=str(operation_id), purpose_key=key)
+        if step == "post_process" and stored is not None and stored.raw_result_ref is not None:
+            raw: str | None = self.s.store.text(stored.raw_result_ref)
+        else:
+            raw = self.ask_chunk(run, episode, plan, request, operation_id, target, facts)
+        if raw is None:
+            return None
+        effective, denied = facts.get("effective"), facts.get("denied") is True
+        if not isinstance(effective, str) and not denied:
+            def decided(chain: ChainOutcome | None, text: str = raw) -> list[Write]:
+                # The post chain's outcome is committed with its decision (HOOK_DECISION), so a
+                # takeover before the chunk commit reuses it instead of asking the hook again.
+                summary = chain.payload.get("summary") if chain is not None else None
+                outcome: dict[str, JSON] = {"denied": True} if chain is not None and \
+                    chain.blocked else {"effective": summary if isinstance(summary, str)
+                                        else text}
+                facts.update(outcome)
+                return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+            self.pipeline.run_hooks("compaction.post_response", run, {"summary": raw}, None, None,
+                        stage="post", extra=decided)
+            effective, denied = facts.get("effective"), facts.get("denied") is True
+        if denied:
+            self.fail(run, episode, "a hook denied a compaction response")
+            return None
+        return operation_id, raw, effective if isinstance(effective, str) else raw
+
+    def ask_chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+                   request: CompactionRequest, operation_id: UUID, target: int,
+                   facts: dict[str, JSON]) -> str | None:
+        """A chunk's model call with the role's attempts (§8 inherits its model and connection
+        retries, CTX-8.2): each failed attempt is saved (ATTEMPT_FAILED) so a takeover goes on
+        with the next one; the episode fails only when the last attempt fails (CTX-8.75). A
+        request the provider refused as over its window is never sent again. The raw answer of
+        a successful attempt is saved before anything else happens to it (CHUNK_RAW_SAVED)."""
+        failed = facts.get("failed")
+        first = failed + 1 if isinstance(failed, int) else 1
+        if facts.get("refused") is not None:
+            self.fail(run, episode, "the provider refused a compaction request")
+            return None
+        if first == 1:  # an attempt already sent passed these checks and its pre-request chain
+            if not fits_window(plan, request, self.s.estimator):
+                self.fail(run, episode, "a compaction request would not fit")
+                return None
+            pre = facts.get("pre")
+            if pre is None:  # a committed pre-request decision is reused, never asked again
+                def decided(chain: ChainOutcome | None) -> list[Write]:
+                    facts["pre"] = "denied" if chain is not None and chain.blocked else "allowed"
+                    return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+                self.pipeline.run_hooks("compaction.pre_request", run, {"purpose": "compaction"},
+                                        None, None, extra=decided)
+                pre = facts.get("pre")
+            if pre == "denied":
+                self.fail(run, episode, "a hook denied a compaction request")
+                return None
+        sent = ModelView(tuple(ViewMessage(
+            role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
+            else ViewKind.PROMPT, text=m.text) for m in request.messages))
+        estimation = self.s.estimator.estimate(request.estimation()).tokens
+        for attempt in range(first, self.s.agent.model_attempts + 1):
+            if attempt > first and self.driver.stopped_or_out_of_time(run):
+                return None  # a retry is under the Run's cancellation and deadline too
+            outcome = self.pipeline.call_model(
+                run, "compaction", operation_id, request.purpose_key, attempt,
+                request.messages, (), target, sent, compaction=None,
+                snapshot_id=None, protected=(), cutoff=None,
+                                  estimation=estimation, rendered=render_request(sent))
+            if isinstance(outcome, Complete):
+                self.s.put_operation(operation_id, run, OperationPurpose.COMPACTION,
+                                request.purpose_key, OperationState.RUNNING,
+                                self.s.ref(outcome.text))
+                self.s.commit("CHUNK_RAW_SAVED", [])
+                self.s.moments.at("raw_saved")
+                return outcome.text
+            facts["failed"] = attempt
+            if isinstance(outcome, ContextLengthExceeded):
+                facts["refused"] = estimation
+            self.s.put_operation(operation_id, run, OperationPurpose.COMPACTION,
+                                 request.purpose_key, OperationState.RUNNING)
+            self.s.commit("ATTEMPT_FAILED", [checkpoint_write(run.run_id, loop_key(run, "chunk"),
+                                                             facts)])
+            if isinstance(outcome, ContextLengthExceeded):
+                self.fail(run, episode, "the provider refused a compaction request")
+                return None
+        self.fail(run, episode, "a compaction chunk failed")
+        return None

@@ -1,0 +1,282 @@
+"""The ContextManager of §3: it prepares a request's context and the context write sets of the
+other components' commits, and writes nothing itself (§3 "ContextManager 返回 ContextDraft /
+ModelView 或待提交写集", §4, §5, §6, §9).
+
+- :meth:`ContextManager.prepare` — the protected inputs of a request at its input cutoff, their
+  ``user_ref`` records appended once (§5);
+- :meth:`ContextManager.materialize` — the ModelView: ended Runs through the HistoryProjector
+  (``history.project_history``, §4), the role's effective records, the shared fields it may
+  read (§3);
+- :meth:`ContextManager.stage_patch` — an explicit change of a record's field as a mutation and
+  revision with CAS on the head (§3 "显式上下文修改");
+- :meth:`ContextManager.prepare_model_freeze` — the claim of the inputs up to the cutoff and the
+  frozen position (§5 T_FREEZE);
+- :meth:`ContextManager.prepare_accept_model` — the assistant record of a saved answer (§2, §6);
+- :meth:`ContextManager.prepare_batch_delivery` — a settled batch's results in action order (§6,
+  §10).
+
+What it changes it keeps in the :class:`SessionState` and puts into the pending write set; the
+component that owns the step commits it.
+"""
+
+import json
+from collections.abc import Sequence
+from uuid import UUID
+
+from ctxspec.reference import delivery as dl
+from ctxspec.reference.compaction import (
+    RequestParts,
+    split_request,
+)
+from ctxspec.reference.contracts import (
+    ContextRecord,
+    MessageRole,
+    MutationSourceKind,
+    OperationPurpose,
+    UserInput,
+)
+from ctxspec.reference.effective import (
+    RawRecord,
+    Scope,
+    append_records,
+    effective_records,
+    new_context,
+)
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
+from ctxspec.reference.hooks import (
+    BudgetRoom,
+    ChangeSet,
+)
+from ctxspec.reference.ports import (
+    ToolSpec,
+)
+from ctxspec.reference.protection import ProtectedInput
+from ctxspec.reference.protocol import (
+    UnsettledBatch,
+    bounded_preview,
+)
+from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.history_source import StoredHistory
+from ctxspec.reference.runtime.session import (
+    RunState,
+    SessionState,
+)
+from ctxspec.reference.view import (
+    EffectiveRecord,
+    ModelView,
+    ViewKind,
+    ViewMessage,
+    estimation_request,
+)
+
+
+class ContextManager:
+    """Prepares contexts, views and context write sets (§3); never commits."""
+
+    def __init__(self, session: SessionState) -> None:
+        self.s = session
+
+    def prepare(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
+        """The protected inputs of this request (the Run's inputs up to the cutoff), their
+        user_ref records appended to the Run's context once (§5)."""
+        state = self.s.contexts[run.context_id]
+        shown = {raw.record.origin_input_id for raw in state.records
+                 if raw.record.message_kind == "user_ref"}
+        bound = [u for u in self.s.book.inputs if u.input_seq <= cutoff and any(
+            d.target_run_id == run.run_id for d in dl.deliveries_of(self.s.book, u.input_id))]
+        self.append_inputs(run, [u for u in bound if u.input_id not in shown])
+        return tuple(ProtectedInput(u.input_id, u.input_seq, self.s.texts[u.input_id])
+                     for u in bound)
+
+    def append_inputs(self, run: RunState, inputs: Sequence[UserInput]) -> None:
+        if not inputs:
+            return
+        state = self.s.contexts[run.context_id]
+        seq = len(state.records)
+        records = [RawRecord(ContextRecord(
+            record_id=self.s.new_id(), context_id=run.context_id, context_seq=seq + i,
+            run_id=run.run_id, role=MessageRole.USER, message_kind="user_ref",
+            payload_ref=u.body_ref, operation_id=None, call_id=None,
+            origin_input_id=u.input_id), {"text": self.s.texts[u.input_id]})
+            for i, u in enumerate(inputs, start=1)]
+        self.s.put_context(run.context_id, append_records(
+            state, records, mutation_id=self.s.new_id(), source_kind=MutationSourceKind.USER,
+            source_ref="inputs").state)
+
+    def materialize(self, run: RunState, protected: Sequence[ProtectedInput]
+              ) -> ModelView | UnsettledBatch:
+        """The §4 projection: ended Runs read from the store page by page (the facts), the
+        current role's context from its effective state."""
+        view = self.project(run, protected)
+        shared = self.shared_messages(run)
+        if isinstance(view, UnsettledBatch) or not shared:
+            return view
+        return ModelView((*shared, *view.messages))
+
+    def project(self, run: RunState, protected: Sequence[ProtectedInput]
+                    ) -> ModelView | UnsettledBatch:
+        if run.parent is not None:  # an Executor sees no history: only its own context
+            return project_history(
+                ended_runs=[], recent_runs=0, source=_HandoverOnly(),
+                current_run_id=run.run_id,
+                current_records=effective_records(self.s.contexts[run.context_id]),
+                protected_input_ids={p.input_id for p in protected})
+        history = StoredHistory(self.s.store, self.s.session_id)
+        # A placeholder states its call's real Operation state; a call with none never
+        # started (§6: the projection never changes a state, Q69).
+        states = {UUID(op.purpose_key.split(":", 1)[1]): op.state
+                  for op in self.s.operations.values() if op.purpose is OperationPurpose.TOOL}
+        return project_history(
+            ended_runs=history.ended_runs(run.run_no), recent_runs=self.s.agent.recent_runs,
+            source=history, current_run_id=run.run_id,
+            current_records=effective_records(self.s.contexts[run.context_id]),
+            protected_input_ids={p.input_id for p in protected}, call_states=states)
+
+    def system(self, run: RunState) -> ViewMessage:
+        executor = self.s.agent.executor
+        text = executor.system_prompt if run.parent is not None and executor else \
+            self.s.agent.system_prompt
+        return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT, text=text)
+
+    def tools_of(self, run: RunState) -> tuple[ToolSpec, ...]:
+        """The role's own tools: an Executor never gets the Planner's, nor ``delegate``."""
+        executor = self.s.agent.executor
+        return executor.tools if run.parent is not None and executor else self.s.agent.tools
+
+    def schemas(self, run: RunState) -> tuple[str, ...]:
+        return tuple(tool.schema for tool in self.tools_of(run))
+
+    def parts(self, run: RunState, view: ModelView, protected: Sequence[ProtectedInput]
+               ) -> RequestParts:
+        """The request's parts for §8's F and M. A hook's annotation of a current protected
+        input is a hook increment kept verbatim: it rides with its input and is never
+        summarised (Q56)."""
+        pinned = self.protected_annotations(run, protected)
+        return RequestParts((self.system(run),), self.schemas(run),
+                            tuple(m for m in view.messages if m.record_id not in pinned),
+                            tuple(m for m in view.messages if m.record_id in pinned), (),
+                            frozenset(p.input_id for p in protected))
+
+    def protected_records(self, run: RunState, protected: Sequence[ProtectedInput]
+                           ) -> frozenset[UUID]:
+        inputs = {p.input_id for p in protected}
+        return frozenset(raw.record_id for raw in self.s.contexts[run.context_id].records
+                         if raw.record.message_kind == "user_ref"
+                         and raw.record.origin_input_id in inputs)
+
+    def protected_annotations(self, run: RunState, protected: Sequence[ProtectedInput]
+                               ) -> frozenset[UUID]:
+        questions = {str(r) for r in self.protected_records(run, protected)}
+        return frozenset(raw.record_id for raw in self.s.contexts[run.context_id].records
+                         if raw.record.message_kind == "annotation"
+                         and raw.content.get("annotates") in questions)
+
+    def fixed_room(self, run: RunState, view: ModelView | UnsettledBatch,
+                    protected: Sequence[ProtectedInput]) -> BudgetRoom | None:
+        """§7: what a pre-request item adds to the fixed input (its annotations of current
+        protected inputs) must fit the input budget B by itself, with the fixed input and what
+        earlier items added; otherwise the item is discarded (ITEM_DOES_NOT_FIT, CTX-7.30).
+        Everything else it changes is compressible and left to the compaction policy."""
+        if isinstance(view, UnsettledBatch):
+            return None
+        split = split_request(self.parts(run, view, protected), self.s.estimator)
+        questions = self.protected_records(run, protected)
+
+        def tokens(messages: tuple[ViewMessage, ...]) -> int:
+            return self.s.estimator.estimate(estimation_request(ModelView(messages),
+                                                              self.schemas(run))).tokens
+
+        def measure(changes: ChangeSet) -> int:
+            added = tuple(ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.ANNOTATION,
+                                      text=str(note.text)) for note in changes.annotations
+                          if note.target_record_id in questions)
+            return tokens((*split.fixed, *added)) - tokens(split.fixed) if added else 0
+        return BudgetRoom(split.fixed_tokens, self.s.budget.input_budget, measure)
+
+    def append(self, run: RunState, role: MessageRole, kind: str, content: dict[str, JSON],
+                call_id: UUID | None = None, operation_id: UUID | None = None,
+                incomplete: bool = False) -> UUID:
+        state = self.s.contexts[run.context_id]
+        record_id = self.s.new_id()
+        if incomplete:
+            content = {**content, "incomplete": True}
+        record = ContextRecord(record_id=record_id, context_id=run.context_id,
+                               context_seq=len(state.records) + 1, run_id=run.run_id, role=role,
+                               message_kind=kind, payload_ref=self.s.ref(json.dumps(
+                                   content, sort_keys=True, ensure_ascii=False)),
+                               operation_id=operation_id, call_id=call_id,
+                               origin_input_id=None)
+        self.s.put_context(run.context_id, append_records(
+            state, [RawRecord(record, content)], mutation_id=self.s.new_id(),
+            source_kind=MutationSourceKind.RUNTIME, source_ref=kind).state)
+        return record_id
+
+    def prepare_batch_delivery(self, run: RunState, results: Sequence[tuple[UUID, dict[str, JSON]]]
+                   ) -> None:
+        """A settled batch's feedback: its results appended in action order, whatever order
+        the calls completed in, so context_seq follows the action order too (§2, §10:
+        "按固定动作顺序提交父角色反馈"). CTX-2.28"""
+        for call_id, content in results:
+            self.append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
+
+    def result_content(self, text: str) -> dict[str, JSON]:
+        """A large result becomes a bounded preview with its range and result_ref; the whole
+        body stays in its blob (§6)."""
+        preview, truncation = bounded_preview(text, self.s.agent.preview_chars, self.s.ref(text))
+        self.s.blobs[truncation.result_ref.digest if truncation else self.s.ref(text).digest] = text
+        if truncation is None:
+            return {"text": text}
+        return {"text": preview, "truncation": truncation.model_dump(mode="json")}
+
+    def open_shared_scope(self, run: RunState) -> UUID:
+        """The Run's shared scope: one record per shared field, registered for its consumers."""
+        context_id = self.s.new_id()
+        records = [RawRecord(ContextRecord(
+            record_id=self.s.new_id(), context_id=context_id, context_seq=i, run_id=run.run_id,
+            role=MessageRole.SYSTEM, message_kind="shared", payload_ref=self.s.ref(f.text),
+            operation_id=None, call_id=None, origin_input_id=None),
+            {"text": f.text, "name": f.name, "consumers": list(f.consumers)})
+            for i, f in enumerate(self.s.agent.shared, start=1)]
+        consumers = frozenset(c for f in self.s.agent.shared for c in f.consumers)
+        state = new_context(context_id, Scope(
+            "shared", registered_fields=frozenset((r.record_id, "text") for r in records),
+            consumers=consumers))
+        self.s.put_context(context_id, append_records(
+            state, records, mutation_id=self.s.new_id(), source_kind=MutationSourceKind.RUNTIME,
+            source_ref="shared-fields").state)
+        return context_id
+
+    def shared_messages(self, run: RunState) -> tuple[ViewMessage, ...]:
+        """The shared fields this role may read, at the shared scope's current revision; a
+        request already frozen keeps what it had (CTX-3.75, CTX-3.87)."""
+        owner = run.parent or run
+        if owner.shared_context_id is None:
+            return ()
+        state = self.s.contexts[owner.shared_context_id]
+        messages = []
+        for record in effective_records(state):
+            raw = state.record(record.record_id)
+            consumers = raw.content.get("consumers") if raw is not None else None
+            if isinstance(consumers, list) and run.role in consumers:
+                name = raw.content.get("name") if raw is not None else ""
+                messages.append(ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SHARED,
+                                            text=f"[shared {name}] {record.text}",
+                                            record_id=record.record_id, body=record.text,
+                                            source_run_id=run.run_id))
+        return tuple(messages)
+
+
+class _HandoverOnly:
+    """The history an Executor's view reads: none. Its hand-over items are its own inputs,
+    not the Session's UserInputs."""
+
+    def user_inputs(self, run: EndedRun) -> list[InputOccurrence]:
+        return []
+
+    def root_records(self, run: EndedRun) -> list[EffectiveRecord]:
+        return []
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        return InputPlacement(None, None)
+
+

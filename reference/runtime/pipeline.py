@@ -1,0 +1,266 @@
+"""The InvocationPipeline of §3: every call the runtime makes to the outside — a model attempt
+(through the ModelGateway, the ``ModelPort``), a hook chain, a tool call — with what each
+commits around it (§3 "InvocationPipeline --> CommitCoordinator : 调用及Hook命令", §6, §7,
+§10).
+
+- :meth:`InvocationPipeline.call_model` — one attempt of a frozen request, traced as sent; the
+  provider's usage is traced beside the estimate and never read back (§7);
+- :meth:`InvocationPipeline.run_hooks` — a hook chain marked running (HOOK_STARTED), its items
+  normalised, validated and applied on the head revision by the core, committed with the
+  decision (HOOK_DECISION) (§3, §10);
+- :meth:`InvocationPipeline.run_tool` — a tool call (TOOL_STARTED, the handler with the
+  effective arguments, TOOL_SETTLED) and :meth:`post_call`, its post-call chain (§3, §6, §10).
+"""
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from uuid import UUID
+
+from ctxspec.reference.contracts import (
+    Operation,
+    OperationPurpose,
+    OperationState,
+    PayloadRef,
+)
+from ctxspec.reference.hooks import (
+    BudgetRoom,
+    ChainOutcome,
+    HookCall,
+    HookProposal,
+    denial_feedback,
+    run_chain,
+)
+from ctxspec.reference.ports import (
+    Artifact,
+    Complete,
+    HookContext,
+    HookPoint,
+    HookReply,
+    ModelCall,
+    ModelOutcome,
+    Purpose,
+    ToolOutcome,
+)
+from ctxspec.reference.protection import ProtectedInput
+from ctxspec.reference.protocol import (
+    argument_problems,
+    read_range,
+)
+from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.session import (
+    NO_SCOPE,
+    REGISTRIES,
+    RunState,
+    SessionState,
+)
+from ctxspec.reference.runtime.store import (
+    Write,
+    checkpoint_write,
+    insert_doc,
+)
+from ctxspec.reference.snapshots import (
+    view_hash,
+)
+from ctxspec.reference.tokens import PromptMessage
+from ctxspec.reference.view import (
+    ModelView,
+    RenderedRequest,
+)
+
+
+class InvocationPipeline:
+    """Model, hook and tool calls with their commits (§3)."""
+
+    def __init__(self, session: SessionState, context: ContextManager) -> None:
+        self.s = session
+        self.context = context
+
+    def call_model(self, run: RunState, purpose: Purpose, operation_id: UUID, purpose_key: str,
+               attempt: int, messages: tuple[PromptMessage, ...], schemas: tuple[str, ...],
+               max_output: int, view: ModelView, *, compaction: str | None,
+               snapshot_id: UUID | None, protected: Sequence[ProtectedInput],
+               cutoff: int | None, estimation: int, rendered: RenderedRequest) -> ModelOutcome:
+        """Send one attempt: the request is traced as sent, then asked. An answer's reported
+        usage is traced beside the estimate for audit and deviation monitoring; nothing reads
+        it back — not this request's figures, not a later budget (§7; Q57 "Reported usage").
+        CTX-7.21"""
+        ordinal = self.s.ordinal(f"{purpose}:{run.role}")
+        self.s.trace.add(tr.ModelRequestSent(
+            purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
+            attempt=attempt, view=view,
+            estimated_input_tokens=estimation, max_output_tokens=max_output,
+            window=self.s.budget.window, output_reserve=self.s.budget.output_reserve,
+            safety_margin=self.s.budget.safety_margin, input_budget=self.s.budget.input_budget,
+            trigger_threshold=self.s.budget.trigger_threshold,
+            frozen_revisions={str(run.context_id):
+                              self.s.contexts[run.context_id].head.revision},
+            snapshot_id=snapshot_id, protected_input_ids=tuple(p.input_id for p in protected),
+            input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
+            role=run.role, rendered=rendered))
+        self.s.clock.tick()
+        outcome = self.s.model.call(ModelCall(purpose, operation_id, purpose_key, attempt,
+                                            messages, schemas, max_output, ordinal, run.role))
+        if isinstance(outcome, Complete) and (outcome.input_tokens is not None
+                                              or outcome.output_tokens is not None
+                                              or outcome.cut):
+            self.s.trace.add(tr.ModelUsage(
+                purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
+                attempt=attempt, estimated_input_tokens=estimation,
+                input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                input_deviation=None if outcome.input_tokens is None
+                else outcome.input_tokens - estimation, role=run.role, cut=outcome.cut))
+        return outcome
+
+    def argument_problems(self, run: RunState, name: str, arguments: Mapping[str, JSON],
+                           malformed: bool = False) -> tuple[str, ...]:
+        """The effective arguments (after the pre-call hooks) against the tool's declared
+        parameters schema (§11 "输出格式错误": never run, answered for a new Loop; Q82); the
+        provider's argument text that was no JSON object is such an error too."""
+        if malformed:
+            return ("the arguments are not a JSON object",)
+        spec = next((tool for tool in self.context.tools_of(run) if tool.name == name), None)
+        declared = json.loads(spec.schema).get("parameters") if spec is not None else None
+        return argument_problems(declared, arguments) if isinstance(declared, dict) else ()
+
+    def read_result(self, run: RunState, arguments: Mapping[str, JSON]) -> ToolOutcome:
+        """``result.read``: characters [from, to) of a body whose preview this role was shown,
+        read from its blob; it becomes a new tool result by the same rules as any (§6 "模型后续
+        通过 result.read 读取的内容成为新的工具结果"). A reference the role's records do not carry
+        is refused, never guessed.  CTX-6.18"""
+        digest, start, end = (arguments.get(k) for k in ("result_ref", "from", "to"))
+        refs = [ref for raw in self.s.contexts[run.context_id].records
+                if isinstance(cut := raw.content.get("truncation"), dict)
+                and isinstance(ref := cut.get("result_ref"), dict)
+                and ref.get("digest") == digest]
+        if not refs or not isinstance(start, int) or not isinstance(end, int) \
+                or not 0 <= start <= end:
+            return ToolOutcome("", "no stored result with that result_ref and range 0 <= from "
+                               "<= to for this role")
+        body = self.s.store.text(PayloadRef.model_validate(refs[0]))
+        return ToolOutcome(read_range(body, start, min(end, len(body))))
+
+    def post_call(self, run: RunState, decision_id: UUID, call_id: UUID,
+                   raws: dict[str, JSON], done: dict[str, JSON],
+                   position: Callable[..., list[Write]]) -> dict[str, JSON]:
+        """The post-call chain on a settled call's raw result, its outcome committed with the
+        decision (HOOK_DECISION) as the member's effective result: the hook's change, or — on a
+        deny — a feedback that the call ran and its result is withheld (§3, §6). A takeover
+        after the raw save comes here too, so neither a change nor a deny is bypassed (§10).
+        CTX-10.9"""
+        key = str(call_id)
+        saved = raws[key]
+        if not isinstance(saved, dict) or not isinstance(saved.get("text"), str):
+            raise AssertionError("a saved raw result has its text")
+        raw_text = str(saved["text"])
+
+        def after_post(chain: ChainOutcome | None) -> list[Write]:
+            if chain is None:
+                final = raw_text
+            elif chain.blocked:
+                final = denial_feedback("post", chain.items[-1].invocation.hook_invocation_id, {})
+            else:
+                changed = chain.payload.get("result")
+                final = changed if isinstance(changed, str) else raw_text
+            done[key] = self.context.result_content(final)
+            raws.pop(key, None)
+            operation = self.s.operations.get(UUID(str(saved["operation_id"])))
+            if operation is not None:  # the tool Operation gets its effective result
+                settled = operation.model_copy(
+                    update={"effective_result_ref": self.s.ref(final)})
+                self.s.pending.put_doc(settled, new=False)
+                self.s.operations[operation.operation_id] = settled
+            return position()
+
+        self.run_hooks("tool.post_call", run, {"result": raw_text}, call_id, decision_id,
+                    stage="post", extra=after_post)
+        if key in raws:  # no post-call hook is registered: the raw result is the effective one
+            after_post(None)
+        content = done[key]
+        if not isinstance(content, dict):
+            raise AssertionError("a settled member has its result content")
+        return content
+
+    def run_hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
+               call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
+               extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
+               always: Sequence[Write] = (), budget: BudgetRoom | None = None
+               ) -> ChainOutcome | None:
+        """Run a hook chain and commit its decisions (HOOK_DECISION) together with ``extra``
+        writes made from the outcome and the ``always`` writes — the loop checkpoint that
+        records the chain as done (§10: a committed decision is reused, never re-run)."""
+        if not self.s.hooks.registered(point):
+            return None
+        state = self.s.contexts[run.context_id]
+        named = self.s.named_records(run, state)
+        # The hook reads a copy: it changes a call only by a validated patch, never by writing
+        # into the payload the runtime goes on with (§3; CTX-3.7).
+        context = HookContext(point, copy.deepcopy(payload), run.context_id,
+                              state.head.revision, call_id, record_id,
+                              self.s.ordinal(f"hook:{point}"), named)
+        # The chain is marked as running before it is asked. Finding the same mark at a
+        # takeover means the process died while the hook ran: its outcome is unknown, so it
+        # follows the hook failure rule — dropped, never asked again (§10, CTX-3.59).
+        marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
+                        "stage": stage, "loops": run.loops}
+        if self.s.store.checkpoint(run.run_id, "hook") == marker:
+            replies: tuple[HookReply, ...] = (HookReply(failed=True),)
+        else:
+            self.s.commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
+            self.s.trace.add(tr.HookCalled(point, stage))
+            replies = self.s.hooks.items(context)
+        settled = checkpoint_write(run.run_id, "hook", None)
+        if not replies:
+            # Saved like any decision, so a takeover does not ask the hooks again.
+            self.s.commit("HOOK_DECISION", [settled, *(extra(None) if extra else ()), *always])
+            return None
+        shared_id = (run.parent or run).shared_context_id
+        states = {run.context_id: state}
+        if shared_id is not None:
+            states[shared_id] = self.s.contexts[shared_id]
+        # A patch for the shared scope of a Run that has none addresses no context: it is
+        # invalid (UNAUTHORISED_SCOPE), never redirected to the role's own (CTX-1.18).
+        proposals = [HookProposal(self.s.new_id(), r.decision, r.payload_ops,
+                                  run.context_id if r.scope != "shared" else
+                                  shared_id or NO_SCOPE, r.base_revision, r.context_ops,
+                                  r.failed)
+                     for r in replies]
+        authorised = frozenset({shared_id}) if shared_id is not None and \
+            self.s.contexts[shared_id].scope.may_read(run.role) else frozenset()
+        chain_operation = self.s.new_id()
+        # The chain is an Operation of its own (purpose hook) so its invocations belong to the
+        # Run in the store; the trace shows its decisions (HookDecided), not its state.
+        self.s.operations[chain_operation] = Operation(
+            operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
+            purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
+            state=OperationState.SUCCEEDED)
+        self.s.pending.put_doc(self.s.operations[chain_operation], new=True)
+        call = HookCall(operation_id=chain_operation, hook_point=point,
+                        stage="post" if stage == "post" else "pre", actor_role=run.role,
+                        actor_context_id=run.context_id, call_id=call_id,
+                        call_record_id=record_id, authorised_scopes=authorised)
+        chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
+                          annotation_ids=lambda _p, _i: self.s.new_id(), budget=budget)
+        for context_id in states:
+            self.s.put_context(context_id, chain.states[context_id])
+        self.s.commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
+                                       *(extra(chain) if extra is not None else ()), settled,
+                                       *always])
+        for item in chain.items:
+            inv = item.invocation
+            self.s.trace.add(tr.HookDecided(
+                point, inv.chain_position, inv.decision.value, inv.patch_valid,
+                tuple(d.code for d in inv.diagnostics),
+                tuple(f"{c.field_key}={json.dumps(c.value, ensure_ascii=False, default=str)}"
+                      for _, c in item.changes.context_changes)))
+        return chain
+
+
+def artifact_text(artifact: Artifact) -> str:
+    """How a non-text result enters the view: its metadata and accessible path (§6)."""
+    return json.dumps({"artifact": {"path": artifact.path, "media_type": artifact.media_type,
+                                    "size_bytes": artifact.size_bytes}}, sort_keys=True)
+
+

@@ -1,0 +1,513 @@
+"""The Session the reference runtime holds (§1 "Session", §2 identities, §3 "一致提交", §10):
+the Agent's resolved configuration, the ports, the facts of one Session in memory (its inputs
+and deliveries, Runs, role contexts, Operations, Executor tasks) and the pending write set of
+the next RuntimeCommit.
+
+Every component of the runtime (:mod:`context_manager`, :mod:`compaction_service`,
+:mod:`pipeline`, :mod:`node_driver`) works on one :class:`SessionState`. A step that changes a
+fact puts its rows into the pending write set with the ``put_*`` methods at once; only
+:meth:`SessionState.commit` hands a named RuntimeCommit to the CommitCoordinator. Recovery
+(:mod:`restore`) builds a SessionState from the store through the same constructor.
+"""
+
+
+import uuid as uuidlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+from uuid import UUID
+
+from ctxspec.reference import delivery as dl
+from ctxspec.reference.budget import (
+    BudgetConfig,
+    CompactionEvaluation,
+    ResolvedBudget,
+    resolve_budget,
+)
+from ctxspec.reference.contracts import (
+    TERMINAL_RUN_STATUSES,
+    CompactionEpisode,
+    Operation,
+    OperationPurpose,
+    OperationState,
+    PayloadRef,
+    RoleContext,
+    Run,
+    RunStatus,
+)
+from ctxspec.reference.effective import (
+    ContextState,
+    mutation_contract,
+    revision_contract,
+)
+from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.ports import (
+    Clock,
+    HookPoint,
+    HookPort,
+    ModelPort,
+    MomentPort,
+    NoMoments,
+    ToolPort,
+    ToolSpec,
+)
+from ctxspec.reference.protection import ProtectedInput
+from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
+from ctxspec.reference.runtime.store import (
+    CommitCoordinator,
+    CommitFailed,
+    Store,
+    Write,
+    checkpoint_write,
+    event_write,
+    insert_doc,
+    record_write,
+    revision_write,
+    update,
+    update_doc,
+)
+from ctxspec.reference.snapshots import (
+    ActivePointer,
+    SourceManifest,
+)
+from ctxspec.reference.tokens import TokenEstimator
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+REQUEST_DENIED = "a hook denied the model request; it was not sent"
+RESPONSE_DENIED = "a hook denied the model response; it was not delivered"
+INVOCATION_ERRORS = frozenset({ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE.value,
+                               ErrorCode.CONTEXT_WINDOW_EXCEEDED.value,
+                               ErrorCode.COMPACTION_FAILED.value})
+"""The context and compaction errors that end the whole AgentInvocation, wherever in it they
+happen (§8 "终结所属 AgentInvocation", §11; Q77)."""
+CompactionPolicy = Callable[[ResolvedBudget, int, int], CompactionEvaluation]
+ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
+HistoryContent = Literal["raw", "effective"]
+ROOT_ROLE = "root"
+DEFAULT_AGENT_ID = UUID(int=1)
+DEFAULT_RELEASE_ID = UUID(int=2)
+NO_SCOPE = UUID(int=0)
+"""The scope a shared-scope patch addresses when the Run registers no shared field."""
+
+REGISTRIES: dict[HookPoint, FieldRegistry] = {
+    "model.pre_request": FieldRegistry("model.pre_request", "1", (
+        FieldSpec("text", None, "string"),
+        FieldSpec(None, "params.temperature", "number"))),
+    "model.post_response": FieldRegistry("model.post_response", "1", (
+        FieldSpec("text", "text", "string"),)),
+    "tool.pre_call": FieldRegistry("tool.pre_call", "1", (
+        FieldSpec("tool_call:{call_id}.arguments", "arguments", "object", required=True),)),
+    "tool.post_call": FieldRegistry("tool.post_call", "1", (
+        FieldSpec(None, "result", "string"),)),
+    # A compaction request's hook may correct a record of the role's context (say, redact it
+    # before it is summarised); the request's own sources and cutoff are not writable (§8).
+    "compaction.pre_request": FieldRegistry("compaction.pre_request", "2", (
+        FieldSpec("text", None, "string"),)),
+    "compaction.post_response": FieldRegistry("compaction.post_response", "1", (
+        FieldSpec(None, "summary", "string"),)),
+}
+"""The field registries of the reference hook points (versioned; recorded with decisions)."""
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """The Executor role of a Planner Agent: its own system prompt and tools (§1, §2, §5)."""
+
+    system_prompt: str = "You carry out one task the Planner handed over."
+    tools: tuple[ToolSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class SharedField:
+    """A Run-level shared field registered for named consumer roles (§3 作用域)."""
+
+    name: str
+    text: str
+    consumers: tuple[str, ...]
+
+
+DELEGATE_TOOL = "delegate"
+READ_TOOL = "result.read"
+"""The runtime's own tool behind a bounded preview (§6): arguments ``result_ref`` (the digest a
+truncated mark names), ``from`` and ``to`` (characters); it answers the stored range."""
+"""The Planner's call that starts an Executor: arguments task, constraints, materials."""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """An Agent's resolved configuration, frozen for every Run (§7: the platform resolves it)."""
+
+    system_prompt: str
+    budget: BudgetConfig
+    tools: tuple[ToolSpec, ...] = ()
+    recent_runs: int = 2
+    loop_limit: int = 8
+    run_deadline: int | None = None
+    """Logical ticks from the Run's start; None for no deadline."""
+    model_attempts: int = 2
+    custom_compaction_prompt: str | None = None
+    shared: tuple[SharedField, ...] = ()
+    tool_quota: int | None = None
+    """Tool calls a Run may make (its roles together); None for no quota."""
+    persistent_sandbox: bool = False
+    """Without a persistent sandbox the workspace files are deleted when a Run ends; history,
+    context and blobs stay (§1)."""
+    retry_unknown_tools: bool = False
+    """After a takeover, run again a tool that started but whose result was never saved (its
+    side effect is unknown, §10); by default its outcome is reported as unknown."""
+    executor: ExecutorConfig | None = None
+    """Set for a Planner Agent: a ``delegate`` call in its batch runs an Executor."""
+    preview_chars: int = 4000
+    """A tool result longer than this reaches the model as a bounded, marked preview (§6)."""
+    agent_id: UUID = DEFAULT_AGENT_ID
+    release_id: UUID = DEFAULT_RELEASE_ID
+    audit_readers: tuple[str, ...] = ()
+    """The audit callers the Agent's owner authorised to read its Sessions' history (§1, §11
+    "经授权的审计"); an audit caller names itself and is refused unless granted here."""
+
+
+@dataclass
+class RunState:
+    run_id: UUID
+    run_no: int
+    question_input_id: UUID
+    context_id: UUID
+    started_at_tick: int
+    status: RunStatus = RunStatus.RUNNING
+    error_code: str | None = None
+    message: str | None = None
+    loops: int = 0
+    stop_requested: bool = False
+    episodes: list[CompactionEpisode] = field(default_factory=list)
+    snapshot: tuple[UUID, SourceManifest, str] | None = None
+    pointer: ActivePointer = field(default_factory=lambda: ActivePointer(None, 1))
+    run_seq: int = 0
+    role: str = ROOT_ROLE
+    parent: "RunState | None" = None
+    """For an Executor execution: the Planner's task it belongs to (same Run)."""
+    handover: tuple[ProtectedInput, ...] = ()
+    final_text: str | None = None
+    tool_calls_made: int = 0
+    shared_context_id: UUID | None = None
+    """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
+    ended_at_tick: int = 0
+    last_model_operation_id: UUID | None = None
+    resume_attempt: int = 1
+    """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
+    resume_partial: bool = False
+    """Whether the last stored failed attempt had shown a partial output."""
+    finished_executor_loops: int = 0
+    """The Loops of this Run's Executor executions that a takeover found finished (their tasks
+    are not restored); with the tasks still held they make the Run's shared Loop budget."""
+
+
+@dataclass(frozen=True)
+class HistoryCaller:
+    """Who asks the history API: a Session, and a role, audit or a workspace script. For
+    ``audit``, ``role`` names the audit caller, which the Agent must grant
+    (``AgentConfig.audit_readers``)."""
+
+    session_id: UUID
+    kind: Literal["role", "audit", "script"]
+    role: str | None = None
+
+
+class AccessDenied(PermissionError):
+    """The history API refused a caller; the message names nothing of what exists."""
+
+
+def loop_key(run: "RunState", name: str) -> str:
+    """A role's checkpoint name: the root role's is plain; an Executor's carries its context,
+    since its NodeTask shares the Run."""
+    return name if run.parent is None else f"{name}:{run.context_id}"
+
+
+class Crash(BaseException):
+    """A simulated process death at a commit boundary: the runtime object is abandoned."""
+
+
+@dataclass(frozen=True)
+class CrashPlan:
+    """Crash just before or just after the n-th commit of a name (in this incarnation), or —
+    ``fails`` — have the store refuse that commit (an injected persistence fault)."""
+
+    commit: str
+    occurrence: int = 1
+    when: Literal["before", "after", "fails"] = "after"
+
+
+class AgentDeleted(RuntimeError):
+    """A stimulus for a Session whose Agent was deleted: nothing of it is left to run (§1)."""
+
+
+
+def resolved_budget(agent: AgentConfig) -> ResolvedBudget:
+    """The Agent's budget resolved once for all its Runs (§7); a configuration error is refused
+    with its code, field and rule."""
+    budget = resolve_budget(agent.budget)
+    if not isinstance(budget, ResolvedBudget):
+        raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
+    return budget
+
+
+class SessionState:
+    """One Session's facts in memory, its ports and the pending write set (the runtime's
+    components share it; only :meth:`commit` writes)."""
+
+    deleted = False
+    """Set once the Agent is deleted: its records are gone, so no stimulus can be served."""
+
+    def __init__(self, agent: AgentConfig, budget: ResolvedBudget, *, model: ModelPort,
+                 tools: ToolPort, hooks: HookPort, estimator: TokenEstimator, clock: Clock,
+                 policy: CompactionPolicy, store: Store, coordinator: CommitCoordinator,
+                 seed: str | None, crash: CrashPlan | None,
+                 session_id: UUID | None = None) -> None:
+        self.agent = agent
+        self.budget = budget
+        self.model, self.tools, self.hooks = model, tools, hooks
+        self.estimator, self.clock = estimator, clock
+        self.policy = policy
+        """The CompactionPolicy port (§3): replaceable; whatever it decides, the runtime still
+        re-checks the protected inputs and the hard window before anything is sent."""
+        # Identities are unique per runtime unless a caller (a scenario) asks for determinism
+        # with a seed: two default runtimes on one store never collide.
+        self.seed = uuidlib.uuid4().hex if seed is None else seed
+        self.counter = 0
+        opened = self.new_id()  # a restored Session keeps its id; the counter moves the same
+        self.session_id = opened if session_id is None else session_id
+        self.book = dl.empty_book(self.session_id)
+        self.runs: dict[UUID, RunState] = {}
+        self.contexts: dict[UUID, ContextState] = {}
+        self.texts: dict[UUID, str] = {}
+        """input_id → the original text of every UserInput."""
+        self.blobs: dict[str, str] = {}
+        """digest → the whole body of a tool result (content-addressed)."""
+        self.moments: MomentPort = NoMoments()
+        """The outside world at the loop's boundaries (a scenario's moment triggers)."""
+        self.workspace: dict[str, str] = {}
+        """The Agent's workspace: files tools and scripts write. Session facts (records,
+        inputs, checkpoints) never live here, so writing a file never changes them (§1)."""
+        self.trace = tr.Trace()
+        self.ordinals: dict[str, int] = {}
+        self.store = store
+        self.coordinator = coordinator
+        self.operations: dict[UUID, Operation] = {}
+        self.tasks: list[RunState] = []
+        """Executor executions (each a NodeTask with its own RoleContext)."""
+        self.pending = PendingCommit()
+        """The facts changed since the previous commit, each put there by the step that
+        changed it: the next named commit writes them (no comparison with the store)."""
+        self.committed_runs: dict[UUID, Run] = {}
+        """The last committed version of each Run: the owner guard's expected epoch."""
+        self.crash = crash
+        self.commit_counts: dict[str, int] = {}
+        self.resume: dict[UUID, dict[str, JSON]] = {}
+        """Run id (root role) or Executor context id → the loop checkpoint a restored runtime
+        continues from (§10)."""
+
+
+    def new_id(self) -> UUID:
+        self.counter += 1
+        return uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"ctxspec:{self.seed}:{self.counter}")
+
+    def time(self) -> datetime:
+        return EPOCH + timedelta(seconds=self.clock.now())
+
+    def ordinal(self, key: str) -> int:
+        self.ordinals[key] = self.ordinals.get(key, 0) + 1
+        return self.ordinals[key]
+
+    def ref(self, text: str) -> PayloadRef:
+        """A content-addressed blob of ``text``, written with the next commit."""
+        return self.pending.blob(text)
+
+    def commit(self, name: str, writes: Sequence[Write]) -> None:
+        """One RuntimeCommit: ``writes`` and the facts the steps since the previous commit put
+        into the pending write set, in one transaction. A failure is a runtime fault
+        (CommitFailed propagates), never a hook failure, and nothing continues on a value
+        storage does not have (CTX-3.90)."""
+        count = self.commit_counts.get(name, 0) + 1
+        self.commit_counts[name] = count
+        plan = self.crash
+        hit = plan is not None and plan.commit == name and plan.occurrence == count
+        if hit and plan is not None and plan.when == "before":
+            raise Crash(f"before {name} #{count}")
+        taken = self.pending.take()
+        all_writes = [*taken.blob_writes(), *self.owner_guard(), *taken.rows(), *writes]
+        try:
+            if hit and plan is not None and plan.when == "fails":
+                raise CommitFailed(name, RuntimeError("the store refused the commit"))
+            self.coordinator.commit(name, all_writes)
+        except CommitFailed as failed:
+            self.pending.give_back(taken)
+            # Surfaced as what it is — a required write that did not happen — and the runtime
+            # stops on it: nothing goes on with values the store does not have, and it is never
+            # taken for a hook failure (CTX-3.90, CTX-3.91, CTX-10.28).
+            self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
+            raise
+        self.committed_runs.update((r.run_id, r) for r in committed_runs(all_writes))
+        if hit:
+            raise Crash(f"after {name} #{count}")
+
+    def commits_made(self, name: str) -> int:
+        """How many RuntimeCommits of ``name`` this incarnation made (crash plans count them)."""
+        return self.commit_counts.get(name, 0)
+
+    def owner_guard(self) -> list[Write]:
+        """A takeover moved the owner epoch on: a commit of the previous owner of the active
+        Run matches no row and fails, so its late result can never advance the Run
+        (CTX-10.23, CTX-10.24)."""
+        run = self.active_run
+        stored = None if run is None else self.committed_runs.get(run.run_id)
+        if run is None or stored is None:
+            return []
+        # Sets the status it already has: the write matters only for its WHERE clause.
+        return [update("runs", ("run_id", "owner_epoch"), run_id=run.run_id,
+                       owner_epoch=stored.owner_epoch, status=stored.status)]
+
+    def checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
+        """The root loop's position, committed with the step that reached it (§10: where the
+        role is, which operation, what is settled; never copies of messages)."""
+        return checkpoint_write(run.run_id, loop_key(run, "loop"), {
+            "stage": stage, "loops": run.loops, "tool_calls_made": run.tool_calls_made,
+            "tick": self.clock.now(), **facts})
+
+    def put_context(self, context_id: UUID, state: ContextState, *, new: bool = False
+                     ) -> None:
+        """Keep a context's new state and stage what it adds: its new records, mutations and
+        revisions (rendered at the commit, which dates them), and its role's RoleContext."""
+        before = self.contexts.get(context_id)
+        self.contexts[context_id] = state
+        key: tuple[object, ...] = ("context", context_id)
+        if key not in self.pending.entries:
+            done = (0, 0) if before is None else (len(before.records), len(before.revisions))
+            self.pending.put(key, lambda _new: self.context_rows(context_id, *done))
+        role = next((r for r in (*self.runs.values(), *self.tasks)
+                     if r.context_id == context_id), None)
+        if role is not None:
+            self.put_role(role, new=new)
+
+    def put_role(self, run: RunState, *, new: bool = False) -> None:
+        """Stage a role's RoleContext as it is when the commit is taken."""
+        def rows(inserted: bool) -> list[Write]:
+            doc = self.role_context(run)
+            return [insert_doc(doc, run_id=doc.invocation_id) if inserted
+                    else update_doc(doc, run_id=doc.invocation_id)]
+        self.pending.put(("role_contexts", run.context_id), rows, new=new)
+
+    def put_run(self, run: RunState, *, new: bool = False) -> None:
+        """Stage a Run's row as it is when the commit is taken (its end, its owner epoch)."""
+        self.pending.put(("runs", run.run_id), lambda inserted: [
+            insert_doc(self.run_contract(run)) if inserted
+            else update_doc(self.run_contract(run))], new=new)
+
+    def put_episode(self, run: RunState, episode: CompactionEpisode, *, new: bool = False
+                     ) -> None:
+        if new:
+            run.episodes.append(episode)
+        else:
+            run.episodes = [episode if e.episode_id == episode.episode_id else e
+                            for e in run.episodes]
+        self.pending.put_doc(episode, new=new)
+
+    def context_rows(self, context_id: UUID, records: int, revisions: int) -> list[Write]:
+        state = self.contexts[context_id]
+        writes = [record_write(raw) for raw in state.records[records:]]
+        for revision in state.revisions[revisions:]:
+            for mutation_id in revision.mutation_ids:
+                writes.append(insert_doc(mutation_contract(
+                    state, mutation_id, cause_operation_id=None, created_at=self.time())))
+            writes.append(revision_write(revision_contract(
+                state, revision.revision, commit_ref=f"rev:{context_id}:{revision.revision}",
+                created_at=self.time()), revision.overrides))
+        return writes
+
+    def put_operation(self, operation_id: UUID, run: RunState, purpose: OperationPurpose,
+                   purpose_key: str, state: OperationState, raw: PayloadRef | None = None,
+                   effective: PayloadRef | None = None) -> None:
+        operation = Operation(
+            operation_id=operation_id, run_id=run.run_id, node_task_id=run.context_id,
+            purpose=purpose, purpose_key=purpose_key, state=state, raw_result_ref=raw,
+            effective_result_ref=effective)
+        self.pending.put_doc(operation, new=operation_id not in self.operations)
+        self.operations[operation_id] = operation
+        self.trace.add(tr.OperationState(operation_id, purpose_key, state.value))
+
+    def record_seqs(self) -> dict[UUID, tuple[UUID, int]]:
+        return {raw.record_id: (context_id, raw.record.context_seq)
+                for context_id, state in self.contexts.items() for raw in state.records}
+
+    def seqs(self) -> dict[UUID, list[int]]:
+        return {context_id: [raw.record.context_seq for raw in state.records]
+                for context_id, state in self.contexts.items()}
+
+    def heads(self) -> dict[UUID, int]:
+        return {context_id: state.head.revision for context_id, state in self.contexts.items()}
+
+    def run_contract(self, run: RunState) -> Run:
+        ended = run.status in TERMINAL_RUN_STATUSES
+        return Run(run_id=run.run_id, session_id=self.session_id, run_no=run.run_no,
+                   question_input_id=run.question_input_id, status=run.status,
+                   error_code=run.error_code if ended and run.status is not RunStatus.SUCCEEDED
+                   else None, owner_epoch=run.pointer.lease_epoch,
+                   started_at=EPOCH + timedelta(seconds=run.started_at_tick),
+                   ended_at=EPOCH + timedelta(seconds=run.ended_at_tick) if ended else None)
+
+    def role_context(self, run: RunState) -> RoleContext:
+        state = self.contexts[run.context_id]
+        return RoleContext(context_id=run.context_id, invocation_id=run.run_id,
+                           owner_node_task_id=run.context_id, role_key=run.role,
+                           record_head=state.head.record_watermark,
+                           effective_revision=state.head.revision,
+                           active_snapshot_id=run.pointer.snapshot_id,
+                           last_model_operation_id=run.last_model_operation_id)
+
+    def event(self, run: RunState, event: ClientEventKind, detail: str,
+               error_code: str | None = None) -> None:
+        run.run_seq += 1
+        self.pending.put_rows(("events", run.run_id, run.run_seq), [
+            event_write(run.run_id, run.run_seq, {"run_seq": str(run.run_seq)})])
+        self.trace.add(tr.ClientEvent(run.run_id, run.run_seq, event, detail, error_code))
+
+    def deliveries_changed(self, writes: dl.WriteSet) -> None:
+        """Stage the inputs and deliveries a delivery step wrote, and trace the deliveries."""
+        for received in writes.inputs:
+            self.pending.put_doc(received, new=True)
+        for delivery in writes.inserted:
+            self.pending.put_doc(delivery, new=True)
+        for delivery in writes.updated:
+            self.pending.put_doc(delivery, new=False)
+        for delivery in (*writes.inserted, *writes.updated):
+            self.trace.add(tr.DeliveryChanged(delivery.input_id, delivery.delivery_id,
+                                              delivery.state.value, delivery.target_run_id,
+                                              delivery.previous_delivery_id))
+
+    @property
+    def active_run(self) -> RunState | None:
+        run_id = dl.active_run(self.book)
+        return self.runs.get(run_id) if run_id is not None else None
+
+    def require_agent(self) -> None:
+        if self.deleted:
+            raise AgentDeleted("the Agent of this Session was deleted")
+
+    def named_records(self, run: RunState, state: ContextState) -> dict[str, UUID]:
+        """The records a hook item or a writer may name instead of an id: the last one, the
+        first assistant decision, the Run's question, a shared field by its name."""
+        named = {"last": state.records[-1].record_id} if state.records else {}
+        shared_id = (run.parent or run).shared_context_id
+        if shared_id is not None:
+            for raw in self.contexts[shared_id].records:
+                named[f"shared:{raw.content.get('name')}"] = raw.record_id
+        assistants = [raw.record_id for raw in state.records
+                      if raw.record.message_kind == "assistant"]
+        if assistants:
+            named["first_assistant"] = assistants[0]
+        for raw in state.records:
+            if raw.record.message_kind == "user_ref" and raw.record.origin_input_id is not None \
+                    and raw.record.origin_input_id == run.question_input_id:
+                named["question"] = raw.record_id
+        return named
