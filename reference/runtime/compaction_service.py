@@ -13,6 +13,7 @@ pointer (§8, §9; "CompactionService --> CommitCoordinator : Episode及快照�
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from uuid import UUID
 
@@ -64,6 +65,7 @@ from ctxspec.reference.runtime.store import (
 )
 from ctxspec.reference.snapshots import (
     ActivePointer,
+    SourceManifest,
     build_manifest,
     make_snapshot,
     manifest_document,
@@ -84,6 +86,27 @@ if TYPE_CHECKING:
     from ctxspec.reference.runtime.node_driver import NodeDriver
 
 
+@dataclass(frozen=True)
+class Source:
+    """What an episode summarises, frozen when it starts: the material, the summary target T,
+    a useful chunk's floor (Q120), and the figures that triggered it (§8)."""
+
+    material: Sequence[ViewMessage]
+    target: int
+    floor: int
+    input_tokens: int
+    material_tokens: int
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An episode ready to advance: the episode, its chunk plan and its frozen source."""
+
+    episode: CompactionEpisode
+    plan: CompactionPlan
+    source: Source
+
+
 class CompactionService:
     """Plans, advances and publishes compaction episodes (§8, §9)."""
 
@@ -95,28 +118,47 @@ class CompactionService:
         self.driver = driver
 
     def compact(self, run: RunState, operation_id: UUID, view: ModelView,
-                 material: Sequence[ViewMessage], target: int, input_tokens: int,
-                 material_tokens: int, protected: Sequence[ProtectedInput], floor: int
-                 ) -> tuple[ModelView, UUID | None] | None:
+                material: Sequence[ViewMessage], target: int, input_tokens: int,
+                material_tokens: int, protected: Sequence[ProtectedInput], floor: int
+                ) -> tuple[ModelView, UUID | None] | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
         or — when it already finished — no second one (§8, §9). ``floor``: the material a
-        useful chunk carries (Q120), frozen with the episode's source."""
+        useful chunk carries (Q120), frozen with the episode's source. None when the Run
+        ended on the way."""
         existing = next((e for e in run.episodes
                          if e.triggering_model_operation_id == operation_id), None)
         if existing is not None and existing.status is not EpisodeStatus.RUNNING:
             applied, used, _ = view_with_snapshot(view, run.snapshot)
             return applied, used
+        source = Source(material, target, floor, input_tokens, material_tokens)
+        planned = self.plan(run, operation_id, view, source, existing)
+        if not isinstance(planned, Planned):
+            return planned
+        advanced = self.advance(run, planned)
+        if advanced is None:
+            return None
+        episode, summary = advanced
+        return self.publish(run, episode, planned.source.material, planned.plan, summary,
+                            protected)
+
+    def plan(self, run: RunState, operation_id: UUID, view: ModelView, source: "Source",
+             existing: CompactionEpisode | None
+             ) -> "Planned | tuple[ModelView, None] | None":
+        """The chunk plan over the episode's frozen material, and the episode started
+        (EPISODE_STARTED) — or, after a takeover, the running one on the material and target
+        it started with: the records may have changed since, which the switch's CAS is there
+        to see (§8, §9). None when the Run ended; the view unchanged when no episode may
+        start."""
         if existing is not None:
-            # A takeover resumes the episode on the material and target it started with: the
-            # records may have changed since, which the switch's CAS is there to see (§8, §9).
             material, target = self.episode_source(existing)
             floor = int(json.loads(self.s.store.text(existing.source_manifest_ref))["chunk_floor"])
+            source = replace(source, material=material, target=target, floor=floor)
         episode_id = existing.episode_id if existing is not None else self.s.new_id()
-        plan = plan_compaction(material, episode_id=episode_id,
-                               window=self.s.budget.window, summary_target=target,
+        plan = plan_compaction(source.material, episode_id=episode_id,
+                               window=self.s.budget.window, summary_target=source.target,
                                safety_margin=self.s.budget.safety_margin,
-                               estimator=self.s.estimator, floor=floor,
+                               estimator=self.s.estimator, floor=source.floor,
                                custom_prompt=self.s.agent.custom_compaction_prompt)
         if not isinstance(plan, CompactionPlan):
             # Decided before any episode or call. Prompts that leave no room for material at
@@ -125,63 +167,76 @@ class CompactionService:
             code = ErrorCode.BUDGET_CONFIGURATION_INVALID \
                 if plan.code == "NO_ROOM_FOR_MATERIAL" else ErrorCode.COMPACTION_FAILED
             self.driver.end(run, RunStatus.FAILED, code,
-                      f"{plan.reason} (the §8 decision was to compact)")
+                            f"{plan.reason} (the §8 decision was to compact)")
             return None
-        if existing is None:
-            source_doc = json.dumps({"summary_target": target, "chunk_floor": floor,
-                                     "material": VIEW_ADAPTER.dump_python(
-                                         ModelView(tuple(material)), mode="json")},
-                                    sort_keys=True)
-            started = start_episode(
-                episode_id=episode_id, run_id=run.run_id, owner_node_task_id=run.context_id,
-                triggering_model_operation_id=operation_id, existing=run.episodes,
-                material_tokens=material_tokens, source_view_hash=view_hash(view),
-                source_manifest_ref=self.s.ref(source_doc), source_effective_revisions={},
-                release_id=self.s.agent.release_id, input_tokens=input_tokens,
-                created_at=self.s.time())
-            if not isinstance(started, CompactionEpisode):
-                return view, None
-            self.s.put_episode(run, started, new=True)
-            self.s.commit("EPISODE_STARTED", [
-                self.s.checkpoint(run, "compacting", operation_id=str(operation_id))])
-        episode = next(e for e in run.episodes
-                       if e.triggering_model_operation_id == operation_id)
+        episode = existing or self.start(run, operation_id, view, source, episode_id)
+        if episode is None:
+            return view, None
         self.s.trace.add(tr.CompactionStep(
             episode.episode_id, "planned",
-            f"I={input_tokens} ≥ trigger {self.s.budget.trigger_threshold}; M={material_tokens} "
-            f"compressible; T={target}; {len(plan.chunks.chunks)} chunk(s) of at most "
-            f"{plan.chunks.capacity} tokens"))
+            f"I={source.input_tokens} ≥ trigger {self.s.budget.trigger_threshold}; "
+            f"M={source.material_tokens} compressible; T={source.target}; "
+            f"{len(plan.chunks.chunks)} chunk(s) of at most {plan.chunks.capacity} tokens"))
+        return Planned(episode, plan, source)
+
+    def start(self, run: RunState, operation_id: UUID, view: ModelView, source: "Source",
+              episode_id: UUID) -> CompactionEpisode | None:
+        """A new episode with its source frozen (the material, T and the chunk floor),
+        committed before any chunk is asked (EPISODE_STARTED); None when the core refuses a
+        second one for the operation."""
+        source_doc = json.dumps({"summary_target": source.target, "chunk_floor": source.floor,
+                                 "material": VIEW_ADAPTER.dump_python(
+                                     ModelView(tuple(source.material)), mode="json")},
+                                sort_keys=True)
+        started = start_episode(
+            episode_id=episode_id, run_id=run.run_id, owner_node_task_id=run.context_id,
+            triggering_model_operation_id=operation_id, existing=run.episodes,
+            material_tokens=source.material_tokens, source_view_hash=view_hash(view),
+            source_manifest_ref=self.s.ref(source_doc), source_effective_revisions={},
+            release_id=self.s.agent.release_id, input_tokens=source.input_tokens,
+            created_at=self.s.time())
+        if not isinstance(started, CompactionEpisode):
+            return None
+        self.s.put_episode(run, started, new=True)
+        self.s.commit("EPISODE_STARTED", [
+            self.s.checkpoint(run, "compacting", operation_id=str(operation_id))])
+        return started
+
+    def advance(self, run: RunState, planned: "Planned"
+                ) -> tuple[CompactionEpisode, str] | None:
+        """Each chunk from the episode's cursor on: asked, post-processed and committed with
+        the cursor (CHUNK_COMMITTED); the accumulated summary folds in (§8). None when the Run
+        ended (a stop, the deadline, a failed chunk)."""
+        episode, plan = planned.episode, planned.plan
         summary: str | None = None
         if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
             summary = self.s.store.text(episode.accumulated_summary_ref)
         for ordinal in range(episode.chunk_cursor + 1, len(plan.chunks.chunks) + 1):
-            if self.driver.stopped_or_out_of_time(run):  # every chunk is under the Run's deadline
+            if self.driver.stopped_or_out_of_time(run):  # every chunk is under the deadline
                 return None
             request = plan.request(ordinal, summary)
-            chunk = self.chunk(run, episode, plan, request, ordinal, target)
+            chunk = self.chunk(run, episode, plan, request, ordinal, planned.source.target)
             if chunk is None:
                 return None
             chunk_operation, raw, summary = chunk
-            committed = commit_chunk(episode, ordinal, self.s.ref(summary),
-                                             chunk_operation)
+            committed = commit_chunk(episode, ordinal, self.s.ref(summary), chunk_operation)
             if not isinstance(committed, CompactionEpisode):
                 raise AssertionError(committed.reason)
             episode = committed
             self.s.put_episode(run, episode)
             self.s.put_operation(chunk_operation, run, OperationPurpose.COMPACTION,
-                            request.purpose_key, OperationState.SUCCEEDED,
-                            self.s.ref(raw), self.s.ref(summary))
+                                 request.purpose_key, OperationState.SUCCEEDED,
+                                 self.s.ref(raw), self.s.ref(summary))
             self.s.commit("CHUNK_COMMITTED", [])
             self.s.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
-                                             f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
+                                               f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
         if summary is None:
             raise AssertionError("a plan has at least one chunk")
-        return self.publish(run, episode, material, plan, summary, protected)
+        return episode, summary
 
     def publish(self, run: RunState, episode: CompactionEpisode,
-                         material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
-                         protected: Sequence[ProtectedInput]
-                         ) -> tuple[ModelView, UUID | None]:
+                material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
+                protected: Sequence[ProtectedInput]) -> tuple[ModelView, UUID | None]:
         """§9: the finished episode's snapshot and, in the same commit, the CAS of the active
         pointer against the records as they are now. The view goes on with the new summary, or
         — refused — is rebuilt from the current records.  CTX-9.17, CTX-9.18, CTX-9.30, CTX-9.33"""
@@ -204,15 +259,7 @@ class CompactionService:
         if not isinstance(done, CompactionEpisode):
             raise AssertionError(done.reason)
         self.s.put_episode(run, done)
-        snapshot_rows: list[Write] = []
-        if any(piece.context_seq is not None for piece in manifest.pieces):
-            snapshot_rows.append(insert_doc(make_snapshot(
-                snapshot_id=snapshot_id, context_id=run.context_id, generation=len(run.episodes),
-                manifest=manifest, seqs_by_context=self.s.seqs(),
-                source_revisions=self.s.heads(), protected_input_ids=[],
-                summary_ref=self.s.ref(summary), summary_tokens=self.s.estimator.estimate(
-                    EstimationRequest(messages=(PromptMessage(role="system", text=summary),))
-                ).tokens)))
+        snapshot_rows = self.snapshot_rows(run, snapshot_id, manifest, summary)
         if isinstance(switched, ActivePointer):
             run.pointer = switched
             self.s.put_role(run)
@@ -239,6 +286,20 @@ class CompactionService:
         # (CTX-9.21).
         new_view, used, _ = view_with_snapshot(current, run.snapshot)
         return new_view, used
+
+    def snapshot_rows(self, run: RunState, snapshot_id: UUID, manifest: SourceManifest,
+                      summary: str) -> list[Write]:
+        """The snapshot's row — its summary, exact coverage and source versions — when it
+        covers any record (§9)."""
+        if not any(piece.context_seq is not None for piece in manifest.pieces):
+            return []
+        return [insert_doc(make_snapshot(
+            snapshot_id=snapshot_id, context_id=run.context_id, generation=len(run.episodes),
+            manifest=manifest, seqs_by_context=self.s.seqs(),
+            source_revisions=self.s.heads(), protected_input_ids=[],
+            summary_ref=self.s.ref(summary), summary_tokens=self.s.estimator.estimate(
+                EstimationRequest(messages=(PromptMessage(role="system", text=summary),))
+            ).tokens))]
 
     def episode_source(self, episode: CompactionEpisode
                         ) -> tuple[tuple[ViewMessage, ...], int]:
