@@ -7,7 +7,7 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import hooks, registry
 from ctxspec.reference.contracts import HookDecision
-from ctxspec.reference.runtime import pipeline
+from ctxspec.reference.runtime import context_manager
 from ctxspec.reference.runtime.context_manager import ContextManager
 
 
@@ -76,7 +76,7 @@ MUTANTS = (
     Mutant("POST-DENY-DELIVERS-RAW",
            "a post-call deny is recorded but the raw result is fed back (§3: the deny replaces "
            "the undelivered result with its feedback)",
-           (Patch(pipeline, "run_chain", _post_deny_ignored),)),
+           (Patch(context_manager, "run_chain", _post_deny_ignored),)),
     Mutant("CONTEXT-SIDE-DROPPED",
            "a context-side patch of a call's arguments, addressed by its stable call_id, "
            "never reaches the handler (§3: the registry maps the field to the payload)",

@@ -10,7 +10,7 @@ from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference.contracts import MessageRole, RunStatus
-from ctxspec.reference.runtime import pipeline
+from ctxspec.reference.runtime import context_manager
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime, RunState
@@ -149,5 +149,5 @@ MUTANTS = (
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",
-           (Patch(pipeline, "run_chain", _request_deny_ignored),)),
+           (Patch(context_manager, "run_chain", _request_deny_ignored),)),
 )

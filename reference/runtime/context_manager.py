@@ -20,7 +20,8 @@ component that owns the step commits it.
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
@@ -32,7 +33,9 @@ from ctxspec.reference.contracts import (
     ContextRecord,
     MessageRole,
     MutationSourceKind,
+    Operation,
     OperationPurpose,
+    OperationState,
     UserInput,
 )
 from ctxspec.reference.effective import (
@@ -45,9 +48,15 @@ from ctxspec.reference.effective import (
 from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
 from ctxspec.reference.hooks import (
     BudgetRoom,
+    ChainOutcome,
     ChangeSet,
+    HookCall,
+    HookProposal,
+    run_chain,
 )
 from ctxspec.reference.ports import (
+    HookPoint,
+    HookReply,
     ToolSpec,
 )
 from ctxspec.reference.protection import ProtectedInput
@@ -58,6 +67,8 @@ from ctxspec.reference.protocol import (
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.session import (
+    NO_SCOPE,
+    REGISTRIES,
     RunState,
     SessionState,
 )
@@ -266,6 +277,42 @@ class ContextManager:
         return tuple(messages)
 
 
+    def stage_patch(self, run: RunState, point: HookPoint, call: HookCall,
+                    replies: Sequence[HookReply],
+                    payload: Mapping[str, JSON], budget: BudgetRoom | None) -> ChainOutcome:
+        """A hook chain's items as one validated change set per item, applied on the head
+        revisions of the role's context and of the Run's shared scope with CAS (§3
+        "InvocationPipeline --> ContextManager : 校验Hook修改"): the new states are kept and
+        staged; the chain's Operation (purpose hook) is staged for the caller's commit."""
+        shared_id = (run.parent or run).shared_context_id
+        states = {run.context_id: self.s.contexts[run.context_id]}
+        if shared_id is not None:
+            states[shared_id] = self.s.contexts[shared_id]
+        # A patch for the shared scope of a Run that has none addresses no context: it is
+        # invalid (UNAUTHORISED_SCOPE), never redirected to the role's own (CTX-1.18).
+        proposals = [HookProposal(self.s.new_id(), r.decision, r.payload_ops,
+                                  run.context_id if r.scope != "shared" else
+                                  shared_id or NO_SCOPE, r.base_revision, r.context_ops,
+                                  r.failed)
+                     for r in replies]
+        authorised = frozenset({shared_id}) if shared_id is not None and \
+            self.s.contexts[shared_id].scope.may_read(run.role) else frozenset()
+        chain_operation = self.s.new_id()
+        # The chain is an Operation of its own (purpose hook) so its invocations belong to the
+        # Run in the store; the trace shows its decisions (HookDecided), not its state.
+        self.s.operations[chain_operation] = Operation(
+            operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
+            purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
+            state=OperationState.SUCCEEDED)
+        self.s.pending.put_doc(self.s.operations[chain_operation], new=True)
+        call = replace(call, operation_id=chain_operation, authorised_scopes=authorised)
+        chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
+                          annotation_ids=lambda _p, _i: self.s.new_id(), budget=budget)
+        for context_id in states:
+            self.s.put_context(context_id, chain.states[context_id])
+        return chain
+
+
 class _HandoverOnly:
     """The history an Executor's view reads: none. Its hand-over items are its own inputs,
     not the Session's UserInputs."""
@@ -278,5 +325,3 @@ class _HandoverOnly:
 
     def placement(self, input_id: UUID) -> InputPlacement:
         return InputPlacement(None, None)
-
-

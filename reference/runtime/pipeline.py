@@ -18,18 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
-    Operation,
-    OperationPurpose,
-    OperationState,
     PayloadRef,
 )
 from ctxspec.reference.hooks import (
     BudgetRoom,
     ChainOutcome,
     HookCall,
-    HookProposal,
     denial_feedback,
-    run_chain,
 )
 from ctxspec.reference.ports import (
     Artifact,
@@ -51,8 +46,6 @@ from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.session import (
-    NO_SCOPE,
-    REGISTRIES,
     RunState,
     SessionState,
 )
@@ -183,6 +176,27 @@ class InvocationPipeline:
             raise AssertionError("a settled member has its result content")
         return content
 
+    def ask_hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
+                  call_id: UUID | None, record_id: UUID | None, stage: str
+                  ) -> tuple[HookReply, ...]:
+        """The chain's replies. It is marked running first (HOOK_STARTED): finding the same mark
+        at a takeover means the process died while the hook ran, so its outcome is unknown and
+        it follows the hook failure rule — dropped, never asked again (§10, CTX-3.59)."""
+        state = self.s.contexts[run.context_id]
+        named = self.s.named_records(run, state)
+        # The hook reads a copy: it changes a call only by a validated patch, never by writing
+        # into the payload the runtime goes on with (§3; CTX-3.7).
+        context = HookContext(point, copy.deepcopy(payload), run.context_id,
+                              state.head.revision, call_id, record_id,
+                              self.s.ordinal(f"hook:{point}"), named)
+        marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
+                        "stage": stage, "loops": run.loops}
+        if self.s.store.checkpoint(run.run_id, "hook") == marker:
+            return (HookReply(failed=True),)
+        self.s.commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
+        self.s.trace.add(tr.HookCalled(point, stage))
+        return self.s.hooks.items(context)
+
     def run_hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
                call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
                extra: Callable[[ChainOutcome | None], Sequence[Write]] | None = None,
@@ -193,58 +207,17 @@ class InvocationPipeline:
         records the chain as done (§10: a committed decision is reused, never re-run)."""
         if not self.s.hooks.registered(point):
             return None
-        state = self.s.contexts[run.context_id]
-        named = self.s.named_records(run, state)
-        # The hook reads a copy: it changes a call only by a validated patch, never by writing
-        # into the payload the runtime goes on with (§3; CTX-3.7).
-        context = HookContext(point, copy.deepcopy(payload), run.context_id,
-                              state.head.revision, call_id, record_id,
-                              self.s.ordinal(f"hook:{point}"), named)
-        # The chain is marked as running before it is asked. Finding the same mark at a
-        # takeover means the process died while the hook ran: its outcome is unknown, so it
-        # follows the hook failure rule — dropped, never asked again (§10, CTX-3.59).
-        marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
-                        "stage": stage, "loops": run.loops}
-        if self.s.store.checkpoint(run.run_id, "hook") == marker:
-            replies: tuple[HookReply, ...] = (HookReply(failed=True),)
-        else:
-            self.s.commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
-            self.s.trace.add(tr.HookCalled(point, stage))
-            replies = self.s.hooks.items(context)
+        replies = self.ask_hooks(point, run, payload, call_id, record_id, stage)
         settled = checkpoint_write(run.run_id, "hook", None)
         if not replies:
             # Saved like any decision, so a takeover does not ask the hooks again.
             self.s.commit("HOOK_DECISION", [settled, *(extra(None) if extra else ()), *always])
             return None
-        shared_id = (run.parent or run).shared_context_id
-        states = {run.context_id: state}
-        if shared_id is not None:
-            states[shared_id] = self.s.contexts[shared_id]
-        # A patch for the shared scope of a Run that has none addresses no context: it is
-        # invalid (UNAUTHORISED_SCOPE), never redirected to the role's own (CTX-1.18).
-        proposals = [HookProposal(self.s.new_id(), r.decision, r.payload_ops,
-                                  run.context_id if r.scope != "shared" else
-                                  shared_id or NO_SCOPE, r.base_revision, r.context_ops,
-                                  r.failed)
-                     for r in replies]
-        authorised = frozenset({shared_id}) if shared_id is not None and \
-            self.s.contexts[shared_id].scope.may_read(run.role) else frozenset()
-        chain_operation = self.s.new_id()
-        # The chain is an Operation of its own (purpose hook) so its invocations belong to the
-        # Run in the store; the trace shows its decisions (HookDecided), not its state.
-        self.s.operations[chain_operation] = Operation(
-            operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
-            purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
-            state=OperationState.SUCCEEDED)
-        self.s.pending.put_doc(self.s.operations[chain_operation], new=True)
-        call = HookCall(operation_id=chain_operation, hook_point=point,
+        call = HookCall(operation_id=UUID(int=0), hook_point=point,
                         stage="post" if stage == "post" else "pre", actor_role=run.role,
                         actor_context_id=run.context_id, call_id=call_id,
-                        call_record_id=record_id, authorised_scopes=authorised)
-        chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
-                          annotation_ids=lambda _p, _i: self.s.new_id(), budget=budget)
-        for context_id in states:
-            self.s.put_context(context_id, chain.states[context_id])
+                        call_record_id=record_id)
+        chain = self.context.stage_patch(run, point, call, replies, payload, budget)
         self.s.commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
                                        *(extra(chain) if extra is not None else ()), settled,
                                        *always])
