@@ -55,8 +55,10 @@ from ctxspec.reference.hooks import (
     run_chain,
 )
 from ctxspec.reference.ports import (
+    Complete,
     HookPoint,
     HookReply,
+    ProposedCall,
     ToolSpec,
 )
 from ctxspec.reference.protection import ProtectedInput
@@ -72,6 +74,7 @@ from ctxspec.reference.runtime.session import (
     RunState,
     SessionState,
 )
+from ctxspec.reference.runtime.store import Write
 from ctxspec.reference.view import (
     EffectiveRecord,
     ModelView,
@@ -313,6 +316,45 @@ class ContextManager:
         return chain
 
 
+    def prepare_model_freeze(self, run: RunState, operation_id: UUID, cutoff: int
+                             ) -> list[Write]:
+        """T_FREEZE's write set (§5 "T_FREEZE：请求、输入claimed…同提交"): the inputs up to
+        the cutoff claimed into the request's manifest (an Executor claims none: it has its
+        hand-over), the business Operation running, the role's last model Operation, and the
+        frozen position the caller commits."""
+        checkpoint = [self.s.checkpoint(run, "frozen", operation_id=str(operation_id))]
+        if run.parent is None:
+            frozen = dl.freeze(self.s.book, run_id=run.run_id, operation_id=operation_id,
+                               input_cutoff=cutoff)
+            if isinstance(frozen, dl.DeliveryRejected):
+                raise RuntimeError(f"{frozen.code}: {frozen.reason}")
+            self.s.book, writes, manifest = frozen
+            self.s.deliveries_changed(writes)
+            checkpoint = [self.s.checkpoint(
+                run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
+                manifest=json.loads(manifest.model_dump_json()))]
+        self.s.put_operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
+                             OperationState.RUNNING)
+        run.last_model_operation_id = operation_id
+        self.s.put_role(run)
+        return checkpoint
+
+    def prepare_accept_model(self, run: RunState, operation_id: UUID, outcome: Complete
+                             ) -> UUID:
+        """A saved answer as the role's assistant record (§2, §6): its text, reasoning and
+        calls, each call keyed by the platform's own call_id in action order; the record id."""
+        calls = [(self.s.new_id(), call) for call in outcome.tool_calls]
+        content: dict[str, JSON] = {"text": outcome.text}
+        if outcome.reasoning is not None:
+            content["reasoning"] = outcome.reasoning
+        for ordinal, (call_id, call) in enumerate(calls, start=1):
+            # The platform's own call_id keys the call; the provider's id is metadata only
+            # (§2 "外部提供的 tool_call_id 不能直接作为平台主键").
+            content[f"tool_call:{call_id}"] = {**raw_call(call), "action_ordinal": ordinal}
+        return self.append(run, MessageRole.ASSISTANT, "assistant", content,
+                           operation_id=operation_id)
+
+
 class _HandoverOnly:
     """The history an Executor's view reads: none. Its hand-over items are its own inputs,
     not the Session's UserInputs."""
@@ -325,3 +367,13 @@ class _HandoverOnly:
 
     def placement(self, input_id: UUID) -> InputPlacement:
         return InputPlacement(None, None)
+
+
+def raw_call(call: ProposedCall) -> dict[str, JSON]:
+    """A proposed call as the raw answer keeps it: what the provider sent, its id included."""
+    raw: dict[str, JSON] = {"name": call.name, "arguments": dict(call.arguments)}
+    if call.provider_call_id is not None:
+        raw["provider_call_id"] = call.provider_call_id
+    if call.malformed_arguments is not None:
+        raw["malformed_arguments"] = call.malformed_arguments
+    return raw

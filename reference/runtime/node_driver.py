@@ -56,7 +56,7 @@ from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
-from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.context_manager import ContextManager, raw_call
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.session import (
     INVOCATION_ERRORS,
@@ -124,45 +124,53 @@ class NodeDriver:
             text = raw_record.content.get("text") if raw_record is not None else None
             self.after_response(run, record_id, text if isinstance(text, str) else "")
         elif stage == "batch":
-            decision = checkpoint.get("decision")
-            settled = checkpoint.get("settled")
-            if not isinstance(decision, str):
-                raise AssertionError("a batch checkpoint names its decision")
-            record = next(r for r in effective_records(self.s.contexts[run.context_id])
-                          if r.record_id == UUID(decision))
-            if record.denied:  # a post-response deny committed before the crash (Q75)
-                self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
-                return
-            if not record.tool_calls:
-                run.final_text = record.text  # an Executor's answer is its member's result
-                self.end(run, RunStatus.SUCCEEDED)
-                return
-            started = checkpoint.get("started")
-            hooked = checkpoint.get("hooked")
-            delegated = checkpoint.get("delegated")
-            raws = checkpoint.get("raw")
-            self.batch.run(run, record.record_id, [c.call_id for c in record.tool_calls],
-                        settled if isinstance(settled, dict) else {},
-                        started if isinstance(started, str) else None,
-                        hooked if isinstance(hooked, dict) else {},
-                        delegated if isinstance(delegated, dict) else {},
-                        raws if isinstance(raws, dict) else {})
+            self.resume_batch(run, checkpoint)
         elif stage == "denied":
             self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
-            run.loops -= 1  # the prepared request is the same loop, taken up again
-            attempts = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
-            refused = attempts.get("refused") if isinstance(attempts, dict) \
-                and attempts.get("operation_id") == operation else None
-            if isinstance(refused, int):  # the provider refused it: never sent again
-                self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
-                          self.window_message(refused, "sent; the provider refused it"))
-                return
-            if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
-                failed = attempts.get("failed")
-                run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
-                run.resume_partial = attempts.get("partial") is True
-            self.loop(run, resume_operation=UUID(operation))
+            self.resume_request(run, operation)
+
+    def resume_batch(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
+        """A decided answer: denied, a final answer, or its batch with the members a crashed
+        incarnation settled, decided, started, delegated or saved raw (§10)."""
+        decision = checkpoint.get("decision")
+        if not isinstance(decision, str):
+            raise AssertionError("a batch checkpoint names its decision")
+        record = next(r for r in effective_records(self.s.contexts[run.context_id])
+                      if r.record_id == UUID(decision))
+        if record.denied:  # a post-response deny committed before the crash (Q75)
+            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
+            return
+        if not record.tool_calls:
+            run.final_text = record.text  # an Executor's answer is its member's result
+            self.end(run, RunStatus.SUCCEEDED)
+            return
+        settled, started, hooked = (checkpoint.get(k) for k in ("settled", "started", "hooked"))
+        delegated, raws = checkpoint.get("delegated"), checkpoint.get("raw")
+        self.batch.run(run, record.record_id, [c.call_id for c in record.tool_calls],
+                       settled if isinstance(settled, dict) else {},
+                       started if isinstance(started, str) else None,
+                       hooked if isinstance(hooked, dict) else {},
+                       delegated if isinstance(delegated, dict) else {},
+                       raws if isinstance(raws, dict) else {})
+
+    def resume_request(self, run: RunState, operation: str) -> None:
+        """A prepared or frozen request whose answer was never saved: the same loop and
+        Operation, asked again as its next attempt — unless the provider refused it, which is
+        never sent again (§7, §10)."""
+        run.loops -= 1  # the prepared request is the same loop, taken up again
+        attempts = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
+        refused = attempts.get("refused") if isinstance(attempts, dict) \
+            and attempts.get("operation_id") == operation else None
+        if isinstance(refused, int):  # the provider refused it: never sent again
+            self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
+                     self.window_message(refused, "sent; the provider refused it"))
+            return
+        if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
+            failed = attempts.get("failed")
+            run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
+            run.resume_partial = attempts.get("partial") is True
+        self.loop(run, resume_operation=UUID(operation))
 
     def end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None, figures: dict[str, int] | None = None) -> None:
@@ -267,22 +275,7 @@ class NodeDriver:
         self.s.moments.at("freeze")
         if self.stopped_before_freeze(run):
             return
-        checkpoint = [self.s.checkpoint(run, "frozen", operation_id=str(operation_id))]
-        if run.parent is None:  # an Executor claims no user input: it has its hand-over
-            frozen = dl.freeze(self.s.book, run_id=run.run_id, operation_id=operation_id,
-                               input_cutoff=cutoff)
-            if isinstance(frozen, dl.DeliveryRejected):
-                raise RuntimeError(f"{frozen.code}: {frozen.reason}")
-            self.s.book, writes, manifest = frozen
-            self.s.deliveries_changed(writes)
-            checkpoint = [self.s.checkpoint(
-                run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
-                manifest=json.loads(manifest.model_dump_json()))]
-        self.s.put_operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
-                        OperationState.RUNNING)
-        run.last_model_operation_id = operation_id
-        self.s.put_role(run)
-        self.s.commit("T_FREEZE", checkpoint)
+        self.s.commit("T_FREEZE", self.context.prepare_model_freeze(run, operation_id, cutoff))
         self.call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
 
@@ -380,11 +373,10 @@ class NodeDriver:
             if attempt > 1 and self.halted_before_retry(run):
                 return  # no new attempt after a stop or past the Run's deadline
             outcome = self.pipeline.call_model(
-                run, "business", operation_id, f"model:{operation_id}",
-                                  attempt, messages, self.context.schemas(run),
-                                  self.s.budget.output_reserve, view, compaction=decision,
-                                  snapshot_id=snapshot_id, protected=protected, cutoff=cutoff,
-                                  estimation=estimation, rendered=rendered)
+                run, "business", operation_id, f"model:{operation_id}", attempt, messages,
+                self.context.schemas(run), self.s.budget.output_reserve, view,
+                compaction=decision, snapshot_id=snapshot_id, protected=protected,
+                cutoff=cutoff, estimation=estimation, rendered=rendered)
             if isinstance(outcome, ContextLengthExceeded):
                 # The refusal is a fact saved before the Run ends, so a takeover ends the Run
                 # the same way instead of sending the over-window request again (CTX-7.24).
@@ -397,27 +389,10 @@ class NodeDriver:
                 return
             if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered \
                     and run.parent is None:
-                first = dl.first_output(self.s.book, operation_id=operation_id,
-                                        receipt_ref=self.s.ref(f"first-output:{operation_id}"),
-                                        delivered_at=self.s.time())
-                if isinstance(first, dl.DeliveryRejected):
-                    raise RuntimeError(f"{first.code}: {first.reason}")
-                self.s.book, writes = first
-                self.s.deliveries_changed(writes)
+                self.first_output(operation_id)
                 delivered = True
-                self.s.commit("T_FIRST_OUTPUT", [])
-                self.s.moments.at("first_output")
             if isinstance(outcome, Complete):
-                raw = self.s.ref(json.dumps({"text": outcome.text, "tool_calls": [
-                    _raw_call(c) for c in outcome.tool_calls]}, sort_keys=True,
-                    ensure_ascii=False))
-                self.s.put_operation(operation_id, run, OperationPurpose.MODEL,
-                                f"model:{operation_id}", OperationState.RUNNING, raw)
-                self.s.commit("RAW_RESULT_SAVED", [
-                    self.s.checkpoint(run, "raw_saved", operation_id=str(operation_id))])
-                self.settle_fragments(run, fragments, succeeded=True)
-                self.s.moments.at("raw_saved")
-                self.accept(run, operation_id, outcome)
+                self.save_raw(run, operation_id, outcome, fragments)
                 return
             if isinstance(outcome, PartialThenFailed):
                 fragments.append(outcome.fragment)
@@ -432,6 +407,33 @@ class NodeDriver:
         self.end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
+
+    def first_output(self, operation_id: UUID) -> None:
+        """The first output of the request's attempts: its deliveries become delivered with the
+        receipt (T_FIRST_OUTPUT, §5); an Executor's request delivers no user input."""
+        first = dl.first_output(self.s.book, operation_id=operation_id,
+                                receipt_ref=self.s.ref(f"first-output:{operation_id}"),
+                                delivered_at=self.s.time())
+        if isinstance(first, dl.DeliveryRejected):
+            raise RuntimeError(f"{first.code}: {first.reason}")
+        self.s.book, writes = first
+        self.s.deliveries_changed(writes)
+        self.s.commit("T_FIRST_OUTPUT", [])
+        self.s.moments.at("first_output")
+
+    def save_raw(self, run: RunState, operation_id: UUID, outcome: Complete,
+                 fragments: Sequence[str]) -> None:
+        """The raw answer saved before anything happens to it (RAW_RESULT_SAVED, §10), then
+        accepted."""
+        raw = self.s.ref(json.dumps({"text": outcome.text, "tool_calls": [
+            raw_call(c) for c in outcome.tool_calls]}, sort_keys=True, ensure_ascii=False))
+        self.s.put_operation(operation_id, run, OperationPurpose.MODEL,
+                             f"model:{operation_id}", OperationState.RUNNING, raw)
+        self.s.commit("RAW_RESULT_SAVED", [
+            self.s.checkpoint(run, "raw_saved", operation_id=str(operation_id))])
+        self.settle_fragments(run, fragments, succeeded=True)
+        self.s.moments.at("raw_saved")
+        self.accept(run, operation_id, outcome)
 
     def asks_pre_call(self, run: RunState) -> bool:
         """A pre-call hook decides about a call that will run: none is asked once a stop is
@@ -465,16 +467,7 @@ class NodeDriver:
 
     def accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> None:
         """The raw result is kept; response hooks make the effective one; then the batch."""
-        calls = [(self.s.new_id(), call) for call in outcome.tool_calls]
-        content: dict[str, JSON] = {"text": outcome.text}
-        if outcome.reasoning is not None:
-            content["reasoning"] = outcome.reasoning
-        for ordinal, (call_id, call) in enumerate(calls, start=1):
-            # The platform's own call_id keys the call; the provider's id is metadata only
-            # (§2 "外部提供的 tool_call_id 不能直接作为平台主键").
-            content[f"tool_call:{call_id}"] = {**_raw_call(call), "action_ordinal": ordinal}
-        record_id = self.context.append(run, MessageRole.ASSISTANT, "assistant", content,
-                                 operation_id=operation_id)
+        record_id = self.context.prepare_accept_model(run, operation_id, outcome)
         operation = self.s.operations[operation_id]
         self.s.put_operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
                         OperationState.SUCCEEDED, operation.raw_result_ref,
@@ -533,14 +526,5 @@ class NodeDriver:
     def ends_invocation(self, task: RunState) -> bool:
         return task.status is RunStatus.FAILED and task.error_code in INVOCATION_ERRORS
 
-
-def _raw_call(call: ProposedCall) -> dict[str, JSON]:
-    """A proposed call as the raw answer keeps it: what the provider sent, its id included."""
-    raw: dict[str, JSON] = {"name": call.name, "arguments": dict(call.arguments)}
-    if call.provider_call_id is not None:
-        raw["provider_call_id"] = call.provider_call_id
-    if call.malformed_arguments is not None:
-        raw["malformed_arguments"] = call.malformed_arguments
-    return raw
 
 
