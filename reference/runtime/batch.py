@@ -7,15 +7,14 @@ reused, never run again.
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
     ContextRecord,
     MessageRole,
     MutationSourceKind,
-    OperationPurpose,
-    OperationState,
     RunStatus,
 )
 from ctxspec.reference.effective import (
@@ -37,12 +36,10 @@ from ctxspec.reference.protocol import (
     structured_error,
 )
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.pipeline import artifact_text
 from ctxspec.reference.runtime.session import (
     DELEGATE_TOOL,
-    READ_TOOL,
     RunState,
+    SessionState,
 )
 from ctxspec.reference.runtime.store import (
     Write,
@@ -50,6 +47,37 @@ from ctxspec.reference.runtime.store import (
 
 if TYPE_CHECKING:
     from ctxspec.reference.runtime.node_driver import NodeDriver
+
+
+@dataclass
+class Position:
+    """Where a batch stands, committed with each of its steps so a takeover goes on from it
+    (§10): the members settled (call_id → result content), the committed pre-call decisions
+    (blocked, hook id, candidate), the Executor executions started (call_id → context) and
+    the raw results saved whose post-call chain is not decided."""
+
+    session: SessionState
+    run: RunState
+    decision_id: UUID
+    done: dict[str, JSON]
+    decided: dict[str, JSON]
+    delegated: dict[str, JSON]
+    raws: dict[str, JSON]
+
+    def writes(self, **facts: JSON) -> list[Write]:
+        return [self.session.checkpoint(
+            self.run, "batch", decision=str(self.decision_id), settled=self.done,
+            hooked=self.decided, delegated=self.delegated, raw=self.raws, **facts)]
+
+
+def refusal(verdict: str, name: str, blocked: Mapping[str, JSON] | None) -> str:
+    """What the model reads for a call the gate did not run: a deny's feedback with its
+    candidate, or the gate's reason (§3, §6)."""
+    if verdict == "denied" and blocked is not None:
+        candidate = blocked.get("candidate")
+        return denial_feedback("pre", UUID(str(blocked["hook_invocation_id"])),
+                               candidate if isinstance(candidate, dict) else {})
+    return structured_error(verdict.upper(), f"{name} was not run")
 
 
 class ToolBatch:
@@ -62,153 +90,152 @@ class ToolBatch:
         self.pipeline = driver.pipeline
 
     def run(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
-               settled: Mapping[str, JSON] | None = None, started: str | None = None,
-               hooked: Mapping[str, JSON] | None = None,
-               delegations: Mapping[str, JSON] | None = None,
-               unprocessed: Mapping[str, JSON] | None = None) -> None:
+            settled: Mapping[str, JSON] | None = None, started: str | None = None,
+            hooked: Mapping[str, JSON] | None = None,
+            delegations: Mapping[str, JSON] | None = None,
+            unprocessed: Mapping[str, JSON] | None = None) -> None:
         """§6, §10: every call settles (pre-hook, handler with the effective arguments,
         post-hook); the results are fed back once, in action order. ``settled`` holds the
-        members a crashed incarnation settled already: they are reused, never run again."""
+        members a crashed incarnation settled already: they are reused, never run again;
+        ``started``, ``hooked``, ``delegations`` and ``unprocessed`` the rest of its position
+        (:class:`Position`)."""
+        position = Position(self.s, run, decision_id, dict(settled or {}), dict(hooked or {}),
+                            dict(delegations or {}), dict(unprocessed or {}))
         results: list[tuple[UUID, dict[str, JSON]]] = []
-        done: dict[str, JSON] = dict(settled or {})
-        decided: dict[str, JSON] = dict(hooked or {})
-        delegated: dict[str, JSON] = dict(delegations or {})
-        """call_id → the context of the Executor execution started for it."""
-        """call_id → its committed pre-call decision (blocked, hook id, candidate)."""
-        raws: dict[str, JSON] = dict(unprocessed or {})
-        """call_id → the saved raw result of a call whose post-call chain is not decided."""
-
-        def position(**facts: JSON) -> list[Write]:
-            return [self.s.checkpoint(run, "batch", decision=str(decision_id), settled=done,
-                                     hooked=decided, delegated=delegated, raw=raws, **facts)]
-
         for call_id in call_ids:
-            reused = done.get(str(call_id))
-            if isinstance(reused, dict):
-                results.append((call_id, reused))
-                continue
-            if str(call_id) in raws:  # ran and saved before a takeover: post-processed now
-                results.append((call_id, self.pipeline.post_call(
-                    run, decision_id, call_id, raws, done, position)))
-                continue
-            if started == str(call_id) and not self.s.agent.retry_unknown_tools:
-                # It started before the crash and its result was never saved: its external
-                # effect is unknown; never reported as a success (§10).
-                unknown: dict[str, JSON] = {"text": structured_error(
-                    ErrorCode.UNKNOWN_OUTCOME, "the call started before a takeover and its result "
-                    "was never saved; whether it took effect is unknown")}
-                results.append((call_id, unknown))
-                done[str(call_id)] = unknown
-                continue
-            state = self.s.contexts[run.context_id]
-            current = next(r for r in effective_records(state) if r.record_id == decision_id)
-            call = next(c for c in current.tool_calls if c.call_id == call_id)
-            arguments: dict[str, JSON] = json.loads(call.arguments)
-            proposed = dict(arguments)
-            payload: dict[str, JSON] = {"name": call.name, "arguments": arguments}
-            earlier = decided.get(str(call_id))
-            blocked: dict[str, JSON] | None = None
-            if isinstance(earlier, dict):
-                # Decided before a takeover: reuse the committed decision; the effective
-                # arguments are already in the effective record.
-                if earlier.get("blocked") is True:
-                    blocked = earlier
-            elif not self.driver.asks_pre_call(run):
-                break  # the call will never run: its pre-call hook is not asked (Q80)
-            else:
-                def remember(chain: ChainOutcome | None, key: str = str(call_id)) -> list[Write]:
-                    if chain is None:  # no hook answered: nothing blocks, nothing to re-ask
-                        decided[key] = {"blocked": False}
-                        return position()
-                    last = chain.items[-1]
-                    decided[key] = {"blocked": chain.blocked,
-                                    "hook_invocation_id": str(last.invocation.hook_invocation_id),
-                                    "candidate": dict(last.candidate_payload)}
-                    return position()
-
-                chain = self.pipeline.run_hooks("tool.pre_call", run, payload, call_id, decision_id,
-                                    extra=remember)
-                if chain is not None:
-                    raw_arguments = dict(chain.payload).get("arguments")
-                    arguments = raw_arguments if isinstance(raw_arguments, dict) else arguments
-                    entry = decided[str(call_id)]
-                    if chain.blocked and isinstance(entry, dict):
-                        blocked = entry
-            self.s.moments.at("batch_call")
-            owner = run.parent or run
-            quota = self.s.agent.tool_quota
-            deadline = self.s.agent.run_deadline
-            verdict = execution_gate(ChainOutcome((), {}, {}, blocked is not None), GateChecks(
-                tool_allowed=any(t.name == call.name for t in self.context.tools_of(run)),
-                quota_left=1 if quota is None else quota - owner.tool_calls_made,
-                deadline_passed=deadline is not None
-                and self.s.clock.now() - owner.started_at_tick >= deadline,
-                stopped=run.stop_requested or owner.stop_requested))
-            if verdict == "stopped":
-                break  # the Run stops mid-batch: what ran is kept; the rest stays unanswered
-            raw_call = state.record(decision_id)
-            malformed = raw_call is not None and isinstance(
-                entry := raw_call.content.get(f"tool_call:{call_id}"), dict) \
-                and entry.get("malformed_arguments") is not None
-            problems = self.pipeline.argument_problems(run, call.name, arguments, malformed) \
-                if verdict == "execute" else ()
-            if problems:  # a format error: the business role's next Loop corrects it (Q82)
-                results.append((call_id, {"text": structured_error(
-                    "INVALID_ARGUMENTS", f"{call.name} was not run: {'; '.join(problems)}")}))
-                continue
-            if verdict != "execute":
-                if verdict == "denied" and blocked is not None:
-                    candidate = blocked.get("candidate")
-                    text = denial_feedback("pre", UUID(str(blocked["hook_invocation_id"])),
-                                           candidate if isinstance(candidate, dict) else {})
-                else:
-                    text = structured_error(verdict.upper(), f"{call.name} was not run")
-                results.append((call_id, {"text": text}))
-                continue
-            if call.name == DELEGATE_TOOL and run.parent is None and self.s.agent.executor:
-                def settle(text: str, key: str = str(call_id)) -> list[Write]:
-                    done[key] = {"text": text}
-                    return position()
-
-                def begin(context_id: UUID, key: str = str(call_id)) -> list[Write]:
-                    delegated[key] = str(context_id)
-                    return position()
-                running = delegated.get(str(call_id))
-                handed = self.delegate(run, call_id, arguments, begin, settle,
-                                        UUID(running) if isinstance(running, str) else None)
-                if handed is None:
-                    return  # the Executor's context error ended the whole invocation
-                results.append((call_id, {"text": handed}))
-                continue
-            self.s.commit("TOOL_STARTED", position(started=str(call_id)))
-            self.s.clock.tick()
-            owner.tool_calls_made += 1
-            outcome = self.pipeline.read_result(run, arguments) if call.name == READ_TOOL else \
-                self.s.tools.run(call.name, arguments, self.s.ordinal(f"tool:{call.name}"))
-            self.s.trace.add(tr.ToolExecuted(call_id, call.name, arguments, proposed,
-                                           "error" if outcome.error else "ok",
-                                           outcome.latency))
-            text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
-                else outcome.text
-            self.s.workspace.update(outcome.workspace_writes)
-            if outcome.artifact is not None and not outcome.error:
-                text = artifact_text(outcome.artifact)
-            tool_operation = self.s.new_id()
-            self.s.put_operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
-                            OperationState.FAILED if outcome.error else OperationState.SUCCEEDED,
-                            self.s.ref(text))
-            # Only the raw result is settled here; the post-call chain makes the effective one
-            # (§3 "保存 raw_result，再提交 Hook 后有效结果"), so a takeover after this commit goes
-            # on with that chain, never with the raw result (§10, §12 "原始结果保存后宕机").
-            raws[str(call_id)] = {"text": text, "operation_id": str(tool_operation)}
-            self.s.commit("TOOL_SETTLED", position())
-            self.s.moments.at("raw_saved")
-            results.append((call_id, self.pipeline.post_call(run, decision_id, call_id, raws, done,
-                                                     position)))
+            reused = self.reused(run, position, call_id, started)
+            result = self.settle(run, position, call_id) if reused is None else reused
+            if result == "stopped":
+                break
+            if result == "ended":
+                return  # the Executor's context error ended the whole invocation
+            results.append((call_id, result))
         self.context.prepare_batch_delivery(run, results)
         self.s.commit("BATCH_FEEDBACK", [self.s.checkpoint(run, "loop_done")])
         if run.stop_requested:
             self.driver.end(run, RunStatus.STOPPED)
+
+    def reused(self, run: RunState, position: "Position", call_id: UUID, started: str | None
+               ) -> dict[str, JSON] | None:
+        """A member a crashed incarnation got to: settled (reused), saved raw (post-processed
+        now), or started with no saved result (unknown, §10); None for a fresh member."""
+        key = str(call_id)
+        reused = position.done.get(key)
+        if isinstance(reused, dict):
+            return reused
+        if key in position.raws:  # ran and saved before a takeover: post-processed now
+            return self.pipeline.post_call(run, position.decision_id, call_id, position.raws,
+                                           position.done, position.writes)
+        if started == key and not self.s.agent.retry_unknown_tools:
+            # It started before the crash and its result was never saved: its external
+            # effect is unknown; never reported as a success (§10).
+            unknown: dict[str, JSON] = {"text": structured_error(
+                ErrorCode.UNKNOWN_OUTCOME, "the call started before a takeover and its result "
+                "was never saved; whether it took effect is unknown")}
+            position.done[key] = unknown
+            return unknown
+        return None
+
+    def settle(self, run: RunState, position: "Position", call_id: UUID
+               ) -> dict[str, JSON] | Literal["stopped", "ended"]:
+        """A fresh member: its pre-call chain, the execution gate, then the handler, an
+        Executor, or the refusal the model reads (§3, §6, §11)."""
+        state = self.s.contexts[run.context_id]
+        current = next(r for r in effective_records(state)
+                       if r.record_id == position.decision_id)
+        call = next(c for c in current.tool_calls if c.call_id == call_id)
+        proposed: dict[str, JSON] = json.loads(call.arguments)
+        asked = self.pre_call(run, position, call_id, call.name, dict(proposed))
+        if asked is None:
+            return "stopped"  # the call will never run: its pre-call hook is not asked (Q80)
+        arguments, blocked = asked
+        self.s.moments.at("batch_call")
+        verdict = self.gate(run, call.name, blocked)
+        if verdict == "stopped":
+            return "stopped"  # the Run stops mid-batch: what ran is kept; the rest unanswered
+        raw = state.record(position.decision_id)
+        malformed = raw is not None and isinstance(
+            entry := raw.content.get(f"tool_call:{call_id}"), dict) \
+            and entry.get("malformed_arguments") is not None
+        problems = self.pipeline.argument_problems(run, call.name, arguments, malformed) \
+            if verdict == "execute" else ()
+        if problems:  # a format error: the business role's next Loop corrects it (Q82)
+            return {"text": structured_error(
+                "INVALID_ARGUMENTS", f"{call.name} was not run: {'; '.join(problems)}")}
+        if verdict != "execute":
+            return {"text": refusal(verdict, call.name, blocked)}
+        if call.name == DELEGATE_TOOL and run.parent is None and self.s.agent.executor:
+            return self.delegated(run, position, call_id, arguments)
+        self.pipeline.run_tool(run, call_id, call.name, arguments, proposed,
+                               position.raws, position.writes)
+        return self.pipeline.post_call(run, position.decision_id, call_id, position.raws,
+                                       position.done, position.writes)
+
+    def pre_call(self, run: RunState, position: "Position", call_id: UUID, name: str,
+                 arguments: dict[str, JSON]
+                 ) -> tuple[dict[str, JSON], dict[str, JSON] | None] | None:
+        """The member's effective arguments and its blocking decision, if any: the committed
+        decision of a crashed incarnation reused (its arguments are already in the effective
+        record), or the pre-call chain asked and committed with the position; None when no
+        hook may be asked any more (a stop, Q80)."""
+        key = str(call_id)
+        earlier = position.decided.get(key)
+        if isinstance(earlier, dict):
+            return arguments, earlier if earlier.get("blocked") is True else None
+        if not self.driver.asks_pre_call(run):
+            return None
+
+        def remember(chain: ChainOutcome | None) -> list[Write]:
+            if chain is None:  # no hook answered: nothing blocks, nothing to re-ask
+                position.decided[key] = {"blocked": False}
+                return position.writes()
+            last = chain.items[-1]
+            position.decided[key] = {
+                "blocked": chain.blocked,
+                "hook_invocation_id": str(last.invocation.hook_invocation_id),
+                "candidate": dict(last.candidate_payload)}
+            return position.writes()
+
+        payload: dict[str, JSON] = {"name": name, "arguments": arguments}
+        chain = self.pipeline.run_hooks("tool.pre_call", run, payload, call_id,
+                                        position.decision_id, extra=remember)
+        if chain is None:
+            return arguments, None
+        changed = dict(chain.payload).get("arguments")
+        entry = position.decided[key]
+        blocked = entry if chain.blocked and isinstance(entry, dict) else None
+        return (changed if isinstance(changed, dict) else arguments), blocked
+
+    def gate(self, run: RunState, name: str, blocked: dict[str, JSON] | None) -> str:
+        """The execution gate (§3, §11): a blocking decision, the role's tools, the Run's
+        quota, its deadline and a stop, in that order."""
+        owner = run.parent or run
+        quota = self.s.agent.tool_quota
+        deadline = self.s.agent.run_deadline
+        return execution_gate(ChainOutcome((), {}, {}, blocked is not None), GateChecks(
+            tool_allowed=any(t.name == name for t in self.context.tools_of(run)),
+            quota_left=1 if quota is None else quota - owner.tool_calls_made,
+            deadline_passed=deadline is not None
+            and self.s.clock.now() - owner.started_at_tick >= deadline,
+            stopped=run.stop_requested or owner.stop_requested))
+
+    def delegated(self, run: RunState, position: "Position", call_id: UUID,
+                  arguments: Mapping[str, JSON]) -> dict[str, JSON] | Literal["ended"]:
+        """A Planner's ``delegate`` call: its Executor execution, started or taken up again,
+        its start and its end committed with the batch's position."""
+        key = str(call_id)
+
+        def settle(text: str) -> list[Write]:
+            position.done[key] = {"text": text}
+            return position.writes()
+
+        def begin(context_id: UUID) -> list[Write]:
+            position.delegated[key] = str(context_id)
+            return position.writes()
+        running = position.delegated.get(key)
+        handed = self.delegate(run, call_id, arguments, begin, settle,
+                               UUID(running) if isinstance(running, str) else None)
+        return "ended" if handed is None else {"text": handed}
 
     def delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
                   begin: Callable[[UUID], Sequence[Write]],

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
+    OperationPurpose,
+    OperationState,
     PayloadRef,
 )
 from ctxspec.reference.hooks import (
@@ -41,11 +43,13 @@ from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.protocol import (
     argument_problems,
     read_range,
+    structured_error,
 )
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.session import (
+    READ_TOOL,
     RunState,
     SessionState,
 )
@@ -229,6 +233,37 @@ class InvocationPipeline:
                 tuple(f"{c.field_key}={json.dumps(c.value, ensure_ascii=False, default=str)}"
                       for _, c in item.changes.context_changes)))
         return chain
+
+
+    def run_tool(self, run: RunState, call_id: UUID, name: str, arguments: dict[str, JSON],
+                 proposed: Mapping[str, JSON], raws: dict[str, JSON],
+                 position: Callable[..., list[Write]]) -> None:
+        """A tool call: marked started (TOOL_STARTED), the handler with the effective
+        arguments (``result.read`` answered from the stored body), its raw result saved as
+        the tool Operation's (TOOL_SETTLED). Only the raw result is settled here; the post-call
+        chain makes the effective one (§3 "保存 raw_result，再提交 Hook 后有效结果"), so a
+        takeover after this commit goes on with that chain, never with the raw result (§10,
+        §12 "原始结果保存后宕机")."""
+        self.s.commit("TOOL_STARTED", position(started=str(call_id)))
+        self.s.clock.tick()
+        owner = run.parent or run
+        owner.tool_calls_made += 1
+        outcome = self.read_result(run, arguments) if name == READ_TOOL else \
+            self.s.tools.run(name, arguments, self.s.ordinal(f"tool:{name}"))
+        self.s.trace.add(tr.ToolExecuted(call_id, name, arguments, dict(proposed),
+                                         "error" if outcome.error else "ok", outcome.latency))
+        text = structured_error("TOOL_ERROR", outcome.error) if outcome.error \
+            else outcome.text
+        self.s.workspace.update(outcome.workspace_writes)
+        if outcome.artifact is not None and not outcome.error:
+            text = artifact_text(outcome.artifact)
+        tool_operation = self.s.new_id()
+        self.s.put_operation(tool_operation, run, OperationPurpose.TOOL, f"tool:{call_id}",
+                             OperationState.FAILED if outcome.error
+                             else OperationState.SUCCEEDED, self.s.ref(text))
+        raws[str(call_id)] = {"text": text, "operation_id": str(tool_operation)}
+        self.s.commit("TOOL_SETTLED", position())
+        self.s.moments.at("raw_saved")
 
 
 def artifact_text(artifact: Artifact) -> str:
