@@ -8,8 +8,9 @@ Run is taken over: its owner epoch moves on, so a late result of the previous ow
 advance it (CTX-10.23, CTX-10.24), and its loop count, deadline and quota are the stored ones,
 not renewed. :meth:`ReferenceRuntime.advance` then continues where the last commit left it.
 
-What is restored today: the root role of each Run. Executor executions in flight, shared scopes
-and an active snapshot's summary text are not yet rebuilt (docs/recovery.md).
+The Session is read into a :class:`SessionState` and the runtime is built on it through the same
+constructor as a new Session's (``ReferenceRuntime(..., session=...)``): the same components,
+the same commit path.
 """
 
 import json
@@ -24,7 +25,6 @@ from ctxspec.reference.contracts import (
     Operation,
     Run,
     RunStatus,
-    UserInput,
     UserInputDelivery,
 )
 from ctxspec.reference.effective import (
@@ -68,16 +68,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     Session ``session_id``, or the store's only Session when it is None. Nothing of the
     store's other Sessions is read into it, and a Session of another Agent than ``agent`` is
     refused (``AccessDenied``)."""
-    if session_id is None:
-        sessions = store.query("SELECT session_id FROM sessions")
-        if len(sessions) != 1:
-            raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
-        session_id = UUID(sessions[0]["session_id"])
-    owner = store.session_agent(session_id)
-    if owner is None:
-        raise ValueError(f"the store holds no Session {session_id}")
-    if owner != agent.agent_id:  # a runtime built for one Agent never serves another's Session
-        raise AccessDenied(f"Session {session_id} belongs to another Agent")
+    session_id = _session_of(store, agent, session_id)
     incarnation = _incarnation(store, session_id)
     session = SessionState(
         agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
@@ -85,64 +76,25 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
         coordinator=coordinator or CommitCoordinator(store),
         seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
         session_id=session_id)
-    inputs = [UserInput.model_validate_json(row["doc"]) for row in store.query(
-        "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",
-        (str(session_id),))]
-    deliveries = [UserInputDelivery.model_validate_json(row["doc"]) for row in store.query(
-        "SELECT doc FROM deliveries WHERE input_id IN (SELECT input_id FROM user_inputs "
-        "WHERE session_id = ?) ORDER BY rowid", (str(session_id),))]
-    runs = [Run.model_validate_json(row["doc"]) for row in store.query(
-        "SELECT doc FROM runs WHERE session_id = ? ORDER BY run_no", (str(session_id),))]
+    runs = store.runs_of_session(session_id)
     loops: dict[UUID, dict[str, JSON]] = {}
     for run in runs:
         checkpoint = store.checkpoint(run.run_id, "loop")
         if isinstance(checkpoint, dict):
             loops[run.run_id] = checkpoint
-    manifests = tuple(dl.InputManifest.model_validate(loop["manifest"])
-                      for loop in loops.values() if isinstance(loop.get("manifest"), dict))
-    active = next((r.run_id for r in runs if r.status is RunStatus.RUNNING), None)
-    session.book = dl.DeliveryBook(session_id, tuple(inputs), tuple(deliveries),
-                                   tuple(r.run_id for r in runs), active, manifests)
-    session.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
+    _read_inputs(store, session, runs, loops)
     episodes = [CompactionEpisode.model_validate_json(row["doc"])
                 for row in store.query("SELECT doc FROM episodes")]
     for run in runs:
-        context_id = store.root_context_of_run(run.run_id)
-        if context_id is None:
-            raise ValueError(f"run {run.run_no} has no root context")
-        role_context = store.role_context(context_id)
-        loop = loops.get(run.run_id, {})
-        count = loop.get("loops")
-        made = loop.get("tool_calls_made")
-        taken_over = run.status is RunStatus.RUNNING
-        state = RunState(
-            run.run_id, run.run_no, run.question_input_id, context_id,
-            int((run.started_at - EPOCH).total_seconds()), status=run.status,
-            error_code=run.error_code,
-            loops=count if isinstance(count, int) else 0,
-            tool_calls_made=made if isinstance(made, int) else 0,
-            episodes=[e for e in episodes if e.run_id == run.run_id],
-            pointer=ActivePointer(
-                role_context.active_snapshot_id if role_context else None, run.owner_epoch),
-            run_seq=store.last_run_seq(run.run_id),
-            last_model_operation_id=role_context.last_model_operation_id
-            if role_context else None)
-        state.stop_requested = store.checkpoint(run.run_id, "stop") is not None
-        saved = store.checkpoint(run.run_id, "snapshot")
-        if isinstance(saved, dict) and role_context is not None and \
-                str(role_context.active_snapshot_id) == saved.get("snapshot_id"):
-            manifest, summary = saved.get("manifest"), saved.get("summary")
-            if isinstance(manifest, dict) and isinstance(summary, str):
-                state.snapshot = (UUID(str(saved["snapshot_id"])),
-                                  manifest_from_document(manifest), summary)
+        state = _run_state(store, run, loops.get(run.run_id, {}), episodes)
         session.runs[run.run_id] = state
-        session.contexts[context_id] = _context(store, context_id)
+        session.contexts[state.context_id] = _context(store, state.context_id)
         shared = _shared_scope(store, run.run_id)
         if shared is not None:
             state.shared_context_id = shared.context_id
             session.contexts[shared.context_id] = shared
-        if taken_over and loop:
-            session.resume[run.run_id] = loop
+        if run.status is RunStatus.RUNNING and loops.get(run.run_id):
+            session.resume[run.run_id] = loops[run.run_id]
     for state in list(session.runs.values()):
         if state.status is RunStatus.RUNNING:
             _restore_executions(store, session, state, loops.get(state.run_id, {}))
@@ -159,6 +111,70 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
                                                  {"incarnation": incarnation})])
     return ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks, estimator=estimator,
                             clock=clock, session=session)
+
+
+def _session_of(store: Store, agent: AgentConfig, session_id: UUID | None) -> UUID:
+    """The Session to restore: the given one, or the store's only one; refused when it belongs
+    to another Agent."""
+    if session_id is None:
+        sessions = store.query("SELECT session_id FROM sessions")
+        if len(sessions) != 1:
+            raise ValueError(f"a store holds one Session to restore, found {len(sessions)}")
+        session_id = UUID(sessions[0]["session_id"])
+    owner = store.session_agent(session_id)
+    if owner is None:
+        raise ValueError(f"the store holds no Session {session_id}")
+    if owner != agent.agent_id:  # a runtime built for one Agent never serves another's Session
+        raise AccessDenied(f"Session {session_id} belongs to another Agent")
+    return session_id
+
+
+def _read_inputs(store: Store, session: SessionState, runs: list[Run],
+                 loops: dict[UUID, dict[str, JSON]]) -> None:
+    """The Session's UserInputs, their texts and deliveries, and the input manifests of its
+    frozen requests (§5)."""
+    inputs = store.inputs_of_session(session.session_id)
+    deliveries = [UserInputDelivery.model_validate_json(row["doc"]) for row in store.query(
+        "SELECT doc FROM deliveries WHERE input_id IN (SELECT input_id FROM user_inputs "
+        "WHERE session_id = ?) ORDER BY rowid", (str(session.session_id),))]
+    manifests = tuple(dl.InputManifest.model_validate(loop["manifest"])
+                      for loop in loops.values() if isinstance(loop.get("manifest"), dict))
+    active = next((r.run_id for r in runs if r.status is RunStatus.RUNNING), None)
+    session.book = dl.DeliveryBook(session.session_id, tuple(inputs), tuple(deliveries),
+                                   tuple(r.run_id for r in runs), active, manifests)
+    session.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
+
+
+def _run_state(store: Store, run: Run, loop: dict[str, JSON],
+               episodes: list[CompactionEpisode]) -> RunState:
+    """A Run's root role as it stood: its loop count, quota spent, episodes, active snapshot
+    (with its summary), owner epoch, client event position and stop request (§10)."""
+    context_id = store.root_context_of_run(run.run_id)
+    if context_id is None:
+        raise ValueError(f"run {run.run_no} has no root context")
+    role_context = store.role_context(context_id)
+    count, made = loop.get("loops"), loop.get("tool_calls_made")
+    state = RunState(
+        run.run_id, run.run_no, run.question_input_id, context_id,
+        int((run.started_at - EPOCH).total_seconds()), status=run.status,
+        error_code=run.error_code,
+        loops=count if isinstance(count, int) else 0,
+        tool_calls_made=made if isinstance(made, int) else 0,
+        episodes=[e for e in episodes if e.run_id == run.run_id],
+        pointer=ActivePointer(
+            role_context.active_snapshot_id if role_context else None, run.owner_epoch),
+        run_seq=store.last_run_seq(run.run_id),
+        last_model_operation_id=role_context.last_model_operation_id
+        if role_context else None)
+    state.stop_requested = store.checkpoint(run.run_id, "stop") is not None
+    saved = store.checkpoint(run.run_id, "snapshot")
+    if isinstance(saved, dict) and role_context is not None and \
+            str(role_context.active_snapshot_id) == saved.get("snapshot_id"):
+        manifest, summary = saved.get("manifest"), saved.get("summary")
+        if isinstance(manifest, dict) and isinstance(summary, str):
+            state.snapshot = (UUID(str(saved["snapshot_id"])),
+                              manifest_from_document(manifest), summary)
+    return state
 
 
 def _restore_executions(store: Store, session: SessionState, planner: RunState,
