@@ -39,9 +39,12 @@ from ctxspec.reference.contracts import (
     UserInput,
 )
 from ctxspec.reference.effective import (
+    FieldChange,
     RawRecord,
+    RevisionConflict,
     Scope,
     append_records,
+    commit_changes,
     effective_records,
     new_context,
 )
@@ -353,6 +356,27 @@ class ContextManager:
             content[f"tool_call:{call_id}"] = {**raw_call(call), "action_ordinal": ordinal}
         return self.append(run, MessageRole.ASSISTANT, "assistant", content,
                            operation_id=operation_id)
+
+
+    def stage_write(self, run: RunState, target: str, field_key: str, value: JSON) -> None:
+        """An explicit change of a field of a record of the role's context, with its scope,
+        source (``user:writer``) and expected revision, as its own mutation and revision with
+        CAS on the head (§3 "显式上下文修改 … 经 ContextManager 校验、CommitCoordinator 提交"). A
+        user input is never rewritten (§3)."""
+        state = self.s.contexts[run.context_id]
+        named = self.s.named_records(run, state)
+        record_id = named[target] if target in named else UUID(target)
+        raw = state.record(record_id)
+        if raw is None or raw.record.message_kind == "user_ref":
+            raise ValueError(f"{target}: no record of the Run a writer may correct (a user "
+                             "input is never rewritten, §3)")
+        committed = commit_changes(
+            state, [FieldChange(record_id, field_key, value, (f"writer:{field_key}",))], [],
+            base_revision=state.head.revision, mutation_id=self.s.new_id(),
+            source_kind=MutationSourceKind.USER, source_ref="writer")
+        if isinstance(committed, RevisionConflict):
+            raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
+        self.s.put_context(run.context_id, committed.state)
 
 
 class _HandoverOnly:

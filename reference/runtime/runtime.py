@@ -21,18 +21,14 @@ from ctxspec.reference.budget import (
 )
 from ctxspec.reference.contracts import (
     InputKind,
-    MutationSourceKind,
     Operation,
     PayloadRef,
     UserInput,
 )
 from ctxspec.reference.effective import (
     ContextState,
-    FieldChange,
     RawRecord,
-    RevisionConflict,
     Scope,
-    commit_changes,
     effective_record,
     new_context,
 )
@@ -264,20 +260,7 @@ class ReferenceRuntime:
         run = self.session.active_run
         if run is None:
             raise RuntimeError("an independent write needs an active Run")
-        state = self.session.contexts[run.context_id]
-        named = self.session.named_records(run, state)
-        record_id = named[target] if target in named else UUID(target)
-        raw = state.record(record_id)
-        if raw is None or raw.record.message_kind == "user_ref":
-            raise ValueError(f"{target}: no record of the Run a writer may correct (a user "
-                             "input is never rewritten, §3)")
-        committed = commit_changes(
-            state, [FieldChange(record_id, field_key, value, (f"writer:{field_key}",))], [],
-            base_revision=state.head.revision, mutation_id=self.session.new_id(),
-            source_kind=MutationSourceKind.USER, source_ref="writer")
-        if isinstance(committed, RevisionConflict):
-            raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
-        self.session.put_context(run.context_id, committed.state)
+        self.context.stage_write(run, target, field_key, value)
         self.session.commit("CONTEXT_WRITTEN", [])
 
     def stop(self) -> None:
