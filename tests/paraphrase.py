@@ -22,7 +22,7 @@ from ctxspec.conformance.mutants.access import _claimed_dropped
 from ctxspec.conformance.phases import PHASES, REFERENCE_COMMITS
 from ctxspec.reference import compaction, delivery, history, protocol, view
 from ctxspec.reference.contracts import MessageRole
-from ctxspec.reference.runtime import runtime as rt
+from ctxspec.reference.runtime import context_manager, node_driver, session
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
@@ -100,11 +100,12 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (compaction, "DEFAULT_SYSTEM_PROMPT", lambda _: "Condense the records below. Keep facts, "
                                                     "decisions, open items. Answer in prose."),
     (compaction.TranscriptBlock, "render", _render),
-    (rt.ReferenceRuntime, "_shared_messages", _shared),
+    (context_manager.ContextManager, "shared_messages", _shared),
     (view, "estimation_request", _estimation),
     (compaction, "estimation_request", _estimation),
-    (rt, "estimation_request", _estimation),
-    (rt.ReferenceRuntime, "_commit", _renamed),
+    (context_manager, "estimation_request", _estimation),
+    (node_driver, "estimation_request", _estimation),
+    (session.SessionState, "commit", _renamed),
 )
 
 
