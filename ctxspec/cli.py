@@ -606,6 +606,42 @@ def _grouped(results: Sequence["CaseResult"]) -> str:
     return "\n".join(rows)
 
 
+# --- compat ------------------------------------------------------------------------------
+
+
+@main.command("compat")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY", required=True,
+              help="The production runtime's driver.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("docs/compatibility"), show_default=True,
+              help="The folder of the reports and their README table.")
+@click.option("--date", metavar="YYYY-MM-DD", help="The report's date (default: today), so a "
+              "fresh run can reproduce a checked-in report.")
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Run only this case (repeatable).")
+def compat_command(driver_spec: str, out: Path, date: str | None,
+                   case_ids: tuple[str, ...]) -> None:
+    """Run a driver over the suite and write its compatibility report: <runtime>.md and
+    <runtime>.json in --out, and the folder's README table (runtime × §12 row)."""
+    import datetime
+
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.compat import run_compat
+    from ctxspec.conformance.compat_page import write_report
+    from ctxspec.conformance.harness import load_factory
+
+    try:
+        factory = load_factory(driver_spec)
+        cases = by_id(case_ids or None)
+        day = datetime.date.fromisoformat(date) if date else datetime.date.today()
+    except (ValueError, KeyError, ImportError) as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
+    report = run_compat(factory, driver_spec, cases, day.isoformat())
+    for path in write_report(out, report):
+        click.echo(f"wrote {path}")
+    click.echo(", ".join(f"{count} {status}" for status, count in report["summary"].items()))
+
+
 # --- mutants -----------------------------------------------------------------------------
 
 
