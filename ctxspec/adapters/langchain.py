@@ -1,0 +1,344 @@
+"""LangChain v1 under the conformance suite: ``make_driver()`` returns a Driver over
+``langchain.agents.create_agent`` with its built-in middleware and a LangGraph checkpointer
+(install the extra: ``pip install 'ctxspec[langchain]'``).
+
+The agent is what a team following the design would configure with LangChain's own parts:
+
+- the model loop of ``create_agent`` (its ``model`` and ``tools`` nodes), one Session one
+  LangGraph thread kept by an ``InMemorySaver`` checkpointer, one Run one ``invoke`` with the
+  question and the supplements received before it as ``HumanMessage``\\s;
+- ``SummarizationMiddleware`` with ``trigger=("tokens", the §7 trigger)``, the injected
+  estimator as its ``token_counter``, the scripted compaction model as its ``summarizer`` and
+  ``keep=("messages", 1)`` (the shortest tail: everything before the last message is material);
+  its ``trim_tokens_to_summarize`` stays LangChain's default;
+- ``ModelRetryMiddleware`` with ``max_retries`` = model_attempts − 1, raising when they are
+  spent (``on_failure="error"``; the default would answer with an error text instead);
+- ``ModelCallLimitMiddleware(run_limit=loop_limit)`` and ``ToolCallLimitMiddleware(run_limit=
+  tool_quota)``;
+- the user's stop: LangGraph's static interrupt before the ``model`` node, so each Loop pauses
+  and the Run goes on only while no stop arrived.
+
+The model is :class:`ScriptedChatModel`, a ``BaseChatModel`` answering from the scenario's
+script; tools are ``BaseTool``\\s running the scripted tools. The driver only records what
+LangChain sent and did; the budget figures W, O, S and B, which LangChain has no notion of, are
+computed here (adapter-supplied, reported apart).
+"""
+
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelCallLimitMiddleware,
+    ModelRetryMiddleware,
+    SummarizationMiddleware,
+    ToolCallLimitMiddleware,
+)
+from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
+from langchain_core.exceptions import ContextOverflowError, ModelAPIError
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ctxspec.adapters.langchain_model import (
+    PROVIDER,
+    ScriptedChatModel,
+    make_tool,
+    prompt_view,
+    tool_error,
+    view_of,
+)
+from ctxspec.adapters.langchain_profile import CAPABILITIES, PROFILE
+from ctxspec.conformance.driver import Ports
+from ctxspec.conformance.scenario import Scenario
+from ctxspec.reference.budget import ConfigurationError, resolve_budget
+from ctxspec.reference.ports import (
+    Complete,
+    ContextLengthExceeded,
+    Failed,
+    ModelCall,
+    PartialThenFailed,
+    ProposedCall,
+    ScriptExhausted,
+)
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+
+Event = dict[str, Any]
+
+
+@dataclass
+class _Run:
+    no: int
+    run_id: str
+    inputs: list[str] = field(default_factory=list)
+    """Its inputs' ids in receive order: the question, then supplements."""
+    sent: int = 0
+    """How many of its inputs were handed to the graph."""
+    status: str = "running"
+    seq: int = 0
+
+
+class LangChainDriver:
+    """The Driver over one ``create_agent`` graph per Session."""
+
+    capabilities = CAPABILITIES
+    compat_profile = PROFILE
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None:
+        agent = scenario.agent
+        budget = resolve_budget(agent.budget())
+        if isinstance(budget, ConfigurationError):
+            raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
+        self.budget, self.ports, self.agent = budget, ports, agent
+        self.events: list[Event] = []
+        self.runs: list[_Run] = []
+        self.texts: dict[str, str] = {}
+        self.waiting: list[str] = []
+        """Supplements received while no Run runs: the next question's."""
+        self.summaries: list[str] = []
+        self.exhausted: ScriptExhausted | None = None
+        self.stop_requested = False
+        self.retry: tuple[str, str, int] | None = None
+        """(fingerprint, purpose_key, attempt) of the last request that failed."""
+        self.ordinal = 0
+        self.last_compaction = 0
+        self.proposed: dict[str, dict[str, Any]] = {}
+        self.business = ScriptedChatModel(purpose="business", answer=self._answer)
+        summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
+        middleware: list[AgentMiddleware[Any, Any, Any]] = [
+            SummarizationMiddleware(self.business, trigger=("tokens", budget.trigger_threshold),
+                                    keep=("messages", 1), token_counter=self._count,
+                                    summarizer=summariser),
+            ModelRetryMiddleware(max_retries=agent.model_attempts - 1, on_failure="error",
+                                 initial_delay=0.0, backoff_factor=0.0, jitter=False),
+            ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
+        if agent.tool_quota:
+            middleware.append(ToolCallLimitMiddleware(run_limit=agent.tool_quota))
+        self.graph: Any = create_agent(
+            self.business, [make_tool(t, self._run_tool) for t in agent.tools],
+            system_prompt=agent.system_prompt, middleware=middleware,
+            checkpointer=InMemorySaver(), interrupt_before=["model"])
+        self.config: Any = {"configurable": {"thread_id": "session"}, "max_concurrency": 1}
+
+    # --- the Driver's stimuli -------------------------------------------------------------
+
+    def ask(self, text: str) -> None:
+        run = _Run(len(self.runs) + 1, str(uuid.uuid4()))
+        self.runs.append(run)
+        self._client(run, "run_started", f"run {run.no}")
+        self.stop_requested = False
+        run.inputs.extend(self.waiting)
+        self.waiting = []
+        run.inputs.append(self._receive(text, run))
+
+    def supplement(self, text: str) -> None:
+        run = self._active()
+        if run is None:
+            self.waiting.append(self._receive(text, None))
+            return
+        run.inputs.append(self._receive(text, run))
+        self._client(run, "input_received", "supplement")
+
+    def stop(self) -> None:
+        self.stop_requested = True
+
+    def advance(self) -> None:
+        run = self._active()
+        if run is None:
+            return
+        try:
+            self._drive(run)
+        except ScriptExhausted:
+            raise
+        except ModelCallLimitExceededError as limit:
+            self._end(run, "loop_exhausted", None, str(limit))
+        except ContextOverflowError as refused:
+            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(refused))
+        except Exception as failure:
+            if self.exhausted is not None:
+                raise self.exhausted from failure
+            self._end(run, "failed", "MODEL_FAILED", f"{type(failure).__name__}: {failure}")
+
+    def trace(self) -> list[Event]:
+        return self.events
+
+    # --- the Run: one invoke, resumed after each pause before the model ---------------------
+
+    def _drive(self, run: _Run) -> None:
+        new = run.inputs[run.sent:]
+        run.sent = len(run.inputs)
+        self.graph.invoke({"messages": [HumanMessage(content=self.texts[i], id=i)
+                                        for i in new]}, self.config)
+        self._raise_exhausted()
+        while self.graph.get_state(self.config).next:
+            if self.stop_requested:
+                self._end(run, "stopped", None, "stopped by the user")
+                return
+            late = run.inputs[run.sent:]
+            run.sent = len(run.inputs)
+            if late:  # a supplement received while the Run ran joins it at the pause
+                self.graph.update_state(self.config, {"messages": [
+                    HumanMessage(content=self.texts[i], id=i) for i in late]})
+            self.graph.invoke(None, self.config)
+            self._raise_exhausted()
+        messages = self.graph.get_state(self.config).values.get("messages", [])
+        last = messages[-1] if messages else None
+        self._end(run, "succeeded", None, None,
+                  last.text if isinstance(last, AIMessage) else None)
+
+    def _raise_exhausted(self) -> None:
+        if self.exhausted is not None:
+            raise self.exhausted
+
+    # --- the scripted model -------------------------------------------------------------------
+
+    def _answer(self, purpose: str, messages: Sequence[BaseMessage],
+                tools: Sequence[Any]) -> AIMessage:
+        view = prompt_view(messages) if purpose == "compaction" else view_of(
+            messages, self.agent.system_prompt, self.summaries)
+        schemas = tuple(json.dumps(tool, sort_keys=True) for tool in tools)
+        tokens = self._estimate(view, schemas)
+        fingerprint = hashlib.sha256(json.dumps([purpose, view], sort_keys=True,
+                                                default=str).encode()).hexdigest()
+        if self.retry is not None and self.retry[0] == fingerprint:
+            key, attempt = self.retry[1], self.retry[2] + 1
+        else:
+            self.ordinal += 1
+            key, attempt = f"{purpose}:{self.ordinal}", 1
+        self.retry = None
+        self._request(purpose, key, attempt, view, tokens)
+        try:
+            outcome = self.ports.model.call(ModelCall(
+                "compaction" if purpose == "compaction" else "business", uuid.uuid4(), key,
+                attempt, tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view),
+                schemas, self.budget.output_reserve, self.ordinal))
+        except ScriptExhausted as exhausted:
+            self.exhausted = exhausted
+            raise
+        if isinstance(outcome, Complete):
+            return self._complete(purpose, key, attempt, tokens, outcome)
+        self.retry = (fingerprint, key, attempt)
+        if isinstance(outcome, ContextLengthExceeded):
+            raise ContextOverflowError("the provider refused the request as over its window")
+        assert isinstance(outcome, Failed | PartialThenFailed)
+        raise ModelAPIError(outcome.code)
+
+    def _complete(self, purpose: str, key: str, attempt: int, tokens: int,
+                  outcome: Complete) -> AIMessage:
+        if outcome.input_tokens is not None or outcome.output_tokens is not None:
+            self._event("model_usage", purpose=purpose, purpose_key=key, attempt=attempt,
+                        estimated_input_tokens=tokens, input_tokens=outcome.input_tokens,
+                        output_tokens=outcome.output_tokens,
+                        input_deviation=None if outcome.input_tokens is None
+                        else outcome.input_tokens - tokens)
+        if purpose == "compaction":
+            self.summaries.append(outcome.text.strip())
+            self.last_compaction = len(self.events)
+        usage = None
+        if outcome.input_tokens is not None or outcome.output_tokens is not None:
+            inputs, outputs = outcome.input_tokens or 0, outcome.output_tokens or 0
+            usage = {"input_tokens": inputs, "output_tokens": outputs,
+                     "total_tokens": inputs + outputs}
+        calls = [self._call(call) for call in outcome.tool_calls]
+        return AIMessage(content=outcome.text, tool_calls=calls, usage_metadata=usage,
+                         response_metadata={"model_provider": PROVIDER})
+
+    def _call(self, call: ProposedCall) -> Any:
+        call_id = call.provider_call_id or f"call_{uuid.uuid4().hex[:12]}"
+        arguments = dict(call.arguments)
+        self.proposed[call_id] = arguments
+        return {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
+
+    def _request(self, purpose: str, key: str, attempt: int, view: list[Event],
+                 tokens: int) -> None:
+        budget = self.budget
+        decision = None
+        if purpose == "business":
+            compacted = any(e["kind"] == "model_request" and e["purpose"] == "compaction"
+                            for e in self.events[self._last_business():])
+            decision = "compact" if compacted else (
+                "below_trigger" if tokens < budget.trigger_threshold
+                else "no_compressible_material")
+        self._event("model_request", purpose=purpose, role="root", purpose_key=key,
+                    attempt=attempt, view={"messages": view}, estimated_input_tokens=tokens,
+                    max_output_tokens=budget.output_reserve, window=budget.window,
+                    output_reserve=budget.output_reserve, safety_margin=budget.safety_margin,
+                    input_budget=budget.input_budget, compaction=decision,
+                    trigger_threshold=budget.trigger_threshold, snapshot_id=None)
+
+    def _last_business(self) -> int:
+        for index in range(len(self.events) - 1, -1, -1):
+            event = self.events[index]
+            if event["kind"] == "model_request" and event["purpose"] == "business":
+                return index + 1
+        return 0
+
+    def _estimate(self, view: Sequence[Event], schemas: tuple[str, ...] = ()) -> int:
+        messages = []
+        for message in view:
+            text = message["text"] + "".join(f"\n{c['name']}({c['arguments']})"
+                                             for c in message["tool_calls"])
+            role = message["role"] if message["role"] in ("system", "user", "assistant",
+                                                          "tool") else "user"
+            messages.append(PromptMessage(role=role, text=text))
+        return self.ports.estimator.estimate(EstimationRequest(
+            messages=tuple(messages), tool_schemas=schemas)).tokens
+
+    def _count(self, messages: Sequence[BaseMessage]) -> int:
+        """SummarizationMiddleware's token_counter: the injected estimator over the messages
+        LangChain hands it (its state's messages: no system prompt, no tool schemas)."""
+        return self._estimate(view_of(messages, self.agent.system_prompt, self.summaries))
+
+    # --- the scripted tools -----------------------------------------------------------------
+
+    def _run_tool(self, name: str, call_id: str | None, arguments: dict[str, Any]) -> str:
+        ordinal = 1 + sum(e["kind"] == "tool_executed" for e in self.events)
+        try:
+            result = self.ports.tools.run(name, arguments, ordinal)
+        except ScriptExhausted as exhausted:
+            self.exhausted = exhausted
+            raise
+        self._event("tool_executed", call_id=str(call_id), name=name,
+                    effective_arguments=arguments,
+                    proposed_arguments=self.proposed.get(str(call_id), arguments),
+                    outcome="error" if result.error else "ok")
+        if result.error is not None:
+            raise tool_error(result.error)
+        return result.text
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def _receive(self, text: str, run: _Run | None) -> str:
+        input_id = str(uuid.uuid4())
+        self.texts[input_id] = text
+        self._event("delivery", input_id=input_id, delivery_id=str(uuid.uuid4()),
+                    state="pending", target_run_id=None if run is None else run.run_id,
+                    previous_delivery_id=None)
+        return input_id
+
+    def _end(self, run: _Run, status: str, code: str | None, message: str | None,
+             final: str | None = None) -> None:
+        run.status = status
+        self._event("run_ended", run_id=run.run_id, run_no=run.no, status=status,
+                    error_code=code, message=message,
+                    final_answer=final if status == "succeeded" else None)
+        self._client(run, "run_ended", status)
+
+    def _active(self) -> _Run | None:
+        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
+
+    def _client(self, run: _Run, event: str, detail: str) -> None:
+        run.seq += 1
+        self._event("client_event", run_id=run.run_id, run_seq=run.seq, event=event,
+                    detail=detail)
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        self.events.append({**fields, "kind": kind})
+
+
+def make_driver() -> LangChainDriver:
+    return LangChainDriver()

@@ -1,0 +1,28 @@
+"""What the LangChain driver declares and what its compatibility report says of LangChain: the
+capabilities, those the adapter supplies itself, and the divergences, behaviours and source
+read (docs/compatibility/langchain.md is generated from this and a fresh run)."""
+
+from importlib.metadata import version
+
+from ctxspec.conformance.compat import Finding, Profile
+
+CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
+                          "usage_reports", "triggers"})
+"""``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
+SummarizationMiddleware. ``stop``: a static interrupt before the model node, resumed only while
+the user has not stopped. ``usage_reports``: the scripted answer's usage is the AIMessage's
+``usage_metadata``, as a provider integration reports it. ``triggers``: a step arriving while
+a tool runs is taken (a supplement joins the Run at its next pause)."""
+
+PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
+
+PROFILE = Profile(
+    runtime="langchain",
+    framework="LangChain v1 (langchain.agents.create_agent)",
+    versions={name: version(name) for name in PACKAGES},
+    adapter_supplied={
+        "estimator_injection": "LangChain has no window, output reserve, safety margin or input "
+                               "budget; the adapter computes W, O, S, B and the §7 trigger and "
+                               "passes the trigger to SummarizationMiddleware",
+    },
+)
