@@ -15,8 +15,9 @@ The agent is what a team following the design would configure with LangChain's o
   spent (``on_failure="error"``; the default would answer with an error text instead);
 - ``ModelCallLimitMiddleware(run_limit=loop_limit)`` and ``ToolCallLimitMiddleware(run_limit=
   tool_quota)``;
-- the user's stop: LangGraph's static interrupt before the ``model`` node, so each Loop pauses
-  and the Run goes on only while no stop arrived.
+- the user's stop: the client stops reading the Run's ``stream`` at the next step (LangGraph
+  keeps the last checkpoint); a supplement received while the stream runs cannot join it and is
+  sent with the next question.
 
 The model is :class:`ScriptedChatModel`, a ``BaseChatModel`` answering from the scenario's
 script; tools are ``BaseTool``\\s running the scripted tools. The driver only records what
@@ -107,6 +108,11 @@ class LangChainDriver:
         self.ordinal = 0
         self.last_compaction = 0
         self.proposed: dict[str, dict[str, Any]] = {}
+        self.deliveries: dict[str, tuple[str, str, str | None]] = {}
+        """input id → (delivery id, state, target Run id): what the requests showed of it."""
+        self.claimed: list[str] = []
+        self.input_runs: dict[str, str | None] = {}
+        """The inputs the request in flight carries that no answer has delivered yet."""
         self.business = ScriptedChatModel(purpose="business", answer=self._answer)
         summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
@@ -121,7 +127,7 @@ class LangChainDriver:
         self.graph: Any = create_agent(
             self.business, [make_tool(t, self._run_tool) for t in agent.tools],
             system_prompt=agent.system_prompt, middleware=middleware,
-            checkpointer=InMemorySaver(), interrupt_before=["model"])
+            checkpointer=InMemorySaver())
         self.config: Any = {"configurable": {"thread_id": "session"}, "max_concurrency": 1}
 
     # --- the Driver's stimuli -------------------------------------------------------------
@@ -157,7 +163,8 @@ class LangChainDriver:
         except ModelCallLimitExceededError as limit:
             self._end(run, "loop_exhausted", None, str(limit))
         except ContextOverflowError as refused:
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(refused))
+            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED",
+                      f"{refused}; the window is {self.budget.window} tokens")
         except Exception as failure:
             if self.exhausted is not None:
                 raise self.exhausted from failure
@@ -169,22 +176,20 @@ class LangChainDriver:
     # --- the Run: one invoke, resumed after each pause before the model ---------------------
 
     def _drive(self, run: _Run) -> None:
+        """The Run is one stream of the graph; the user's stop ends it between two steps (the
+        client stops reading the stream: LangGraph keeps the last checkpoint)."""
         new = run.inputs[run.sent:]
         run.sent = len(run.inputs)
-        self.graph.invoke({"messages": [HumanMessage(content=self.texts[i], id=i)
-                                        for i in new]}, self.config)
-        self._raise_exhausted()
-        while self.graph.get_state(self.config).next:
+        stream = self.graph.stream({"messages": [HumanMessage(content=self.texts[i], id=i)
+                                                 for i in new]}, self.config,
+                                   stream_mode="updates")
+        for _ in stream:
+            self._raise_exhausted()
             if self.stop_requested:
+                stream.close()
                 self._end(run, "stopped", None, "stopped by the user")
                 return
-            late = run.inputs[run.sent:]
-            run.sent = len(run.inputs)
-            if late:  # a supplement received while the Run ran joins it at the pause
-                self.graph.update_state(self.config, {"messages": [
-                    HumanMessage(content=self.texts[i], id=i) for i in late]})
-            self.graph.invoke(None, self.config)
-            self._raise_exhausted()
+        self._raise_exhausted()
         messages = self.graph.get_state(self.config).values.get("messages", [])
         last = messages[-1] if messages else None
         self._end(run, "succeeded", None, None,
@@ -200,6 +205,9 @@ class LangChainDriver:
                 tools: Sequence[Any]) -> AIMessage:
         view = prompt_view(messages) if purpose == "compaction" else view_of(
             messages, self.agent.system_prompt, self.summaries)
+        for message in view:  # the Run that received each input
+            if message["kind"] == "user_ref":
+                message["source_run_id"] = self.input_runs.get(str(message["input_id"]))
         schemas = tuple(json.dumps(tool, sort_keys=True) for tool in tools)
         tokens = self._estimate(view, schemas)
         fingerprint = hashlib.sha256(json.dumps([purpose, view], sort_keys=True,
@@ -211,6 +219,8 @@ class LangChainDriver:
             key, attempt = f"{purpose}:{self.ordinal}", 1
         self.retry = None
         self._request(purpose, key, attempt, view, tokens)
+        if purpose == "business":
+            self._claim(view)
         try:
             outcome = self.ports.model.call(ModelCall(
                 "compaction" if purpose == "compaction" else "business", uuid.uuid4(), key,
@@ -220,6 +230,8 @@ class LangChainDriver:
             self.exhausted = exhausted
             raise
         if isinstance(outcome, Complete):
+            if purpose == "business":
+                self._deliver()
             return self._complete(purpose, key, attempt, tokens, outcome)
         self.retry = (fingerprint, key, attempt)
         if isinstance(outcome, ContextLengthExceeded):
@@ -243,9 +255,16 @@ class LangChainDriver:
             inputs, outputs = outcome.input_tokens or 0, outcome.output_tokens or 0
             usage = {"input_tokens": inputs, "output_tokens": outputs,
                      "total_tokens": inputs + outputs}
-        calls = [self._call(call) for call in outcome.tool_calls]
-        return AIMessage(content=outcome.text, tool_calls=calls, usage_metadata=usage,
-                         response_metadata={"model_provider": PROVIDER})
+        calls = [self._call(call) for call in outcome.tool_calls
+                 if call.malformed_arguments is None]
+        # Arguments that are no JSON object are what a provider integration reports as an
+        # invalid tool call (langchain_core.messages.InvalidToolCall), never a call to run.
+        invalid = [{"name": call.name, "args": call.malformed_arguments,
+                    "id": call.provider_call_id, "error": "the arguments are not JSON",
+                    "type": "invalid_tool_call"}
+                   for call in outcome.tool_calls if call.malformed_arguments is not None]
+        return AIMessage(content=outcome.text, tool_calls=calls, invalid_tool_calls=invalid,
+                         usage_metadata=usage, response_metadata={"model_provider": PROVIDER})
 
     def _call(self, call: ProposedCall) -> Any:
         call_id = call.provider_call_id or f"call_{uuid.uuid4().hex[:12]}"
@@ -268,7 +287,9 @@ class LangChainDriver:
                     max_output_tokens=budget.output_reserve, window=budget.window,
                     output_reserve=budget.output_reserve, safety_margin=budget.safety_margin,
                     input_budget=budget.input_budget, compaction=decision,
-                    trigger_threshold=budget.trigger_threshold, snapshot_id=None)
+                    trigger_threshold=budget.trigger_threshold, snapshot_id=None,
+                    view_hash=hashlib.sha256(json.dumps(view, sort_keys=True).encode()
+                                             ).hexdigest())
 
     def _last_business(self) -> int:
         for index in range(len(self.events) - 1, -1, -1):
@@ -315,14 +336,42 @@ class LangChainDriver:
     def _receive(self, text: str, run: _Run | None) -> str:
         input_id = str(uuid.uuid4())
         self.texts[input_id] = text
-        self._event("delivery", input_id=input_id, delivery_id=str(uuid.uuid4()),
-                    state="pending", target_run_id=None if run is None else run.run_id,
-                    previous_delivery_id=None)
+        self.input_runs[input_id] = None if run is None else run.run_id
+        self._delivery(input_id, str(uuid.uuid4()), "pending",
+                       None if run is None else run.run_id)
         return input_id
+
+    def _delivery(self, input_id: str, delivery_id: str, state: str,
+                  target: str | None) -> None:
+        self.deliveries[input_id] = (delivery_id, state, target)
+        self._event("delivery", input_id=input_id, delivery_id=delivery_id, state=state,
+                    target_run_id=target, previous_delivery_id=None)
+
+    def _claim(self, view: Sequence[Event]) -> None:
+        """An input is claimed when a request carries it for the first time (§5)."""
+        run = self._active()
+        for message in view:
+            known = self.deliveries.get(str(message.get("input_id")))
+            if message["kind"] == "user_ref" and known is not None and known[1] == "pending":
+                self._delivery(message["input_id"], known[0], "claimed",
+                               known[2] or (run.run_id if run else None))
+                self.claimed.append(message["input_id"])
+
+    def _deliver(self) -> None:
+        """A complete answer to a request delivers the inputs it claimed (§5)."""
+        for input_id in self.claimed:
+            delivery_id, _, target = self.deliveries[input_id]
+            self._delivery(input_id, delivery_id, "delivered", target)
+        self.claimed = []
 
     def _end(self, run: _Run, status: str, code: str | None, message: str | None,
              final: str | None = None) -> None:
         run.status = status
+        # Inputs received while the stream ran never reached it: the client sends them with
+        # the next question (LangChain cannot add to a running invoke).
+        self.waiting.extend(run.inputs[run.sent:])
+        run.sent = len(run.inputs)
+        self.claimed = []  # an input no answer delivered stays claimed: LangChain carries nothing
         self._event("run_ended", run_id=run.run_id, run_no=run.no, status=status,
                     error_code=code, message=message,
                     final_answer=final if status == "succeeded" else None)

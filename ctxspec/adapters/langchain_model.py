@@ -133,7 +133,10 @@ def view_of(messages: Sequence[BaseMessage], system_prompt: str,
                  "name": call["name"], "arguments": json.dumps(call["args"], sort_keys=True)}
                 for number, call in enumerate(message.tool_calls, start=1)]
         elif isinstance(message, ToolMessage):
-            entry = _entry("tool", "tool_result", text)
+            # A failed call's result is the error text with status "error" on the message (the
+            # provider gets the flag, e.g. as is_error): written here as one structured object.
+            entry = _entry("tool", "tool_result", text if message.status != "error" else
+                           json.dumps({"status": "error", "error": text}, sort_keys=True))
             entry["call_id"] = message.tool_call_id
         else:
             entry = _entry(message.type, "annotation", text)

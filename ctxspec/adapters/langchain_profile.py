@@ -7,12 +7,11 @@ from importlib.metadata import version
 from ctxspec.conformance.compat import Finding, Profile
 
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
-                          "usage_reports", "triggers"})
+                          "usage_reports"})
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
-SummarizationMiddleware. ``stop``: a static interrupt before the model node, resumed only while
-the user has not stopped. ``usage_reports``: the scripted answer's usage is the AIMessage's
-``usage_metadata``, as a provider integration reports it. ``triggers``: a step arriving while
-a tool runs is taken (a supplement joins the Run at its next pause)."""
+SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step. ``usage_reports``: the scripted answer's usage is the AIMessage's
+``usage_metadata``, as a provider integration reports it. Not ``triggers``: LangChain cannot add an input
+to a running ``invoke``/``stream``, so a scenario's step inside a call has nowhere to go."""
 
 PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
 
