@@ -28,7 +28,7 @@ computed here (adapter-supplied, reported apart).
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +66,11 @@ from ctxspec.reference.ports import (
     ProposedCall,
     ScriptExhausted,
 )
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 Event = dict[str, Any]
+ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assistant",
+                          "tool": "tool"}
 
 
 @dataclass
@@ -95,6 +97,7 @@ class LangChainDriver:
         if isinstance(budget, ConfigurationError):
             raise ValueError(f"{budget.code.value}: {budget.field}: {budget.rule}")
         self.budget, self.ports, self.agent = budget, ports, agent
+        self.name, self.minted = scenario.name, 0
         self.events: list[Event] = []
         self.runs: list[_Run] = []
         self.texts: dict[str, str] = {}
@@ -133,7 +136,7 @@ class LangChainDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = _Run(len(self.runs) + 1, str(uuid.uuid4()))
+        run = _Run(len(self.runs) + 1, self._id())
         self.runs.append(run)
         self._client(run, "run_started", f"run {run.no}")
         self.stop_requested = False
@@ -223,7 +226,7 @@ class LangChainDriver:
             self._claim(view)
         try:
             outcome = self.ports.model.call(ModelCall(
-                "compaction" if purpose == "compaction" else "business", uuid.uuid4(), key,
+                "compaction" if purpose == "compaction" else "business", uuid.UUID(self._id()), key,
                 attempt, tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view),
                 schemas, self.budget.output_reserve, self.ordinal))
         except ScriptExhausted as exhausted:
@@ -267,7 +270,7 @@ class LangChainDriver:
                          usage_metadata=usage, response_metadata={"model_provider": PROVIDER})
 
     def _call(self, call: ProposedCall) -> Any:
-        call_id = call.provider_call_id or f"call_{uuid.uuid4().hex[:12]}"
+        call_id = call.provider_call_id or f"call_{self._id()[-12:]}"
         arguments = dict(call.arguments)
         self.proposed[call_id] = arguments
         return {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
@@ -303,16 +306,16 @@ class LangChainDriver:
         for message in view:
             text = message["text"] + "".join(f"\n{c['name']}({c['arguments']})"
                                              for c in message["tool_calls"])
-            role = message["role"] if message["role"] in ("system", "user", "assistant",
-                                                          "tool") else "user"
+            role: Role = ROLES.get(message["role"], "user")
             messages.append(PromptMessage(role=role, text=text))
         return self.ports.estimator.estimate(EstimationRequest(
             messages=tuple(messages), tool_schemas=schemas)).tokens
 
-    def _count(self, messages: Sequence[BaseMessage]) -> int:
+    def _count(self, messages: Iterable[Any]) -> int:
         """SummarizationMiddleware's token_counter: the injected estimator over the messages
         LangChain hands it (its state's messages: no system prompt, no tool schemas)."""
-        return self._estimate(view_of(messages, self.agent.system_prompt, self.summaries))
+        chosen = [m for m in messages if isinstance(m, BaseMessage)]
+        return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries))
 
     # --- the scripted tools -----------------------------------------------------------------
 
@@ -334,10 +337,10 @@ class LangChainDriver:
     # --- bookkeeping --------------------------------------------------------------------------
 
     def _receive(self, text: str, run: _Run | None) -> str:
-        input_id = str(uuid.uuid4())
+        input_id = self._id()
         self.texts[input_id] = text
         self.input_runs[input_id] = None if run is None else run.run_id
-        self._delivery(input_id, str(uuid.uuid4()), "pending",
+        self._delivery(input_id, self._id(), "pending",
                        None if run is None else run.run_id)
         return input_id
 
@@ -384,6 +387,12 @@ class LangChainDriver:
         run.seq += 1
         self._event("client_event", run_id=run.run_id, run_seq=run.seq, event=event,
                     detail=detail)
+
+    def _id(self) -> str:
+        """Identities drawn from the scenario's name and a counter, so that a report of the same
+        run is the same, byte for byte."""
+        self.minted += 1
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{self.name}:{self.minted}"))
 
     def _event(self, kind: str, **fields: Any) -> None:
         self.events.append({**fields, "kind": kind})

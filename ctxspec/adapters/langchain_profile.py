@@ -9,11 +9,125 @@ from ctxspec.conformance.compat import Finding, Profile
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
                           "usage_reports"})
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
-SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step. ``usage_reports``: the scripted answer's usage is the AIMessage's
-``usage_metadata``, as a provider integration reports it. Not ``triggers``: LangChain cannot add an input
-to a running ``invoke``/``stream``, so a scenario's step inside a call has nowhere to go."""
+SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
+``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
+provider integration reports it. Not ``triggers``: LangChain cannot add an input to a running
+``invoke``/``stream``, so a scenario's step inside a call has nowhere to go."""
 
 PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
+
+
+_SUMMARY = "langchain/agents/middleware/summarization.py"
+_NO_DELIVERY = ("LangChain has no delivery of inputs: a supplement a Run claimed and never got "
+                "an answer to stays a message of the thread, never carried once to the next "
+                "question as a new delivery (§5).")
+_WHOLE_THREAD = ("create_agent sends the thread's whole message list: no projection of the "
+                 "recent_runs last Runs and no marker of an earlier Run's terminal status "
+                 "(§4).")
+_TRIM = ("With more material than trim_tokens_to_summarize (default 4000), "
+         "SummarizationMiddleware makes no summary call and puts the fixed sentence \"Previous "
+         "conversation was too long to summarize.\" in place of the whole history (§8).")
+_NO_TARGET = ("SummarizationMiddleware has no summary target T: it either trims the material "
+              "away without a summary call or asks for a summary with no output limit (§8).")
+_COUNT = ("SummarizationMiddleware counts only the state's messages (no system prompt, no tool "
+          "schemas), so at I = threshold it sees less than the request and does not "
+          "summarise (§7).")
+_NO_PREVIEW = ("A tool's whole result goes into its ToolMessage: no bounded preview marked "
+               "truncated with a result_ref, and no result.read (§6).")
+_NO_BUDGET = ("LangChain checks no input budget B: a request whose fixed input exceeds it is "
+              "sent anyway instead of failing with CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8).")
+_NO_DEADLINE = ("LangChain has no Run deadline: ModelRetryMiddleware retries and "
+                "SummarizationMiddleware summarises whatever time the Run has left (§8, §11).")
+_WHOLE_ANSWER = ("create_agent's model node takes an answer whole: a stream broken after its "
+                 "first output is an exception like a failure before output, with no "
+                 "first-output receipt and no fragment kept marked (§5, §11).")
+
+DIVERGENCES = {
+    "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
+    "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
+    "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
+    "ROW-04-AT": _COUNT, "ROW-04-FLOOR": _COUNT,
+    "S7-USAGE-TINY": _COUNT + " With the provider's tiny usage it still does not, where the "
+                              "design summarises on its own estimate.",
+    "S7-USAGE-HUGE": "The provider's reported usage (usage_metadata.total_tokens) triggers "
+                     "SummarizationMiddleware below the configured trigger, where the design "
+                     "keeps reported usage for audit only (§7).",
+    "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW, "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW,
+    "S6-RESULT-READ": _NO_PREVIEW,
+    "ROW-12": _WHOLE_ANSWER, "ROW-14": _WHOLE_ANSWER,
+    "EX8-ROW1": _TRIM, "EX8-ROW2": _TRIM, "EX8-ROW3": _TRIM, "EX8-ROW6": _TRIM,
+    "S8-TARGET-EXPLICIT": _TRIM, "S8-TARGET-PROVIDER-LIMIT": _TRIM, "S8-SOFT-TARGET": _TRIM,
+    "S8-TARGET-CAP": _TRIM, "S8-SUMMARY-CUT-AT-T": _NO_TARGET,
+    "EX8-ROW4": _NO_BUDGET, "S8-PROTECTED-TOO-LARGE": _NO_BUDGET,
+    "S8-PROMPTS-LEAVE-NO-ROOM": "SummarizationMiddleware summarises even when the summary "
+                                "request itself leaves no room in the window, where the design "
+                                "refuses before any call (§8).",
+    "S8-ABOVE-TRIGGER-AFTER": "SummarizationMiddleware keeps a number of messages, not the "
+                              "protected inputs: the current question is summarised away with "
+                              "the history (§5, §8).",
+    "S8-CHUNK-FLOOR": "SummarizationMiddleware summarises whatever lies before its kept tail, "
+                      "however little, where the design's floor sends the request as it is "
+                      "(§8).",
+    "S8-DEADLINE-BETWEEN-ATTEMPTS": _NO_DEADLINE, "S11-DEADLINE-DURING-COMPACTION": _NO_DEADLINE,
+    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's id: two calls sharing one "
+                            "are one call to LangChain (ToolMessage.tool_call_id), where the "
+                            "design gives each its own call_id (§2).",
+    "S11-ARGUMENTS-SCHEMA": "A tool whose args_schema is a JSON Schema runs with arguments that "
+                            "break it: LangChain validates only pydantic schemas, where the "
+                            "design answers a format error without running the tool (§11).",
+}
+"""Each failing case and the divergence it shows (the sentences of the report)."""
+
+FINDINGS = (
+    Finding("The trigger counts the state's messages with token_counter, without the system "
+            "prompt, and fires at total ≥ threshold",
+            f"{_SUMMARY}: SummarizationMiddleware.before_model, _should_summarize"),
+    Finding("The provider's reported total_tokens of the last AIMessage also fires the trigger "
+            "when its model_provider matches the model's ls_provider",
+            f"{_SUMMARY}: _should_summarize_based_on_reported_tokens"),
+    Finding("Material is trimmed to trim_tokens_to_summarize with trim_messages(strategy="
+            "'last', start_on='human'); when nothing is left no summary call is made and the "
+            "summary is a fixed sentence",
+            f"{_SUMMARY}: _create_summary, _trim_messages_for_summary"),
+    Finding("The summary replaces the whole history (RemoveMessage(REMOVE_ALL_MESSAGES)) as one "
+            "HumanMessage marked lc_source=summarization, followed by the kept tail; the cut "
+            "moves back so a ToolMessage keeps its AIMessage",
+            f"{_SUMMARY}: before_model, _build_new_messages, _find_safe_cutoff_point"),
+    Finding("A summary call is retried (3 attempts) through Runnable.with_retry; on a "
+            "ContextOverflowError once more with the middle of the history cut out",
+            f"{_SUMMARY}: SummarizationMiddleware.__init__, _create_summary, "
+            "_overflow_retry_prompt"),
+    Finding("Retries call the handler again with the same request; spent retries answer with "
+            "an AIMessage describing the error unless on_failure='error'",
+            "langchain/agents/middleware/model_retry.py: ModelRetryMiddleware.wrap_model_call, "
+            "_handle_failure"),
+    Finding("ModelError subclasses are retried only if is_retryable (ContextOverflowError is "
+            "not); any other exception is retried",
+            "langchain/agents/middleware/_retry.py: default_retry_on"),
+    Finding("The run limit counts model calls of one invocation; at the limit before_model "
+            "raises (exit_behavior='error') or jumps to the end with an AIMessage",
+            "langchain/agents/middleware/model_call_limit.py: ModelCallLimitMiddleware."
+            "before_model, after_model"),
+)
+
+NOTES = (
+    "One Session is one LangGraph thread (InMemorySaver); one Run is one stream of the graph "
+    "with the question and the supplements received before it as HumanMessages whose id is "
+    "the input's id.",
+    "SummarizationMiddleware: trigger ('tokens', the §7 trigger), the injected estimator as "
+    "token_counter, the compaction script as summarizer, keep ('messages', 1).",
+    "ModelRetryMiddleware(max_retries = model_attempts − 1, on_failure='error', no delay); "
+    "ModelCallLimitMiddleware(run_limit = loop_limit, exit_behavior='error') ends the Run "
+    "loop_exhausted; ToolCallLimitMiddleware(run_limit = tool_quota).",
+    "A delivery is claimed when a request first carries the input and delivered when that "
+    "request is answered: read from the requests, since LangChain records no delivery.",
+    "A failed tool call's result is the ToolMessage's text with status 'error' (what the "
+    "provider integration sends as an error flag), traced as one JSON object.",
+    "Not declared, because LangChain lacks them: hooks (its middleware can be written to act "
+    "at each point, but the patch rules of §3 would be the adapter's), chunked folds, "
+    "snapshots, crash recovery at the design's phases, Planner/Executor, shared scopes, "
+    "retention, the history API, triggers.",
+)
 
 PROFILE = Profile(
     runtime="langchain",
@@ -24,4 +138,5 @@ PROFILE = Profile(
                                "budget; the adapter computes W, O, S, B and the §7 trigger and "
                                "passes the trigger to SummarizationMiddleware",
     },
+    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
 )

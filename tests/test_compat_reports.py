@@ -1,0 +1,37 @@
+"""The checked-in compatibility reports (docs/compatibility/) match a fresh run of their
+drivers: a report always says what the code that produced it does (issue #16). The drivers'
+extras are installed by .ci/run; without them this test errors, it never skips."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.compat import run_compat
+from ctxspec.conformance.compat_page import write_report
+from ctxspec.conformance.harness import load_factory
+
+FOLDER = Path(__file__).resolve().parent.parent / "docs" / "compatibility"
+DRIVERS = {"langchain": "ctxspec.adapters.langchain:make_driver"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", sorted(DRIVERS))
+def test_a_checked_in_report_matches_a_fresh_run(runtime: str, tmp_path: Path) -> None:
+    checked = json.loads((FOLDER / f"{runtime}.json").read_text("utf-8"))
+    for other in FOLDER.glob("*.json"):  # the README sums every report of the folder
+        (tmp_path / other.name).write_text(other.read_text("utf-8"), "utf-8")
+    spec = DRIVERS[runtime]
+    report = run_compat(load_factory(spec), spec, by_id(None), checked["date"])
+    for path in write_report(tmp_path, report):
+        assert path.read_text("utf-8") == (FOLDER / path.name).read_text("utf-8"), (
+            f"docs/compatibility/{path.name} drifted from a fresh run: regenerate it with "
+            f"`ctxspec compat --driver {spec} --date {checked['date']}`")
+
+
+def test_every_failure_of_a_report_is_explained() -> None:
+    for path in FOLDER.glob("*.json"):
+        report = json.loads(path.read_text("utf-8"))
+        unexplained = [f["case"] for f in report["failures"] if f["kind"] == "unexplained"]
+        assert not unexplained, f"{path.name}: failures nobody explained: {unexplained}"
