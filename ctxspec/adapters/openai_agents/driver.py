@@ -1,0 +1,443 @@
+"""A ctxspec Driver over the OpenAI Agents SDK (docs/compatibility/openai-agents.md): the SDK's
+``Runner`` runs each Run, streamed, on an ``Agent`` with the scenario's system prompt, function
+tools and scripted ``Model``, over one ``SQLiteSession`` — the SDK's own store of the
+conversation, which alone carries history from one Run to the next.
+
+The driver only watches and steers the SDK through its public seams:
+
+- a question is a new ``Runner.run_streamed`` on the session; supplements given before it starts
+  are part of its input;
+- a supplement arriving while the Run works pauses it after the turn
+  (``RunResultStreaming.cancel(mode="after_turn")``), stages the input on the run's state
+  (``RunState.add_input``, admitted before the next model call) and resumes it;
+- the user's stop is ``cancel(mode="after_turn")`` without a resume;
+- every request is read back where the SDK hands it to the model, and measured there.
+
+The SDK has no token budget: the adapter computes W, O, S, B and the trigger (§7) and refuses in
+``RunConfig.call_model_input_filter`` a request whose fixed input exceeds B (§8). That, and the
+measuring with the injected estimator, is the adapter's work, not the framework's: the
+capability ``estimator_injection`` is declared as adapter-supplied.
+"""
+
+import asyncio
+import hashlib
+import json
+import tempfile
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents import (
+    Agent,
+    MaxTurnsExceeded,
+    ModelSettings,
+    RunConfig,
+    RunHooks,
+    Runner,
+    RunResultStreaming,
+    SQLiteSession,
+)
+from agents.items import ModelResponse, TResponseInputItem
+from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
+from agents.run_config import CallModelData, ModelInputData
+from agents.run_context import RunContextWrapper
+from agents.run_state import RunState
+from agents.testing import ModelCall as SdkCall
+from agents.tool_context import ToolContext
+from openai import APIConnectionError, BadRequestError
+
+from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
+from ctxspec.adapters.openai_agents.tools import build
+from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
+from ctxspec.conformance.driver import Ports
+from ctxspec.conformance.scenario import Scenario
+from ctxspec.reference.budget import (
+    ConfigurationError,
+    ResolvedBudget,
+    evaluate_compaction,
+    resolve_budget,
+)
+from ctxspec.reference.ports import (
+    Complete,
+    ModelCall,
+    ModelOutcome,
+    PartialThenFailed,
+    ToolOutcome,
+)
+from ctxspec.reference.tokens import PromptMessage
+
+FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers"})
+"""What the SDK itself does: the model loop of a Run, its final output, the provider's usage
+carried through ``RunHooks.on_llm_end``, a stop after the current turn, input staged on a
+running Run (``RunState.add_input``)."""
+ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
+"""What the adapter computes because the SDK has none of it: the request's measure with the
+injected estimator, W, O, S, B, the trigger and the §8 refusal."""
+
+
+class BudgetRefused(Exception):
+    """The §8 refusal of a request whose fixed input exceeds B, raised from the SDK's input
+    filter so the SDK ends the Run."""
+
+    def __init__(self, code: str, figures: dict[str, int]) -> None:
+        super().__init__(f"{code}: the fixed input needs {figures['input']} tokens; the input "
+                         f"budget is {figures['input_budget']}")
+        self.code, self.figures = code, figures
+
+
+@dataclass
+class Delivery:
+    input_id: str
+    delivery_id: str
+    text: str
+    run_no: int | None
+    state: str = "pending"
+    previous: str | None = None
+
+
+@dataclass
+class Run:
+    no: int
+    run_id: str
+    inputs: list[Delivery] = field(default_factory=list)
+    question_id: str = ""
+    started: bool = False
+    status: str = "running"
+    stop_requested: bool = False
+    staged: list[Delivery] = field(default_factory=list)
+    """Supplements that arrived while the SDK ran: admitted at the next resume."""
+    seq: int = 0
+
+
+class _Usage(RunHooks[Any]):
+    """The SDK's hook after each model call: the provider's reported usage, beside the
+    request's estimate (§7: audit only)."""
+
+    def __init__(self, driver: "OpenAIAgentsDriver") -> None:
+        self.driver = driver
+
+    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
+                         response: ModelResponse) -> None:
+        self.driver.usage_reported(response)
+
+
+class OpenAIAgentsDriver:
+    capabilities: frozenset[str] = FRAMEWORK | ADAPTER_SUPPLIED
+    adapter_supplied: frozenset[str] = ADAPTER_SUPPLIED
+
+    def configure(self, scenario: Scenario, ports: Ports) -> None:
+        doc = scenario.agent
+        budget = resolve_budget(doc.budget())
+        if isinstance(budget, ConfigurationError):
+            raise ValueError(f"{budget.code.value}: {budget.message()}")
+        self.budget: ResolvedBudget = budget
+        self.ports, self.doc = ports, doc
+        self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-openai-agents-")
+        self.database = str(Path(self.folder.name) / "sessions.sqlite")
+        self.session = SQLiteSession("session-1", self.database)
+        self.sessions = 1
+        self.model = ScenarioModel(self)
+        self.tools = [build(tool, self._run_tool) for tool in doc.tools]
+        retry = ModelRetrySettings(
+            max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
+            backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
+        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
+                                model=self.model, model_settings=ModelSettings(
+                                    max_tokens=budget.output_reserve, retry=retry))
+        self.config = RunConfig(tracing_disabled=True, call_model_input_filter=self._filter,
+                                tool_not_found_behavior="return_error_to_model")
+        self.hooks = _Usage(self)
+        self.runs: list[Run] = []
+        self.waiting: list[Delivery] = []
+        self.sent: list[tuple[str, str]] = []
+        """Every input handed to the SDK, (input_id, text), in hand-over order."""
+        self.events: list[Message] = []
+        self.streaming: RunResultStreaming | None = None
+        self.requests = 0
+        self.last: dict[str, Any] | None = None
+        """The last request traced: its key, attempt, view and whether its answer failed."""
+        self.proposed: dict[str, dict[str, Any]] = {}
+        self.reported = False
+
+    # --- the Driver's stimuli -------------------------------------------------------------
+
+    def ask(self, text: str) -> None:
+        run = Run(len(self.runs) + 1, _id())
+        self.runs.append(run)
+        self._client(run, "run_started", f"run {run.no}")
+        for carried in self.waiting:  # waiting supplements join this question, before it
+            carried.run_no = run.no
+            run.inputs.append(carried)
+            self._delivery(carried)
+        self.waiting = []
+        question = self._receive(text, run)
+        run.question_id = question.input_id
+        run.inputs.append(question)
+
+    def supplement(self, text: str) -> None:
+        run = self._active()
+        if run is None:  # no Run to join: it waits for the next question (§5)
+            self.waiting.append(self._receive(text, None))
+            return
+        delivery = self._receive(text, run)
+        self._client(run, "input_received", "supplement")
+        if not run.started:
+            run.inputs.append(delivery)
+            return
+        run.inputs.append(delivery)
+        run.staged.append(delivery)
+        if self.streaming is not None:
+            self.streaming.cancel(mode="after_turn")
+
+    def stop(self) -> None:
+        run = self._active()
+        if run is None:
+            return
+        run.stop_requested = True
+        if self.streaming is not None:
+            self.streaming.cancel(mode="after_turn")
+
+    def advance(self) -> None:
+        run = self._active()
+        if run is not None and not run.started:
+            asyncio.run(self._drive(run))
+
+    def new_session(self) -> None:
+        """Another Session of the same Agent: a new SDK session on the same SQLite file."""
+        self.sessions += 1
+        self.session = SQLiteSession(f"session-{self.sessions}", self.database)
+        self.events.append({"kind": "session_opened", "session": self.sessions})
+
+    def trace(self) -> list[Message]:
+        return self.events
+
+    # --- one Run on the SDK -----------------------------------------------------------------
+
+    async def _drive(self, run: Run) -> None:
+        run.started = True
+        if run.stop_requested:  # stopped before the SDK was given the Run
+            self._end(run, "stopped")
+            return
+        start: Any = [self._hand_over(d) for d in run.inputs]
+        while True:
+            result = Runner.run_streamed(self.agent, start, session=self.session,
+                                         run_config=self.config, hooks=self.hooks,
+                                         max_turns=self.doc.loop_limit)
+            self.streaming = result
+            failure = await _consume(result)
+            self.streaming = None
+            if failure is not None:
+                self._failed(run, failure)
+                return
+            if result.is_complete and result.final_output is not None \
+                    and not _cancelled(result):
+                self._end(run, "succeeded", final=str(result.final_output))
+                return
+            if run.stop_requested or not run.staged:
+                self._end(run, "stopped")
+                return
+            start = self._resume(run, result.to_state())
+
+    def _resume(self, run: Run, state: RunState[Any]) -> RunState[Any]:
+        """Stage the supplements that arrived on the paused Run (``RunState.add_input``)."""
+        staged, run.staged = run.staged, []
+        state.add_input([self._hand_over(d) for d in staged])
+        return state
+
+    def _hand_over(self, delivery: Delivery) -> TResponseInputItem:
+        self.sent.append((delivery.input_id, delivery.text))
+        return {"role": "user", "content": delivery.text}
+
+    def _failed(self, run: Run, failure: BaseException) -> None:
+        if isinstance(failure, MaxTurnsExceeded):
+            self._end(run, "loop_exhausted")
+            return
+        cause = _root(failure)
+        if isinstance(cause, BudgetRefused):
+            self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+        elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
+            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
+        elif isinstance(cause, APIConnectionError):
+            self._end(run, "failed", "MODEL_FAILED", str(cause))
+        else:
+            raise failure
+
+    # --- what the SDK sends, read where it hands it to the model -----------------------------
+
+    def _measure(self, instructions: str | None,
+                 items: Sequence[Any]) -> tuple[list[Message], int, str]:
+        view = read_view(instructions, items, self.sent)
+        schemas = [tool_schema(t.name, t.description, t.params_json_schema) for t in self.tools]
+        tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
+        current = {d.input_id for d in self._active_inputs()}
+        material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
+                       for m in view)
+        verdict = evaluate_compaction(self.budget, 0 if material else tokens,
+                                      tokens if material else 0)
+        return view, tokens, verdict.decision if verdict.error_code is None else "error"
+
+    def _filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """§8 before the request leaves: a fixed input over B is refused (adapter-supplied)."""
+        given = data.model_data
+        _, tokens, decision = self._measure(given.instructions, given.input)
+        if decision == "error":
+            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
+                "fixed_input": tokens, "input": tokens, "input_budget": self.budget.input_budget,
+                "window": self.budget.window, "output_reserve": self.budget.output_reserve,
+                "safety_margin": self.budget.safety_margin})
+        return given
+
+    def request(self, call: SdkCall) -> ModelOutcome:
+        """The Model's observer: trace the request as sent, ask the scripted port."""
+        items = sdk_call_texts(call)
+        view, tokens, decision = self._measure(call.system_instructions, items)
+        fingerprint = json.dumps(view, sort_keys=True)
+        last = self.last
+        if last is not None and last["failed"] and last["view"] == fingerprint:
+            key, attempt = last["key"], last["attempt"] + 1  # the SDK's retry of that request
+        else:
+            self.requests += 1
+            key, attempt = f"openai-agents:{self.requests}", 1
+        run = self._active()
+        claimed = [d for d in self._active_inputs() if d.state == "pending"
+                   and any(m.get("input_id") == d.input_id for m in view)]
+        for delivery in claimed:
+            delivery.state = "claimed"
+            self._delivery(delivery)
+        budget = self.budget
+        max_output = call.model_settings.max_tokens
+        self.events.append({
+            "kind": "model_request", "purpose": "business", "role": "root",
+            "purpose_key": key, "attempt": attempt, "view": {"messages": view},
+            "estimated_input_tokens": tokens,
+            "max_output_tokens": budget.output_reserve if max_output is None else max_output,
+            "window": budget.window, "output_reserve": budget.output_reserve,
+            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
+            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
+            "snapshot_id": None, "run_no": None if run is None else run.no,
+            "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
+        outcome = self.ports.model.call(ModelCall(
+            "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
+            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
+                  for m in view), (), budget.output_reserve, self.requests))
+        self.last = {"key": key, "attempt": attempt, "view": fingerprint,
+                     "failed": not isinstance(outcome, Complete), "tokens": tokens}
+        self._answered(outcome)
+        return outcome
+
+    def _answered(self, outcome: ModelOutcome) -> None:
+        if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
+            for delivery in self._active_inputs():
+                if delivery.state == "claimed":
+                    delivery.state = "delivered"
+                    self._delivery(delivery)
+        self.reported = isinstance(outcome, Complete) and (
+            outcome.input_tokens is not None or outcome.output_tokens is not None)
+        if isinstance(outcome, Complete):
+            self.proposed.update({f"scripted:{n}": dict(c.arguments)
+                                  for n, c in enumerate(outcome.tool_calls)})
+
+    def usage_reported(self, response: ModelResponse) -> None:
+        last = self.last
+        if not self.reported or last is None:
+            return
+        usage = response.usage
+        self.events.append({
+            "kind": "model_usage", "purpose": "business", "purpose_key": last["key"],
+            "attempt": last["attempt"], "estimated_input_tokens": last["tokens"],
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "input_deviation": usage.input_tokens - last["tokens"]})
+
+    def _run_tool(self, ctx: ToolContext[Any], name: str, arguments: dict[str, Any]
+                  ) -> ToolOutcome:
+        proposed = json.loads(ctx.tool_arguments or "{}")
+        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
+        outcome = self.ports.tools.run(name, arguments, ordinal)
+        self.events.append({
+            "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
+            "effective_arguments": arguments,
+            "proposed_arguments": proposed if isinstance(proposed, dict) else {},
+            "outcome": "error" if outcome.error else "ok"})
+        return outcome
+
+    # --- Runs, inputs and deliveries --------------------------------------------------------
+
+    def _end(self, run: Run, status: str, code: str | None = None, message: str | None = None,
+             final: str | None = None, figures: dict[str, int] | None = None) -> None:
+        run.status = status
+        run.staged = []
+        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
+            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
+                successor = Delivery(delivery.input_id, _id(), delivery.text, None,
+                                     previous=delivery.delivery_id)
+                delivery.state = "carried"
+                self._delivery(delivery)
+                self._delivery(successor)
+                self.waiting.append(successor)
+        ended: Message = {"kind": "run_ended", "run_id": run.run_id, "run_no": run.no,
+                          "status": status, "error_code": code, "message": message,
+                          "final_answer": final if status == "succeeded" else None}
+        if figures is not None:
+            ended["figures"] = figures
+        self.events.append(ended)
+        self._client(run, "run_ended", status)
+
+    def _receive(self, text: str, run: Run | None) -> Delivery:
+        delivery = Delivery(_id(), _id(), text, None if run is None else run.no)
+        self._delivery(delivery)
+        return delivery
+
+    def _delivery(self, delivery: Delivery) -> None:
+        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
+        self.events.append({
+            "kind": "delivery", "input_id": delivery.input_id,
+            "delivery_id": delivery.delivery_id, "state": delivery.state,
+            "target_run_id": None if run is None else run.run_id,
+            "previous_delivery_id": delivery.previous})
+
+    def _active(self) -> Run | None:
+        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
+
+    def _active_inputs(self) -> list[Delivery]:
+        run = self._active()
+        return [] if run is None else run.inputs
+
+    def _client(self, run: Run, event: str, detail: str) -> None:
+        run.seq += 1
+        self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
+                            "event": event, "detail": detail})
+
+
+async def _consume(result: RunResultStreaming) -> BaseException | None:
+    """Let the streamed Run work to its end; the exception that ended it, if any."""
+    try:
+        async for _ in result.stream_events():
+            pass
+    except Exception as failure:
+        return failure
+    return result.run_loop_exception
+
+
+def _cancelled(result: RunResultStreaming) -> bool:
+    return getattr(result, "_cancel_mode", None) is not None and result.final_output is None
+
+
+def _root(failure: BaseException) -> BaseException:
+    """The first cause in the chain the adapter knows (the SDK wraps a filter's error)."""
+    seen: BaseException | None = failure
+    while seen is not None:
+        if isinstance(seen, BudgetRefused | BadRequestError | APIConnectionError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return failure
+
+
+def _id() -> str:
+    return str(uuid.uuid4())
+
+
+def make_driver() -> OpenAIAgentsDriver:
+    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load."""
+    return OpenAIAgentsDriver()

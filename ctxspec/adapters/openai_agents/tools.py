@@ -1,0 +1,96 @@
+"""The scenario's tools as real Agents SDK function tools.
+
+A tool whose schema declares properties is made with ``function_tool`` from a function whose
+signature has those parameters, so the SDK itself parses and validates a call's arguments
+(pydantic) before the tool runs. A schema with no properties accepts any object, which no Python
+signature says: such a tool is a ``FunctionTool`` with the schema as declared, whose invoker
+parses the arguments as ``function_tool``'s does (docs/open-questions.md Q150).
+
+Either way the body asks the scenario's scripted tool port, and a scripted error is raised, so
+the SDK's own failure handling words what the model sees.
+"""
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agents import FunctionTool, ModelBehaviorError, function_tool
+from agents.tool_context import ToolContext
+
+from ctxspec.conformance.scenario import ToolDoc
+from ctxspec.reference.ports import ToolOutcome
+
+Run = Callable[[ToolContext[Any], str, dict[str, Any]], ToolOutcome]
+"""The adapter's body of every tool: (context, tool name, arguments) → the scripted outcome."""
+
+_TYPES: Mapping[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
+                             "array": list, "object": dict}
+
+
+class ToolFailed(Exception):
+    """A tool's scripted business error, raised so the SDK handles it."""
+
+
+def _text(outcome: ToolOutcome) -> str:
+    if outcome.error is not None:
+        raise ToolFailed(outcome.error)
+    if outcome.artifact is not None:  # metadata and a path, never the bytes (§6)
+        artifact = outcome.artifact
+        return json.dumps({"artifact": artifact.path, "media_type": artifact.media_type,
+                           "size_bytes": artifact.size_bytes})
+    return outcome.text
+
+
+def build(tool: ToolDoc, run: Run) -> FunctionTool:
+    schema = tool.schema_
+    description = str(schema.get("description", ""))
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and properties:
+        return _typed(tool.name, description, properties, schema.get("required", []), run)
+    return _open(tool.name, description, schema, run)
+
+
+def _typed(name: str, description: str, properties: Mapping[str, Any], required: Any,
+           run: Run) -> FunctionTool:
+    names = list(properties)
+    needed = set(required) if isinstance(required, list) else set()
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                    annotation=ToolContext)]
+    annotations: dict[str, Any] = {"ctx": ToolContext, "return": str}
+    for each in names:
+        spec = properties[each]
+        declared = spec.get("type") if isinstance(spec, Mapping) else None
+        kind = _TYPES.get(declared) if isinstance(declared, str) else None
+        kind = Any if kind is None else kind
+        optional = each not in needed
+        annotations[each] = kind | None if optional and kind is not Any else kind
+        parameters.append(inspect.Parameter(
+            each, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotations[each],
+            default=None if optional else inspect.Parameter.empty))
+
+    async def invoke(ctx: ToolContext[Any], *values: Any, **named: Any) -> str:
+        arguments = {**dict(zip(names, values, strict=False)), **named}
+        given = json.loads(ctx.tool_arguments or "{}")  # what the model sent, not defaults
+        return _text(run(ctx, name, {k: v for k, v in arguments.items() if k in given}))
+
+    invoke.__signature__ = inspect.Signature(parameters,  # type: ignore[attr-defined]
+                                             return_annotation=str)
+    invoke.__annotations__ = annotations
+    return function_tool(invoke, name_override=name, description_override=description,
+                         strict_mode=False)
+
+
+def _open(name: str, description: str, schema: Mapping[str, Any], run: Run) -> FunctionTool:
+    async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
+        try:
+            parsed = json.loads(arguments) if arguments else {}
+        except ValueError as error:
+            raise ModelBehaviorError(f"Invalid JSON input for tool {name}") from error
+        if not isinstance(parsed, dict):
+            raise ModelBehaviorError(f"Invalid JSON input for tool {name}: "
+                                     "expected a JSON object")
+        return _text(run(ctx, name, parsed))
+
+    return FunctionTool(name=name, description=description, params_json_schema=dict(schema),
+                        on_invoke_tool=invoke, strict_json_schema=False)
