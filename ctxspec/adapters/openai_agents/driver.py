@@ -31,7 +31,9 @@ from typing import Any
 
 from agents import (
     Agent,
+    AgentsException,
     MaxTurnsExceeded,
+    ModelBehaviorError,
     ModelSettings,
     RunConfig,
     RunHooks,
@@ -41,7 +43,7 @@ from agents import (
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
-from agents.run_config import CallModelData, ModelInputData
+from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import RunContextWrapper
 from agents.run_state import RunState
 from agents.testing import ModelCall as SdkCall
@@ -49,7 +51,7 @@ from agents.tool_context import ToolContext
 from openai import APIConnectionError, BadRequestError
 
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
-from ctxspec.adapters.openai_agents.tools import build
+from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
@@ -64,6 +66,7 @@ from ctxspec.reference.ports import (
     ModelCall,
     ModelOutcome,
     PartialThenFailed,
+    ScriptExhausted,
     ToolOutcome,
 )
 from ctxspec.reference.tokens import PromptMessage
@@ -147,10 +150,13 @@ class OpenAIAgentsDriver:
                                 model=self.model, model_settings=ModelSettings(
                                     max_tokens=budget.output_reserve, retry=retry))
         self.config = RunConfig(tracing_disabled=True, call_model_input_filter=self._filter,
-                                tool_not_found_behavior="return_error_to_model")
+                                tool_not_found_behavior="return_error_to_model",
+                                tool_error_formatter=self._tool_error)
         self.hooks = _Usage(self)
         self.runs: list[Run] = []
         self.waiting: list[Delivery] = []
+        self.input_runs: dict[str, str] = {}
+        """The Run each input was last bound to."""
         self.sent: list[tuple[str, str]] = []
         """Every input handed to the SDK, (input_id, text), in hand-over order."""
         self.events: list[Message] = []
@@ -158,8 +164,11 @@ class OpenAIAgentsDriver:
         self.requests = 0
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
-        self.proposed: dict[str, dict[str, Any]] = {}
         self.reported = False
+        self.in_model = False
+        """True while the SDK waits for a model answer: a stop then cancels the call."""
+        self.exhausted: ScriptExhausted | None = None
+        """A scripted port that ran out inside a tool, which the SDK turned into a result."""
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -196,8 +205,8 @@ class OpenAIAgentsDriver:
         if run is None:
             return
         run.stop_requested = True
-        if self.streaming is not None:
-            self.streaming.cancel(mode="after_turn")
+        if self.streaming is not None:  # an answer in flight is dropped; a batch runs out
+            self.streaming.cancel(mode="immediate" if self.in_model else "after_turn")
 
     def advance(self) -> None:
         run = self._active()
@@ -220,7 +229,8 @@ class OpenAIAgentsDriver:
         if run.stop_requested:  # stopped before the SDK was given the Run
             self._end(run, "stopped")
             return
-        start: Any = [self._hand_over(d) for d in run.inputs]
+        stored = {input_id for input_id, _ in self.sent}  # the session holds them already
+        start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
         while True:
             result = Runner.run_streamed(self.agent, start, session=self.session,
                                          run_config=self.config, hooks=self.hooks,
@@ -228,6 +238,8 @@ class OpenAIAgentsDriver:
             self.streaming = result
             failure = await _consume(result)
             self.streaming = None
+            if self.exhausted is not None:
+                raise self.exhausted
             if failure is not None:
                 self._failed(run, failure)
                 return
@@ -255,20 +267,43 @@ class OpenAIAgentsDriver:
             self._end(run, "loop_exhausted")
             return
         cause = _root(failure)
+        if isinstance(cause, ScriptExhausted):
+            raise cause
         if isinstance(cause, BudgetRefused):
             self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
         elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
             self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, APIConnectionError):
             self._end(run, "failed", "MODEL_FAILED", str(cause))
+        elif isinstance(failure, AgentsException):  # the SDK gave up the Run on its own
+            self._end(run, "failed", None, f"{type(failure).__name__}: {failure}")
         else:
             raise failure
+
+    def _tool_error(self, args: ToolErrorFormatterArgs[Any]) -> str:
+        """Tool errors as structured results (§6, §11), through the SDK's formatter hook."""
+        error = args.error
+        if isinstance(error, ScriptExhausted):
+            self.exhausted = error
+        if args.kind == "tool_not_found":
+            code = "TOOL_NOT_AVAILABLE"
+        elif isinstance(error, ToolFailed):
+            code = "TOOL_ERROR"
+        elif isinstance(error, ModelBehaviorError):
+            code = "INVALID_ARGUMENTS"
+        else:
+            code = args.kind.upper()
+        detail = str(error) if error is not None else args.default_message
+        return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
 
     # --- what the SDK sends, read where it hands it to the model -----------------------------
 
     def _measure(self, instructions: str | None,
                  items: Sequence[Any]) -> tuple[list[Message], int, str]:
         view = read_view(instructions, items, self.sent)
+        for each in view:
+            if each.get("input_id") is not None:
+                each["source_run_id"] = self.input_runs.get(each["input_id"])
         schemas = [tool_schema(t.name, t.description, t.params_json_schema) for t in self.tools]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self._active_inputs()}
@@ -318,14 +353,21 @@ class OpenAIAgentsDriver:
             "trigger_threshold": budget.trigger_threshold, "compaction": decision,
             "snapshot_id": None, "run_no": None if run is None else run.no,
             "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
-        outcome = self.ports.model.call(ModelCall(
-            "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), budget.output_reserve, self.requests))
+        self.in_model = True
+        try:
+            outcome = self._ask_port(key, attempt, view)
+        finally:
+            self.in_model = False
         self.last = {"key": key, "attempt": attempt, "view": fingerprint,
                      "failed": not isinstance(outcome, Complete), "tokens": tokens}
         self._answered(outcome)
         return outcome
+
+    def _ask_port(self, key: str, attempt: int, view: list[Message]) -> ModelOutcome:
+        return self.ports.model.call(ModelCall(
+            "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
+            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
+                  for m in view), (), self.budget.output_reserve, self.requests))
 
     def _answered(self, outcome: ModelOutcome) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
@@ -335,9 +377,6 @@ class OpenAIAgentsDriver:
                     self._delivery(delivery)
         self.reported = isinstance(outcome, Complete) and (
             outcome.input_tokens is not None or outcome.output_tokens is not None)
-        if isinstance(outcome, Complete):
-            self.proposed.update({f"scripted:{n}": dict(c.arguments)
-                                  for n, c in enumerate(outcome.tool_calls)})
 
     def usage_reported(self, response: ModelResponse) -> None:
         last = self.last
@@ -391,6 +430,8 @@ class OpenAIAgentsDriver:
 
     def _delivery(self, delivery: Delivery) -> None:
         run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
+        if run is not None:
+            self.input_runs[delivery.input_id] = run.run_id
         self.events.append({
             "kind": "delivery", "input_id": delivery.input_id,
             "delivery_id": delivery.delivery_id, "state": delivery.state,
@@ -428,7 +469,8 @@ def _root(failure: BaseException) -> BaseException:
     """The first cause in the chain the adapter knows (the SDK wraps a filter's error)."""
     seen: BaseException | None = failure
     while seen is not None:
-        if isinstance(seen, BudgetRefused | BadRequestError | APIConnectionError):
+        if isinstance(seen, BudgetRefused | BadRequestError | APIConnectionError
+                      | ScriptExhausted):
             return seen
         seen = seen.__cause__ or seen.__context__
     return failure

@@ -5,6 +5,7 @@ the port's answer becomes Responses output items, a provider failure the error a
 raises, so the SDK's own retry policy and error handling decide what happens next.
 """
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
@@ -53,8 +54,12 @@ class ScenarioModel(ScriptedModel):
         async for event in super().stream_response(*args, **kwargs):
             yield event
 
-    def _answer(self, call: SdkCall) -> ModelStep:
-        return self.step(self.observer.request(call))
+    async def _answer(self, call: SdkCall) -> ModelStep:
+        outcome = self.observer.request(call)
+        # The answer arrives after the request left: the event loop runs in between, so a stop
+        # the user sent meanwhile (a trigger inside the port) cancels the call first.
+        await asyncio.sleep(0)
+        return self.step(outcome)
 
     def step(self, outcome: ModelOutcome) -> ModelStep:
         if isinstance(outcome, Complete):

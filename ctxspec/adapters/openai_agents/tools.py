@@ -2,12 +2,14 @@
 
 A tool whose schema declares properties is made with ``function_tool`` from a function whose
 signature has those parameters, so the SDK itself parses and validates a call's arguments
-(pydantic) before the tool runs. A schema with no properties accepts any object, which no Python
-signature says: such a tool is a ``FunctionTool`` with the schema as declared, whose invoker
-parses the arguments as ``function_tool``'s does (docs/open-questions.md Q150).
+(pydantic) before the tool runs. A schema with no properties accepts any object, which no
+Python signature says: such a tool is made with ``function_tool`` too, from a function without
+parameters, and told the declared schema; its body reads the arguments as sent
+(docs/open-questions.md Q150).
 
 Either way the body asks the scenario's scripted tool port, and a scripted error is raised, so
-the SDK's own failure handling words what the model sees.
+the SDK's own failure handling (the default handler, worded by ``RunConfig.tool_error_formatter``)
+makes what the model sees.
 """
 
 import inspect
@@ -15,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agents import FunctionTool, ModelBehaviorError, function_tool
+from agents import FunctionTool, function_tool
 from agents.tool_context import ToolContext
 
 from ctxspec.conformance.scenario import ToolDoc
@@ -82,15 +84,14 @@ def _typed(name: str, description: str, properties: Mapping[str, Any], required:
 
 
 def _open(name: str, description: str, schema: Mapping[str, Any], run: Run) -> FunctionTool:
-    async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
-        try:
-            parsed = json.loads(arguments) if arguments else {}
-        except ValueError as error:
-            raise ModelBehaviorError(f"Invalid JSON input for tool {name}") from error
-        if not isinstance(parsed, dict):
-            raise ModelBehaviorError(f"Invalid JSON input for tool {name}: "
-                                     "expected a JSON object")
-        return _text(run(ctx, name, parsed))
+    """``function_tool`` over a function of no parameters — the SDK still parses the call's
+    JSON and refuses what is not an object — told the declared schema; the body reads the
+    arguments as the model sent them."""
 
-    return FunctionTool(name=name, description=description, params_json_schema=dict(schema),
-                        on_invoke_tool=invoke, strict_json_schema=False)
+    async def invoke(ctx: ToolContext[Any]) -> str:
+        return _text(run(ctx, name, json.loads(ctx.tool_arguments or "{}")))
+
+    tool = function_tool(invoke, name_override=name, description_override=description,
+                         strict_mode=False)
+    tool.params_json_schema = dict(schema)
+    return tool
