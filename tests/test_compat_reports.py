@@ -13,7 +13,8 @@ from ctxspec.conformance.compat_page import write_report
 from ctxspec.conformance.harness import load_factory
 
 FOLDER = Path(__file__).resolve().parent.parent / "docs" / "compatibility"
-DRIVERS = {"langchain": "ctxspec.adapters.langchain:make_driver"}
+DRIVERS = {"langchain": "ctxspec.adapters.langchain:make_driver",
+           "openai-agents": "ctxspec.adapters.openai_agents:make_driver"}
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ capability ``estimator_injection`` is declared as adapter-supplied.
 
 import asyncio
 import hashlib
+import itertools
 import json
 import tempfile
 import uuid
@@ -51,6 +52,7 @@ from agents.tool_context import ToolContext
 from openai import APIConnectionError, BadRequestError
 
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
+from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
@@ -71,7 +73,8 @@ from ctxspec.reference.ports import (
 )
 from ctxspec.reference.tokens import PromptMessage
 
-FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers"})
+FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
+                       "sessions"})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop after the current turn, input staged on a
 running Run (``RunState.add_input``)."""
@@ -128,7 +131,8 @@ class _Usage(RunHooks[Any]):
 
 class OpenAIAgentsDriver:
     capabilities: frozenset[str] = FRAMEWORK | ADAPTER_SUPPLIED
-    adapter_supplied: frozenset[str] = ADAPTER_SUPPLIED
+    compat_profile = PROFILE
+    """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
@@ -153,6 +157,7 @@ class OpenAIAgentsDriver:
                                 tool_not_found_behavior="return_error_to_model",
                                 tool_error_formatter=self._tool_error)
         self.hooks = _Usage(self)
+        self.ids = itertools.count(1)
         self.runs: list[Run] = []
         self.waiting: list[Delivery] = []
         self.input_runs: dict[str, str] = {}
@@ -173,7 +178,7 @@ class OpenAIAgentsDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = Run(len(self.runs) + 1, _id())
+        run = Run(len(self.runs) + 1, self._id())
         self.runs.append(run)
         self._client(run, "run_started", f"run {run.no}")
         for carried in self.waiting:  # waiting supplements join this question, before it
@@ -226,9 +231,6 @@ class OpenAIAgentsDriver:
 
     async def _drive(self, run: Run) -> None:
         run.started = True
-        if run.stop_requested:  # stopped before the SDK was given the Run
-            self._end(run, "stopped")
-            return
         stored = {input_id for input_id, _ in self.sent}  # the session holds them already
         start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
         while True:
@@ -236,6 +238,8 @@ class OpenAIAgentsDriver:
                                          run_config=self.config, hooks=self.hooks,
                                          max_turns=self.doc.loop_limit)
             self.streaming = result
+            if run.stop_requested:  # stopped before the SDK began: cancelled at once
+                result.cancel(mode="immediate")
             failure = await _consume(result)
             self.streaming = None
             if self.exhausted is not None:
@@ -409,7 +413,7 @@ class OpenAIAgentsDriver:
         run.staged = []
         for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
             if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
-                successor = Delivery(delivery.input_id, _id(), delivery.text, None,
+                successor = Delivery(delivery.input_id, self._id(), delivery.text, None,
                                      previous=delivery.delivery_id)
                 delivery.state = "carried"
                 self._delivery(delivery)
@@ -424,7 +428,7 @@ class OpenAIAgentsDriver:
         self._client(run, "run_ended", status)
 
     def _receive(self, text: str, run: Run | None) -> Delivery:
-        delivery = Delivery(_id(), _id(), text, None if run is None else run.no)
+        delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
         self._delivery(delivery)
         return delivery
 
@@ -444,6 +448,10 @@ class OpenAIAgentsDriver:
     def _active_inputs(self) -> list[Delivery]:
         run = self._active()
         return [] if run is None else run.inputs
+
+    def _id(self) -> str:
+        """A fresh identity, the same in every run of a scenario (a report never drifts)."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:openai-agents:{next(self.ids)}"))
 
     def _client(self, run: Run, event: str, detail: str) -> None:
         run.seq += 1
@@ -474,10 +482,6 @@ def _root(failure: BaseException) -> BaseException:
             return seen
         seen = seen.__cause__ or seen.__context__
     return failure
-
-
-def _id() -> str:
-    return str(uuid.uuid4())
 
 
 def make_driver() -> OpenAIAgentsDriver:

@@ -1,0 +1,122 @@
+"""What the OpenAI Agents SDK driver's compatibility report says of the SDK: the capabilities
+the adapter supplies itself, the divergence each failing case shows, and the SDK behaviours
+found with the source read (docs/compatibility/openai-agents.md is generated from this and a
+fresh run). Sources are files under the installed ``agents`` package."""
+
+from importlib.metadata import version
+
+from ctxspec.conformance.compat import Finding, Profile
+
+PACKAGES = ("openai-agents", "openai")
+
+_WHOLE_SESSION = ("The Runner sends the SQLiteSession's whole item list before the new input: "
+                  "no projection of the recent_runs last Runs, no marker of an earlier Run's "
+                  "terminal status, tool calls of older Runs kept (§4).")
+_NO_PREVIEW = ("A function tool's whole result goes into its function_call_output: no bounded "
+               "preview marked truncated with a result_ref, and no result.read (§6); the SDK's "
+               "ToolOutputTrimmer trims only older turns, without a reference.")
+_NO_RETRY_AFTER_OUTPUT = ("A stream that broke after its first output is never retried: the "
+                          "SDK's retry treats streamed output as an absolute veto, so the Run "
+                          "fails where the design retries the Attempt without the fragment "
+                          "(§11, §12 row 12).")
+
+DIVERGENCES = {
+    "ROW-01": _WHOLE_SESSION + " A question whose Run was stopped before its first model "
+                               "call never reaches the session at all.",
+    "ROW-02": _WHOLE_SESSION, "EX4-OLDER-RUN": _WHOLE_SESSION,
+    "S4-CURRENT-RUN": _WHOLE_SESSION, "S4-RECENT-BY-ORDER": _WHOLE_SESSION,
+    "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
+    "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
+    "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
+    "ROW-14": "The partial output of a broken stream reaches the client as raw stream events "
+              "and is then dropped: the Run fails with nothing kept, where the design keeps "
+              "the fragment in the context, marked incomplete (§5, §11).",
+    "S7-PROVIDER-REFUSES": "A provider's context_length_exceeded ends the Run with the "
+                           "provider's error only: the SDK knows no window and shows the user "
+                           "neither the window configuration nor the request's estimate (§7).",
+    "S8-DEADLINE-BETWEEN-ATTEMPTS": "The SDK has no Run deadline (ModelSettings.timeout bounds "
+                                    "one model call), so a retry is sent after the Run's time "
+                                    "is up (§8, §11).",
+    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's call_id: two calls of "
+                            "one response sharing an id make the SDK raise ModelBehaviorError "
+                            "and end the Run, where the design runs each under its own call_id "
+                            "(§2).",
+}
+"""Each failing case and the divergence it shows (the sentences of the report)."""
+
+FINDINGS = (
+    Finding("History is the session's items, all of them, followed by the new input; a "
+            "session_input_callback or SessionSettings.limit may cut it, nothing projects it "
+            "per Run.",
+            "agents/run_internal/session_persistence.py: prepare_input_with_session"),
+    Finding("The input of a Run that fails is already in the session (saved before the first "
+            "model call), so an input never answered stays in the history where it was.",
+            "agents/run_internal/run_loop.py: _persist_stream_input_if_needed"),
+    Finding("Once a stream has emitted output the failure is an absolute veto on retrying, "
+            "whatever the retry policy says.",
+            "agents/run_internal/model_retry.py: _evaluate_retry"),
+    Finding("Two function calls of one response with the same call_id are refused with "
+            "ModelBehaviorError before any tool runs.",
+            "agents/run_internal/tool_planning.py: _dedupe_processed_response_invocations"),
+    Finding("ModelSettings.timeout bounds a single model call; nothing bounds a whole Run but "
+            "max_turns.", "agents/model_settings.py: ModelSettings.timeout"),
+    Finding("The default failure handler of a function tool answers every error with one fixed "
+            "sentence, 'An error occurred while running the tool. Please try again.', no code; "
+            "RunConfig.tool_error_formatter may word it (the adapter makes it a structured "
+            "error with a code).",
+            "agents/tool.py: default_tool_error_function; agents/run_config.py: "
+            "RunConfig.tool_error_formatter"),
+    Finding("Input staged on a paused Run is admitted immediately before its next model call, "
+            "and saved to the session then: the SDK's way to add a supplement to a running Run.",
+            "agents/run_state.py: RunState.add_input; agents/run_internal/session_persistence.py:"
+            " admit_pending_input"),
+    Finding("cancel(mode='after_turn') lets the current turn finish, its whole tool batch "
+            "included; cancel(mode='immediate') drops the call in flight. Neither leaves a "
+            "placeholder for the calls a stop cut off.",
+            "agents/result.py: RunResultStreaming.cancel"),
+    Finding("A streamed Run cancelled before its first turn saves nothing: its input never "
+            "reaches the session.",
+            "agents/run_internal/run_loop.py: run_single_turn_streamed "
+            "(_persist_stream_input_if_needed at the start of a turn)"),
+    Finding("ToolOutputTrimmer, the SDK's input filter for large results, replaces outputs "
+            "of turns older than the last recent_turns user messages with a preview and no "
+            "reference; the current turn's results are sent whole.",
+            "agents/extensions/tool_output_trimmer.py: ToolOutputTrimmer.__call__"),
+    Finding("A function_tool validates a call's arguments against its signature (pydantic) and "
+            "drops arguments it does not declare; invalid JSON or a non-object is a "
+            "ModelBehaviorError handled as a tool error.",
+            "agents/tool.py: function_tool; agents/function_schema.py: function_schema"),
+)
+
+NOTES = (
+    "Each Run is Runner.run_streamed on one Agent (the scenario's system prompt as "
+    "instructions, its tools as function_tools, a scripted Model: a subclass of the SDK's own "
+    "agents.testing.ScriptedModel answering from the scenario) over one SQLiteSession.",
+    "Retries are the SDK's: ModelSettings.retry with max_retries = model_attempts - 1 and the "
+    "SDK's network_error policy; a scripted failure is the APIConnectionError an OpenAI client "
+    "raises.",
+    "A supplement that arrives while the Run works pauses it after the turn "
+    "(cancel(mode='after_turn')), is staged with RunState.add_input and the Run resumed; the "
+    "user's stop cancels the call in flight (immediate) or, between calls, after the turn.",
+    "Configuration used: tool_not_found_behavior='return_error_to_model' and a "
+    "tool_error_formatter answering {status: error, error: {code, detail}}; the SDK's defaults "
+    "would end the Run on a missing tool and answer errors with a fixed sentence.",
+    "The request the trace shows is the one the SDK hands the Model, read back: the "
+    "instructions and the Responses input items; user items are mapped to the inputs handed "
+    "over, by text and order (the SDK keeps no input identity).",
+    "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+)
+
+PROFILE = Profile(
+    runtime="openai-agents",
+    framework="OpenAI Agents SDK (agents.Runner with SQLiteSession)",
+    versions={name: version(name) for name in PACKAGES},
+    adapter_supplied={
+        "estimator_injection": "the SDK has no window, output reserve, safety margin or input "
+                               "budget and measures no request: the adapter measures what the "
+                               "SDK hands the model with the injected estimator, computes W, "
+                               "O, S, B and the trigger, and refuses a fixed input over B in "
+                               "RunConfig.call_model_input_filter",
+    },
+    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
+)

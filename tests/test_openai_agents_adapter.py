@@ -1,0 +1,64 @@
+"""The OpenAI Agents SDK driver (ctxspec.adapters.openai_agents) on a handful of cases: what the
+SDK keeps, where it diverges for the reason its report gives, and an adapter-supplied pass
+counted apart. The whole suite runs in the drift test of its report (test_compat_reports.py).
+The ``openai-agents`` extra is installed by .ci/run; without it this test errors, never skips.
+"""
+
+import pytest
+
+from ctxspec.adapters.openai_agents import make_driver
+from ctxspec.adapters.openai_agents.profile import PROFILE
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.compat import status_of
+from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case
+from ctxspec.conformance.probes import ProbeResult
+
+KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT")
+"""A claimed supplement carried once to the next question; a stop that wins over an answer in
+flight; a missing tool answered by an error the next Loop sees; inputs delivered on the first
+output — each the SDK's own doing."""
+
+DIVERGING = {
+    "ROW-12": "attempts",  # a broken stream is never retried (model_retry._evaluate_retry)
+    "S2-PROVIDER-CALL-IDS": "tools executed",  # a shared provider call_id ends the Run
+    "ROW-02": "outcome",  # the session replayed whole: no outcome of the ended Run
+}
+"""Cases the SDK fails, and a word of what the failure shows."""
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, ProbeResult]:
+    return confirm_capabilities(make_driver)
+
+
+def _run(case_id: str, probes: dict[str, ProbeResult]) -> CaseResult:
+    [case] = by_id([case_id])
+    return run_case(case, make_driver, probes)
+
+
+def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
+    assert {name: p.status for name, p in probes.items()} == dict.fromkeys(
+        make_driver().capabilities, "confirmed")
+
+
+@pytest.mark.parametrize("case_id", KEPT)
+def test_what_the_sdk_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
+    result = _run(case_id, probes)
+    assert result.status == "passed", result.detail
+
+
+@pytest.mark.parametrize("case_id", sorted(DIVERGING))
+def test_a_divergence_fails_and_its_report_says_why(case_id: str,
+                                                    probes: dict[str, ProbeResult]) -> None:
+    result = _run(case_id, probes)
+    assert result.status == "failed", result.detail
+    assert DIVERGING[case_id] in result.detail
+    assert case_id in PROFILE.divergences
+
+
+def test_a_pass_on_the_adapters_budget_is_not_the_frameworks(
+        probes: dict[str, ProbeResult]) -> None:
+    # §7's worked example needs W, O, S, B and the injected estimator, which the SDK lacks.
+    result = _run("EX7-BUDGET", probes)
+    assert result.status == "passed", result.detail
+    assert status_of(result, PROFILE.adapter_supplied) == "adapter"
