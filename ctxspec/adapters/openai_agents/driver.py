@@ -247,8 +247,7 @@ class OpenAIAgentsDriver:
             if failure is not None:
                 self._failed(run, failure)
                 return
-            if result.is_complete and result.final_output is not None \
-                    and not _cancelled(result):
+            if result.is_complete and result.final_output is not None:
                 self._end(run, "succeeded", final=str(result.final_output))
                 return
             if run.stop_requested or not run.staged:
@@ -467,10 +466,6 @@ async def _consume(result: RunResultStreaming) -> BaseException | None:
     except Exception as failure:
         return failure
     return result.run_loop_exception
-
-
-def _cancelled(result: RunResultStreaming) -> bool:
-    return getattr(result, "_cancel_mode", None) is not None and result.final_output is None
 
 
 def _root(failure: BaseException) -> BaseException:

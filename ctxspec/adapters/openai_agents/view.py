@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage
+from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 Message = dict[str, Any]
 
@@ -84,13 +84,13 @@ def _input_ids(texts: Sequence[str], sent: Sequence[tuple[str, str]]) -> list[st
 def estimation(view: Sequence[Message], tool_schemas: Sequence[str]) -> EstimationRequest:
     """The whole request as the estimator counts it: every message with its calls' arguments
     (they are sent with it), and the tool schemas."""
-    roles = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+    roles: Mapping[str, Role] = {"system": "system", "user": "user", "assistant": "assistant",
+                                 "tool": "tool"}
     messages = []
     for each in view:
         text = each["text"] + "".join(f"\n{c['name']}({c['arguments']})"
                                       for c in each["tool_calls"])
-        messages.append(PromptMessage(roles.get(each["role"], "user"),  # type: ignore[arg-type]
-                                      text))
+        messages.append(PromptMessage(roles.get(each["role"], "user"), text))
     return EstimationRequest(messages=tuple(messages), tool_schemas=tuple(tool_schemas))
 
 
