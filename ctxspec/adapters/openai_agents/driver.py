@@ -74,10 +74,11 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions"})
+                       "sessions", "tool_latency"})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
-carried through ``RunHooks.on_llm_end``, a stop after the current turn, input staged on a
-running Run (``RunState.add_input``)."""
+carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
+turn), input staged on a running Run (``RunState.add_input``), another session on the same
+SQLite file, a batch's function tools run concurrently and fed back in call order."""
 ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
 """What the adapter computes because the SDK has none of it: the request's measure with the
 injected estimator, W, O, S, B, the trigger and the §8 refusal."""
@@ -401,7 +402,7 @@ class OpenAIAgentsDriver:
             "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
             "effective_arguments": arguments,
             "proposed_arguments": proposed if isinstance(proposed, dict) else {},
-            "outcome": "error" if outcome.error else "ok"})
+            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
         return outcome
 
     # --- Runs, inputs and deliveries --------------------------------------------------------

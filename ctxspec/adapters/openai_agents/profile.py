@@ -105,6 +105,8 @@ NOTES = (
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+    "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
+    "which the SDK runs concurrently, finish in that order.",
 )
 
 PROFILE = Profile(

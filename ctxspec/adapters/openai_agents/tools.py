@@ -12,6 +12,7 @@ the SDK's own failure handling (the default handler, worded by ``RunConfig.tool_
 makes what the model sees.
 """
 
+import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -24,6 +25,9 @@ from ctxspec.conformance.scenario import ToolDoc
 from ctxspec.reference.ports import ToolOutcome
 
 Run = Callable[[ToolContext[Any], str, dict[str, Any]], ToolOutcome]
+LATENCY_SECONDS = 0.002
+"""Real time per tick of a scripted latency: a batch's calls, which the SDK runs concurrently,
+finish in their scripted latency order."""
 """The adapter's body of every tool: (context, tool name, arguments) → the scripted outcome."""
 
 _TYPES: Mapping[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
@@ -34,7 +38,9 @@ class ToolFailed(Exception):
     """A tool's scripted business error, raised so the SDK handles it."""
 
 
-def _text(outcome: ToolOutcome) -> str:
+async def _text(outcome: ToolOutcome) -> str:
+    if outcome.latency:
+        await asyncio.sleep(outcome.latency * LATENCY_SECONDS)
     if outcome.error is not None:
         raise ToolFailed(outcome.error)
     if outcome.artifact is not None:  # metadata and a path, never the bytes (§6)
@@ -74,7 +80,7 @@ def _typed(name: str, description: str, properties: Mapping[str, Any], required:
     async def invoke(ctx: ToolContext[Any], *values: Any, **named: Any) -> str:
         arguments = {**dict(zip(names, values, strict=False)), **named}
         given = json.loads(ctx.tool_arguments or "{}")  # what the model sent, not defaults
-        return _text(run(ctx, name, {k: v for k, v in arguments.items() if k in given}))
+        return await _text(run(ctx, name, {k: v for k, v in arguments.items() if k in given}))
 
     invoke.__signature__ = inspect.Signature(parameters,  # type: ignore[attr-defined]
                                              return_annotation=str)
@@ -89,7 +95,7 @@ def _open(name: str, description: str, schema: Mapping[str, Any], run: Run) -> F
     arguments as the model sent them."""
 
     async def invoke(ctx: ToolContext[Any]) -> str:
-        return _text(run(ctx, name, json.loads(ctx.tool_arguments or "{}")))
+        return await _text(run(ctx, name, json.loads(ctx.tool_arguments or "{}")))
 
     tool = function_tool(invoke, name_override=name, description_override=description,
                          strict_mode=False)
