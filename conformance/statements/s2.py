@@ -103,11 +103,21 @@ def _answer_at_end_check(trace: Trace) -> None:
         own = [i for i, e in enumerate(trace)
                if e["kind"] == "client_event" and e["run_id"] == run_id]
         equal(trace[own[-1]]["event"], "run_ended", f"run {run_no}'s last client event")
-        asked = [i for i, e in enumerate(trace) if e["kind"] == "model_request"
-                 and [m for m in e["view"]["messages"] if m["kind"] == "user_ref"][-1].get(
-                     "source_run_id") == run_id]  # optional in the trace contract
+        asked = [i for i, e in enumerate(trace)
+                 if e["kind"] == "model_request" and _question_run(e) == run_id]
         expect(all(i < own[-1] for i in asked),
                f"run {run_no} ended before its last model request")
+
+
+def _question_run(request: dict[str, Any]) -> str:
+    """The Run whose question a request carries last: its ``source_run_id``, optional in the
+    trace contract, so a driver that leaves it out fails this case, told so."""
+    users = [m for m in request["view"]["messages"] if m["kind"] == "user_ref"]
+    expect(bool(users), f"request {request['purpose_key']} carries no user message")
+    source = users[-1].get("source_run_id")
+    expect(source is not None, "the trace lacks source_run_id on a request's user message, "
+           "which this case reads (optional in the trace contract)")
+    return str(source)
 
 
 # --- §2 statements: one context for every loop and a takeover -----------------------------------
