@@ -44,7 +44,9 @@ from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededE
 from langchain_core.exceptions import ContextOverflowError, ModelAPIError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
+from ctxspec.adapters.langchain_crash import Crash, Died
 from ctxspec.adapters.langchain_model import (
     PROVIDER,
     ScriptedChatModel,
@@ -54,6 +56,7 @@ from ctxspec.adapters.langchain_model import (
     view_of,
 )
 from ctxspec.adapters.langchain_profile import CAPABILITIES, PROFILE
+from ctxspec.adapters.langchain_review import POINT, Reviewer, review_middleware
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import ConfigurationError, resolve_budget
@@ -108,6 +111,8 @@ class LangChainDriver:
         self.stop_requested = False
         self.retry: tuple[str, str, int] | None = None
         """(fingerprint, purpose_key, attempt) of the last request that failed."""
+        self.lost: tuple[str, str, int] | None = None
+        """(fingerprint, purpose_key, attempt) of the request whose answer a crash lost."""
         self.ordinal = 0
         self.last_compaction = 0
         self.proposed: dict[str, dict[str, Any]] = {}
@@ -127,11 +132,23 @@ class LangChainDriver:
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
         if agent.tool_quota:
             middleware.append(ToolCallLimitMiddleware(run_limit=agent.tool_quota))
-        self.graph: Any = create_agent(
-            self.business, [make_tool(t, self._run_tool) for t in agent.tools],
-            system_prompt=agent.system_prompt, middleware=middleware,
-            checkpointer=InMemorySaver())
+        self.reviewer: Reviewer | None = None
+        if ports.hooks.registered(POINT):
+            self.reviewer = Reviewer(ports.hooks, self._event)
+            middleware.append(review_middleware([tool.name for tool in agent.tools]))
+        self.middleware = middleware
+        self.crash = Crash(scenario.crash)
+        self.checkpointer = InMemorySaver()
+        self.graph: Any = self._build()
         self.config: Any = {"configurable": {"thread_id": "session"}, "max_concurrency": 1}
+
+    def _build(self) -> Any:
+        """A graph instance over the Session's checkpointer: a fresh one after a crash, as a
+        restarted process builds it (the checkpointer is the store that survives)."""
+        return create_agent(
+            self.business, [make_tool(t, self._run_tool) for t in self.agent.tools],
+            system_prompt=self.agent.system_prompt, middleware=self.middleware,
+            checkpointer=self.checkpointer)
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -179,24 +196,55 @@ class LangChainDriver:
     # --- the Run: one invoke, resumed after each pause before the model ---------------------
 
     def _drive(self, run: _Run) -> None:
-        """The Run is one stream of the graph; the user's stop ends it between two steps (the
-        client stops reading the stream: LangGraph keeps the last checkpoint)."""
+        """The Run is one stream of the graph, resumed after each review (``Command(resume=
+        ...)``) and, after a crash, on a fresh graph instance from the last checkpoint."""
         new = run.inputs[run.sent:]
         run.sent = len(run.inputs)
-        stream = self.graph.stream({"messages": [HumanMessage(content=self.texts[i], id=i)
-                                                 for i in new]}, self.config,
-                                   stream_mode="updates")
-        for _ in stream:
-            self._raise_exhausted()
-            if self.stop_requested:
-                stream.close()
+        payload: Any = {"messages": [HumanMessage(content=self.texts[i], id=i) for i in new]}
+        while True:
+            ending = self._stream(payload)
+            if ending == "stopped":
                 self._end(run, "stopped", None, "stopped by the user")
                 return
-        self._raise_exhausted()
+            if ending == "crashed":
+                self.graph, payload = self._build(), None  # resume the thread where it stood
+                continue
+            pending = self.graph.get_state(self.config).interrupts
+            if not pending or self.reviewer is None:
+                break
+            payload = Command(resume=self.reviewer.answer(pending[0].value))
         messages = self.graph.get_state(self.config).values.get("messages", [])
         last = messages[-1] if messages else None
         self._end(run, "succeeded", None, None,
                   last.text if isinstance(last, AIMessage) else None)
+
+    def _stream(self, payload: Any) -> str:
+        """Stream the graph until it ends, pauses for review, is stopped by the user (the
+        client stops reading: LangGraph keeps the last checkpoint) or dies at the scenario's
+        crash (ctxspec/adapters/langchain_crash.py)."""
+        stream = self.graph.stream(payload, self.config, stream_mode=["updates", "checkpoints"],
+                                   durability="sync")
+        nodes: set[str] = set()
+        try:
+            for mode, chunk in stream:
+                self._raise_exhausted()
+                if mode == "updates":
+                    fresh = set(chunk) - nodes
+                    nodes.update(fresh)
+                    crashed = self.crash.on_update(fresh)
+                else:
+                    crashed, nodes = self.crash.on_checkpoint(nodes), set()
+                if crashed:
+                    stream.close()
+                    raise Died
+                if mode == "updates" and self.stop_requested:
+                    stream.close()
+                    return "stopped"
+        except Died:
+            self._event("restarted", **self.crash.restarted())
+            return "crashed"
+        self._raise_exhausted()
+        return "ended"
 
     def _raise_exhausted(self) -> None:
         if self.exhausted is not None:
@@ -215,12 +263,14 @@ class LangChainDriver:
         tokens = self._estimate(view, schemas)
         fingerprint = hashlib.sha256(json.dumps([purpose, view], sort_keys=True,
                                                 default=str).encode()).hexdigest()
-        if self.retry is not None and self.retry[0] == fingerprint:
+        if self.lost is not None and self.lost[0] == fingerprint:
+            key, attempt = self.lost[1], self.lost[2]  # asked again after a crash in flight
+        elif self.retry is not None and self.retry[0] == fingerprint:
             key, attempt = self.retry[1], self.retry[2] + 1
         else:
             self.ordinal += 1
             key, attempt = f"{purpose}:{self.ordinal}", 1
-        self.retry = None
+        self.retry = self.lost = None
         self._request(purpose, key, attempt, view, tokens)
         if purpose == "business":
             self._claim(view)
@@ -233,6 +283,9 @@ class LangChainDriver:
             self.exhausted = exhausted
             raise
         if isinstance(outcome, Complete):
+            if purpose == "business" and self.crash.on_answer():
+                self.lost = (fingerprint, key, attempt)
+                raise Died  # the answer arrived; the process dies before LangGraph saves it
             if purpose == "business":
                 self._deliver()
             return self._complete(purpose, key, attempt, tokens, outcome)

@@ -4,10 +4,11 @@ read (docs/compatibility/langchain.md is generated from this and a fresh run).""
 
 from importlib.metadata import version
 
+from ctxspec.adapters.langchain_crash import CAPABILITIES as CRASHES
 from ctxspec.conformance.compat import Finding, Profile
 
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
-                          "usage_reports"})
+                          "usage_reports", "hooks:tool.pre_call", *CRASHES})
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
 SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
