@@ -12,7 +12,10 @@ CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summar
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
 SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
-provider integration reports it. Not ``triggers``: LangChain cannot add an input to a running
+provider integration reports it. ``hooks:tool.pre_call``: HumanInTheLoopMiddleware's review
+(ctxspec/adapters/langchain_review.py). ``crash:raw_answer_saved``, ``crash:batch_fed_back``:
+the model and tools nodes' checkpoints (ctxspec/adapters/langchain_crash.py). Not
+``triggers``: LangChain cannot add an input to a running
 ``invoke``/``stream``, so a scenario's step inside a call has nowhere to go."""
 
 PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
@@ -42,6 +45,15 @@ _NO_DEADLINE = ("LangChain has no Run deadline: ModelRetryMiddleware retries and
 _WHOLE_ANSWER = ("create_agent's model node takes an answer whole: a stream broken after its "
                  "first output is an exception like a failure before output, with no "
                  "first-output receipt and no fragment kept marked (§5, §11).")
+
+_HITL = "langchain/agents/middleware/human_in_the_loop.py"
+_EDIT_KEPT = ("HumanInTheLoopMiddleware runs an edited call with the reviewer's arguments but "
+              "keeps the model's own call in the AIMessage the model reads next; the edit shows "
+              "only as a notice prepended to the tool's result text (§3, §6).")
+_UNCHECKED = ("HumanInTheLoopMiddleware applies a reviewer's decision as sent and checks "
+              "nothing: an edit replaces only the call's name and arguments (no context patch, "
+              "no field registry or rights, no base revision), so nothing is diagnosed where "
+              "the design voids the patch (§3).")
 
 DIVERGENCES = {
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
@@ -73,13 +85,29 @@ DIVERGENCES = {
     "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's id: two calls sharing one "
                             "are one call to LangChain (ToolMessage.tool_call_id), where the "
                             "design gives each its own call_id (§2).",
+    "ROW-16-17": _EDIT_KEPT, "EX3-WRITE": _EDIT_KEPT,
+    "S6-ARGS-ADJUSTED-SENT": _EDIT_KEPT + " The adapter records no rendered request either.",
+    "ROW-18": "A reviewer's answer that is no decision (the hook failed) fails the whole Run "
+              "with a ValueError before any call of the batch runs, where the design drops only "
+              "the failed hook and runs the call as proposed (§3).",
+    "EX3-WRITE-CONFLICT": _UNCHECKED, "EX3-DENY-CONFLICT": _UNCHECKED,
+    "BAD-INVALID-PATCH": _UNCHECKED, "BAD-FORBIDDEN-FIELD": _UNCHECKED,
+    "BAD-UNKNOWN-TARGET": _UNCHECKED, "BAD-STALE-ALLOW": _UNCHECKED,
+    "BAD-STALE-DENY": _UNCHECKED, "S3-OVERLAPPING-WRITES": _UNCHECKED,
+    "S3-ALLOW-NO-GRANT": _UNCHECKED, "S3-VIEW-INDEX": _UNCHECKED,
+    "BAD-UNREGISTERED-FIELD": "A reviewer's edit may name another tool: it is not diagnosed as "
+                              "a write to an unregistered field, and a tool the agent lacks "
+                              "fails the whole Run with a ValueError (§3).",
+    "S10-TAKEOVER-BUDGET": "ModelCallLimitMiddleware's run count is an UntrackedValue, never "
+                           "checkpointed: a thread resumed after a crash starts the Run's loop "
+                           "budget afresh (§10).",
     "S11-ARGUMENTS-SCHEMA": "A tool whose args_schema is a JSON Schema runs with arguments that "
                             "break it: LangChain validates only pydantic schemas, where the "
                             "design answers a format error without running the tool (§11).",
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
-FINDINGS = (
+FINDINGS: tuple[Finding, ...] = (
     Finding("The trigger counts the state's messages with token_counter, without the system "
             "prompt, and fires at total ≥ threshold",
             f"{_SUMMARY}: SummarizationMiddleware.before_model, _should_summarize"),
@@ -111,6 +139,25 @@ FINDINGS = (
             "before_model, after_model"),
 )
 
+FINDINGS += (
+    Finding("Batched review: one interrupt after the model's answer lists every reviewed call; "
+            "a reject is answered at once with an error ToolMessage appended before the "
+            "approved calls' results, so a batch with a rejected call is fed back out of "
+            "action order", f"{_HITL}: HumanInTheLoopMiddleware.after_model, _answer_message"),
+    Finding("An edit keeps the model's call in the AIMessage and substitutes the reviewer's at "
+            "execution, prepending a notice with the executed arguments to the result",
+            f"{_HITL}: _process_decision, wrap_tool_call, _apply_edit, _prepend_notice"),
+    Finding("An answer whose type is not allowed raises ValueError('Unexpected human "
+            "decision'); an edit naming a tool the agent lacks raises ValueError",
+            f"{_HITL}: _process_decision, _apply_edit"),
+    Finding("Each node's writes are saved as the node ends (pending writes) and the step's "
+            "checkpoint after it; a thread resumed with input None re-runs only the steps "
+            "not written, so neither a saved answer nor a saved batch is asked or run again",
+            "langgraph/pregel/_loop.py: PregelLoop.put_writes, _put_checkpoint"),
+    Finding("The run's model-call count is an UntrackedValue channel, not in the checkpoint",
+            "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState"),
+)
+
 NOTES = (
     "One Session is one LangGraph thread (InMemorySaver); one Run is one stream of the graph "
     "with the question and the supplements received before it as HumanMessages whose id is "
@@ -124,10 +171,18 @@ NOTES = (
     "request is answered: read from the requests, since LangChain records no delivery.",
     "A failed tool call's result is the ToolMessage's text with status 'error' (what the "
     "provider integration sends as an error flag), traced as one JSON object.",
-    "Not declared, because LangChain lacks them: hooks (its middleware can be written to act "
-    "at each point, but the patch rules of §3 would be the adapter's), chunked folds, "
-    "snapshots, crash recovery at the design's phases, Planner/Executor, shared scopes, "
-    "retention, the history API, triggers.",
+    "tool.pre_call is HumanInTheLoopMiddleware (batched): the scenario's chain for a call is "
+    "the reviewer; deny → reject (LangChain's own words), argument or name writes → edit, "
+    "otherwise approve; a failed item answers no decision; context patches and other paths "
+    "have no place in an edit and are not sent (Q190-Q192).",
+    "Crashes: raw_answer_saved and batch_fed_back are the model and tools nodes' checkpoints "
+    "(durability='sync'); the driver abandons the stream there (before raw_answer_saved: dies "
+    "in the model node once the answer arrived) and resumes the thread with input None on a "
+    "fresh create_agent graph over the same InMemorySaver (Q193, Q194).",
+    "Not declared, because LangChain lacks them: the other hook points (its middleware can be "
+    "written to act there, but the patch rules of §3 would be the adapter's), the other crash "
+    "phases (no checkpoint of their own), chunked folds, snapshots, Planner/Executor, shared "
+    "scopes, retention, the history API, triggers.",
 )
 
 PROFILE = Profile(

@@ -60,7 +60,7 @@ class Reviewer:
             uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:review:{self.asked}"), self.asked))
         edited = {"name": name, "arguments": dict(arguments)}
         denied = failed = False
-        for position, item in enumerate(items, start=1):
+        for position, item in enumerate(items):
             changes = [] if item.failed else _apply(item, edited)
             self.event("hook_decided", point=POINT, chain_position=position,
                        decision="failed" if item.failed else item.decision,

@@ -107,6 +107,14 @@ NOTES = (
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
     "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
     "which the SDK runs concurrently, finish in that order.",
+    "Hooks are not declared (Q196): a capability hooks:<point> means the point's allow, modify "
+    "and deny with their patches (§3), and what the SDK has at tool.pre_call and "
+    "tool.post_call cannot modify: a ToolInputGuardrail / ToolOutputGuardrail answers allow, "
+    "reject_content (a message in place of the result) or raise_exception "
+    "(agents/tool_guardrails.py: ToolGuardrailFunctionOutput), and a tool's needs_approval "
+    "is approved or rejected on the RunState (agents/run_state.py: RunState.approve, "
+    "RunState.reject), with no edit of the arguments. Nor crash points: a SQLiteSession "
+    "saves items, not the Run's position, so a restarted process can only start a new Run.",
 )
 
 PROFILE = Profile(

@@ -1,0 +1,99 @@
+"""The LangChain driver's review (tool.pre_call) and crash phases (ctxspec.adapters.langchain):
+what LangChain keeps across a restart, where its human-in-the-loop diverges for the reason its
+report gives. The whole suite runs in the drift test of its report (test_compat_reports.py).
+The ``langchain`` extra is installed by .ci/run; without it this test errors, never skips.
+"""
+
+from typing import Any
+
+import pytest
+
+from ctxspec.adapters.langchain import make_driver
+from ctxspec.adapters.langchain_profile import PROFILE
+from ctxspec.adapters.langchain_review import Reviewer
+from ctxspec.conformance.case import of, requests
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case, scenario_trace
+from ctxspec.conformance.probes import ProbeResult
+from ctxspec.conformance.scenario import HookDoc, ScriptedHooks
+
+KEPT = ("ROW-21", "ROW-23", "CRASH-TOOLS-RAW_ANSWER_SAVED-1-BEFORE",
+        "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "S3-REBASE")
+"""A crash after (or before) the model's checkpoint, after (or before) the tools' one: the
+thread resumed on a fresh graph repeats no tool and asks the model again only for an answer it
+never saved; a chain's argument writes applied in order."""
+
+DIVERGING = {
+    "ROW-16-17": "the path the model sees",  # an edit keeps the model's call in the AIMessage
+    "ROW-18": "tools executed",  # a reviewer's non-decision fails the whole Run
+    "S10-TAKEOVER-BUDGET": "business Loops",  # the run's call count is not checkpointed
+}
+"""Cases LangChain fails, and a word of what the failure shows."""
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, ProbeResult]:
+    return confirm_capabilities(make_driver)
+
+
+def _run(case_id: str, probes: dict[str, ProbeResult]) -> CaseResult:
+    [case] = by_id([case_id])
+    return run_case(case, make_driver, probes)
+
+
+def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
+    # Crash phases have no probe of their own (the crash_points probe needs all of them).
+    declared = {name for name in make_driver().capabilities if not name.startswith("crash:")}
+    assert {name: p.status for name, p in probes.items()} == dict.fromkeys(declared, "confirmed")
+
+
+@pytest.mark.parametrize("case_id", KEPT)
+def test_what_langchain_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
+    result = _run(case_id, probes)
+    assert result.status == "passed", result.detail
+
+
+@pytest.mark.parametrize("case_id", sorted(DIVERGING))
+def test_a_divergence_fails_and_its_report_says_why(case_id: str,
+                                                    probes: dict[str, ProbeResult]) -> None:
+    result = _run(case_id, probes)
+    assert result.status == "failed", result.detail
+    assert DIVERGING[case_id] in result.detail
+    assert case_id in PROFILE.divergences
+
+
+def test_a_crash_before_the_answer_is_saved_asks_that_request_again() -> None:
+    # The process dies in the model node once the first answer arrived: one restart, and the
+    # first request (same key and attempt) sent twice, the second once.
+    [case] = by_id(["CRASH-TOOLS-RAW_ANSWER_SAVED-1-BEFORE"])
+    trace = scenario_trace(make_driver(), case.scenario)
+    assert [(e["phase"], e["when"]) for e in of(trace, "restarted")] == [
+        ("raw_answer_saved", "before")]
+    asked = [(r["purpose_key"], r["attempt"]) for r in requests(trace)]
+    assert asked == [asked[0], asked[0], asked[2]] and asked[2] != asked[0]
+
+
+def _answer(items: list[dict[str, Any]], name: str = "write",
+            arguments: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    events: list[str] = []
+    hooks = ScriptedHooks([HookDoc.model_validate({"point": "tool.pre_call", "items": items})])
+    reviewer = Reviewer(hooks, lambda kind, **fields: events.append(
+        f"{kind}:{fields.get('decision', fields.get('stage'))}"))
+    answer = reviewer.answer({"action_requests": [
+        {"name": name, "args": arguments or {"path": "a.md"}}]})
+    return answer["decisions"][0], events
+
+
+def test_a_chain_becomes_one_reviewers_decision() -> None:
+    assert _answer([{"decision": "allow"}])[0] == {"type": "approve"}
+    assert _answer([{"decision": "allow"}, {"decision": "deny"}]) == (
+        {"type": "reject"}, ["hook_called:pre", "hook_decided:allow", "hook_decided:deny"])
+    edit = _answer([{"payload_patch": [{"path": "arguments.path", "value": "b.md"}]},
+                    {"payload_patch": [{"path": "arguments.body", "value": "x"}]}])[0]
+    assert edit == {"type": "edit", "edited_action": {
+        "name": "write", "args": {"path": "b.md", "body": "x"}}}
+    # A write with no place in an edit is not sent: the call is approved as proposed.
+    assert _answer([{"payload_patch": [{"path": "quota", "value": 9}]}])[0] == {
+        "type": "approve"}
+    # A failed item: the reviewer has no decision to give (Q191).
+    assert _answer([{"fails": True}])[0]["type"] not in ("approve", "edit", "reject")
