@@ -257,6 +257,11 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
                 adjusted_by=tuple(changed_by) if proposed != arguments else ()))
     calls.sort(key=lambda call: call.action_ordinal)
     text = content.get("text", "")
+    # A text a committed change made differ from the record's own is marked with the change's
+    # sources when rebuilt (§2: never passed off as the provider's; §6 按变更和来源标记).
+    text_changed_by = tuple(sorted({(sources or {}).get(o.mutation_id, str(o.mutation_id))
+                                    for key, o in overrides.items() if split(key)[0] == "text"})
+                            ) if text != raw.content.get("text", "") else ()
     reasoning = content.get("reasoning")
     truncation = content.get("truncation")
     # A denied response shows its denial state instead of its text and calls (Q75).
@@ -271,6 +276,7 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
         truncation=Truncation.model_validate(truncation) if isinstance(truncation, dict)
         else None,
         modified_by=tuple(sorted({str(o.mutation_id) for o in overrides.values()})),
+        text_changed_by=() if isinstance(denied, dict) else text_changed_by,
         annotation_source=raw.source if raw.record.message_kind == "annotation" else None)
 
 

@@ -110,6 +110,9 @@ class EffectiveRecord(Contract):
     """For an annotation: the HookInvocation (or other source) that appended it (§3)."""
     modified_by: tuple[str, ...] = ()
     """Mutation ids whose committed changes this effective text includes (§3, §6)."""
+    text_changed_by: tuple[str, ...] = ()
+    """When a committed change made the text differ from the record's own: the change's
+    sources ('<source kind>:<source ref>'), for the mark the adapter sends (§2, §6; Q170)."""
 
     @model_validator(mode="after")
     def _shape(self) -> Self:
@@ -169,6 +172,9 @@ class ViewMessage:
     status: str | None = None
     final_result: bool | None = None
     """For an outcome: whether the Run has a final result (an answer that completed)."""
+    text_changed_by: tuple[str, ...] = ()
+    """The sources of the committed changes that made ``text`` differ from the record's own
+    (a hook's edit of a model answer, a correction of a record): marked when sent (Q170)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +212,8 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
         record.tool_calls if tool_calls is None else tool_calls,
         source_run_id or raw.run_id, None, record.truncation, record.incomplete,
         record.reasoning, record.annotation_source, record.modified_by,
-        record.text if body is None and kind is ViewKind.ANNOTATION else body)
+        record.text if body is None and kind is ViewKind.ANNOTATION else body,
+        text_changed_by=record.text_changed_by if text is None else ())
 
 
 # --- adapters: the neutral view to other shapes ------------------------------------------
@@ -217,9 +224,11 @@ class Mark:
     """A mark the adapter adds to what it sends, as data (the words are the adapter's own):
     ``truncated`` — a bounded preview, its covered range and the ``result_ref`` behind it (§6);
     ``arguments_adjusted`` — a call whose arguments a committed change made differ from the
-    model's, with the change's sources (§2, §6 "按变更和来源标记", §12 参数修改反馈)."""
+    model's, with the change's sources (§2, §6 "按变更和来源标记", §12 参数修改反馈);
+    ``text_modified`` — a message whose text a committed change made differ from the record's
+    own (a hook's edit of a model answer), with the change's sources (§2, §6; Q170)."""
 
-    kind: Literal["truncated", "arguments_adjusted"]
+    kind: Literal["truncated", "arguments_adjusted", "text_modified"]
     call_id: UUID | None
     text: str
     """The words sent for it, part of the message's content (and so of I, §7)."""
@@ -283,11 +292,20 @@ def adjustment_mark(call: ToolCall) -> Mark:
                 sources=call.adjusted_by)
 
 
+def text_mark(message: ViewMessage) -> Mark:
+    text = (f"[this text was changed by {', '.join(message.text_changed_by)} after it was "
+            "written; it is not the original]")
+    return Mark("text_modified", message.call_id, text, sources=message.text_changed_by)
+
+
 def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
                    accepts_reasoning: bool = False) -> RenderedRequest:
     """The adapter of §6: the neutral view as a chat-completions-shaped request.
 
-    A truncated preview carries its mark in the content sent, and a call whose arguments were
+    A text a committed change made differ from the record's own carries a mark naming the
+    change's sources in the content of its own message (Q170: the edit is the runtime's, so the
+    mark is not words put in the model's mouth but a statement beside them). A truncated
+    preview carries its mark in the content sent, and a call whose arguments were
     adjusted is marked in the tool message answering it (the runtime's own message, so the
     assistant's tool_calls/result pairing stays whole and no words are put in the model's
     mouth). Reasoning is sent only to a provider that accepts it; otherwise omitted (the record
@@ -298,6 +316,8 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
     rendered: list[RenderedMessage] = []
     for message in view.messages:
         marks: list[Mark] = []
+        if message.text_changed_by:
+            marks.append(text_mark(message))
         if message.truncation is not None:
             marks.append(truncation_mark(message.call_id, message.truncation))
         for call in message.tool_calls:

@@ -1,6 +1,6 @@
 """Mutants of the provider adapter and the preview protocol (§6): what the model is sent differs
-from the view's facts — a preview sent bare, an adjusted call sent as if the model had made it —
-or a read behind a result_ref is not the stored range."""
+from the view's facts — a preview sent bare, an adjusted call sent as if the model had made it,
+an edited answer sent as the provider's — or a read behind a result_ref is not the stored range."""
 
 from collections.abc import Callable
 from dataclasses import replace
@@ -64,6 +64,11 @@ MUTANTS = (
            "a hook's change to a call's arguments reaches the model only as rewritten call "
            "arguments, unmarked (§2 不得把变更后的内容伪装成供应商原文, §12 参数修改反馈)",
            _patches("arguments_adjusted")),
+    Mutant("TEXT-EDIT-UNTOLD",
+           "a hook's change to a model answer's text reaches the model as the answer's text, "
+           "unmarked, as if the provider had said it (§2 不得把变更后的内容伪装成供应商原文, §6 "
+           "按变更和来源标记)",
+           _patches("text_modified")),
     Mutant("NEVER-STARTED-UNKNOWN",
            "a placeholder for a call that never started reports its Operation as unknown, as if "
            "it might have acted (§6: the projection states the real state, never another)",

@@ -237,6 +237,46 @@ def _adjusted_check(trace: Trace) -> None:
            "I does not count all that was sent")
 
 
+# --- §2, §6: a hook's change to a model answer's text is told to the model -----------------------
+
+
+def _text_modified_scenario() -> dict[str, Any]:
+    document = base(estimator="chars")
+    document["steps"] = [{"ask": "q1"}, {"advance": True}, {"ask": "q2"}, {"advance": True},
+                         {"ask": "q3"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "raw answer"}, {"text": "a2"}, {"text": "a3"}]}
+    # The first post-response chain rewrites the answer's text; the others allow it unchanged.
+    document["hooks"] = [{"point": "model.post_response", "ordinal": 1, "items": [
+        {"payload_patch": [{"path": "text", "value": "checked answer"}]}]}]
+    return document
+
+
+def _text_modified_check(trace: Trace) -> None:
+    # Run 1's answer "raw answer" became "checked answer" by a post-response hook; Run 2's "a2"
+    # passed unchanged. In what the adapter sends for Run 3 the edited answer is never passed
+    # off as the provider's text (§2) and the rebuilt view marks the change by its source (§6):
+    # exactly one text_modified mark, in the assistant message carrying "checked answer", naming
+    # a hook as its source; "a2" and the questions carry none. The mark is in the content the
+    # model receives (beyond the answer's own 14 characters) and I counts it (§7).
+    run3 = requests(trace, "business")[-1]
+    rendered_pairing(run3)
+    message, mark = rendered_mark(run3, "text_modified")
+    equal(message["role"], "assistant", "the role of the message the text_modified mark is in")
+    expect(message["content"].startswith("checked answer")
+           and len(message["content"]) > len("checked answer"),
+           f"the edited answer is sent without its mark: {message['content']!r}")
+    expect("raw answer" not in json.dumps(run3["rendered"]),
+           "the provider's raw answer was sent though the hook replaced it")
+    expect(bool(mark["sources"]) and all(s.split(":", 1)[0] == "hook" for s in mark["sources"]),
+           f"the mark's sources name no hook: {mark['sources']}")
+    unchanged = [m for m in run3["rendered"]["messages"] if m["content"] == "a2"]
+    equal([m["marks"] for m in unchanged], [[]], "the marks of the unchanged answer a2")
+    expect(run3["estimated_input_tokens"] >= rendered_size(run3),
+           "I does not count all that was sent")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None),
+                           (3, "succeeded", None)], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S6-ITEM-ERROR", "one item's failure is a structured error of its own result; the "
          "others are kept", "§6", ("CTX-6.5",), _item_error_scenario(), _item_error_check),
@@ -252,6 +292,10 @@ CASES: tuple[Case, ...] = (
     Case("S6-ARGS-ADJUSTED-SENT", "a hook's change to a call's arguments is marked, by change "
          "and source, in what the provider receives", "§6",
          ("CTX-6.16", "CTX-2.32", "CTX-3.57"), example("tool-batch-hook"), _adjusted_check,
+         frozenset({"hooks", "estimator_injection"})),
+    Case("S6-TEXT-MODIFIED-SENT", "a hook's change to a model answer's text is marked, by "
+         "source, in what the provider receives, and counted in I", "§6",
+         ("CTX-6.16", "CTX-2.32"), _text_modified_scenario(), _text_modified_check,
          frozenset({"hooks", "estimator_injection"})),
     Case("S6-RESULT-READ", "result.read answers the stored range behind a result_ref, and "
          "refuses a reference the role was never shown", "§6", ("CTX-6.18", "CTX-6.19"),
