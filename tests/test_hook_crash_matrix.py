@@ -1,11 +1,11 @@
 """The crash matrix crossed with every hook configuration, in full (§3, §10, §12
-"原始结果保存后宕机"; issue #17): for each hook point that decides on a call — tool pre-call and post-call, model
-post-response, compaction post-response — and each decision (allow, modify, deny), the
-configuration's Session is crashed before and after every occurrence of every phase it passes,
-and judged as the conformance suite's CRASH-HOOK-* cases are (conformance/hook_crashes.py): no
-saved answer asked again, no call run twice, no hook decision skipped or asked again, and —
-away from a running hook or a tool's unknown outcome — the same requests, tools and endings as
-without the crash.
+"原始结果保存后宕机"; issue #17): for each hook point that decides on a call — tool pre-call and
+post-call, model post-response, compaction post-response — and each decision (allow, modify,
+deny), the configuration's Session is crashed before and after every occurrence of every phase
+it passes, and judged as the conformance suite's CRASH-HOOK-* cases are
+(conformance/hook_crashes.py): no saved answer asked again, no call run twice, no hook decision
+skipped or asked again, and — away from a running hook or a tool's unknown outcome — the same
+requests, tools and endings as without the crash.
 
 The conformance suite keeps only the phases around each chain (CRASH-HOOK-*); this cross is the
 reference-only slow tier. The points are those the reference passes in each configuration's
