@@ -11,6 +11,7 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference.contracts import MessageRole, RunStatus
 from ctxspec.reference.runtime import context_manager
+from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime, RunState
@@ -104,7 +105,19 @@ def _request_deny_ignored(original: Method) -> Method:
     return chain
 
 
+def _chunk_sent_after_stop(original: Method) -> Method:
+    def halted(self: CompactionService, run: RunState, attempt: int, first: int) -> bool:
+        # Only a retry checks the stop: a stop during the chunk's pre-request chain is missed.
+        return attempt > first and bool(original(self, run, attempt, first))
+    return halted
+
+
 MUTANTS = (
+    Mutant("CHUNK-SENT-AFTER-STOP",
+           "a stop that comes while a chunk's pre-request hook runs is checked only before a "
+           "retry: the chunk's first attempt is sent (§11: a stop during compaction starts no "
+           "new compaction Attempt; Q161)",
+           (Patch(CompactionService, "halted_before_chunk_attempt", _chunk_sent_after_stop),)),
     Mutant("RESPONSE-DENY-IGNORED",
            "a model.post_response deny is recorded but the answer is delivered: its calls run, "
            "a final answer ends the Run succeeded (§2 "

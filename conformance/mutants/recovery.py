@@ -6,6 +6,7 @@ from typing import Any
 
 from ctxspec.conformance import driver
 from ctxspec.conformance.mutants import Mutant, Patch
+from ctxspec.reference import delivery
 from ctxspec.reference.contracts import EpisodeStatus, MessageRole
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
@@ -128,7 +129,30 @@ def _failure_hidden(original: Callable[..., Any]) -> Callable[..., Any]:
     return commit
 
 
+def _cutoff_renewed(original: Callable[..., Any]) -> Callable[..., Any]:
+    def cutoff(self: Any, checkpoint: Mapping[str, Any]) -> None:
+        return None  # the request asked again takes the inputs received by now
+    return cutoff
+
+
+def _freeze_as_before(original: Callable[..., Any]) -> Callable[..., Any]:
+    def freeze(book: Any, *, run_id: Any, operation_id: Any, input_cutoff: int) -> Any:
+        # The delivery book still claims what the first freeze claimed; only the request the
+        # takeover builds is enlarged.
+        existing = delivery.frozen_inputs(book, operation_id)
+        return original(book, run_id=run_id, operation_id=operation_id,
+                        input_cutoff=input_cutoff if existing is None
+                        else existing.input_cutoff)
+    return freeze
+
+
 MUTANTS = (
+    Mutant("TAKEOVER-REFREEZES",
+           "a frozen request asked again after a takeover is rebuilt with the inputs received "
+           "by now, so it shows a supplement that arrived after its freeze (§5: every attempt "
+           "sends the frozen input list; §10; Q160)",
+           (Patch(NodeDriver, "frozen_cutoff", _cutoff_renewed),
+            Patch(delivery, "freeze", _freeze_as_before))),
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
            "from post-processing, no new call)",

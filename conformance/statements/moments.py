@@ -7,7 +7,19 @@ expected values derived by hand from the design (see conformance/case.py)."""
 import json
 from typing import Any
 
-from ctxspec.conformance.case import Case, Trace, base, endings, equal, expect, lines, of, requests
+from ctxspec.conformance.case import (
+    COMPACTING,
+    Case,
+    Trace,
+    base,
+    endings,
+    equal,
+    expect,
+    lines,
+    of,
+    requests,
+)
+from ctxspec.conformance.phases import crash_need
 
 _MOMENTS = frozenset({"moments", "triggers", "stop"})
 
@@ -144,6 +156,55 @@ def _stop_after_raw_check(trace: Trace) -> None:
     expect(not any("SECRET-123" in text for text in texts), "the raw result reached the model")
 
 
+def _stop_during_compaction_hook() -> dict[str, Any]:
+    """W = 5000, O = 400, S = 100: B = 4500 and the compaction trigger floor(0.8 × B) = 3600.
+    t's 3600-character result brings the second request over it, so the Session compacts
+    before it; the chunk's pre-request chain is the first chain asked."""
+    document = _two_loops(window=5000)
+    document["tools"] = {"t": [{"text": "r" * 3600}]}
+    document["model"]["compaction"] = [{"text": "SUMMARY"}]
+    document["hooks"] = [{"point": "compaction.pre_request", "items": [{"decision": "allow"}]}]
+    document["triggers"] = [{"on": {"moment": "hook", "ordinal": 1}, "do": {"stop": True}}]
+    return document
+
+
+def _stop_during_compaction_hook_check(trace: Trace) -> None:
+    # The user stops while the first chunk's pre-request hook runs. §11's row for a stop during
+    # compaction: no new compaction or business Attempt starts ("不启动新的压缩或业务
+    # Attempt"); the hook's allow does not skip the check (§3). So no compaction request is
+    # sent, no second business request, and the Run ends stopped (Q161).
+    equal([(e["point"], e["stage"]) for e in of(trace, "hook_called")],
+          [("compaction.pre_request", "pre")], "hook chains asked")
+    equal(len(requests(trace, "compaction")), 0, "compaction requests after the stop")
+    equal(len(requests(trace, "business")), 1, "business requests")
+    equal(endings(trace), [(1, "stopped", None)], "Run endings")
+
+
+def _late_then_crash() -> dict[str, Any]:
+    document = _late("freeze")
+    document["crash"] = {"phase": "first_output", "when": "before"}
+    return document
+
+
+def _late_then_crash_check(trace: Trace) -> None:
+    # LATE arrives just before the first request is frozen (its cutoff, the question, was
+    # fixed when it was prepared), and the process dies before the answer's first output. The
+    # takeover asks the same request again (§10: a frozen request whose answer was never
+    # saved is asked again with the same frozen inputs): it is that request — the question
+    # only —, never re-frozen with LATE; LATE joins the next Loop, once (§5, Q160).
+    business = requests(trace, "business")
+    first = business[0]["purpose_key"]
+    asked = [r for r in business if r["purpose_key"] == first]
+    equal(len(asked), 2, "times the first request was asked (once more after the restart)")
+    for request in asked:
+        equal(request["input_cutoff"], 1, "the first request's input cutoff")
+        equal(sum(text == "LATE" for _, _, text in lines(request)), 0,
+              "LATE in the first request")
+    equal(sum(text == "LATE" for _, _, text in lines(business[-1])), 1,
+          "LATE in the next Loop's request")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 CASES: tuple[Case, ...] = (
     Case("S5-SUPPLEMENT-AT-FREEZE", "a supplement arriving just before the freeze waits for the "
          "next Loop", "§5", ("CTX-5.28", "CTX-5.29"), _late("freeze"), _late_check(
@@ -163,4 +224,12 @@ CASES: tuple[Case, ...] = (
     Case("S10-STOP-AFTER-RAW-SAVE", "a stop between a raw save and its post hook: the result is "
          "still post-processed", "§10", ("CTX-3.16", "CTX-11.5"), _stop_after_raw(),
          _stop_after_raw_check, _MOMENTS | {"hooks"}),
+    Case("S11-STOP-DURING-COMPACTION-HOOK", "a stop while a chunk's pre-request hook runs "
+         "sends no compaction request", "§11", ("CTX-11.5", "CTX-3.93"),
+         _stop_during_compaction_hook(), _stop_during_compaction_hook_check,
+         _MOMENTS | COMPACTING | {"hooks"}),
+    Case("S10-FROZEN-INPUTS-AFTER-TAKEOVER", "a frozen request asked again after a takeover "
+         "keeps its cutoff; a supplement that arrived at the freeze waits for the next Loop",
+         "§10", ("CTX-5.28", "CTX-10.6"), _late_then_crash(), _late_then_crash_check,
+         _MOMENTS | {crash_need("first_output")}),
 )

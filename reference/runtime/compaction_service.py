@@ -397,13 +397,13 @@ class CompactionService:
             else ViewKind.PROMPT, text=m.text) for m in request.messages))
         estimation = self.s.estimator.estimate(request.estimation()).tokens
         for attempt in range(first, self.s.agent.model_attempts + 1):
-            if attempt > first and self.driver.stopped_or_out_of_time(run):
-                return None  # a retry is under the Run's cancellation and deadline too
+            if self.halted_before_chunk_attempt(run, attempt, first):
+                return None
             outcome = self.pipeline.call_model(
                 run, "compaction", operation_id, request.purpose_key, attempt,
                 request.messages, (), target, sent, compaction=None,
                 snapshot_id=None, protected=(), cutoff=None,
-                                  estimation=estimation, rendered=render_request(sent))
+                estimation=estimation, rendered=render_request(sent))
             if isinstance(outcome, Complete):
                 self.s.put_operation(operation_id, run, OperationPurpose.COMPACTION,
                                 request.purpose_key, OperationState.RUNNING,
@@ -423,3 +423,10 @@ class CompactionService:
                 return None
         self.fail(run, episode, "a compaction chunk failed")
         return None
+
+    def halted_before_chunk_attempt(self, run: RunState, attempt: int, first: int) -> bool:
+        """Every attempt of a chunk, its first too, is under the Run's stop and deadline: a
+        stop that came while the chunk's pre-request chain ran starts no compaction attempt
+        (§11 "不启动新的压缩或业务 Attempt", Q161); ``first`` is the attempt the chunk starts
+        from (a takeover goes on after the attempts that failed)."""
+        return self.driver.stopped_or_out_of_time(run)

@@ -128,7 +128,7 @@ class NodeDriver:
         elif stage == "denied":
             self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
-            self.resume_request(run, operation)
+            self.resume_request(run, operation, self.frozen_cutoff(checkpoint))
 
     def resume_batch(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
         """A decided answer: denied, a final answer, or its batch with the members a crashed
@@ -154,7 +154,7 @@ class NodeDriver:
                        delegated if isinstance(delegated, dict) else {},
                        raws if isinstance(raws, dict) else {})
 
-    def resume_request(self, run: RunState, operation: str) -> None:
+    def resume_request(self, run: RunState, operation: str, cutoff: int | None) -> None:
         """A prepared or frozen request whose answer was never saved: the same loop and
         Operation, asked again as its next attempt — unless the provider refused it, which is
         never sent again (§7, §10)."""
@@ -170,7 +170,16 @@ class NodeDriver:
             failed = attempts.get("failed")
             run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
             run.resume_partial = attempts.get("partial") is True
-        self.loop(run, resume_operation=UUID(operation))
+        self.loop(run, resume_operation=UUID(operation),
+                  resume_cutoff=cutoff)
+
+    def frozen_cutoff(self, checkpoint: Mapping[str, JSON]) -> int | None:
+        """The input cutoff a frozen request was frozen with: asked again after a takeover, it
+        is the same request (§5, §10: a retry reuses the frozen inputs), whatever arrived since;
+        a request not frozen yet takes the inputs received by now (Q160)."""
+        cutoff = checkpoint.get("cutoff")
+        return cutoff if checkpoint.get("stage") == "frozen" and isinstance(cutoff, int) \
+            else None
 
     def end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None, figures: dict[str, int] | None = None) -> None:
@@ -241,7 +250,8 @@ class NodeDriver:
         return owner.loops + owner.finished_executor_loops + sum(
             task.loops for task in self.s.tasks if task.parent is owner)
 
-    def loop(self, run: RunState, resume_operation: UUID | None = None) -> None:
+    def loop(self, run: RunState, resume_operation: UUID | None = None,
+             resume_cutoff: int | None = None) -> None:
         if self.stopped_or_out_of_time(run):
             return
         if self.loops_taken(run) >= self.s.agent.loop_limit:
@@ -249,7 +259,7 @@ class NodeDriver:
             return
         run.loops += 1
         operation_id = resume_operation or self.s.new_id()
-        cutoff = self.s.book.inputs[-1].input_seq
+        cutoff = self.s.book.inputs[-1].input_seq if resume_cutoff is None else resume_cutoff
         protected = run.handover if run.parent is not None else self.context.prepare(run, cutoff)
         view = self.context.materialize(run, protected)
         if isinstance(view, UnsettledBatch):
