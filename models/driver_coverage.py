@@ -10,11 +10,28 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ctxspec.models.driver_scripts import HOOK_POINTS
+from ctxspec.models.driver_judge import PHASE_OF
+from ctxspec.models.driver_scripts import CRASH_PAIRS, HOOK_POINTS, TRIGGER_MOMENTS
 
 Trace = list[dict[str, Any]]
 
 ENDINGS = ("succeeded", "failed", "stopped", "timed_out", "loop_exhausted")
+TRIGGER_ON = ("business request", "compaction request", "tool run",
+              *(f"moment {moment}" for moment in TRIGGER_MOMENTS))
+"""Where a trigger fires: before the n-th request of a purpose or run of a tool, or at the
+n-th time the loop passes a moment."""
+DECISIONS = ("allow", "modify", "deny")
+"""What a hook decides (§3): every point × each of these is a row."""
+UNREACHABLE_CRASHES: dict[tuple[str, str], str] = {}
+"""Crash point × moment pairs no Session of the model can reach, with the reason: none — every
+phase of conformance/phases.py is passed by some Session the model builds, and dying before or
+after it, or the store refusing it, is possible at each (docs/models.md)."""
+
+
+def crash_row(phase: str, when: str) -> str:
+    return f"crash at {phase} {when}"
+
+
 ROWS: tuple[str, ...] = (
     "snapshot activated", "snapshot reused", "snapshot no longer applied",
     "snapshot refused at the switch", "episode resumed after a restart",
@@ -22,12 +39,16 @@ ROWS: tuple[str, ...] = (
     "crash before a commit", "crash after a commit", "commit refused by the store",
     "crash during an episode", "crash with triggers",
     *(f"hook called: {point}" for point in HOOK_POINTS),
-    "hook decision: allow", "hook decision: deny", "hook decision: failed",
+    *(f"hook {point} × {decision}" for point in HOOK_POINTS for decision in DECISIONS),
+    "hook decision: failed",
     "hook item invalid", "hook item stale (revision conflict)",
     "trigger fired: supplement", "trigger fired: stop",
+    *(f"trigger fired at: {on}" for on in TRIGGER_ON),
     "Executor started", "Session opened",
     *(f"Run ended: {status}" for status in ENDINGS),
     "Session of 20 steps or more",
+    *(crash_row(phase, when) for phase, when in CRASH_PAIRS
+      if (phase, when) not in UNREACHABLE_CRASHES),
 )
 """The rows every CI run must reach (a zero row is a part of the design the model missed)."""
 
@@ -69,7 +90,7 @@ def _crashes(document: Mapping[str, Any], trace: Trace, found: Counter[str]) -> 
     event = trace[restart]
     found["commit refused by the store" if event["when"] == "fails"
           else f"crash {event['when']} a commit"] += 1
-    found[f"crash point: {event['commit']} {event['when']}"] += 1
+    found[crash_row(event.get("phase") or PHASE_OF[event["commit"]], event["when"])] += 1
     if document.get("triggers"):
         found["crash with triggers"] += 1
     before = {e["episode_id"] for e in trace[:restart] if e["kind"] == "compaction"}
@@ -82,10 +103,43 @@ def _crashes(document: Mapping[str, Any], trace: Trace, found: Counter[str]) -> 
         found["episode resumed after a restart"] += 1
 
 
-def _hooks(trace: Trace, found: Counter[str]) -> None:
+def hook_row(point: str, decision: str) -> str:
+    return f"hook {point} × {decision}"
+
+
+def decision_kind(item: Mapping[str, Any], decided: Mapping[str, Any]) -> str:
+    """What a hook item did, from the item as scripted and the decision the trace reports:
+    ``deny``; ``modify`` (an allow whose valid patch was applied); ``allow`` (an allow with no
+    patch); otherwise what went wrong (a failing handler, an illegal decision, a patch refused
+    whole)."""
+    decision = decided["decision"]
+    if decision != "allow":
+        return decision if decided["patch_valid"] else f"{decision} (invalid)"
+    if not decided["patch_valid"]:
+        return "allow (invalid patch)"
+    patched = item.get("payload_patch") or item.get("context_patch")
+    return "modify" if patched else "allow"
+
+
+def scripted_items(hooks: Iterable[Mapping[str, Any]], point: str,
+                   ordinal: int) -> list[Mapping[str, Any]]:
+    """The items the scripted hook port answers the ``ordinal``-th chain of ``point`` with, in
+    chain order (conformance/scenario.py ScriptedHooks)."""
+    return [item for hook in hooks if hook["point"] == point
+            and hook.get("ordinal") in (None, ordinal) for item in hook["items"]]
+
+
+def _hooks(document: Mapping[str, Any], trace: Trace, found: Counter[str]) -> None:
+    """Each chain the trace shows, paired with the items the scripted port answered it with:
+    the port counts a point's chains over the whole scenario, as the trace lists them."""
+    asked: Counter[str] = Counter()
+    items: list[Mapping[str, Any]] = []
     for event in trace:
         if event["kind"] == "hook_called":
             found[f"hook called: {event['point']}"] += 1
+            asked[event["point"]] += 1
+            items = scripted_items(document.get("hooks", ()), event["point"],
+                                   asked[event["point"]])
         elif event["kind"] == "hook_decided":
             diagnostics = event.get("diagnostics") or ()
             if "CONTEXT_REVISION_CONFLICT" in diagnostics:
@@ -93,20 +147,23 @@ def _hooks(trace: Trace, found: Counter[str]) -> None:
             if not event["patch_valid"]:
                 found["hook item invalid"] += 1
             found[f"hook decision: {event['decision']}"] += 1
-            found[f"hook {event['point']} × {event['decision']}"
-                  f"{'' if event['patch_valid'] else ' (invalid)'}"] += 1
+            position = event["chain_position"]
+            item = items[position] if position < len(items) else {}
+            found[hook_row(event["point"], decision_kind(item, event))] += 1
 
 
-def coverage(document: Mapping[str, Any], trace: Trace, fired: Iterable[str],
+def coverage(document: Mapping[str, Any], trace: Trace, fired: Iterable[tuple[str, str]],
              steps: int) -> Counter[str]:
-    """The rows one example reached. ``fired``: the kinds of the triggers that fired
-    (``supplement`` or ``stop``); ``steps``: the steps the machine performed."""
+    """The rows one example reached. ``fired``: the triggers that fired, each as where it fired
+    (:data:`TRIGGER_ON`) and what it did (``supplement`` or ``stop``); ``steps``: the steps the
+    machine performed."""
     found: Counter[str] = Counter()
     _snapshots(trace, found)
     _crashes(document, trace, found)
-    _hooks(trace, found)
-    for kind in fired:
+    _hooks(document, trace, found)
+    for on, kind in fired:
         found[f"trigger fired: {kind}"] += 1
+        found[f"trigger fired at: {on}"] += 1
     # An Executor's first request: its hand-over alone, before any answer of its own.
     found["Executor started"] += sum(
         1 for e in trace if e["kind"] == "model_request" and e.get("role", "root") != "root"
@@ -143,4 +200,5 @@ def missing(reached: Counter[str]) -> list[str]:
     return [row for row in ROWS if reached[row] == 0]
 
 
-__all__ = ["ENDINGS", "ROWS", "coverage", "missing", "table"]
+__all__ = ["DECISIONS", "ENDINGS", "ROWS", "TRIGGER_ON", "UNREACHABLE_CRASHES", "coverage",
+           "crash_row", "decision_kind", "hook_row", "missing", "scripted_items", "table"]

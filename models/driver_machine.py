@@ -62,9 +62,11 @@ from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,
     ScriptedModel,
+    ScriptedMoments,
     ScriptedTools,
     StepDoc,
     ToolResultDoc,
+    TriggerDoc,
     Triggers,
     parse_scenario,
 )
@@ -126,6 +128,21 @@ class EndlessTools(ScriptedTools):
         return super().run(name, arguments, ordinal)
 
 
+class CountedTriggers(Triggers):
+    """The scenario's triggers, noting where each one that fires fired (a request of a purpose,
+    a tool run, a moment of the loop) for the coverage table."""
+
+    def __init__(self, triggers: Sequence[TriggerDoc]) -> None:
+        super().__init__(triggers)
+        self.where = ""
+
+    def fire(self, *, purpose: str | None = None, tool: str | None = None,
+             moment: str | None = None, ordinal: int) -> None:
+        self.where = f"{purpose} request" if purpose is not None else \
+            "tool run" if tool is not None else f"moment {moment}"
+        super().fire(purpose=purpose, tool=tool, moment=moment, ordinal=ordinal)
+
+
 def _dump(docs: Sequence[ModelDoc | ToolResultDoc]) -> list[dict[str, Any]]:
     return [doc.model_dump(mode="json", exclude_defaults=True) for doc in docs]
 
@@ -157,27 +174,28 @@ class DriverMachine(RuleBasedStateMachine):
         self.judge = Judge({})
         self.count = 0
         self.sessions = 1
-        self.fired: list[StepDoc] = []
+        self.fired: list[tuple[str, StepDoc]] = []
+        """Each step a trigger performed, with where the trigger fired."""
 
     @initialize(document=setups())
     def configure(self, document: dict[str, Any]) -> None:
         scenario = parse_scenario({**document, "steps": NO_STEPS})
-        triggers = Triggers(scenario.triggers)
+        triggers = self.triggers = CountedTriggers(scenario.triggers)
         self.model, self.tools = EndlessModel(scenario, triggers), EndlessTools(scenario, triggers)
         self.document = document
         self.judge = Judge(document)
         self.driver = type(self).factory()
         driver = self.driver
         self._guarded("configure", lambda: driver.configure(scenario, Ports(
-            self.model, self.tools, ScriptedHooks(scenario.hooks),
-            estimator_for(scenario, scenario.agent))))
+            self.model, self.tools, ScriptedHooks(scenario.hooks, triggers),
+            estimator_for(scenario, scenario.agent), ScriptedMoments(triggers))))
         triggers.act = self._triggered
         self._judge()
 
     def _triggered(self, step: StepDoc) -> None:
         """A trigger fired inside the step being performed: perform its step and list it."""
         assert self.driver is not None
-        self.fired.append(step)
+        self.fired.append((self.triggers.where, step))
         perform(self.driver, step)
         self.judge.triggered_step(step, len(self.driver.trace()))
 
@@ -231,7 +249,8 @@ class DriverMachine(RuleBasedStateMachine):
             return
         trace: Trace = json.loads(json.dumps(self.driver.trace(), default=str))
         type(self).reached.update(coverage(
-            self.document, trace, ["stop" if s.stop else "supplement" for s in self.fired],
+            self.document, trace,
+            [(on, "stop" if s.stop else "supplement") for on, s in self.fired],
             len(self.judge.performed())))
 
     def _text(self, tag: str, body: str) -> str:
@@ -292,8 +311,9 @@ def replay_checked(document: Mapping[str, Any],
     driver = factory()
     driver.configure(scenario, Ports(ScriptedModel(scenario.model, triggers),
                                      ScriptedTools(scenario.tools, triggers),
-                                     ScriptedHooks(scenario.hooks),
-                                     estimator_for(scenario, scenario.agent)))
+                                     ScriptedHooks(scenario.hooks, triggers),
+                                     estimator_for(scenario, scenario.agent),
+                                     ScriptedMoments(triggers)))
     judge = Judge(document)
     trace: Trace = []
 

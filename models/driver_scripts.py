@@ -16,13 +16,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ctxspec.reference.commits import COMMIT_NAMES
+from ctxspec.conformance.phases import PHASES
 
 NAME = "driver-machine"
 TOOLS = ("read", "write")
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
-CRASH_COMMITS = tuple(c for c in COMMIT_NAMES if c != "TAKEOVER")
-"""The commits a Session passes through (a takeover is never crashed)."""
+CRASH_PHASES = tuple(PHASES)
+"""The crash points: the phases the design names (conformance/phases.py), which a driver maps
+onto its own commits."""
+MOMENTS = ("before", "after", "fails")
+"""When the crash comes at its phase: the process dies just before or just after the commit,
+or the store refuses the commit (rolled back whole) and the runtime stops on it."""
 HOOK_POINTS = ("tool.pre_call", "compaction.pre_request", "model.post_response",
                "tool.post_call", "compaction.post_response", "model.pre_request")
 """The hook points of a Session of one Agent (capability.pre_call belongs to workflows). The
@@ -51,9 +55,9 @@ _TEXT = st.one_of(
     # A provider's usage report is audit data: whatever it says, no request may change (§7).
     st.builds(lambda n, used: {"text": f"answer {n}", "usage": {"input_tokens": used}},
               st.integers(1, 99), st.sampled_from([0, 1, 10 ** 6])))
-_FAILURES = st.sampled_from([{"fail": "provider_unavailable"},
-                             {"partial": "half an ans", "fail": "stream_broken"},
-                             {"context_length_exceeded": True}])
+_FAILURES: st.SearchStrategy[dict[str, Any]] = st.sampled_from([
+    {"fail": "provider_unavailable"},
+    {"partial": "half an ans", "fail": "stream_broken"}, {"context_length_exceeded": True}])
 _DELEGATE = st.builds(lambda n: {"text": "", "tool_calls": [
     {"name": "delegate", "arguments": {"task": f"task {n}", "constraints": [],
                                        "materials": []}}] * (1 + n % 2)}, st.integers(1, 9))
@@ -88,8 +92,8 @@ _SUMMARIES = st.one_of(*[st.builds(lambda n: {"text": f"summary {n}"}, st.intege
 # --- hooks: every point, every kind of decision, fresh and stale bases ------------------------
 
 _DECISIONS = st.sampled_from([{"decision": "deny"}, {"decision": "allow", "fails": True},
-                              {"decision": "maybe"}])
-"""A deny, a failing handler and an illegal decision: asked of every point."""
+                              {"decision": "maybe"}, {"decision": "allow"}])
+"""A deny, a failing handler, an illegal decision and a plain allow: asked of every point."""
 
 
 def _edit(target: str, value: str) -> dict[str, Any]:
@@ -160,20 +164,26 @@ def _trigger_action(n: int, stop: bool) -> dict[str, Any]:
     return {"stop": True} if stop else {"supplement": f"T{n}: a supplement from a trigger"}
 
 
+TRIGGER_MOMENTS = ("freeze", "first_output", "raw_saved", "batch_call", "hook")
+"""The boundaries of the loop a trigger can fire at (docs/scenarios.md)."""
 TRIGGERS = st.lists(st.builds(
     lambda on, ordinal, stop, n: {"on": {**on, "ordinal": ordinal},
                                   "do": _trigger_action(n, stop)},
     st.sampled_from([{"purpose": "compaction"}, {"tool": "read"}, {"purpose": "business"},
-                     {"tool": "write"}]),
-    st.integers(1, 3), st.booleans(), st.integers(1, 99)), max_size=2)
-"""Stops and supplements just before the n-th model request of a purpose or run of a tool —
-every moment the scenario language names."""
+                     {"tool": "write"}, *({"moment": m} for m in TRIGGER_MOMENTS)]),
+    st.integers(1, 3), st.booleans(), st.integers(1, 99)), max_size=2,
+    # The judge knows an input by its text: two triggers never send the same one.
+    unique_by=lambda trigger: str(trigger["do"]))
+"""Stops and supplements just before the n-th model request of a purpose or run of a tool, or
+at the n-th time the loop passes one of its moments — every moment the scenario language
+names."""
 
-EPISODE_COMMITS = ("EPISODE_STARTED", "CHUNK_RAW_SAVED", "CHUNK_COMMITTED", "SNAPSHOT_COMMITTED")
-CRASHES = st.builds(lambda commit, occurrence, when: {"commit": commit, "occurrence": occurrence,
-                                                      "when": when},
-                    # Every commit; those of an episode weighed up, as fewer Sessions reach them.
-                    st.one_of(st.sampled_from(EPISODE_COMMITS), st.sampled_from(CRASH_COMMITS)),
+EPISODE_PHASES = ("episode_started", "chunk_answer_saved", "chunk_committed",
+                  "snapshot_published")
+CRASHES = st.builds(lambda phase, occurrence, when: {"phase": phase, "occurrence": occurrence,
+                                                     "when": when},
+                    # Every phase; those of an episode weighed up, as fewer Sessions reach them.
+                    st.one_of(st.sampled_from(EPISODE_PHASES), st.sampled_from(CRASH_PHASES)),
                     st.integers(1, 3), st.sampled_from(["after", "fails", "before", "after"]))
 
 WINDOWS = st.one_of(st.integers(2500, 5000), st.integers(600, 1500), st.integers(2500, 5000),
@@ -182,17 +192,27 @@ WINDOWS = st.one_of(st.integers(2500, 5000), st.integers(600, 1500), st.integers
 middling ones (snapshots activated, reused and invalidated) and large ones."""
 
 
-FOCUSES = ("mixed", "snapshots", "crashes", "hooks", "limits")
+FOCUSES = ("mixed", "snapshots", "crashes", "hooks", "decisions", "limits")
 """Setups weighed toward one part of the design each; ``mixed`` weighs none. A CI run runs a
 few examples of each, so every coverage row is reached in little time; the thorough run runs
 many of each (docs/models.md)."""
+CRASH_PAIRS = tuple((phase, when) for phase in CRASH_PHASES for when in MOMENTS)
+"""Every crash point × moment. ``crash_focus(phase, when)`` names a focus whose every setup
+crashes there, with the Session aimed at passing that phase (:func:`_aimed`)."""
+
+
+def crash_focus(phase: str, when: str) -> str:
+    return f"crash:{phase}:{when}"
 
 
 @st.composite
 def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
     """A scenario document without steps: the Agent and the patterns the ports repeat."""
-    planner = focus != "snapshots" and draw(st.booleans())
+    aimed = focus.split(":")[1:] if focus.startswith("crash:") else None
+    planner = focus != "snapshots" and (
+        draw(st.booleans()) or (aimed is not None and aimed[0].startswith("execution_")))
     windows = {"snapshots": st.integers(2500, 5000), "crashes": st.integers(2500, 5000),
+               "decisions": st.integers(2500, 5000),
                "limits": st.integers(600, 1500)}.get(focus, WINDOWS)
     agent: dict[str, Any] = {
         "system_prompt": "sys", "window": draw(windows, label="window"),
@@ -206,8 +226,8 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
         agent["summary_target"] = draw(st.integers(20, 400))
     if focus == "limits" or draw(st.integers(0, 5)) == 0:
         agent["run_deadline"] = draw(st.integers(2, 8))
-    summaries = st.builds(lambda n: {"text": f"summary {n}"}, st.integers(1, 9)) \
-        if focus in ("snapshots", "crashes") else _SUMMARIES
+    summaries = _SUMMARIES if focus in ("mixed", "hooks", "limits") else \
+        st.builds(lambda n: {"text": f"summary {n}"}, st.integers(1, 9))
     model: dict[str, Any] = {
         "business": draw(st.lists(_answers(planner), min_size=1, max_size=5)),
         "compaction": draw(st.lists(summaries, min_size=1, max_size=3))}
@@ -220,14 +240,79 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
         "description": "built by models/driver_machine.py", "agent": agent, "model": model,
         "tools": {name: draw(st.lists(_RESULTS, min_size=1, max_size=3)) for name in TOOLS},
         "hooks": draw(_hooks_for(focus, planner)), "triggers": draw(TRIGGERS)}
+    if aimed is not None:
+        return _aimed(draw, document, *aimed)
     crash = draw(CRASHES if focus == "crashes" else st.one_of(CRASHES, st.none()),
                  label="crash")
-    if crash is not None and focus not in ("snapshots", "hooks"):
+    if crash is not None and focus in ("mixed", "crashes", "limits"):
         document["crash"] = crash
     return document
 
 
+_LONG = st.builds(lambda n: {"text": "R" * n}, st.integers(1500, 3900))
+"""A tool result that brings a middling window to its compaction trigger."""
+
+
+_FREQUENT = ("input_accepted", "request_frozen", "first_output", "raw_answer_saved",
+             "effective_result_committed", "hook_started", "hook_decided", "tool_started",
+             "tool_settled")
+"""Phases every Session passes several times, so a crash at their second occurrence comes
+early too."""
+
+
+def _aimed(draw: st.DrawFn, document: dict[str, Any], phase: str, when: str) -> dict[str, Any]:
+    """The setup crashed at ``phase`` ``when``, its first Run aimed at passing the phase: the
+    first answer delegates (an execution), calls tools (a tool, a batch, an episode: with long
+    results in a middling window that then compacts) or fails (an attempt); a hook chain is
+    asked at every request (a hook phase). Everything else stays as drawn."""
+    agent, model = document["agent"], document["model"]
+    agent.pop("run_deadline", None)  # a deadline of a few ticks ends the Run before the phase
+    first: st.SearchStrategy[dict[str, Any]] | None = None
+    if phase.startswith("execution_"):
+        first = _DELEGATE
+    elif phase in ("tool_started", "tool_settled", "batch_fed_back", *EPISODE_PHASES):
+        first = st.builds(lambda calls: {"text": "", "tool_calls": calls}, _calls(TOOLS))
+    elif phase == "attempt_failed":
+        first = _FAILURES
+    if first is not None:
+        model["business"] = [draw(first), *model["business"]]
+    if phase in EPISODE_PHASES:
+        # No hook either: a compaction hook's deny or a patch of the material would end the
+        # episode before the phase.
+        agent.update(window=draw(st.integers(2500, 4000)), trigger_ratio="0.3")
+        agent.pop("summary_target", None)
+        document["hooks"] = []
+        document["tools"] = {name: [draw(_LONG), *results]
+                             for name, results in document["tools"].items()}
+    if phase.startswith("hook_"):
+        document["hooks"] = [{"point": "model.pre_request", "items": [
+            {"payload_patch": [{"path": "params.temperature", "value": 0.5}]}]},
+            *document["hooks"]]
+    # A later occurrence where a Session passes the phase often; the first where it is rare.
+    occurrence = draw(st.sampled_from([1, 2, 1]), label="occurrence") \
+        if phase in _FREQUENT else 1
+    document["crash"] = {"phase": phase, "when": when, "occurrence": occurrence}
+    return document
+
+
+def _decisions(planner: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """A hook at every point, each deciding one of allow, modify (a patch of a registered
+    field) or deny; a deny answers one invocation only (its first to third), so the Session
+    goes on to the other points."""
+    def at(point: str) -> st.SearchStrategy[dict[str, Any]]:
+        modify = st.one_of(*(kind for question, kind in _ITEMS[point]
+                             if not (planner and question)))
+        return st.one_of(
+            st.builds(lambda item: {"point": point, "items": [item]},
+                      st.one_of(st.just({"decision": "allow"}), modify)),
+            st.builds(lambda ordinal: {"point": point, "ordinal": ordinal,
+                                       "items": [{"decision": "deny"}]}, st.integers(1, 3)))
+    return st.tuples(*(at(point) for point in HOOK_POINTS)).map(list)
+
+
 def _hooks_for(focus: str, planner: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
+    if focus == "decisions":
+        return _decisions(planner)
     if focus == "hooks":
         # The tool points, with chains of two (a stale second item meets the first's commit).
         tool_hooks = st.sampled_from(["tool.post_call", "tool.pre_call"]).flatmap(
@@ -250,5 +335,6 @@ def _hooks_for(focus: str, planner: bool) -> st.SearchStrategy[list[dict[str, An
     return st.lists(hooks(planner), max_size=4)
 
 
-__all__ = ["BODIES", "CRASHES", "CRASH_COMMITS", "FOCUSES", "HOOK_POINTS", "NAME", "SCHEMA",
-           "TOOLS", "TRIGGERS", "WINDOWS", "hooks", "setups"]
+__all__ = ["BODIES", "CRASHES", "CRASH_PAIRS", "CRASH_PHASES", "FOCUSES", "HOOK_POINTS",
+           "MOMENTS", "NAME", "SCHEMA", "TOOLS", "TRIGGERS", "TRIGGER_MOMENTS", "WINDOWS",
+           "crash_focus", "hooks", "setups"]

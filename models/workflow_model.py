@@ -29,10 +29,19 @@ from hypothesis import strategies as st
 
 Trace = list[dict[str, Any]]
 TREE_ENDINGS = ("stopped", "timed_out", "loop_exhausted")
-ROWS = ("workflow run", "node succeeded", "node failed (routed)", "node not run",
-        "capability node called", "capability input changed by a hook", "siblings in a stage",
-        "workflow completed", "workflow stopped", "workflow timed_out",
-        "workflow loop_exhausted")
+CAPABILITY_POINT = "capability.pre_call"
+_ITEMS: dict[str, dict[str, Any]] = {
+    "modify": {"payload_patch": [{"path": "input.channel", "value": "#weekly"}]},
+    "allow": {"decision": "allow"}, "deny": {"decision": "deny"}}
+"""A capability node's hook item for each decision (§3): a deny fails the node, routed."""
+ROWS: tuple[str, ...] = (
+    "workflow run", "node succeeded", "node failed (routed)", "node not run",
+    "capability node called", "capability input changed by a hook", "siblings in a stage",
+    "workflow completed", "workflow stopped", "workflow timed_out", "workflow loop_exhausted",
+    # The seventh hook point is a workflow's (the driver model's table has the other six).
+    *(f"hook {CAPABILITY_POINT} × {decision}" for decision in _ITEMS))
+
+
 
 
 class WorkflowViolation(AssertionError):
@@ -90,9 +99,8 @@ def workflows(draw: st.DrawFn) -> dict[str, Any]:
         workflow["deadline"] = draw(st.integers(1, 3))
     elif ending == "loop_limit":
         workflow["loop_limit"] = draw(st.integers(1, 2))
-    hooks = [{"point": "capability.pre_call", "items": [
-        {"payload_patch": [{"path": "input.channel", "value": "#weekly"}]}]}] \
-        if draw(st.booleans()) else []
+    decision = draw(st.sampled_from(["none", "modify", "allow", "deny"]))
+    hooks = [] if decision == "none" else [{"point": CAPABILITY_POINT, "items": [_ITEMS[decision]]}]
     return {"scenario_version": 1, "name": "workflow-model",
             "description": "built by models/workflow_model.py",
             "agent": {"window": 4096, "estimator": "chars"}, "workflow": workflow,
@@ -207,6 +215,10 @@ def coverage(document: Mapping[str, Any], trace: Trace) -> Counter[str]:
             found["capability input changed by a hook"] += bool(event["modified_by"])
         elif event["kind"] == "workflow_ended":
             found[f"workflow {event['status']}"] += 1
+        elif event["kind"] == "hook_decided" and event["point"] == CAPABILITY_POINT:
+            decision = "modify" if event["decision"] == "allow" and event["changes"] \
+                else event["decision"]
+            found[f"hook {CAPABILITY_POINT} × {decision}"] += 1
     found["siblings in a stage"] += any(len(s) > 1 for s in document["workflow"]["stages"])
     return +found
 

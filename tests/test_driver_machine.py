@@ -29,8 +29,14 @@ from ctxspec.models.driver_machine import (
     machine,
     replay_checked,
 )
-from ctxspec.models.driver_scripts import FOCUSES
-from tests.model_runs import expect_every_row, model_settings, run_machine
+from ctxspec.models.driver_scripts import CRASH_PAIRS, FOCUSES, crash_focus
+from tests.model_runs import (
+    COVERAGE_ASSERTED,
+    PROFILE,
+    expect_every_row,
+    model_settings,
+    run_machine,
+)
 
 DEFECTS = Path(__file__).parent / "data" / "driver_machine"
 """Sessions that once failed on the reference, kept as regressions."""
@@ -54,18 +60,31 @@ PER_FOCUS_CAP = 80
 """A driver example plays a whole Session of Runs on a live runtime (a hundred times a pure
 model's step), so the thorough profile's examples are capped per focus to keep the run near
 ten minutes (docs/models.md)."""
+PAIR_STEPS = 3
+"""Runs per example of a crash point × moment focus: the crash comes in the first Run or two
+(its setup aims the first Run at the phase), and a Run or two after the restart show the
+takeover went on; a longer Session adds nothing about that crash."""
+PER_PAIR_CAP = 6
 
 
 def test_the_model_holds_on_the_reference_and_reaches_every_row() -> None:
-    per_focus = min(PER_FOCUS_CAP, max(1, settings().max_examples // len(FOCUSES)))
+    examples = settings().max_examples
+    per_focus = min(PER_FOCUS_CAP, max(1, examples // (len(FOCUSES) + 3)))
+    per_pair = min(PER_PAIR_CAP, max(1, examples // 70))
+    # The dev profile (the inner loop, no row demanded) crashes at a sample of the pairs.
+    pairs = CRASH_PAIRS if COVERAGE_ASSERTED else CRASH_PAIRS[::7]
     reached: Counter[str] = Counter()
-    for focus in FOCUSES:
+    # Under ci the crash point × moment focuses stand in for the random crashes focus, which
+    # only the thorough run (and dev's few examples) adds: CI keeps its time.
+    focuses = [f for f in FOCUSES if not (PROFILE == "ci" and f == "crashes")]
+    runs = [(focus, STEPS, per_focus) for focus in focuses]
+    runs += [(crash_focus(phase, when), PAIR_STEPS, per_pair) for phase, when in pairs]
+    for focus, steps, count in runs:
         focused = machine(ReferenceDriver, tolerated=KNOWN_OPEN, focus=focus)
-        run_machine(focused, settings=model_settings(STEPS, per_focus,
+        run_machine(focused, settings=model_settings(steps, count,
                                                      suppress_health_check=HEALTH))
         reached.update(focused.reached)
     expect_every_row(reached, ROWS, "driver model")
-
 
 
 HUNT = settings(max_examples=300, stateful_step_count=STEPS, suppress_health_check=HEALTH,
