@@ -425,12 +425,44 @@ class ReferenceDriver:
         if document is None:
             raise ValueError("the scenario has no workflow")
         clock = LogicalClock()
+        crash = scenario.crash
+        plan = None if crash is None else CrashPlan(
+            self.phase_commits[crash.phase] if crash.phase is not None else str(crash.commit),
+            crash.occurrence, crash.when)
+        stores: dict[str, Store] = {}
+        started: list[ReferenceRuntime] = []
+        """The invocations' runtimes before the crash: a crash counts its commit over the
+        whole workflow."""
 
         def invoke(node: AgentNode) -> ReferenceRuntime:
             own = ports.nodes[node.name]
-            return ReferenceRuntime(node.agent, model=own.model, tools=own.tools,
-                                    hooks=own.hooks, estimator=own.estimator, clock=clock,
-                                    seed=f"{scenario.name}:{node.name}")
+            pending = None if plan is None or self.crashed else CrashPlan(
+                plan.commit, plan.occurrence - sum(r.commits_made(plan.commit) for r in started),
+                plan.when)
+            store = stores[node.name] = Store()
+            runtime = ReferenceRuntime(node.agent, model=own.model, tools=own.tools,
+                                       hooks=own.hooks, estimator=own.estimator, clock=clock,
+                                       seed=f"{scenario.name}:{node.name}", store=store,
+                                       crash=pending if pending and pending.occurrence > 0
+                                       else None)
+            started.append(runtime)
+            return runtime
+
+        def recover(node: AgentNode) -> tuple[ReferenceRuntime, Restarted]:
+            # The invocation's process died: a new runtime takes its Session over from the
+            # invocation's own store, or opens it afresh if the store never got it (§10).
+            assert plan is not None  # only a planned crash or refused commit gets here
+            self.crashed = True
+            own, store = ports.nodes[node.name], stores[node.name]
+            sessions = store.query("SELECT session_id FROM sessions")
+            seed = f"{scenario.name}:{node.name}"
+            runtime = ReferenceRuntime(
+                node.agent, model=own.model, tools=own.tools, hooks=own.hooks,
+                estimator=own.estimator, clock=clock, seed=seed, store=store) \
+                if not sessions else restore(
+                    store, node.agent, model=own.model, tools=own.tools, hooks=own.hooks,
+                    estimator=own.estimator, clock=clock, seed=seed)
+            return runtime, Restarted(plan.commit, plan.occurrence, plan.when)
 
         stages = tuple(tuple(_node(n) for n in stage) for stage in document.stages)
         self.workflow_control = WorkflowControl()
@@ -439,7 +471,8 @@ class ReferenceDriver:
                 Workflow(stages, document.input_mapping, document.deadline,
                          document.loop_limit), document.input, tools=ports.tools,
                 hooks=ports.hooks, invoke=invoke, stop_after=document.stop_after,
-                control=self.workflow_control, clock=clock)
+                control=self.workflow_control, clock=clock,
+                recover=recover if plan is not None else None)
         finally:
             self.workflow_control = None
         self.workflow_trace = result.trace

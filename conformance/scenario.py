@@ -501,13 +501,10 @@ class Scenario(_Doc):
     def _steps_or_workflow(self) -> "Scenario":
         if bool(self.steps) == (self.workflow is not None):
             raise ValueError("a scenario has either steps (one Agent's Session) or a workflow")
-        if self.workflow is not None:
-            # A workflow's root Run takes the user's stop only: its inputs go through the
-            # input mapping, never as questions or supplements (§2).
-            if any(not trigger.do.stop for trigger in self.triggers):
-                raise ValueError("a workflow's triggers do stop only")
-            if self.crash is not None:
-                raise ValueError("a workflow scenario has no crash")
+        # A workflow's root Run takes the user's stop only: its inputs go through the input
+        # mapping, never as questions or supplements (§2).
+        if self.workflow is not None and any(not t.do.stop for t in self.triggers):
+            raise ValueError("a workflow's triggers do stop only")
         _check_order(self.steps)
         return self
 

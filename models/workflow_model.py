@@ -21,6 +21,7 @@ whole scenarios, not a state machine: each example is one workflow. ``coverage``
 rows it reached (``ROWS``).
 """
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +40,18 @@ ROWS: tuple[str, ...] = (
     "capability node called", "capability input changed by a hook", "siblings in a stage",
     "workflow completed", "workflow stopped", "workflow timed_out", "workflow loop_exhausted",
     # The seventh hook point is a workflow's (the driver model's table has the other six).
-    *(f"hook {CAPABILITY_POINT} × {decision}" for decision in _ITEMS))
+    *(f"hook {CAPABILITY_POINT} × {decision}" for decision in _ITEMS),
+    *(f"node taken over after a crash {when}" for when in ("before", "after", "fails")))
+NODE_PHASES = ("session_opened", "input_accepted", "request_frozen", "attempt_failed",
+               "first_output", "raw_answer_saved", "effective_result_committed",
+               "run_finalised")
+"""The crash points an AgentNode's invocation passes here (its Agent has no tools, hooks of
+its own, Executor or compaction): the workflow dies there, and the invocation is taken over
+from its own store while the graph keeps its state (Q162)."""
+_CRASHES = st.builds(lambda phase, occurrence, when: {"phase": phase, "occurrence": occurrence,
+                                                      "when": when},
+                     st.sampled_from(NODE_PHASES), st.integers(1, 2),
+                     st.sampled_from(["before", "after", "fails"]))
 
 
 
@@ -101,10 +113,12 @@ def workflows(draw: st.DrawFn) -> dict[str, Any]:
         workflow["loop_limit"] = draw(st.integers(1, 2))
     decision = draw(st.sampled_from(["none", "modify", "allow", "deny"]))
     hooks = [] if decision == "none" else [{"point": CAPABILITY_POINT, "items": [_ITEMS[decision]]}]
+    crash = draw(st.one_of(st.none(), _CRASHES))
     return {"scenario_version": 1, "name": "workflow-model",
             "description": "built by models/workflow_model.py",
             "agent": {"window": 4096, "estimator": "chars"}, "workflow": workflow,
-            "tools": {"publish": [{"text": "posted"}] * 6}, "hooks": hooks}
+            "tools": {"publish": [{"text": "posted"}] * 6}, "hooks": hooks,
+            **({"crash": crash} if crash is not None else {})}
 
 
 def _spans(trace: Trace) -> dict[str, tuple[int | None, int]]:
@@ -170,6 +184,64 @@ def check(document: Mapping[str, Any], trace: Trace) -> None:
             or (tree_end is not None and tree_end < spans[stop_after][1]),
             f"the stop after {stop_after} did not end the tree stopped ({status})")
     _graph_writes(workflow, nodes, trace, spans, ended_by)
+    _recovery(document, trace, spans)
+
+
+LOST_ANSWER = frozenset({("first_output", "before"), ("first_output", "after"),
+                         ("raw_answer_saved", "before"), ("attempt_failed", "before")})
+"""The crash points at which the answer in flight was not saved yet, so it is asked again
+once (conformance/crash_matrix.py has the whole table; a refused commit counts as before)."""
+
+
+def _recovery(document: Mapping[str, Any], trace: Trace,
+              spans: Mapping[str, tuple[int | None, int]]) -> None:
+    """§10 inside a workflow: at most the planned restart; no request asked again but the one
+    in flight at a lost-answer crash point, across the restart; each invocation's Run ends
+    once, within its node."""
+    crash = document.get("crash")
+    restarts = [i for i, e in enumerate(trace) if e["kind"] == "restarted"]
+    planned = [] if crash is None else [(crash["phase"], crash["when"])]
+    _expect([(trace[i].get("phase"), trace[i]["when"]) for i in restarts] in ([], planned),
+            f"restarts {[trace[i] for i in restarts]}, but the plan was {planned or 'no crash'}")
+    asked: dict[tuple[str, int], list[int]] = {}
+    for position, event in enumerate(trace):
+        if event["kind"] == "model_request":
+            asked.setdefault((event["purpose_key"], event["attempt"]), []).append(position)
+    again = {key: where for key, where in asked.items() if len(where) > 1}
+    lost = crash is not None and (crash["phase"], "before" if crash["when"] == "fails"
+                                  else crash["when"]) in LOST_ANSWER
+    _expect(not again or (lost and len(again) == 1 and all(
+        len(w) == 2 and w[0] < restarts[0] < w[1] for w in again.values())),
+            f"requests asked again: {sorted(again)}")
+    for node, (start, end) in spans.items():
+        if start is None or trace[start]["node_kind"] != "agent_node":
+            continue
+        # A dead incarnation may have traced an ending it never committed; each incarnation
+        # ends the invocation's Run at most once, and some incarnation does.
+        cut = next((i for i in restarts if start < i < end), end)
+        runs = [sum(e["kind"] == "run_ended" for e in trace[a:b])
+                for a, b in ((start, cut), (cut, end))]
+        _expect(max(runs) <= 1 and sum(runs) >= 1,
+                f"node {node}'s invocation ended {runs} times (before, after a restart)")
+
+
+def outcome(trace: Trace) -> tuple[object, ...]:
+    """What a workflow produced: each node's ending and route, the tree's ending and its final
+    graph state."""
+    return (tuple((e["node"], e["status"], e["route"]) for e in trace
+                  if e["kind"] == "node_ended"),
+            tuple((e["status"], json.dumps(e["state"], sort_keys=True)) for e in trace
+                  if e["kind"] == "workflow_ended"))
+
+
+def check_recovered(document: Mapping[str, Any], crashed: Trace, plain: Trace) -> None:
+    """§10: a workflow whose invocation died and was taken over ends as the same workflow
+    without the crash — every node, route, the tree's ending and the graph state. Only a tree
+    deadline may differ: the answer in flight when the process died is asked again, which
+    takes a tick of the root's deadline (so ``document`` must have none)."""
+    _expect(outcome(crashed) == outcome(plain),
+            f"crashed at {document['crash']}, the workflow ended {outcome(crashed)}; without "
+            f"the crash, {outcome(plain)}")
 
 
 def _graph_writes(workflow: Mapping[str, Any], nodes: list[tuple[int, dict[str, Any]]],
@@ -220,7 +292,12 @@ def coverage(document: Mapping[str, Any], trace: Trace) -> Counter[str]:
                 else event["decision"]
             found[f"hook {CAPABILITY_POINT} × {decision}"] += 1
     found["siblings in a stage"] += any(len(s) > 1 for s in document["workflow"]["stages"])
+    for event in trace:
+        if event["kind"] == "restarted":
+            found[f"node taken over after a crash {event['when']}"] += 1
+            found[f"workflow crash at {event.get('phase')} {event['when']}"] += 1
     return +found
 
 
-__all__ = ["ROWS", "WorkflowViolation", "check", "coverage", "workflows"]
+__all__ = ["NODE_PHASES", "ROWS", "WorkflowViolation", "check", "check_recovered", "coverage",
+           "outcome", "workflows"]

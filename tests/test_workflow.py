@@ -140,8 +140,7 @@ def test_a_stop_of_the_workflow_stops_every_node_not_yet_run() -> None:
 def test_a_workflow_scenario_is_checked_before_it_runs() -> None:
     for change, problem in (
             ({"triggers": [{"on": {"tool": "publish", "ordinal": 1},
-                            "do": {"supplement": "x"}}]}, "triggers do stop only"),
-            ({"crash": {"commit": "APP-INPUT"}}, "has no crash")):
+                            "do": {"supplement": "x"}}]}, "triggers do stop only"),):
         with pytest.raises(ValueError, match=problem):
             parse_scenario({**example(), **change})
     document = example()
@@ -152,6 +151,35 @@ def test_a_workflow_scenario_is_checked_before_it_runs() -> None:
     document["workflow"]["stages"].append(document["workflow"]["stages"][-1])
     with pytest.raises(ValueError, match="unique"):
         parse_scenario(document)
+
+
+@pytest.mark.covers("CTX-10.6", "CTX-10.9")
+def test_an_agent_node_whose_process_dies_is_taken_over_and_the_workflow_goes_on() -> None:
+    # The analyst never sends a request (its brief exceeds its input budget), so the first
+    # raw answer to be saved is the reporter's: the process dies just before it. The outer
+    # graph keeps its state; the reporter's invocation is taken over from its own store and
+    # asks the one request in flight again (its answer was never saved), never its question
+    # (that was received); the workflow then ends exactly as without the crash (Q162).
+    plain = run(example())
+    crashed_document = example()
+    crashed_document["crash"] = {"phase": "raw_answer_saved", "when": "before"}
+    crashed = run(crashed_document)
+
+    def outcome(driver: ReferenceDriver) -> tuple[object, ...]:
+        trace = driver.raw_trace()
+        [ended] = trace.of(tr.WorkflowEnded)
+        return ([(n.node, n.status, n.route) for n in trace.of(tr.NodeEnded)], ended.status,
+                dict(ended.state))
+
+    assert outcome(crashed) == outcome(plain)
+    events = crashed.trace()
+    [restart] = [i for i, e in enumerate(events) if e["kind"] == "restarted"]
+    assert events[restart]["phase"] == "raw_answer_saved"
+    asked = [(i, e["purpose_key"]) for i, e in enumerate(events) if e["kind"] == "model_request"]
+    assert len(asked) == 2 and asked[0][1] == asked[1][1]
+    assert asked[0][0] < restart < asked[1][0]
+    invocation = crashed.workflow_run.invocations["reporter"] if crashed.workflow_run else None
+    assert invocation is not None and invocation.store.count("user_inputs") == 1
 
 
 class Sessionless(ReferenceDriver):

@@ -39,7 +39,8 @@ from ctxspec.reference.ports import (
     ToolPort,
 )
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
-from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime
+from ctxspec.reference.runtime.runtime import AgentConfig, Crash, ReferenceRuntime
+from ctxspec.reference.runtime.store import CommitFailed
 from ctxspec.reference.runtime.trace import (
     CapabilityCalled,
     GraphStateWritten,
@@ -49,6 +50,7 @@ from ctxspec.reference.runtime.trace import (
     NodeStarted,
     RunEnded,
     Trace,
+    TraceEvent,
     WorkflowEnded,
 )
 
@@ -144,13 +146,19 @@ class Workflow:
     none."""
 
 
+Recover = Callable[[AgentNode], tuple[ReferenceRuntime, TraceEvent]]
+"""Takes over an AgentNode's invocation whose runtime died (a crash or a refused commit): a
+new runtime from the invocation's own store (§10), and the event that marks the restart."""
+
+
 def run_workflow(workflow: Workflow, inputs: Mapping[str, JSON], *, tools: ToolPort,
                  hooks: HookPort, invoke: Callable[[AgentNode], ReferenceRuntime],
                  stop_after: str | None = None, control: WorkflowControl | None = None,
-                 clock: LogicalClock | None = None) -> WorkflowRun:
+                 clock: LogicalClock | None = None,
+                 recover: Recover | None = None) -> WorkflowRun:
     """Run the graph once. ``invoke`` builds the runtime of an AgentNode's invocation (with its
     own ports, on ``clock``); ``control`` carries the root Run's stop; ``stop_after`` stops the
-    whole workflow once that node finished."""
+    whole workflow once that node finished; ``recover`` takes over an invocation that died."""
     control = control if control is not None else WorkflowControl()
     clock = clock if clock is not None else LogicalClock()
     run = WorkflowRun(state={}, started_at=clock.now())
@@ -171,7 +179,7 @@ def run_workflow(workflow: Workflow, inputs: Mapping[str, JSON], *, tools: ToolP
                 _capability(run, node, tools, hooks, counter, clock)
             else:
                 run.trace.add(NodeStarted(node.name, "agent_node"))
-                _agent(run, node, invoke, workflow, control, clock)
+                _agent(run, node, invoke, workflow, control, clock, recover)
             if node.name == stop_after:
                 control.stop()
     if run.ended is None and control.stop_requested:
@@ -263,7 +271,8 @@ def _capability(run: WorkflowRun, node: CapabilityNode, tools: ToolPort, hooks: 
 
 
 def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], ReferenceRuntime],
-           workflow: Workflow, control: WorkflowControl, clock: LogicalClock) -> None:
+           workflow: Workflow, control: WorkflowControl, clock: LogicalClock,
+           recover: Recover | None = None) -> None:
     # The invocation runs under the root Run's deadline and Loop budget, what is left of them.
     agent = node.agent
     if workflow.deadline is not None:
@@ -273,19 +282,15 @@ def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], Refe
     if workflow.loop_limit is not None:
         agent = replace(agent, loop_limit=min(agent.loop_limit,
                                               workflow.loop_limit - run.loops))
-    runtime = invoke(replace(node, agent=agent))
-    run.invocations[node.name] = runtime
+    node = replace(node, agent=agent)
     question = run.state.get(node.question_key)
-    control.active = runtime
-    try:
-        runtime.ask(question if isinstance(question, str) else str(question))
-        runtime.advance()
-    finally:
-        control.active = None
+    runtime, events = _invocation(node, invoke, question if isinstance(question, str)
+                                  else str(question), control, recover)
+    run.invocations[node.name] = runtime
     # Every business Loop of the invocation takes one of the root's, an Executor's too.
     run.loops += sum(state.loops for state in (*runtime.runs.values(), *runtime.tasks))
-    run.trace.events.extend(runtime.trace.events)
-    ended = runtime.trace.of(RunEnded)[-1]
+    run.trace.events.extend(events.events)
+    ended = events.of(RunEnded)[-1]
     if ended.status == "succeeded":
         value = _final_answer(runtime)
         _write(run, node.output_key, value, node.name)
@@ -302,6 +307,38 @@ def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], Refe
                      "message": ended.message}
     _write(run, f"{node.output_key}.{node.on_error}", failure, node.name)
     _finish(run, NodeResult(node.name, "failed", node.on_error, failure, ended.error_code))
+
+
+def _invocation(node: AgentNode, invoke: Callable[[AgentNode], ReferenceRuntime],
+                question: str, control: WorkflowControl,
+                recover: Recover | None) -> tuple[ReferenceRuntime, Trace]:
+    """The AgentInvocation asks its question and runs its Run to the end. The outer graph and
+    the inner Agent each keep their own scope's state (§10): if the invocation's
+    runtime dies, ``recover`` takes it over from its own store and it goes on — the question
+    asked again only if the dead runtime never committed it — while the graph keeps its state
+    and the node its place (Q162). Returns the runtime and the invocation's events, a dead
+    incarnation's first."""
+    events = Trace()
+    runtime: ReferenceRuntime | None = None
+    while True:
+        try:
+            if runtime is None:
+                runtime = invoke(node)
+            control.active = runtime
+            if runtime.store.count("user_inputs") == 0:
+                runtime.ask(question)
+            runtime.advance()
+            events.events.extend(runtime.trace.events)
+            return runtime, events
+        except (Crash, CommitFailed):
+            if recover is None:
+                raise
+            if runtime is not None:
+                events.events.extend(runtime.trace.events)
+            runtime, marker = recover(node)
+            events.add(marker)
+        finally:
+            control.active = None
 
 
 def _final_answer(runtime: ReferenceRuntime) -> JSON:
