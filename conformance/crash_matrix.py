@@ -125,7 +125,10 @@ def _sent(trace: Trace) -> list[list[tuple[str, str, str]]]:
 
 
 def _tools(trace: Trace) -> Counter[str]:
-    return Counter(f"{e['name']} {json.dumps(e['effective_arguments'], sort_keys=True)}"
+    """Each tool run with the arguments the model proposed and those it ran with: a takeover
+    changes neither (§3: the proposed input stays the model's, Q163)."""
+    return Counter(f"{e['name']} {json.dumps(e['proposed_arguments'], sort_keys=True)} → "
+                   f"{json.dumps(e['effective_arguments'], sort_keys=True)}"
                    for e in of(trace, "tool_executed"))
 
 

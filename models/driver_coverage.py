@@ -1,9 +1,11 @@
 """What a run of the driver-level model reached: a coverage table read from the neutral traces
 (and the triggers the machine saw fire), one count per row over all examples.
 
-``ROWS`` are the rows a CI run must reach at least once (tests/test_driver_machine.py); the
-table a run prints adds the informative breakdowns (hook point × decision, crash points by
-commit). Everything is read from what any driver reports, never from the reference's store.
+``ROWS`` are the rows a CI run must reach at least once (tests/test_driver_machine.py): among
+them every hook point × decision and every crash phase × moment. The table a run prints adds
+informative breakdowns (failing and invalid hook items, Run failures by code). Everything is
+read from what any driver reports and what the scripted ports were given, never from the
+reference's store.
 """
 
 from collections import Counter

@@ -4,7 +4,8 @@ recovery, §11 stop).
 
 An initialize rule draws a setup (models/driver_scripts.py: tiny to large windows measured
 with the ``chars`` estimator, Planners with Executors, hooks at every hook point of a Session,
-triggers, crash plans at every commit, a ``focus`` weighing it toward one part of the design);
+triggers at every moment, crash plans at every phase, a ``focus`` weighing it toward one part
+of the design);
 each rule then plays one Run and what surrounds it (waiting supplements, idle stops, another
 Session, the question, supplements, a stop, the advance), one step at a time on a live driver
 (``conformance.driver.perform``). The scripted ports never run out: they repeat their pattern

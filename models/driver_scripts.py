@@ -9,7 +9,7 @@ The mix is weighed so that one CI run reaches every row of the coverage table
 (models/driver_coverage.py): windows tiny (compaction refused or folded in small chunks) and
 large (snapshots activated and reused), summaries that mostly succeed, hooks that edit covered
 material (snapshots invalidated), Planners with Executors, triggers on every event the scenario
-language has, crashes before, after and refused at every commit a Session passes through.
+language has, crashes before, after and refused at every phase (one focus per phase × moment).
 """
 
 from typing import Any

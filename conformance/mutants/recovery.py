@@ -146,7 +146,20 @@ def _freeze_as_before(original: Callable[..., Any]) -> Callable[..., Any]:
     return freeze
 
 
+def _proposes_effective(original: Callable[..., Any]) -> Callable[..., Any]:
+    def proposed(self: Any, state: Any, decision_id: Any, call_id: Any,
+                 arguments: Mapping[str, Any], decided: bool) -> dict[str, Any]:
+        return dict(arguments)  # after a takeover, the hook's arguments pass for the model's
+    return proposed
+
+
 MUTANTS = (
+    Mutant("TAKEOVER-PROPOSES-EFFECTIVE",
+           "a call whose pre-call chain was decided before a takeover reports the hook's "
+           "arguments as the ones the model proposed (§3: the proposed input stays as "
+           "proposed, the effective one is the hook's; Q163)",
+           (Patch(ToolBatch, "proposed_arguments", _proposes_effective),),
+           recovery=True),
     Mutant("TAKEOVER-REFREEZES",
            "a frozen request asked again after a takeover is rebuilt with the inputs received "
            "by now, so it shows a supplement that arrived after its freeze (§5: every attempt "

@@ -18,6 +18,7 @@ from ctxspec.reference.contracts import (
     RunStatus,
 )
 from ctxspec.reference.effective import (
+    ContextState,
     RawRecord,
     Scope,
     append_records,
@@ -144,8 +145,10 @@ class ToolBatch:
         current = next(r for r in effective_records(state)
                        if r.record_id == position.decision_id)
         call = next(c for c in current.tool_calls if c.call_id == call_id)
-        proposed: dict[str, JSON] = json.loads(call.arguments)
-        asked = self.pre_call(run, position, call_id, call.name, dict(proposed))
+        arguments: dict[str, JSON] = json.loads(call.arguments)
+        proposed = self.proposed_arguments(state, position.decision_id, call_id, arguments,
+                                           isinstance(position.decided.get(str(call_id)), dict))
+        asked = self.pre_call(run, position, call_id, call.name, dict(arguments))
         if asked is None:
             return "stopped"  # the call will never run: its pre-call hook is not asked (Q80)
         arguments, blocked = asked
@@ -170,6 +173,17 @@ class ToolBatch:
                                position.raws, position.writes)
         return self.pipeline.post_call(run, position.decision_id, call_id, position.raws,
                                        position.done, position.writes)
+
+    def proposed_arguments(self, state: ContextState, decision_id: UUID, call_id: UUID,
+                           arguments: Mapping[str, JSON], decided: bool) -> dict[str, JSON]:
+        """The arguments the call is proposed with, before its pre-call chain: the effective
+        ones as the chain is about to see them — or, once the chain was decided before a
+        takeover (its change now in the effective record), the raw answer's, never the
+        hook's (§3: the proposed input stays as proposed, Q163)."""
+        raw = state.record(decision_id)
+        entry = raw.content.get(f"tool_call:{call_id}") if raw is not None else None
+        given = entry.get("arguments") if decided and isinstance(entry, dict) else None
+        return dict(given) if isinstance(given, dict) else dict(arguments)
 
     def pre_call(self, run: RunState, position: "Position", call_id: UUID, name: str,
                  arguments: dict[str, JSON]
