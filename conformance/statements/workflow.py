@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from ctxspec.conformance.case import Case, Trace, delivery_chains, equal, expect, lines, of
+from ctxspec.conformance.phases import crash_need
 
 WORKFLOW = frozenset({"workflow"})
 GHOST = "00000000-0000-0000-0000-0000000000a1"
@@ -308,6 +309,43 @@ def _failure_check(trace: Trace) -> None:
                                                   "report", "topic"]), "the workflow's end")
 
 
+def _takeover_scenario() -> dict[str, Any]:
+    document = _failure_scenario()
+    document["crash"] = {"phase": "raw_answer_saved", "when": "before"}
+    return document
+
+
+def _takeover_check(trace: Trace) -> None:
+    # S11-NODE-FAILURE-ROUTED's workflow, its process dying just before the reporter's raw
+    # answer is saved (the analyst sends no request, so that is the first raw answer). §10:
+    # the reporter's invocation is taken over from its own Session's stored facts — its
+    # question was received, so it is not asked again; the request in flight is, once, as the
+    # same request — and the outer graph keeps its state: the nodes end, route and write as
+    # without the crash, and the workflow completes with the same state (Q162).
+    equal([(e.get("phase"), e["when"]) for e in of(trace, "restarted")],
+          [("raw_answer_saved", "before")], "restarts")
+    asked = of(_span(trace, "reporter"), "model_request")
+    equal([(r["purpose_key"], r["attempt"]) for r in asked[1:]],
+          [(r["purpose_key"], r["attempt"]) for r in asked[:1]],
+          "the reporter's request asked again after the takeover (the same request, once)")
+    equal([lines(r)[1:] for r in asked], [[("user", "user_ref", "What changed?")]] * 2,
+          "the reporter's requests")
+    equal(_endings(trace), {
+        "analyst": ("failed", "fallback", "CONTEXT_PROTECTED_INPUT_TOO_LARGE"),
+        "reporter": ("succeeded", None, None), "publish": ("succeeded", None, None)},
+        "node endings")
+    equal([(key, source) for key, _, source in _writes(trace)],
+          [("brief", "input_mapping"), ("topic", "input_mapping"),
+           ("analysis.fallback", "analyst"), ("report", "reporter"),
+           ("published", "publish")], "graph state writes")
+    equal([c[:3] for c in _calls(trace)], [("publish", {"text": "Three fixes shipped."},
+                                            {"text": "Three fixes shipped."})],
+          "the capability Operation")
+    status, state = _workflow_end(trace)
+    equal((status, sorted(state)), ("completed", ["analysis.fallback", "brief", "published",
+                                                  "report", "topic"]), "the workflow's end")
+
+
 # --- §11: the root Run's stop, deadline and Loop budget end the whole tree -------------------
 
 
@@ -426,6 +464,10 @@ CASES: tuple[Case, ...] = (
     Case("S11-NODE-FAILURE-ROUTED", "a context error fails its AgentNode only, routed",
          "§11", ("CTX-11.11", "CTX-11.12"), _failure_scenario(), _failure_check,
          WORKFLOW | {"estimator_injection"}),
+    Case("S10-WORKFLOW-NODE-TAKEOVER", "an AgentNode whose process dies is taken over from its "
+         "own store; the workflow goes on as without the crash", "§10",
+         ("CTX-10.6", "CTX-10.9"), _takeover_scenario(), _takeover_check,
+         WORKFLOW | {"estimator_injection", crash_need("raw_answer_saved")}),
     Case("S11-ROOT-STOP-WHOLE-TREE", "the root Run's stop ends the whole tree", "§11",
          ("CTX-11.13",), _stop_scenario(), _stop_check, WORKFLOW | {"stop", "triggers"}),
     Case("S11-ROOT-DEADLINE-WHOLE-TREE", "the root Run's deadline ends the whole tree",
