@@ -85,13 +85,14 @@ def _stop_not_heard(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _limits_per_node(original: Callable[..., Any]) -> Callable[..., Any]:
-    def agent(run: Any, node: Any, invoke: Any, flow: Any, control: Any, clock: Any) -> Any:
+    def agent(run: Any, node: Any, invoke: Any, flow: Any, control: Any, clock: Any,
+              *rest: Any) -> Any:
         # Every node gets the root Run's whole deadline and Loop budget, measured from its own
         # start, instead of what the tree has left.
         started, loops = run.started_at, run.loops
         run.started_at, run.loops = clock.now(), 0
         try:
-            original(run, node, invoke, flow, control, clock)
+            original(run, node, invoke, flow, control, clock, *rest)
         finally:
             run.started_at, run.loops = started, loops + run.loops
     return agent

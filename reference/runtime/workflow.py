@@ -320,12 +320,16 @@ def _invocation(node: AgentNode, invoke: Callable[[AgentNode], ReferenceRuntime]
     incarnation's first."""
     events = Trace()
     runtime: ReferenceRuntime | None = None
+    received: int | None = None
+    """The user inputs the invocation's store held before its question was sent."""
     while True:
         try:
             if runtime is None:
                 runtime = invoke(node)
             control.active = runtime
-            if runtime.store.count("user_inputs") == 0:
+            if received is None:
+                received = runtime.store.count("user_inputs")
+            if runtime.store.count("user_inputs") == received:
                 runtime.ask(question)
             runtime.advance()
             events.events.extend(runtime.trace.events)
