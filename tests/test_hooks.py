@@ -578,7 +578,7 @@ def test_the_request_after_hooks_is_rebuilt_and_re_measured() -> None:
     from ctxspec.reference.history import project_history
     from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
     from ctxspec.reference.tokens import ByteEstimator
-    from ctxspec.reference.view import ModelView, estimation_request
+    from ctxspec.reference.view import ModelView, estimation_request, render_request
 
     def request_of(state: ContextState) -> ModelView:
         # The write(...) call is still open (no result yet): this request shows the rest.
@@ -605,8 +605,14 @@ def test_the_request_after_hooks_is_rebuilt_and_re_measured() -> None:
     estimator = ByteEstimator()
     grew = estimator.estimate(estimation_request(after)).tokens - \
         estimator.estimate(estimation_request(before)).tokens
-    # Byte estimate: the text grew from 10 to 380 bytes, everything else is the same.
-    assert grew == len("a much longer note " * 20) - len("short note")
+    # Byte estimate: the text grew from 10 to 380 bytes, and the changed text now carries the
+    # mark the provider receives with it (§2, §6: never passed off as the provider's); the rest
+    # is the same.
+    [marked] = [m for m in render_request(after).messages if m.marks]
+    [mark] = marked.marks
+    assert mark.kind == "text_modified"
+    assert grew == len("a much longer note " * 20) - len("short note") + len(
+        ("\n" + mark.text).encode())
     assert check_protected_inputs(after, [ProtectedInput(uuid(20), 1, "写一份报告")]) == ()
 
 

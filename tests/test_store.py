@@ -519,7 +519,11 @@ class Twin:
                               source_kind=MutationSourceKind.HOOK, source_ref="hook:redact")
         assert isinstance(done, Committed)
         self._commit_revision("hook-patch", done.state, done.revision, mutation_id)
-        edited = record.model_copy(update={"text": text, "modified_by": (str(mutation_id),)})
+        # A text made to differ from the record's own is marked with the change's source (§2,
+        # §6): its kind and reference.
+        edited = record.model_copy(update={
+            "text": text, "modified_by": (str(mutation_id),),
+            "text_changed_by": ("hook:hook:redact",) if text != record.text else ()})
         run.records[run.records.index(record)] = edited
         if run.final == record:
             run.final = edited

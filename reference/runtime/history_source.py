@@ -29,6 +29,7 @@ Decisions (where the design leaves the stored form open):
 """
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
@@ -85,16 +86,22 @@ class StoredHistory:
         if raw is None:
             return None
         _, overrides = self.store.head_revision(context_id)
-        answer = effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES))
+        answer = effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES),
+                                  self.sources(context_id, overrides))
         if answer.tool_calls or answer.incomplete or answer.denied:
             return None
         return answer
 
+    def sources(self, context_id: UUID, overrides: Mapping[UUID, Any]) -> dict[UUID, str]:
+        """Each mutation of the context named by its source, as a live context names it, so a
+        changed text is marked alike wherever it is read from (§2, §6)."""
+        return {m.mutation_id: f"{m.source_kind.value}:{m.source_ref}"
+                for m in self.store.mutations_of(context_id)} if overrides else {}
+
     def effective_records(self, context_id: UUID) -> Iterator[EffectiveRecord]:
         """A context's records as its head revision shows them, by context_seq, paged."""
         _, overrides = self.store.head_revision(context_id)
-        sources = {m.mutation_id: f"{m.source_kind.value}:{m.source_ref}"
-                   for m in self.store.mutations_of(context_id)} if overrides else {}
+        sources = self.sources(context_id, overrides)
         for raw in self.store.iter_records(context_id, self.page_size):
             yield effective_record(raw, overrides.get(raw.record_id, _NO_OVERRIDES), sources)
 
