@@ -114,6 +114,18 @@ def structured(text: str, what: str) -> Any:
         raise CaseFailure(f"{what}: expected a structured (JSON) result, saw {text!r}") from None
 
 
+def result_facts(message: dict[str, Any], what: str) -> dict[str, Any]:
+    """What a tool result view message stands for (its ``result_facts``: a denial's status,
+    stage, executed and result_delivered; an error's status and code), whatever its wording
+    (Q210); a message without them fails the case, naming ``what`` and the missing field."""
+    facts = message.get("result_facts")
+    if not isinstance(facts, dict):
+        raise CaseFailure(f"{what}: the tool_result view message carries no result_facts (the "
+                          "denial or error it stands for, docs/implementing-a-driver.md); its "
+                          f"text is {message.get('text')!r}")
+    return facts
+
+
 def the(events: Iterable[T], missing: str) -> T:
     """The first of ``events``; when there is none, a failure that names in words what the
     trace lacks (``missing``: "no delivery event with state carried", …)."""

@@ -32,6 +32,7 @@ from ctxspec.conformance.case import (
     of,
     outcome,
     requests,
+    result_facts,
     the,
 )
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
@@ -438,9 +439,9 @@ def _row18_check(trace: Trace) -> None:
           [("ls", {"path": "."})], "tools executed")
     results = [m for m in requests(trace, "business")[1]["view"]["messages"]
                if m["kind"] == "tool_result"]
-    denied = json.loads(results[0]["text"])
-    equal((denied["status"], denied["stage"], denied["executed"]), ("denied", "pre", False),
-          "rm's result")
+    denied = result_facts(results[0], "rm's result")
+    equal((denied.get("status"), denied.get("stage"), denied.get("executed")),
+          ("denied", "pre", False), "rm's result")
     equal(results[1]["text"], "a b c", "ls's result")
 
 
@@ -675,7 +676,7 @@ def _deny_conflict_check(trace: Trace) -> None:
     equal(of(trace, "tool_executed"), [], "tools executed")
     result = next(m for m in requests(trace, "business")[1]["view"]["messages"]
                   if m["kind"] == "tool_result")
-    equal(json.loads(result["text"])["status"], "denied", "write's result")
+    equal(result_facts(result, "write's result").get("status"), "denied", "write's result")
 
 
 def _unregistered_check(trace: Trace) -> None:
@@ -721,11 +722,12 @@ def _stale_deny_check(trace: Trace) -> None:
           [("allow", True, []), ("deny", False, ["CONTEXT_REVISION_CONFLICT"])],
           "the chain's decisions")
     equal(of(trace, "tool_executed"), [], "tools executed")
-    result = next(m for m in requests(trace, "business")[1]["view"]["messages"]
-                  if m["kind"] == "tool_result")
-    document = json.loads(result["text"])
-    equal((document["status"], document["executed"], document["candidate"]["arguments"]),
-          ("denied", False, {"path": "b.md"}), "write's result")
+    messages = requests(trace, "business")[1]["view"]["messages"]
+    result = next(m for m in messages if m["kind"] == "tool_result")
+    facts = result_facts(result, "write's result")
+    call = next(c for m in messages for c in m["tool_calls"] if c["call_id"] == result["call_id"])
+    equal((facts.get("status"), facts.get("executed"), json.loads(call["arguments"])),
+          ("denied", False, {"path": "b.md"}), "write's result and the call it answers")
 
 
 def _invalid_patch_check(code: str) -> Callable[[Trace], None]:

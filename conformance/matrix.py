@@ -27,7 +27,6 @@ from typing import Any
 from ctxspec.conformance.case import (
     COMPACTING,
     Case,
-    CaseFailure,
     Trace,
     base,
     endings,
@@ -35,7 +34,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
-    structured,
+    result_facts,
 )
 
 POINTS = ("model.pre_request", "model.post_response", "tool.pre_call", "tool.post_call",
@@ -173,17 +172,10 @@ def _texts(request: dict[str, Any]) -> str:
                      for m in request["view"]["messages"])
 
 
-def _structured(text: str, what: str) -> dict[str, Any]:
-    document = structured(text, what)
-    if not isinstance(document, dict):
-        raise CaseFailure(f"{what}: expected a JSON object, saw {text!r}")
-    return document
-
-
-def _tool_result(request: dict[str, Any], what: str) -> str:
-    results = [m["text"] for m in request["view"]["messages"] if m["role"] == "tool"]
+def _tool_result(request: dict[str, Any], what: str) -> dict[str, Any]:
+    results = [m for m in request["view"]["messages"] if m["role"] == "tool"]
     equal(len(results), 1, f"tool results in {what}")
-    return str(results[0])
+    return dict(results[0])
 
 
 def _tools(point: Point) -> list[tuple[str, dict[str, Any]]]:
@@ -273,19 +265,18 @@ def _check_decision(point: Point, trace: Trace, actor: list[dict[str, Any]]) -> 
         return
     if point.decision == "deny" and point.point in ("tool.pre_call", "tool.post_call"):
         stage = "pre" if point.point == "tool.pre_call" else "post"
-        denied = _structured(_tool_result(actor[1], f"the {point.role}'s second request"),
-                             "t's result")
+        denied = result_facts(_tool_result(actor[1], f"the {point.role}'s second request"),
+                              "t's result")
         equal((denied.get("status"), denied.get("stage"), denied.get("executed")),
               ("denied", stage, stage == "post"), "the denied state the actor receives")
         expect(not any("RAW-RESULT" in text for text in everything),
                "a request shows the result a post-call hook denied")
     if point.decision == "deny" and point.point.startswith("model.") \
             and point.role == "executor":
-        answer = _structured(_tool_result(requests(trace, "business")[-1],
-                                          "the Planner's second request"), "delegate's result")
-        error = answer.get("error")
-        equal(error.get("code") if isinstance(error, dict) else None, "HOOK_DENIED",
-              "the delegation's error code")
+        answer = result_facts(_tool_result(requests(trace, "business")[-1],
+                                           "the Planner's second request"), "delegate's result")
+        equal((answer.get("status"), answer.get("code")), ("error", "HOOK_DENIED"),
+              "the delegation's error")
     if point.decision == "deny" and point.point == "model.post_response":
         expect(not any("RAW-DECISION" in text for text in everything[1:]),
                "a later request shows the denied answer")

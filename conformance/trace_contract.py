@@ -33,6 +33,26 @@ class Truncation(_Event):
     result_ref: dict[str, Any]
 
 
+class ResultFacts(_Event):
+    """What a denied or failed tool result stands for, whatever its wording (Q210): a denial's
+    stage, whether the call ran and that its ordinary result was not delivered (§3); an
+    error's code (§11)."""
+
+    status: Literal["denied", "error"]
+    stage: Literal["pre", "post"] | None = None
+    executed: bool | None = None
+    result_delivered: bool | None = None
+    code: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> Self:
+        if self.status == "denied" and None in (self.stage, self.executed,
+                                                self.result_delivered):
+            raise ValueError("a denial's result_facts carry stage, executed and "
+                             "result_delivered")
+        return self
+
+
 WORDED_BODY = ("fragment", "summary", "shared", "annotation")
 """The message kinds that carry the text they stand for verbatim as ``body``."""
 
@@ -69,6 +89,9 @@ class ViewMessage(_Event):
     run_no: int | None = None
     status: str | None = None
     final_result: bool | None = None
+    result_facts: ResultFacts | None = Field(default=None, description=(
+        "optional, on a tool_result that is a denial or a structured error: the facts it "
+        "stands for (Q210); a driver that leaves it out fails the cases that read it"))
 
     @model_validator(mode="after")
     def _stands_for(self) -> Self:

@@ -12,6 +12,7 @@ annotation with its source. Rendering to a provider's wire format is an adapter
 (§3), the unit the history projection (§4) and protocol repair (§6) consume.
 """
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -175,6 +176,10 @@ class ViewMessage:
     text_changed_by: tuple[str, ...] = ()
     """The sources of the committed changes that made ``text`` differ from the record's own
     (a hook's edit of a model answer, a correction of a record): marked when sent (Q170)."""
+    result_facts: Mapping[str, Any] | None = None
+    """For a tool result that is a denial or a structured error: what it stands for, whatever
+    its wording (Q210) — ``status`` ("denied" or "error"); for a denial ``stage`` ("pre" or
+    "post"), ``executed`` and ``result_delivered``; for an error its ``code`` (§11)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +218,31 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
         source_run_id or raw.run_id, None, record.truncation, record.incomplete,
         record.reasoning, record.annotation_source, record.modified_by,
         record.text if body is None and kind is ViewKind.ANNOTATION else body,
-        text_changed_by=record.text_changed_by if text is None else ())
+        text_changed_by=record.text_changed_by if text is None else (),
+        result_facts=result_facts(record.text) if kind is ViewKind.TOOL_RESULT else None)
+
+
+def result_facts(text: str) -> dict[str, Any] | None:
+    """The facts of a tool result the reference itself wrote as a denial
+    (:func:`ctxspec.reference.hooks.denial_feedback`) or a structured error
+    (:func:`ctxspec.reference.protocol.structured_error`); None for any other result (a tool's
+    own output, even JSON, states no such fact). Q210"""
+    if not text.startswith('{"'):
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    status = document.get("status")
+    if status == "denied" and document.get("stage") in ("pre", "post"):
+        return {"status": "denied", "stage": document["stage"],
+                "executed": document["stage"] == "post", "result_delivered": False}
+    error = document.get("error")
+    if status == "error" and isinstance(error, dict) and isinstance(error.get("code"), str):
+        return {"status": "error", "code": error["code"]}
+    return None
 
 
 # --- adapters: the neutral view to other shapes ------------------------------------------

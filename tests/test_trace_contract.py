@@ -67,3 +67,19 @@ def test_a_broken_predicate_is_the_suites_error() -> None:
     result = run_case(type(case)(**{**case.__dict__, "check": broken}), ReferenceDriver)
     assert result.status == "error"
     assert "a fault of the suite" in result.detail
+
+
+def test_a_denial_carries_its_facts_and_the_contract_checks_them() -> None:
+    # ROW-18: a pre-call deny blocks rm — by §3 the call did not run and no ordinary result
+    # was delivered (Q210).
+    trace = _trace("ROW-18")
+    index, message = next((i, m) for i, e in enumerate(trace) if e["kind"] == "model_request"
+                          for m in e["view"]["messages"] if m.get("result_facts"))
+    assert message["result_facts"] == {"status": "denied", "stage": "pre", "executed": False,
+                                       "result_delivered": False}
+    assert violations(trace) == []
+    jsonschema.validate(trace, SCHEMA)
+    del message["result_facts"]["stage"]
+    found = violations(trace)
+    assert len(found) == 1 and found[0].startswith(f"event {index} (model_request) view.")
+    assert "a denial's result_facts carry stage, executed and result_delivered" in found[0]

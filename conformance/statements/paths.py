@@ -23,7 +23,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
-    structured,
+    result_facts,
 )
 from ctxspec.conformance.sessions import boundary, hooked_executor_answer
 
@@ -309,12 +309,10 @@ def _arguments_check(trace: Trace) -> None:
     sent = requests(trace, "business")
     equal(len(sent), 4, "business requests")
     for number in (2, 3):
-        results = [m["text"] for m in sent[number - 1]["view"]["messages"]
-                   if m["role"] == "tool"]
+        results = [m for m in sent[number - 1]["view"]["messages"] if m["role"] == "tool"]
         expect(bool(results), f"request {number} has no tool result")
-        last = structured(results[-1], f"the malformed call's result in request {number}")
-        equal(last.get("status") if isinstance(last, dict) else last, "error",
-              f"the malformed call's result in request {number}")
+        last = result_facts(results[-1], f"the malformed call's result in request {number}")
+        equal(last.get("status"), "error", f"the malformed call's result in request {number}")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
@@ -344,12 +342,12 @@ def _provider_calls_check(trace: Trace) -> None:
     [decision] = [m for m in second if m["tool_calls"]]
     calls = {c["call_id"]: c["name"] for c in decision["tool_calls"]}
     equal(len(calls), 3, "distinct call identities of the decision")
-    answers = [(calls.get(m["call_id"]), m["text"]) for m in second if m["role"] == "tool"]
+    tool = [m for m in second if m["role"] == "tool"]
+    answers = [(calls.get(m["call_id"]), m["text"]) for m in tool]
     equal([name for name, _ in answers], ["a", "b", "a"], "the calls the results answer")
     equal([text for _, text in answers[:2]], ["result of a", "result of b"],
           "the results of the two runs")
-    error = structured(answers[2][1], "the malformed call's result")
-    equal(error.get("status") if isinstance(error, dict) else error, "error",
+    equal(result_facts(tool[2], "the malformed call's result").get("status"), "error",
           "the malformed call's result")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 

@@ -16,7 +16,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
-    structured,
+    result_facts,
 )
 from ctxspec.conformance.sessions import boundary
 
@@ -125,8 +125,7 @@ def _format_check(trace: Trace) -> None:
     # loop_limit = 2, so the second malformed call ends the Run loop_exhausted.
     equal([r["purpose"] for r in requests(trace)], ["business", "business"], "requests")
     result = next(m for m in requests(trace)[1]["view"]["messages"] if m["kind"] == "tool_result")
-    found = structured(result["text"], "the missing tool's result")
-    equal(found.get("status") if isinstance(found, dict) else found, "error",
+    equal(result_facts(result, "the missing tool's result").get("status"), "error",
           "the missing tool's result's status")
     equal(of(trace, "tool_executed"), [], "tools executed")
     equal(endings(trace), [(1, "loop_exhausted", None)], "Run endings")

@@ -16,7 +16,7 @@ from ctxspec.conformance.case import (
     of,
     outcome,
     requests,
-    structured,
+    result_facts,
 )
 
 # --- §2 statements: the Loop takes the post-processed response ----------------------------------
@@ -70,12 +70,14 @@ def _post_deny_check(trace: Trace) -> None:
     # delivered — and never the result as if it had passed, nor a made-up success.
     equal([(e["name"], e["outcome"]) for e in of(trace, "tool_executed")], [("fetch", "ok")],
           "tools executed")
-    results = [text for _, kind, text in lines(requests(trace, "business")[-1])
-               if kind == "tool_result"]
+    results = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+               if m["kind"] == "tool_result"]
     equal(len(results), 1, "tool results in the second request")
-    expect("payload" not in results[0], f"the denied result was delivered: {results[0]!r}")
-    denied = structured(results[0], "fetch's result")
-    equal((denied["status"], denied["stage"], denied["executed"], denied["result_delivered"]),
+    expect("payload" not in results[0]["text"],
+           f"the denied result was delivered: {results[0]['text']!r}")
+    denied = result_facts(results[0], "fetch's result")
+    equal((denied.get("status"), denied.get("stage"), denied.get("executed"),
+           denied.get("result_delivered")),
           ("denied", "post", True, False), "the denied state the Loop receives")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 

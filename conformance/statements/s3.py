@@ -16,7 +16,7 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
-    structured,
+    result_facts,
 )
 from ctxspec.conformance.sessions import corrected_summary
 
@@ -284,10 +284,9 @@ def _post_check(trace: Trace) -> None:
           ["a.md", "b.md"], "the executed calls as the model sees them")
     results = [m for m in messages if m["kind"] == "tool_result"]
     equal(results[0]["text"], "wrote a (redacted)", "a's result")
-    denied = structured(results[1]["text"], "b's denied result")
-    expect(isinstance(denied, dict), f"b's denied result is not an object: {denied!r}")
-    equal((denied["status"], denied["stage"], denied["executed"], denied["result_delivered"]),
-          ("denied", "post", True, False), "b's result")
+    denied = result_facts(results[1], "b's denied result")
+    equal((denied.get("status"), denied.get("stage"), denied.get("executed"),
+           denied.get("result_delivered")), ("denied", "post", True, False), "b's result")
     expect(all("secret" not in m["text"] for m in messages), "a raw result reached the model")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 

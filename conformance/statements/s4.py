@@ -15,7 +15,7 @@ from ctxspec.conformance.case import (
     of,
     outcome,
     requests,
-    structured,
+    result_facts,
 )
 
 # --- §4 statements: the current Run stands apart from ended history -----------------------------
@@ -123,11 +123,11 @@ def _actual_process_check(trace: Trace) -> None:
               f"the calls {what} shows")
         decision = next(m for m in request["view"]["messages"] if m["tool_calls"])
         expect(bool(decision["modified_by"]), f"{what}: the changed call is not marked")
-        results = [text for _, kind, text in lines(request) if kind == "tool_result"]
-        equal(results[0], "wrote", f"{what}: write's result")
-        denied = structured(results[1], f"{what}: rm's result")
-        equal((denied["status"], denied["stage"], denied["executed"]), ("denied", "pre", False),
-              f"{what}: rm's result")
+        results = [m for m in request["view"]["messages"] if m["kind"] == "tool_result"]
+        equal(results[0]["text"], "wrote", f"{what}: write's result")
+        denied = result_facts(results[1], f"{what}: rm's result")
+        equal((denied.get("status"), denied.get("stage"), denied.get("executed")),
+              ("denied", "pre", False), f"{what}: rm's result")
     # The records behind it: each Run's question and answers, both results, none rewritten.
     equal(of(trace, "history_read")[0]["message_kinds"],
           ["user_ref", "assistant", "tool_result", "tool_result", "assistant", "user_ref",

@@ -15,13 +15,12 @@ from ctxspec.conformance.case import (
     equal,
     example,
     expect,
-    lines,
     of,
     rendered_mark,
     rendered_pairing,
     rendered_size,
     requests,
-    structured,
+    result_facts,
 )
 
 # --- §6 statements: one item's failure is its own structured error ------------------------------
@@ -41,15 +40,15 @@ def _item_error_scenario() -> dict[str, Any]:
 def _item_error_check(trace: Trace) -> None:
     # §6: b's business failure is a structured error inside b's own tool result; a's and c's
     # results are kept, all three in action order, and the Run goes on to its answer.
-    results = [text for _, kind, text in lines(requests(trace, "business")[-1])
-               if kind == "tool_result"]
+    messages = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+                if m["kind"] == "tool_result"]
+    results = [m["text"] for m in messages]
     equal(len(results), 3, "tool results in the second request")
     equal((results[0], results[2]), ("a ok", "c ok"), "the results of a and c")
-    # The design fixes no field names for the error, only that it is structured and b's own:
-    # a JSON object naming the tool's failure.
-    error = structured(results[1], "b's result")
-    expect(isinstance(error, dict) and "ENOENT" in json.dumps(error),
-           f"b's result is not a structured error naming ENOENT: {error!r}")
+    # The design fixes no wording for the error, only that it is structured (an error, Q210)
+    # and b's own: its result names the tool's failure.
+    equal(result_facts(messages[1], "b's result").get("status"), "error", "b's result's status")
+    expect("ENOENT" in results[1], f"b's result does not name its failure ENOENT: {results[1]!r}")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
@@ -173,11 +172,12 @@ def _read_check(trace: Trace) -> None:
     # answered with made-up text.
     last = requests(trace, "business")[-1]
     rendered_pairing(last)
-    results = [m["text"] for m in last["view"]["messages"] if m["kind"] == "tool_result"]
-    equal(results[1], _TABLE[19_990:20_000], "the read of [19990, 20000)")
-    refused = structured(results[2], "the read of an unknown result_ref")
-    expect(isinstance(refused, dict) and "made up" not in results[2],
-           f"the read of an unknown result_ref is not a structured error: {results[2]!r}")
+    messages = [m for m in last["view"]["messages"] if m["kind"] == "tool_result"]
+    equal(messages[1]["text"], _TABLE[19_990:20_000], "the read of [19990, 20000)")
+    refused = result_facts(messages[2], "the read of an unknown result_ref")
+    equal(refused.get("status"), "error", "the read of an unknown result_ref's status")
+    expect("made up" not in messages[2]["text"],
+           f"the read of an unknown result_ref was answered: {messages[2]['text']!r}")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
 
 
