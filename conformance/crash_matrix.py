@@ -151,8 +151,10 @@ def _compare(short: str, commit: str, occurrence: int, when: str
             # The model is told the outcome is unknown; the rest of its script may then no
             # longer fit, so only what precedes it is compared.
             told = [m["text"] for r in requests(crashed) for m in r["view"]["messages"]
-                    if m["kind"] == "tool_result" and "UNKNOWN_OUTCOME" in m["text"]]
-            expect(bool(told), "no tool result says UNKNOWN_OUTCOME")
+                    if m["kind"] == "tool_result"
+                    and (m.get("result_facts") or {}).get("code") == "UNKNOWN_OUTCOME"]
+            expect(bool(told), "no tool result carries result_facts with code "
+                   "UNKNOWN_OUTCOME (Q210)")
             return
         equal(endings(crashed), endings(uncrashed), "Run endings")
         equal(names, expected_names, "tools executed")

@@ -153,8 +153,10 @@ def _compare(point: str, phase: str, chain: str, occurrence: int = 1, when: str 
         expect(calls <= expected, f"hooks asked again after the takeover: {calls - expected}")
         if unknown_tool:  # its outcome is unknown: the model is told so, nothing more is fixed
             told = [m for r in requests(crashed) for m in r["view"]["messages"]
-                    if m["kind"] == "tool_result" and "UNKNOWN_OUTCOME" in m["text"]]
-            expect(bool(told), "no tool result says UNKNOWN_OUTCOME")
+                    if m["kind"] == "tool_result"
+                    and (m.get("result_facts") or {}).get("code") == "UNKNOWN_OUTCOME"]
+            expect(bool(told), "no tool result carries result_facts with code "
+                   "UNKNOWN_OUTCOME (Q210)")
             return
         equal(calls, expected, f"hook calls (the chain {chain} at the crash is "
               + ("asked once, never skipped)" if chain == "not asked" else "reused)"))

@@ -1,10 +1,10 @@
 """A paraphrasing driver (issue #15's done-when): the reference runtime with every text it words
 for itself worded differently — outcome and input markers, placeholders, fragments, orphaned
-results, the summary envelope, shared fields, the summariser's prompt and data framing — its
-tool calls and tool schemas serialised differently in what its estimator measures, and its
-commits named its own way, the design's phases mapped onto them. It follows the design exactly
-as the reference does, so it must pass every case it declares: a case that fails it compares
-wording, not the design.
+results, denied and failed calls' results, the summary envelope, shared fields, the
+summariser's prompt and data framing — its tool calls and tool schemas serialised differently
+in what its estimator measures, and its commits named its own way, the design's phases mapped
+onto them. It follows the design exactly as the reference does, so it must pass every case it
+declares: a case that fails it compares wording, not the design.
 
 ``deviation`` adds one real fault on top (a supplement a failed request claimed is not carried
 to the next question), which the suite must still catch.
@@ -77,6 +77,23 @@ def _render(_original: Callable[..., str]) -> Callable[..., str]:
     return render
 
 
+def _result(original: Callable[..., ViewMessage]) -> Callable[..., ViewMessage]:
+    """A denied or failed call's result in sentences of its own, its facts unchanged; a
+    failure keeps the tool's own detail (the scenario's text), as any wording would."""
+    def message(record: Any, *args: Any, **kwargs: Any) -> ViewMessage:
+        made = original(record, *args, **kwargs)
+        facts = made.result_facts
+        if facts is None:
+            return made
+        if facts["status"] == "denied":
+            return replace(made, text="Blocked by policy before the tool ran."
+                           if facts["stage"] == "pre" else
+                           "The tool ran, but policy withheld its output.")
+        detail = json.loads(made.text)["error"].get("detail", "")
+        return replace(made, text=f"That call failed. {detail}".rstrip())
+    return message
+
+
 OWN_COMMITS = {phase: f"save-{n:02d}" for n, phase in enumerate(PHASES, 1)}
 """The paraphrasing runtime's own commit names: it maps the design's phases onto them."""
 RENAMED = {REFERENCE_COMMITS[phase]: own for phase, own in OWN_COMMITS.items()}
@@ -94,6 +111,7 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (history._Deduplicator, "place", _dedup),
     (protocol, "fragment_text", lambda _: lambda text: f"!! stream broke, partial: {text}"),
     (protocol, "orphan_text", lambda _: lambda record: f"Result with no call:\n{record.text}"),
+    (protocol, "message_from_record", _result),
     (protocol, "placeholder_text", lambda _: lambda call, state: "This call never ran."),
     (compaction, "SUMMARY_ENVELOPE_TEXT", lambda _: "Here is a recap of the conversation so "
                                                     "far, written by a summariser:\n\n"),

@@ -22,6 +22,11 @@ def test_the_paraphrase_really_rewords() -> None:
     texts = "\n".join(m["text"] for r in requests(trace) for m in r["view"]["messages"])
     assert "Run #1 is over" in texts
     assert "[run 1 ended" not in texts and "[user input" not in texts
+    with paraphrasing():  # a denial in its own words, its facts as the reference's (Q210)
+        trace = scenario_trace(ReferenceDriver(), BY_ID["ROW-18"].scenario)
+    denials = [m for r in requests(trace) for m in r["view"]["messages"]
+               if m["kind"] == "tool_result" and m["result_facts"]]
+    assert denials and all(m["text"] == "Blocked by policy before the tool ran." for m in denials)
 
 
 def _passes(cases: list[Case]) -> None:

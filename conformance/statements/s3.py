@@ -368,11 +368,11 @@ def _no_grant_check(trace: Trace) -> None:
               "a pre-call decision")
     equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
           [("write", {"path": "a.md"})], "tools executed")
-    results = [m["text"] for m in requests(trace, "business")[1]["view"]["messages"]
+    results = [m for m in requests(trace, "business")[1]["view"]["messages"]
                if m["kind"] == "tool_result"]
-    equal(results[0], "ok", "the first write's result")
-    equal([json.loads(text)["status"] for text in results[1:]], ["error", "error"],
-          "the refused calls' results")
+    equal(results[0]["text"], "ok", "the first write's result")
+    equal([result_facts(m, "a refused call's result").get("status") for m in results[1:]],
+          ["error", "error"], "the refused calls' results")
 
 
 # --- §3: a takeover reuses a committed hook decision ------------------------------------------
