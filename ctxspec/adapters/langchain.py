@@ -56,7 +56,12 @@ from ctxspec.adapters.langchain_model import (
     view_of,
 )
 from ctxspec.adapters.langchain_profile import CAPABILITIES, PROFILE
-from ctxspec.adapters.langchain_review import POINT, Reviewer, review_middleware
+from ctxspec.adapters.langchain_review import (
+    POINT,
+    Reviewer,
+    rejected_calls,
+    review_middleware,
+)
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import ConfigurationError, resolve_budget
@@ -107,6 +112,8 @@ class LangChainDriver:
         self.waiting: list[str] = []
         """Supplements received while no Run runs: the next question's."""
         self.summaries: list[str] = []
+        self.rejected: set[str] = set()
+        """The calls the reviewer rejected: their results are pre-call denials (Q210)."""
         self.exhausted: ScriptExhausted | None = None
         self.stop_requested = False
         self.retry: tuple[str, str, int] | None = None
@@ -212,7 +219,11 @@ class LangChainDriver:
             pending = self.graph.get_state(self.config).interrupts
             if not pending or self.reviewer is None:
                 break
-            payload = Command(resume=self.reviewer.answer(pending[0].value))
+            answer = self.reviewer.answer(pending[0].value)
+            self.rejected |= rejected_calls(
+                self.graph.get_state(self.config).values.get("messages", []), pending[0].value,
+                answer)
+            payload = Command(resume=answer)
         messages = self.graph.get_state(self.config).values.get("messages", [])
         last = messages[-1] if messages else None
         self._end(run, "succeeded", None, None,
@@ -255,7 +266,7 @@ class LangChainDriver:
     def _answer(self, purpose: str, messages: Sequence[BaseMessage],
                 tools: Sequence[Any]) -> AIMessage:
         view = prompt_view(messages) if purpose == "compaction" else view_of(
-            messages, self.agent.system_prompt, self.summaries)
+            messages, self.agent.system_prompt, self.summaries, self.rejected)
         for message in view:  # the Run that received each input
             if message["kind"] == "user_ref":
                 message["source_run_id"] = self.input_runs.get(str(message["input_id"]))
@@ -368,7 +379,8 @@ class LangChainDriver:
         """SummarizationMiddleware's token_counter: the injected estimator over the messages
         LangChain hands it (its state's messages: no system prompt, no tool schemas)."""
         chosen = [m for m in messages if isinstance(m, BaseMessage)]
-        return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries))
+        return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
+                                      self.rejected))
 
     # --- the scripted tools -----------------------------------------------------------------
 

@@ -7,7 +7,7 @@ tools return what the script says, and every request is recorded as LangChain se
 """
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models.base import LangSmithParams
@@ -107,10 +107,11 @@ def tool_error(text: str) -> ToolException:
 
 
 def view_of(messages: Sequence[BaseMessage], system_prompt: str,
-            summaries: Sequence[str]) -> list[dict[str, Any]]:
+            summaries: Sequence[str], rejected: Collection[str] = ()) -> list[dict[str, Any]]:
     """The request as LangChain sent it, message by message, in the trace's terms: the
     system prompt, user inputs (their message id is the input's id), the summary that
-    SummarizationMiddleware put in place of the history, answers with their calls, results."""
+    SummarizationMiddleware put in place of the history, answers with their calls, results
+    (the calls in ``rejected`` answered by the reviewer's rejection: pre-call denials)."""
     view: list[dict[str, Any]] = []
     for message in messages:
         text = message.text
@@ -138,6 +139,11 @@ def view_of(messages: Sequence[BaseMessage], system_prompt: str,
             entry = _entry("tool", "tool_result", text if message.status != "error" else
                            json.dumps({"status": "error", "error": text}, sort_keys=True))
             entry["call_id"] = message.tool_call_id
+            if message.tool_call_id in rejected:  # never ran; LangChain's words, our facts
+                entry["result_facts"] = {"status": "denied", "stage": "pre", "executed": False,
+                                         "result_delivered": False}
+            elif message.status == "error":  # LangChain gives no §11 code
+                entry["result_facts"] = {"status": "error"}
         else:
             entry = _entry(message.type, "annotation", text)
             entry["body"] = text

@@ -15,12 +15,13 @@ outside the call's ``name`` and ``arguments`` and context patches have nowhere t
 """
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
 from langchain.agents.middleware.human_in_the_loop import DecisionType
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
 from ctxspec.reference.registry import ABSENT
@@ -77,6 +78,26 @@ class Reviewer:
                                                   "args": edited["arguments"]}}
 
 
+def rejected_calls(messages: Sequence[BaseMessage], request: Mapping[str, Any],
+                   answer: Mapping[str, Any]) -> set[str]:
+    """The ids of the calls ``answer`` rejects: LangChain asks about the last answer's calls
+    in their order (each action names the call's tool and arguments, not its id), so each
+    action is the first call of that answer not yet paired with the same name and arguments.
+    The adapter marks their results as pre-call denials (Q210)."""
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    unpaired = list(last.tool_calls) if last is not None else []
+    rejected: set[str] = set()
+    for action, decision in zip(request["action_requests"], answer["decisions"], strict=False):
+        call = next((c for c in unpaired
+                     if (c["name"], c["args"]) == (action["name"], action["args"])), None)
+        if call is None:
+            continue
+        unpaired.remove(call)
+        if decision.get("type") == "reject" and call.get("id"):
+            rejected.add(str(call["id"]))
+    return rejected
+
+
 def _apply(item: HookReply, call: dict[str, Any]) -> list[str]:
     """Write the item's payload writes to the call's name and arguments, as a reviewer's edit
     can; returns the paths written. Other paths and context patches are not sent (Q192)."""
@@ -98,4 +119,4 @@ def _apply(item: HookReply, call: dict[str, Any]) -> list[str]:
     return written
 
 
-__all__ = ["POINT", "Reviewer", "review_middleware"]
+__all__ = ["POINT", "Reviewer", "rejected_calls", "review_middleware"]

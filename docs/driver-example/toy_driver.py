@@ -205,25 +205,25 @@ class ToyDriver:
         allowed = {tool.name for tool in self.agent.tools}
         for number, call in enumerate(calls, start=1):
             if call["name"] not in allowed:  # §6, §11: an error result, never a run
-                text = _error("TOOL_NOT_AVAILABLE", f"{call['name']} is not a tool of this role")
-                run.records.append({**_message("tool", "tool_result", text),
-                                    "call_id": call["call_id"]})
+                run.records.append(_error("TOOL_NOT_AVAILABLE", f"{call['name']} is not a "
+                                          "tool of this role", call["call_id"]))
                 continue
             arguments = json.loads(call["arguments"])
             schema = next(t.schema_ for t in self.agent.tools if t.name == call["name"])
             wrong = ["the arguments are not a JSON object"] if call["call_id"] in malformed \
                 else _argument_errors(schema, arguments)
             if wrong:  # §11: a format error goes back to the model, never to the tool
-                run.records.append({**_message("tool", "tool_result", _error(
-                    "INVALID_ARGUMENTS", "; ".join(wrong))), "call_id": call["call_id"]})
+                run.records.append(_error("INVALID_ARGUMENTS", "; ".join(wrong),
+                                          call["call_id"]))
                 continue
             run.ticks += 1
             result = self.ports.tools.run(call["name"], arguments, number)
             self._event("tool_executed", call_id=call["call_id"], name=call["name"],
                         effective_arguments=arguments, proposed_arguments=arguments,
                         outcome="error" if result.error else "ok")
-            text = _error("TOOL_ERROR", result.error) if result.error else result.text
-            run.records.append({**_message("tool", "tool_result", text),
+            run.records.append(_error("TOOL_ERROR", result.error, call["call_id"])
+                               if result.error else
+                               {**_message("tool", "tool_result", result.text),
                                 "call_id": call["call_id"]})
 
     def _end(self, run: Run, status: str, code: str | None = None,
@@ -325,8 +325,12 @@ class ToyDriver:
         return str(uuid.uuid4())
 
 
-def _error(code: str, detail: str) -> str:
-    return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
+def _error(code: str, detail: str, call_id: str) -> Message:
+    """A call's structured error: the toy's own JSON text, and the facts it stands for as
+    ``result_facts``, which is what cases read (docs/implementing-a-driver.md §3)."""
+    text = json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
+    return {**_message("tool", "tool_result", text), "call_id": call_id,
+            "result_facts": {"status": "error", "code": code}}
 
 
 def _message(role: str, kind: str, text: str) -> Message:

@@ -171,6 +171,8 @@ class OpenAIAgentsDriver:
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
         self.reported = False
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
         self.in_model = False
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None
@@ -298,6 +300,9 @@ class OpenAIAgentsDriver:
         else:
             code = args.kind.upper()
         detail = str(error) if error is not None else args.default_message
+        self.result_facts[args.call_id] = {"status": "error", "code": code} \
+            if args.kind != "approval_rejected" else {
+                "status": "denied", "stage": "pre", "executed": False, "result_delivered": False}
         return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
 
     # --- what the SDK sends, read where it hands it to the model -----------------------------
@@ -308,6 +313,8 @@ class OpenAIAgentsDriver:
         for each in view:
             if each.get("input_id") is not None:
                 each["source_run_id"] = self.input_runs.get(each["input_id"])
+            if each["kind"] == "tool_result" and each.get("call_id") in self.result_facts:
+                each["result_facts"] = self.result_facts[each["call_id"]]
         schemas = [tool_schema(t.name, t.description, t.params_json_schema) for t in self.tools]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self._active_inputs()}
