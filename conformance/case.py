@@ -1,7 +1,8 @@
 """What a conformance case is and how it reads the neutral trace (docs/architecture.md
 "Layers"): a declarative scenario plus a predicate over the trace read back as plain JSON, so
-a runtime in any language can pass it. The cases themselves are in ``cases.py`` (§12 rows and
-worked examples) and ``crash_matrix.py`` (§10 crash points).
+a runtime in any language can pass it. The cases themselves are listed by ``cases.py``
+and written in ``rows/`` (§12 rows), ``worked_examples.py``, ``bad_input.py``, ``statements/``,
+``matrix.py`` and ``crash_matrix.py`` (§10 crash points).
 """
 
 import difflib

@@ -2,9 +2,10 @@
 summary and the §3 write(path) call, as scenario documents (docs/scenarios.md). Each builder
 states the arithmetic its cases rely on, so a case that reuses it derives its numbers from here."""
 
+import json
 from typing import Any
 
-from ctxspec.conformance.case import base
+from ctxspec.conformance.case import Trace, base, requests
 
 
 def boundary(question_length: int = 1597, **agent: Any) -> dict[str, Any]:
@@ -58,6 +59,15 @@ def write_path(*items: dict[str, Any]) -> dict[str, Any]:
     document["tools"] = {"write": [{"text": "ok"}]}
     document["hooks"] = [{"point": "tool.pre_call", "items": list(items)}]
     return document
+
+
+def path_seen_by_model(trace: Trace) -> str:
+    """In a ``write_path`` session: write's path in the effective call record, as the second
+    business request shows it to the model."""
+    decision = next(m for m in requests(trace, "business")[1]["view"]["messages"]
+                    if m["tool_calls"])
+    path: str = json.loads(decision["tool_calls"][0]["arguments"])["path"]
+    return path
 
 
 def hooked_executor_answer() -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Scenarios on the reference runtime through the Driver, beyond the §12 rows (which are the
-conformance cases of conformance/cases.py, run by tests/test_conformance.py): the worked
+conformance cases of conformance/rows/, run by tests/test_conformance.py): the worked
 examples replay, scripts that run out or are malformed fail loudly, and compaction calls pass
 through hooks.
 
