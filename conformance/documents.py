@@ -13,15 +13,31 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from ctxspec.limits import MAX_DEPTH, MAX_TOKENS, depth, shown
+from ctxspec.reference.errors import ErrorCode
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class DocumentError(ValueError):
     """A document that is not JSON we read, with the problem in words."""
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario: every problem with the path of its field, after our code
+    SCENARIO_INVALID, so a driver in any language can refuse it the same way."""
+
+    def __init__(self, problems: str) -> None:
+        super().__init__(f"{ErrorCode.SCENARIO_INVALID}: {problems}")
+
+
+class Doc(BaseModel):
+    """The base of every part of a scenario document (conformance/scenario.py,
+    conformance/scripts.py): frozen, and refusing a field it does not define."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def _refuse_constant(name: str) -> object:

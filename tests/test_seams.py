@@ -48,8 +48,9 @@ def test_the_rule_sees_the_imports_it_allows() -> None:
     # guards (the schema, the harness, the timeline, the models' driver machine) are walked.
     modules = harness_modules()
     assert runtime_imports(modules["conformance/driver.py"]) != []
-    assert {"conformance/scenario.py", "conformance/harness.py", "conformance/timeline.py",
-            "conformance/stdio.py", "models/driver_machine.py"} <= set(modules)
+    assert {"conformance/scenario.py", "conformance/scripts.py", "conformance/scripted.py",
+            "conformance/harness.py", "conformance/timeline.py", "conformance/stdio.py",
+            "models/driver_machine.py"} <= set(modules)
 
 
 def test_the_seams_are_neutral() -> None:
