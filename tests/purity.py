@@ -34,7 +34,7 @@ FORBIDDEN_MODULES = frozenset({
 """Top-level modules the core may not import at all."""
 
 FORBIDDEN_LAYERS = ("ctxspec.reference.runtime", "ctxspec.conformance", "ctxspec.models",
-                    "ctxspec.cli", "ctxspec.catalogue", "ctxspec.schemas")
+                    "ctxspec.cli", "ctxspec.commands", "ctxspec.catalogue", "ctxspec.schemas")
 """The core is the bottom layer: it imports nothing above it."""
 
 FORBIDDEN_NAMES = frozenset({

@@ -1,0 +1,1 @@
+"""The commands of ``ctxspec`` (ctxspec/cli.py), one module per group."""

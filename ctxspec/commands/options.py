@@ -1,0 +1,96 @@
+"""Option types and checks the commands share (docs/robustness.md): counts of tokens, integers
+and seconds read as ASCII text within bounds, and the folders a command will write to."""
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ctxspec.limits import MAX_TOKENS, shown
+from ctxspec.reference.budget import K
+
+USAGE_ERROR = 2
+_TOKENS = re.compile(r"[ \t]*([0-9]{1,16})[ \t]*([kK]?)[ \t]*")
+"""ASCII digits only: ``int`` would take the digits of every script (``١٢٨``) and ``_``."""
+
+
+class Tokens(click.ParamType[int]):
+    """An integer count of tokens: ``131072`` or ``128K`` (1K = 1024, design §7)."""
+
+    name = "tokens"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
+            return value
+        match = _TOKENS.fullmatch(str(value))
+        if not match:
+            self.fail(f"{shown(value)} is not a token count (ASCII digits, optionally followed "
+                      "by K for 1024 tokens, e.g. 128K)", param, ctx)
+        number = int(match.group(1)) * (K if match.group(2) else 1)
+        if number > MAX_TOKENS:
+            self.fail(f"{shown(value)} is more than {MAX_TOKENS} tokens", param, ctx)
+        return number
+
+
+TOKENS = Tokens()
+
+
+class Count(click.ParamType[int]):
+    """An integer of ASCII digits within bounds: click's own ``int`` would take digits of other
+    scripts, ``1_0`` and ``+1``."""
+
+    name = "integer"
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
+            return value
+        text = str(value).strip(" \t")
+        if not re.fullmatch(r"[0-9]{1,12}", text) or not self.low <= int(text) <= self.high:
+            self.fail(f"{shown(value)} is not an integer from {self.low} to {self.high} "
+                      "(ASCII digits)", param, ctx)
+        return int(text)
+
+
+class Seconds(click.ParamType[float]):
+    """Seconds as ASCII decimal text within bounds (``float`` would take ``nan``, ``1e3`` and
+    digits of other scripts)."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, float):  # a default
+            return value
+        text = str(value).strip(" \t")
+        if not re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", text) \
+                or not self.low <= float(text) <= self.high:
+            self.fail(f"{shown(value)} is not a number of seconds from {self.low:g} to "
+                      f"{self.high:g} (ASCII decimal text)", param, ctx)
+        return float(text)
+
+
+def writable(folder: Path, option: str) -> None:
+    """A file an option names must be writable in an existing folder: checked before anything
+    runs, so a long run never ends in a report it cannot write."""
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise click.UsageError(f"{option}: {str(folder)!r} is not a folder this user can write "
+                               "to")
+
+
+def write_page(path: Path, write: Callable[[], None]) -> None:
+    """A page that cannot be written is said, with the reason, not raised (exit 1)."""
+    try:
+        write()
+    except OSError as error:
+        raise click.ClickException(f"--html {path}: {error.strerror or error}") from error

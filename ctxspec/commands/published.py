@@ -1,0 +1,88 @@
+"""``ctxspec schemas`` and ``ctxspec vectors``: the files the project publishes under spec/
+(the JSON Schemas of the contracts, the golden vectors of the cases), written or checked for
+drift; ``vectors --replay`` runs a folder of vectors against a driver."""
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from ctxspec import catalogue, schemas
+from ctxspec.commands.options import writable
+
+# --- schemas -----------------------------------------------------------------------------
+
+
+@click.command("schemas")
+@click.option("--check", is_flag=True, help="Exit 1 if spec/schemas/ differs from the models.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to write (default: the package's spec/schemas).")
+def schemas_command(check: bool, out: Path | None) -> None:
+    """Write (or check) the JSON Schemas of the data contracts."""
+    directory = out or catalogue.package_root() / "spec" / "schemas"
+    if check:
+        stale = schemas.drifted(directory)
+        if stale:
+            click.echo(f"schemas differ from the models: {', '.join(stale)}; run "
+                       "`ctxspec schemas` and commit", err=True)
+            sys.exit(1)
+        click.echo(f"{len(schemas.published_schemas())} schemas match the models")
+        return
+    if out is not None:
+        writable(out.parent if not out.is_dir() else out, "--out")
+    try:
+        written = schemas.write(directory)
+    except OSError as error:
+        raise click.ClickException(f"--out {directory}: {error.strerror or error}") from error
+    click.echo(f"wrote {len(written)} schemas to {directory}")
+
+
+# --- vectors -----------------------------------------------------------------------------
+
+
+@click.command("vectors")
+@click.option("--check", is_flag=True, help="Exit 1 if spec/vectors/ differs from the cases.")
+@click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False,
+                                                       path_type=Path),
+              help="Replay the vectors of this directory against --driver instead.")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
+              help="The driver to replay against (default: the reference runtime).")
+def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | None) -> None:
+    """Write the golden vectors (scenario, the reference's observations, a manifest) into
+    spec/vectors/, check them for drift, or replay a directory of them against a driver."""
+    from ctxspec.conformance.driver import ReferenceDriver
+    from ctxspec.conformance.harness import load_factory
+    from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
+
+    if replay_dir is not None:
+        try:
+            factory = load_factory(driver_spec)
+        except (ValueError, ImportError) as error:
+            raise click.UsageError(str(error)) from error
+        if not any(replay_dir.glob("*.json")):  # nothing read is not a pass
+            raise click.UsageError(f"--replay {str(replay_dir)!r}: no *.json vector files")
+        results = replay(replay_dir, factory, progress=lambda r: click.echo(
+            f"{r.name:<22} {r.status:<11} {r.detail}".rstrip()))
+        summary = Counter(r.status for r in results)
+        click.echo(f"{len(results)} vectors: " + ", ".join(
+            f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error",
+                                                 "unread")))
+        if summary.get("failed") or summary.get("error") or summary.get("unread"):
+            sys.exit(1)
+        return
+    if check:
+        stale = drifted(VECTORS, ReferenceDriver)
+        if stale:
+            click.echo(f"vectors differ from the cases: {', '.join(stale)}; run "
+                       "`ctxspec vectors` and commit", err=True)
+            sys.exit(1)
+        click.echo(f"{len(generate(ReferenceDriver))} vectors match the cases")
+        return
+    VECTORS.mkdir(parents=True, exist_ok=True)
+    written = generate(ReferenceDriver)
+    for retired in {p.name for p in VECTORS.glob("*.json")} - written.keys():
+        (VECTORS / retired).unlink()
+    for name, text in written.items():
+        (VECTORS / name).write_text(text, "utf-8")
+    click.echo(f"wrote {len(written)} vectors to {VECTORS}")

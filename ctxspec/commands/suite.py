@@ -1,0 +1,282 @@
+"""``ctxspec conformance`` (the suite against a driver), ``ctxspec compat`` (a production
+runtime's compatibility report) and ``ctxspec mutants`` (the kill matrix of the deliberately wrong
+runtimes)."""
+
+import json
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ctxspec.commands.options import Count, Seconds, writable, write_page
+
+if TYPE_CHECKING:  # the harness is imported by the commands only
+    from ctxspec.conformance.case import Case
+    from ctxspec.conformance.harness import CaseResult, DriverFactory
+    from ctxspec.conformance.probes import ProbeResult
+    from ctxspec.conformance.stdio import StdioDriver
+# --- conformance -------------------------------------------------------------------------
+
+
+@click.command("conformance")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
+              help="The driver to test (default: the reference runtime).")
+@click.option("--stdio", "stdio_command", metavar="COMMAND",
+              help="Drive a runtime in a subprocess over the stdio protocol v1 instead.")
+@click.option("--stdio-timeout", type=Seconds(0.1, 86400), default=60.0,
+              show_default=True, metavar="SECONDS",
+              help="How long to wait for each answer of the --stdio runtime before ending it.")
+@click.option("--stdio-max-line", type=Count(1024, 1 << 30), default=64 << 20,
+              show_default=True, metavar="BYTES",
+              help="The longest answer line read from the --stdio runtime.")
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Run only this case (repeatable).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: suite_version, driver, cases, summary.")
+@click.option("--report", "jsonl", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a JSON Lines report (spec/schemas/ConformanceReportLine.json).")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a JUnit XML report for CI.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report as one HTML page: status matrices, failures one click away.")
+@click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
+              "those that did not pass.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run the cases in this many worker processes, each with its own driver "
+              "(with --stdio, its own runtime subprocess).")
+def conformance_command(driver_spec: str | None, stdio_command: str | None,
+                        stdio_timeout: float, stdio_max_line: int,
+                        case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
+                        junit: Path | None, html_file: Path | None, verbose: bool,
+                        jobs: int) -> None:
+    """Run the conformance cases against a driver and print a table grouped by source (§12 row,
+    worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.harness import load_factory
+    from ctxspec.conformance.stdio import ProtocolError, StdioDriver, parse_command
+
+    if driver_spec and stdio_command is not None:
+        raise click.UsageError("give --driver or --stdio, not both")
+    for option, path in (("--report", jsonl), ("--junit", junit), ("--html", html_file)):
+        if path is not None:
+            writable(path.resolve().parent, option)
+    try:  # every argument is checked before a runtime is started
+        factory = load_factory(driver_spec)
+        cases = by_id(case_ids or None)
+        if stdio_command is not None:
+            parse_command(stdio_command)
+    except (ValueError, KeyError, ImportError) as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
+    stdio: StdioDriver | None = None
+    previous = signal.getsignal(signal.SIGTERM)
+    # A SIGTERM unwinds like Ctrl-C, so the runtime's process is ended on the way out too.
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        if stdio_command is not None:
+            try:
+                stdio = StdioDriver(stdio_command, stdio_timeout, stdio_max_line)
+            except OSError as error:  # the command cannot be started: a bad argument
+                raise click.UsageError(f"--stdio {stdio_command!r}: {error.strerror}") \
+                    from error
+            except ProtocolError as error:
+                raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
+        _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
+                     verbose, jobs)
+    finally:
+        if stdio is not None:
+            stdio.close()
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _conformance(driver_spec: str | None, factory: "DriverFactory",
+                 stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
+                 jsonl: Path | None, junit: Path | None, html_file: Path | None,
+                 verbose: bool, jobs: int = 1) -> None:
+    from ctxspec.conformance.harness import (
+        SUITE_VERSION,
+        confirm_capabilities,
+        run_suite,
+        run_suite_in_processes,
+        write_reports,
+    )
+
+    began = time.perf_counter()
+    if stdio is not None:
+        driver_spec = f"stdio: {stdio.command}"
+        connected = stdio
+
+        def factory() -> "StdioDriver":
+            return connected
+    probes = confirm_capabilities(factory)
+    if not as_json:
+        _echo_probes(probes)
+    results = []
+    suite = run_suite(cases, factory, probes) if jobs == 1 else run_suite_in_processes(
+        cases, jobs, driver_spec=None if stdio else driver_spec,
+        stdio=None if stdio is None else (stdio.command, stdio.timeout, stdio.max_line),
+        probes=probes)
+    for result in suite:
+        results.append(result)
+        if not as_json:
+            _echo_result(result, len(results), len(cases), verbose)
+    if sys.stderr.isatty() and not as_json:
+        click.echo("\r" + " " * 60 + "\r", nl=False, err=True)
+    if stdio is not None:
+        stdio.close()  # before the reports: the runtime's exit is part of the run
+    summary = Counter(r.status for r in results)
+    total = time.perf_counter() - began
+    try:
+        write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
+    except OSError as error:  # the folder was checked; the disk may still refuse
+        raise click.ClickException(f"a report could not be written: {error}") from error
+    if html_file is not None:
+        from ctxspec.conformance.report_html import write_report_page
+        write_page(html_file, lambda: write_report_page(html_file, results,
+                                                         driver_spec or "reference", probes,
+                                                         total))
+    if as_json:
+        click.echo(json.dumps({
+            "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
+            "probes": [p.to_json() for p in probes.values()],
+            "cases": [r.to_json() for r in results],
+            "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
+                                                       "error")}}, ensure_ascii=False))
+    else:
+        click.echo(_grouped(results))
+        click.echo(f"{len(results)} cases in {total:.2f} s: " + ", ".join(
+            f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error")))
+    if summary.get("failed") or summary.get("error"):
+        sys.exit(1)
+
+
+def _echo_probes(probes: Mapping[str, "ProbeResult"]) -> None:
+    """The capabilities the driver declared, how many probing confirmed, and each one that was
+    not confirmed or not probed, with why."""
+    unconfirmed = [p for p in probes.values() if p.status == "not_confirmed"]
+    click.echo(f"capabilities: {len(probes)} declared, "
+               f"{sum(p.status == 'confirmed' for p in probes.values())} confirmed by probing"
+               + "".join(f"\n  {p.capability} NOT confirmed: {p.detail}" for p in unconfirmed)
+               + "".join(f"\n  {p.capability} not probed: {p.detail}"
+                         for p in probes.values() if p.status == "not_probed"))
+
+
+def _echo_result(result: "CaseResult", done: int, total: int, verbose: bool) -> None:
+    """A case that did not pass (every case with --verbose), with its detail; on a terminal,
+    the progress on one rewritten line."""
+    if verbose or result.status in ("failed", "error"):
+        click.echo(f"{result.case.id:<40} {result.status:<11} "
+                   f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
+                   + "".join(f"\n{'':41}{line}" for line in result.detail.splitlines()))
+    if sys.stderr.isatty():
+        click.echo(f"\r[{done}/{total}] {result.case.id:<48}", nl=False, err=True)
+
+
+def _grouped(results: Sequence["CaseResult"]) -> str:
+    """One row per source (a §12 row, a worked example, the crash matrix), in suite order."""
+    statuses = ("passed", "failed", "unsupported", "error")
+    groups: dict[str, list[CaseResult]] = {}
+    for result in results:
+        groups.setdefault(result.case.source, []).append(result)
+    rows = [f"{'source':<18} {'cases':>5} " + " ".join(f"{s:>11}" for s in statuses)
+            + f" {'time':>9}"]
+    for source, members in groups.items():
+        counts = Counter(str(r.status) for r in members)
+        rows.append(f"{source:<18} {len(members):>5} "
+                    + " ".join(f"{counts.get(s, 0):>11}" for s in statuses)
+                    + f" {sum(r.seconds for r in members) * 1000:>6.0f} ms")
+    return "\n".join(rows)
+
+
+# --- compat ------------------------------------------------------------------------------
+
+
+@click.command("compat")
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY", required=True,
+              help="The production runtime's driver.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("docs/compatibility"), show_default=True,
+              help="The folder of the reports and their README table.")
+@click.option("--date", metavar="YYYY-MM-DD", help="The report's date (default: today), so a "
+              "fresh run can reproduce a checked-in report.")
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Run only this case (repeatable).")
+def compat_command(driver_spec: str, out: Path, date: str | None,
+                   case_ids: tuple[str, ...]) -> None:
+    """Run a driver over the suite and write its compatibility report: <runtime>.md and
+    <runtime>.json in --out, and the folder's README table (runtime × §12 row)."""
+    import datetime
+
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.compat import run_compat
+    from ctxspec.conformance.compat_page import write_report
+    from ctxspec.conformance.harness import load_factory
+
+    try:
+        factory = load_factory(driver_spec)
+        cases = by_id(case_ids or None)
+        day = datetime.date.fromisoformat(date) if date else datetime.date.today()
+    except (ValueError, KeyError, ImportError) as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
+    report = run_compat(factory, driver_spec, cases, day.isoformat())
+    for path in write_report(out, report):
+        click.echo(f"wrote {path}")
+    click.echo(", ".join(f"{count} {status}" for status, count in report["summary"].items()))
+
+
+# --- mutants -----------------------------------------------------------------------------
+
+
+@click.command("mutants")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object: mutants (id, description, killed_by, errored) and "
+                   "summary (total, killed).")
+@click.option("--mutant", "mutant_ids", multiple=True, metavar="ID",
+              help="Judge only this mutant (repeatable).")
+@click.option("--case", "case_ids", multiple=True, metavar="ID",
+              help="Judge against only this case (repeatable; default: every case).")
+def mutants_command(as_json: bool, mutant_ids: tuple[str, ...],
+                    case_ids: tuple[str, ...]) -> None:
+    """Run the conformance cases against every deliberately wrong runtime and print the kill
+    matrix; exit 1 if a mutant survives (a missing case, or one left out by --case)."""
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.mutants import all_mutants, judge
+
+    mutants = all_mutants()
+    unknown = sorted(set(mutant_ids) - {m.id for m in mutants})
+    if unknown:
+        raise click.UsageError(f"no mutant {', '.join(unknown)}")
+    try:
+        cases = by_id(case_ids or None)
+    except KeyError as error:
+        raise click.UsageError(str(error).strip("'\"")) from error
+    chosen = [m for m in mutants if not mutant_ids or m.id in mutant_ids]
+    began = time.perf_counter()
+    verdicts = []
+    for number, mutant in enumerate(chosen, start=1):
+        verdict = judge(mutant, cases)
+        verdicts.append(verdict)
+        if not as_json:  # progress: one line per mutant as it is judged
+            killers = verdict.killed_by
+            shown = ", ".join(killers[:3]) + (f" and {len(killers) - 3} more"
+                                              if len(killers) > 3 else "")
+            click.echo(f"[{number}/{len(chosen)}] {mutant.id:<28} "
+                       + (f"killed by {shown}" if killers else "SURVIVED"))
+    killed = sum(1 for v in verdicts if v.killed_by)
+    if as_json:
+        click.echo(json.dumps({"mutants": [v.to_json() for v in verdicts],
+                               "summary": {"total": len(verdicts), "killed": killed}},
+                              ensure_ascii=False))
+    else:
+        click.echo(f"{killed} of {len(verdicts)} mutants killed in "
+                   f"{time.perf_counter() - began:.1f} s")
+    if killed < len(verdicts):
+        sys.exit(1)
