@@ -13,6 +13,7 @@ from ctxspec.conformance.statements import (
     s6,
     s7,
     s8,
+    s8_summary,
     s9,
     s10,
     s11,
@@ -20,7 +21,8 @@ from ctxspec.conformance.statements import (
 )
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
-                                *s6.CASES, *s7.CASES, *s8.CASES, *s9.CASES, *s10.CASES,
+                                *s6.CASES, *s7.CASES, *s8.CASES, *s8_summary.CASES,
+                                *s9.CASES, *s10.CASES,
                                 *s11.CASES, *workflow.CASES, *paths.CASES,
                                 *moments.CASES)
 
