@@ -155,6 +155,18 @@ def sessions(trace: Trace) -> list[Trace]:
     return parts
 
 
+def result_ref(text: str) -> str:
+    """A result_ref as the model names it (§6): ``sha256:`` and the hex SHA-256 of the body's
+    UTF-8 bytes, computed here from the text a case scripts."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def request_text(request: Mapping[str, Any]) -> str:
+    """Everything a request shows, its messages' texts and calls, as one string to search."""
+    return "\n".join(m["text"] + "".join(c["arguments"] + c["name"] for c in m["tool_calls"])
+                     for m in request["view"]["messages"])
+
+
 def digest(text: str) -> dict[str, Any]:
     """A text as a ``history_read`` with bodies shows it: characters and SHA-256 (hex) of its
     UTF-8 bytes, computed here from the text a case scripts."""

@@ -40,6 +40,7 @@ from ctxspec.conformance.crash_matrix import (
     _sent,
     _tools,
 )
+from ctxspec.conformance.sessions import boundary
 
 DECISIONS: Mapping[str, Mapping[str, dict[str, Any]]] = {
     "tool.pre_call": {
@@ -102,12 +103,7 @@ def _compaction_session() -> dict[str, Any]:
     """Two questions; the second reaches the trigger (I = 3600 of B = 4500) and is compacted in
     one chunk (as S10-SNAPSHOT-NOT-CHECKPOINT)."""
     # Its arithmetic counts the runtime's outcome text: measured with chars until redone (#15).
-    document = base(window=5000, estimator="chars")
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1573},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
-    return document
+    return boundary(1573, estimator="chars")
 
 
 def _scenario(point: str, decision: str) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from ctxspec.conformance.case import (
     equal,
     expect,
     of,
+    request_text,
     requests,
     result_facts,
 )
@@ -167,11 +168,6 @@ def scenario(point: Point) -> dict[str, Any]:
 # --- the expectations -----------------------------------------------------------------------------
 
 
-def _texts(request: dict[str, Any]) -> str:
-    return "\n".join(m["text"] + "".join(c["name"] + c["arguments"] for c in m["tool_calls"])
-                     for m in request["view"]["messages"])
-
-
 def _tool_result(request: dict[str, Any], what: str) -> dict[str, Any]:
     results = [m for m in request["view"]["messages"] if m["role"] == "tool"]
     equal(len(results), 1, f"tool results in {what}")
@@ -250,7 +246,7 @@ def _check_shape(point: Point, trace: Trace) -> list[dict[str, Any]]:
 
 def _check_decision(point: Point, trace: Trace, actor: list[dict[str, Any]]) -> None:
     """What the decision itself must show, by point (§2, §3, §8)."""
-    everything = [_texts(r) for r in requests(trace)]
+    everything = [request_text(r) for r in requests(trace)]
     if point.decision == "modify":
         mark = {"model.pre_request": "NOTE-PRE", "model.post_response": "PATCHED-DECISION",
                 "tool.post_call": "PATCHED-RESULT", "compaction.pre_request": "NOTE-COMPACT",

@@ -1,7 +1,6 @@
 """§12 rows 7 and 8 as conformance cases: the tool protocol of a Run stopped mid-batch, and a
 huge tool result (§6). Each case stands beside its scenario and check."""
 
-import hashlib
 from typing import Any
 
 from ctxspec.conformance.case import (
@@ -13,6 +12,7 @@ from ctxspec.conformance.case import (
     expect,
     of,
     requests,
+    result_ref,
 )
 
 # --- §12 row 7: tool protocol, a Run stopped mid-batch ----------------------------------------
@@ -64,16 +64,12 @@ def _row8_scenario() -> dict[str, Any]:
     document["model"] = {"business": [
         {"text": "", "tool_calls": [{"name": "dump"}]},
         {"text": "", "tool_calls": [{"name": "result.read", "arguments": {
-            "result_ref": _digest_of(_BODY), "from": 4000, "to": 4020}}]},
+            "result_ref": result_ref(_BODY), "from": 4000, "to": 4020}}]},
         {"text": "row 00400 is there"}]}
     document["tools"] = {"dump": [{"text": _BODY}],
                          "result.read": [{"text": _BODY[4000:4020]}]}
     return document
 
-
-def _digest_of(text: str) -> str:
-    """A result_ref's digest as the model names it: sha256 of the body's UTF-8 bytes."""
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _row8_check(trace: Trace) -> None:

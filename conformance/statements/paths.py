@@ -22,22 +22,17 @@ from ctxspec.conformance.case import (
     equal,
     expect,
     of,
+    request_text,
     requests,
     result_facts,
 )
 from ctxspec.conformance.sessions import boundary, hooked_executor_answer
 
 
-def texts(request: dict[str, Any]) -> str:
-    """Everything a request shows, its messages' texts and calls, as one string to search."""
-    return "\n".join(m["text"] + "".join(c["arguments"] + c["name"] for c in m["tool_calls"])
-                     for m in request["view"]["messages"])
-
-
 def absent(trace: Trace, text: str, what: str) -> None:
     """No request after the first shows ``text`` anywhere."""
     for number, request in enumerate(requests(trace, "business")[1:], start=2):
-        expect(text not in texts(request), f"{what}: request {number} shows {text!r}")
+        expect(text not in request_text(request), f"{what}: request {number} shows {text!r}")
 
 
 # --- §2, §3: a post-response deny stops execution and delivery ----------------------------------
@@ -221,7 +216,7 @@ def _fragment_retry_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
     absent(trace, "half an ans", "the failed attempt's fragment")
     for number in (3, 4):
-        expect("calling" in texts(requests(trace, "business")[number - 1]),
+        expect("calling" in request_text(requests(trace, "business")[number - 1]),
                f"request {number} lacks the completed decision")
 
 

@@ -19,7 +19,7 @@ from ctxspec.conformance.case import (
     result_facts,
     sessions,
 )
-from ctxspec.conformance.sessions import corrected_summary, write_path
+from ctxspec.conformance.sessions import boundary, corrected_summary, write_path
 
 # --- §10: each batch member keeps its own result; an unsaved one is unknown, never a success ---
 
@@ -103,11 +103,7 @@ def _correction_check(trace: Trace) -> None:
 
 
 def _snapshot_scenario() -> dict[str, Any]:
-    document = base(window=5000)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1597},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
+    document = boundary()
     document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "after"}
     return document
 

@@ -16,6 +16,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
+from ctxspec.conformance.sessions import boundary
 
 # --- §5 statement: a retry sends the frozen request ----------------------------------------------
 
@@ -93,13 +94,9 @@ def _receipt_check(trace: Trace) -> None:
 
 
 def _freeze_scenario() -> dict[str, Any]:
-    """W = 5000, O = 400, S = 100: B = 4500, trigger 3600; Run 2's request is "sys" 3 + Run 1
-    (1000 + 1000 + 24) + 1573 = 3600 and is compacted."""
-    document = base(window=5000)
-    document["steps"] = [{"ask": "a" * 1000}, {"advance": True}, {"ask": "Q" * 1597},
-                         {"advance": True}]
-    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "done"}],
-                         "compaction": [{"text": "SUMMARY"}]}
+    """The §12 row 4 boundary (sessions.boundary): B = 4500, trigger 3600; Run 2's request is
+    I = 2003 + 1597 = 3600 and is compacted."""
+    document = boundary()
     document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [{}]}]
     return document
 

@@ -2,7 +2,6 @@
 examples (IDs ``S6-<name>``): each a scenario and a predicate over the neutral trace, its
 expected values derived by hand from the design (see conformance/case.py)."""
 
-import hashlib
 import json
 from typing import Any
 
@@ -21,6 +20,7 @@ from ctxspec.conformance.case import (
     rendered_size,
     requests,
     result_facts,
+    result_ref,
 )
 
 # --- §6 statements: one item's failure is its own structured error ------------------------------
@@ -137,14 +137,10 @@ def _sent_preview_scenario() -> dict[str, Any]:
     document["model"] = {"business": [
         {"text": "", "tool_calls": [{"name": "dump"}]},
         {"text": "", "tool_calls": [{"name": "result.read", "arguments": {
-            "result_ref": _ref(_TABLE), "from": 4000, "to": 4020}}]},
+            "result_ref": result_ref(_TABLE), "from": 4000, "to": 4020}}]},
         {"text": "row 00400 is there"}]}
     document["tools"] = {"dump": [{"text": _TABLE}]}
     return document
-
-
-def _ref(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # --- §6: result.read answers the stored range behind a result_ref -------------------------------
@@ -154,9 +150,9 @@ def _read_scenario() -> dict[str, Any]:
     document = _sent_preview_scenario()
     document["model"]["business"][1:] = [
         {"text": "", "tool_calls": [
-            {"name": "result.read", "arguments": {"result_ref": _ref(_TABLE), "from": 19_990,
+            {"name": "result.read", "arguments": {"result_ref": result_ref(_TABLE), "from": 19_990,
                                                   "to": 20_000}},
-            {"name": "result.read", "arguments": {"result_ref": _ref("another body"),
+            {"name": "result.read", "arguments": {"result_ref": result_ref("another body"),
                                                   "from": 0, "to": 10}}]},
         {"text": "the last row is row 01999"}]
     # What a tool port would answer for result.read if asked: never the stored body.
@@ -190,7 +186,7 @@ def _sent_preview_check(trace: Trace) -> None:
     # (one token per character, no overhead), I counts every character sent: at least the
     # content of every message plus the tool schemas (only the calls' own text may add more).
     body = _TABLE
-    ref = _ref(body)
+    ref = result_ref(body)
     later = requests(trace, "business")[1:]
     expect(len(later) == 2, f"business requests after the dump: {len(later)}")
     for request in later:
