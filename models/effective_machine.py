@@ -187,18 +187,7 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         payload_ops = tuple(
             PayloadOp(f"arguments.{name}", data.draw(VALUES | st.just(ABSENT)))
             for name in data.draw(st.lists(NAMES, max_size=2)))
-        context_ops = []
-        for _ in range(data.draw(st.integers(0, 2))):
-            other = data.draw(st.sampled_from(self.decisions))
-            whole = data.draw(st.booleans())
-            key = f"tool_call:{other.call_id}.arguments"
-            value: JSON = {"path": data.draw(VALUES)} if whole else data.draw(VALUES)
-            context_ops.append(ContextOp(other.record_id,
-                                         key if whole else f"{key}.{data.draw(NAMES)}",
-                                         Op.REPLACE_VALUE, value))
-        if data.draw(st.booleans()):
-            context_ops.append(ContextOp(target.record_id, "note", Op.APPEND_ANNOTATION,
-                                         "sourced note"))
+        context_ops = self._draw_context_ops(data, target)
         head = self.state.head.revision
         base = data.draw(st.integers(max(1, head - 3), head))
         decision = data.draw(st.sampled_from(["allow", "allow", "deny", "maybe"]))
@@ -236,13 +225,39 @@ class EffectiveContextMachine(RuleBasedStateMachine):
         if replay and mutation_id in before.mutations:
             # A replayed mutation id returns its original revision and applies nothing.
             assert self.state.revisions == before.revisions
+        self._check_committed(outcome, before, base, mutation_id in before.mutations)
+        if hook_id not in self.used_hooks:
+            self.used_hooks.append(hook_id)
+        self.remember_head()
+
+    def _draw_context_ops(self, data: st.DataObject, target: Decision) -> list[ContextOp]:
+        """Up to two replacements of a decision's arguments (whole or one field), then maybe an
+        annotation of the target call."""
+        context_ops = []
+        for _ in range(data.draw(st.integers(0, 2))):
+            other = data.draw(st.sampled_from(self.decisions))
+            whole = data.draw(st.booleans())
+            key = f"tool_call:{other.call_id}.arguments"
+            value: JSON = {"path": data.draw(VALUES)} if whole else data.draw(VALUES)
+            context_ops.append(ContextOp(other.record_id,
+                                         key if whole else f"{key}.{data.draw(NAMES)}",
+                                         Op.REPLACE_VALUE, value))
+        if data.draw(st.booleans()):
+            context_ops.append(ContextOp(target.record_id, "note", Op.APPEND_ANNOTATION,
+                                         "sourced note"))
+        return context_ops
+
+    def _check_committed(self, outcome: HookItemOutcome, before: ContextState, base: int,
+                         replayed: bool) -> None:
+        """CAS and what a commit wrote: a field changed since the item's base is never
+        overwritten; a committed change is the value its field now has."""
         mine = {(c.record_id, c.field_key) for _, c in outcome.changes.context_changes}
         changed_since_base = set().union(*(fields for number, fields in self.touched.items()
                                            if number > base))
         stale = any(record == theirs_record and (key == theirs or key.startswith(theirs + ".")
                                                  or theirs.startswith(key + "."))
                     for record, key in mine for theirs_record, theirs in changed_since_base)
-        if stale and mutation_id not in before.mutations:
+        if stale and not replayed:
             # CAS: a field changed since the item's base is never silently overwritten.
             assert self.state is before and outcome.committed == {}
         if outcome.committed and self.state is not before:
@@ -251,9 +266,6 @@ class EffectiveContextMachine(RuleBasedStateMachine):
             for _, change in outcome.changes.context_changes:
                 assert field_value(self.state, change.record_id, change.field_key,
                                    revision) == change.value
-        if hook_id not in self.used_hooks:
-            self.used_hooks.append(hook_id)
-        self.remember_head()
 
     def _count(self, outcome: HookItemOutcome, decision: str, before: ContextState,
                replayed: bool) -> None:
