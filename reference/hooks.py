@@ -25,23 +25,19 @@ and revision (CTX-3.62, CTX-3.63). :func:`execution_gate` is applied after the c
 never lifts a missing permission, an exhausted quota, a passed deadline or a stop (CTX-3.93).
 """
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Literal
-from uuid import UUID, uuid5
+from uuid import UUID
 
 from ctxspec.reference.contracts import (
-    ContextRecord,
     HookDecision,
     HookDiagnostic,
     HookInvocation,
-    MessageRole,
     MutationSourceKind,
     PatchOperationKind,
-    PayloadRef,
 )
 from ctxspec.reference.effective import (
     ContextState,
@@ -49,11 +45,27 @@ from ctxspec.reference.effective import (
     FieldValue,
     RawRecord,
     RevisionConflict,
-    ScopedChange,
     check_base,
     commit_across,
 )
 from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.hook_changes import (
+    EMPTY_CHANGES,
+    Annotation,
+    ChangeSet,
+    ContextOp,
+    HookCall,
+    HookProposal,
+    PayloadOp,
+    Stage,
+)
+from ctxspec.reference.hook_writes import (
+    MUTATION_NAMESPACE,
+    apply_to_payload,
+    mutation_id_for,
+    replayed,
+    scoped_parts,
+)
 from ctxspec.reference.registry import (
     ABSENT,
     JSON,
@@ -65,110 +77,7 @@ from ctxspec.reference.registry import (
     kind_accepts,
     value_at,
     well_formed,
-    with_value,
 )
-
-Stage = Literal["pre", "post"]
-
-
-@dataclass(frozen=True)
-class PayloadOp:
-    """A payload_patch write: a payload path and its new value (ABSENT deletes it)."""
-
-    path: str
-    value: FieldValue
-
-
-@dataclass(frozen=True)
-class ContextOp:
-    """A context_patch operation with its value resolved from value_ref."""
-
-    target_record_id: UUID
-    field_key: str
-    operation: PatchOperationKind
-    value: JSON
-
-
-@dataclass(frozen=True)
-class HookProposal:
-    """What one hook item returned."""
-
-    hook_invocation_id: UUID
-    decision: str
-    """"allow" and "deny" are the legal decisions; anything else is an illegal decision."""
-    payload_ops: tuple[PayloadOp, ...] = ()
-    context_id: UUID | None = None
-    """ContextPatch.context_id: the scope the context operations address."""
-    base_revision: int | None = None
-    """ContextPatch.base_revision; default: the revision the item read."""
-    context_ops: tuple[ContextOp, ...] = ()
-    handler_failed: bool = False
-    """The handler raised or timed out: the hook failure rule applies."""
-
-
-@dataclass(frozen=True)
-class HookCall:
-    """The trusted runtime identity of the call a hook item runs for."""
-
-    operation_id: UUID
-    hook_point: str
-    stage: Stage
-    actor_role: str | None
-    """The role whose call this is; None for an outer node without a RoleContext."""
-    actor_context_id: UUID | None
-    call_id: UUID | None
-    call_record_id: UUID | None
-    """The record that holds this call's fields: the decision (pre) or the result (post)."""
-    authorised_scopes: frozenset[UUID] = frozenset()
-    """Shared scopes this actor may write."""
-    read_revision: int | None = None
-    """The revision of the actor's context the item read (default: the head when evaluated):
-    the base of its payload-mapped writes (CTX-3.45)."""
-
-
-@dataclass(frozen=True)
-class Annotation:
-    """An append_annotation operation as normalised: where, on what, its text."""
-
-    context_id: UUID | None
-    target_record_id: UUID
-    field_key: str
-    text: JSON
-
-
-@dataclass(frozen=True)
-class ChangeSet:
-    """The normalised change set of one hook item."""
-
-    context_changes: tuple[tuple[UUID | None, FieldChange], ...]
-    """(context_id, change), sorted by context, record and field. A context operation that
-    names no context keeps None here, for validation to refuse."""
-    payload_only: tuple[tuple[str, FieldValue, tuple[str, ...]], ...]
-    """Payload fields with no context field (e.g. a request parameter): path, value, sources."""
-    annotations: tuple[Annotation, ...]
-    """In the order the item gave them."""
-
-    def digest(self) -> str:
-        def show(value: FieldValue) -> JSON:
-            return {"$absent": True} if isinstance(value, _Absent) else value
-
-        document = {
-            "context": [[str(cid), str(c.record_id), c.field_key, show(c.value),
-                         list(c.source_paths)] for cid, c in self.context_changes],
-            "payload": [[path, show(value), list(sources)]
-                        for path, value, sources in self.payload_only],
-            "annotations": [[str(a.context_id), str(a.target_record_id), a.field_key, a.text]
-                            for a in self.annotations],
-        }
-        canonical = json.dumps(document, sort_keys=True, ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.context_changes or self.payload_only or self.annotations)
-
-
-EMPTY_CHANGES = ChangeSet((), (), ())
 
 
 @dataclass(frozen=True)
@@ -212,6 +121,27 @@ def normalise(proposal: HookProposal, call: HookCall,
     """One semantic change set from both patches, or HOOK_PATCH_CONFLICT. Nothing else is
     judged here: registration, schema and authorisation come after, on a conflict-free set
     (CTX-3.51).  CTX-3.41 to CTX-3.50"""
+    writes, annotations = _writes(proposal, call, registry)
+
+    def expandable(parent: _Write) -> bool:
+        """A parent can be expanded only through a registered object schema (CTX-3.49)."""
+        if parent.target is None:
+            payload_spec = registry.payload_spec(parent.key)
+            return payload_spec is not None and (payload_spec.kind == "object"
+                                                 or payload_spec.payload_path != parent.key)
+        spec = registry.spec_for_context(parent.key, call.call_id)
+        return spec is not None and (spec[0].kind == "object" or spec[1] != parent.key)
+
+    conflicts = _conflicts(writes, expandable)
+    if conflicts:
+        return conflicts
+    return _merged(writes, annotations)
+
+
+def _writes(proposal: HookProposal, call: HookCall,
+            registry: FieldRegistry) -> tuple[list[_Write], list[Annotation]]:
+    """Both patches as writes on one footing: a payload path mapped to the call's context field
+    where the registry has one (CTX-3.44); annotations apart, in the item's order."""
     writes: list[_Write] = []
     for op in proposal.payload_ops:
         key = registry.context_key_of_payload(op.path, call.call_id)
@@ -228,16 +158,13 @@ def normalise(proposal: HookProposal, call: HookCall,
         else:
             writes.append(_Write(proposal.context_id, cop.target_record_id, cop.field_key,
                                  cop.value, f"context:{cop.field_key}"))
+    return writes, annotations
 
-    def expandable(parent: _Write) -> bool:
-        """A parent can be expanded only through a registered object schema (CTX-3.49)."""
-        if parent.target is None:
-            payload_spec = registry.payload_spec(parent.key)
-            return payload_spec is not None and (payload_spec.kind == "object"
-                                                 or payload_spec.payload_path != parent.key)
-        spec = registry.spec_for_context(parent.key, call.call_id)
-        return spec is not None and (spec[0].kind == "object" or spec[1] != parent.key)
 
+def _conflicts(writes: Sequence[_Write],
+               expandable: Callable[[_Write], bool]) -> tuple[HookDiagnostic, ...]:
+    """HOOK_PATCH_CONFLICT for every overlapping pair that disagrees, or that cannot be proved
+    to agree; no side wins (CTX-3.47, CTX-3.48)."""
     conflicts: list[HookDiagnostic] = []
     for a, b in combinations(writes, 2):
         if a.target != b.target or not (is_within(a.key, b.key) or is_within(b.key, a.key)):
@@ -251,9 +178,12 @@ def normalise(proposal: HookProposal, call: HookCall,
             why = "cannot be proved consistent" if agreed is None else "disagree"
             conflicts.append(_diag("HOOK_PATCH_CONFLICT", min(a.key, b.key),
                                    f"{a.source} and {b.source} {why}"))
-    if conflicts:
-        return tuple(conflicts)
+    return tuple(conflicts)
 
+
+def _merged(writes: Sequence[_Write], annotations: Sequence[Annotation]) -> ChangeSet:
+    """The conflict-free writes as one change set: a write within an agreeing parent folds into
+    it, equal writes collapse into one change with every source path."""
     merged: dict[tuple[UUID | None, UUID | None, str], tuple[_Write, tuple[str, ...]]] = {}
     for write in writes:
         if any(other.target == write.target and other.key != write.key
@@ -300,53 +230,85 @@ def validate(changes: ChangeSet, call: HookCall, registry: FieldRegistry,
     CTX-3.32, CTX-3.39, CTX-3.40, CTX-3.46, CTX-3.51, CTX-3.55, CTX-3.56, CTX-3.78, CTX-3.92,
     CTX-3.93, CTX-7.30"""
     found: list[HookDiagnostic] = []
-
-    def target_of(context_id: UUID | None, record_id: UUID, key: str,
-                  what: str) -> tuple[ContextState, RawRecord] | None:
-        if context_id is None:
-            found.append(_diag("INVALID_PATCH", key, f"a context {what} names its context"))
-            return None
-        state = states.get(context_id)
-        if state is None or not _may_write(state, call):
-            found.append(_diag("UNAUTHORISED_SCOPE", key,
-                               f"context {context_id} is not this actor's to write"))
-            return None
-        raw = state.record(record_id)
-        revision = state.revision(read_revisions.get(context_id, state.head.revision))
-        if raw is None or raw.record.context_seq > revision.record_watermark:
-            found.append(_diag("UNKNOWN_TARGET", key, f"record {record_id} is not in "
-                               f"revision {revision.revision} of context {context_id}"))
-            return None
-        if state.scope.kind == "shared" and not state.scope.registers(record_id, key):
-            found.append(_diag("FIELD_NOT_REGISTERED", key, "not a registered shared field"))
-            return None
-        return state, raw
-
     for context_id, change in changes.context_changes:
-        key = change.field_key
-        if not well_formed(key) or forbidden(key):
-            found.append(_diag("FORBIDDEN_FIELD", key, "identities, raw text, permissions, "
-                               "quotas, deadlines and stopped state are never writable, and a "
-                               "field key is root.name.name, never a view path"))
-            continue
-        target = target_of(context_id, change.record_id, key, "operation")
-        if target is None:
-            continue
-        state, raw = target
-        spec = registry.spec_for_context(key, call.call_id)
-        if spec is None:
-            found.append(_diag("FIELD_NOT_REGISTERED", key, f"not writable at "
-                               f"{registry.hook_point}@{registry.version}"))
-            continue
-        found.extend(_schema(spec[0], spec[1] == key, key, change.value))
-        if raw.record.message_kind == "user_ref":
-            found.append(_diag("PROTECTED_INPUT", key, "a user input is never overwritten"))
-        if change.record_id in state.frozen:
-            found.append(_diag("FROZEN_FACT", key, "a frozen or executed request takes "
-                               "annotations only"))
-        if call.stage == "post" and change.record_id != call.call_record_id:
-            found.append(_diag("POST_STAGE_TARGET", key, "a post-response hook changes only "
-                               "this call's undelivered response"))
+        found.extend(_change_problems(context_id, change, call, registry, states,
+                                      read_revisions))
+    found.extend(_payload_problems(changes, registry))
+    for note in changes.annotations:
+        if not isinstance(note.text, str):
+            found.append(_diag("INVALID_ANNOTATION", note.field_key, "an annotation is text"))
+        elif forbidden(note.field_key):
+            found.append(_diag("FORBIDDEN_FIELD", note.field_key, "never annotatable"))
+        else:
+            target = _target(note.context_id, note.target_record_id, note.field_key,
+                             "annotation", call, states, read_revisions)
+            if isinstance(target, HookDiagnostic):
+                found.append(target)
+    if budget is not None and not found:
+        added = budget.measure(changes)
+        if budget.fixed_before + added > budget.input_budget:
+            found.append(_diag("ITEM_DOES_NOT_FIT", None,
+                               f"its own fixed material ({added} tokens) cannot fit: "
+                               f"{budget.fixed_before} + {added} > B = {budget.input_budget}"))
+    return tuple(found)
+
+
+def _target(context_id: UUID | None, record_id: UUID, key: str, what: str, call: HookCall,
+            states: Mapping[UUID, ContextState], read_revisions: Mapping[UUID, int]
+            ) -> tuple[ContextState, RawRecord] | HookDiagnostic:
+    """The context and record a context operation or an annotation addresses, or why this
+    actor may not address it: no context named, a scope not its own, a record outside the
+    revision it read, a shared record's unregistered field."""
+    if context_id is None:
+        return _diag("INVALID_PATCH", key, f"a context {what} names its context")
+    state = states.get(context_id)
+    if state is None or not _may_write(state, call):
+        return _diag("UNAUTHORISED_SCOPE", key,
+                     f"context {context_id} is not this actor's to write")
+    raw = state.record(record_id)
+    revision = state.revision(read_revisions.get(context_id, state.head.revision))
+    if raw is None or raw.record.context_seq > revision.record_watermark:
+        return _diag("UNKNOWN_TARGET", key, f"record {record_id} is not in "
+                     f"revision {revision.revision} of context {context_id}")
+    if state.scope.kind == "shared" and not state.scope.registers(record_id, key):
+        return _diag("FIELD_NOT_REGISTERED", key, "not a registered shared field")
+    return state, raw
+
+
+def _change_problems(context_id: UUID | None, change: FieldChange, call: HookCall,
+                     registry: FieldRegistry, states: Mapping[UUID, ContextState],
+                     read_revisions: Mapping[UUID, int]) -> list[HookDiagnostic]:
+    """What refuses one context field change: a forbidden or malformed key, its target, an
+    unregistered field, its schema, a protected input, a frozen fact, the post stage."""
+    key = change.field_key
+    if not well_formed(key) or forbidden(key):
+        return [_diag("FORBIDDEN_FIELD", key, "identities, raw text, permissions, quotas, "
+                      "deadlines and stopped state are never writable, and a field key is "
+                      "root.name.name, never a view path")]
+    target = _target(context_id, change.record_id, key, "operation", call, states,
+                     read_revisions)
+    if isinstance(target, HookDiagnostic):
+        return [target]
+    state, raw = target
+    spec = registry.spec_for_context(key, call.call_id)
+    if spec is None:
+        return [_diag("FIELD_NOT_REGISTERED", key, f"not writable at "
+                      f"{registry.hook_point}@{registry.version}")]
+    found = _schema(spec[0], spec[1] == key, key, change.value)
+    if raw.record.message_kind == "user_ref":
+        found.append(_diag("PROTECTED_INPUT", key, "a user input is never overwritten"))
+    if change.record_id in state.frozen:
+        found.append(_diag("FROZEN_FACT", key, "a frozen or executed request takes "
+                           "annotations only"))
+    if call.stage == "post" and change.record_id != call.call_record_id:
+        found.append(_diag("POST_STAGE_TARGET", key, "a post-response hook changes only "
+                           "this call's undelivered response"))
+    return found
+
+
+def _payload_problems(changes: ChangeSet, registry: FieldRegistry) -> list[HookDiagnostic]:
+    """What refuses a payload-only write: a forbidden path, an unregistered one, its schema."""
+    found: list[HookDiagnostic] = []
     for path, value, _ in changes.payload_only:
         payload_spec = registry.payload_spec(path)
         if not well_formed(path) or forbidden(path):
@@ -356,20 +318,7 @@ def validate(changes: ChangeSet, call: HookCall, registry: FieldRegistry,
                                f"at {registry.hook_point}@{registry.version}"))
         else:
             found.extend(_schema(payload_spec, payload_spec.payload_path == path, path, value))
-    for note in changes.annotations:
-        if not isinstance(note.text, str):
-            found.append(_diag("INVALID_ANNOTATION", note.field_key, "an annotation is text"))
-        elif forbidden(note.field_key):
-            found.append(_diag("FORBIDDEN_FIELD", note.field_key, "never annotatable"))
-        else:
-            target_of(note.context_id, note.target_record_id, note.field_key, "annotation")
-    if budget is not None and not found:
-        added = budget.measure(changes)
-        if budget.fixed_before + added > budget.input_budget:
-            found.append(_diag("ITEM_DOES_NOT_FIT", None,
-                               f"its own fixed material ({added} tokens) cannot fit: "
-                               f"{budget.fixed_before} + {added} > B = {budget.input_budget}"))
-    return tuple(found)
+    return found
 
 
 def _schema(spec: FieldSpec, whole: bool, key: str,
@@ -408,78 +357,35 @@ class HookItemOutcome:
     """context_id → the revision this item's mutation produced (empty if nothing committed)."""
 
 
-def apply_to_payload(payload: Mapping[str, JSON], changes: ChangeSet, call: HookCall,
-                     registry: FieldRegistry) -> dict[str, JSON]:
-    """The effective payload after a change set: payload fields and the current call's context
-    fields that the payload expresses (CTX-3.44, CTX-3.54)."""
-    result: dict[str, JSON] = dict(payload)
-    updates: list[tuple[str, FieldValue]] = [(p, v) for p, v, _ in changes.payload_only]
-    for _, change in changes.context_changes:
-        if change.record_id != call.call_record_id:
-            continue
-        path = registry.payload_path_of_context(change.field_key, call.call_id)
-        if path is not None:
-            updates.append((path, change.value))
-    for path, value in sorted(updates, key=lambda u: len(u[0].split("."))):
-        result = with_value(result, path.split("."), value)
-    return result
+@dataclass(frozen=True)
+class _Item:
+    """The hook item being decided, with what its outcome records of it."""
 
+    proposal: HookProposal
+    call: HookCall
+    registry: FieldRegistry
+    chain_position: int
+    states: Mapping[UUID, ContextState]
+    payload: Mapping[str, JSON]
 
-def _annotation_records(changes: ChangeSet, states: Mapping[UUID, ContextState],
-                        proposal: HookProposal, call: HookCall,
-                        new_id: Callable[[int], UUID]) -> dict[UUID, list[RawRecord]]:
-    """System-assigned records for the item's (validated) annotations, sourced to its
-    HookInvocation; never a user input (CTX-3.37, CTX-3.38)."""
-    by_context: dict[UUID, list[RawRecord]] = {}
-    for index, note in enumerate(changes.annotations):
-        annotated = states[note.context_id].record(note.target_record_id) \
-            if note.context_id is not None else None
-        if note.context_id is None or annotated is None or not isinstance(note.text, str):
-            raise AssertionError("validate() checked every annotation")
-        state = states[note.context_id]
-        pending = by_context.setdefault(note.context_id, [])
-        seq = (state.records[-1].record.context_seq if state.records else 0) + len(pending) + 1
-        record = ContextRecord(
-            record_id=new_id(index), context_id=note.context_id, context_seq=seq,
-            run_id=annotated.record.run_id, role=MessageRole.SYSTEM, message_kind="annotation",
-            payload_ref=_text_ref(note.text), operation_id=call.operation_id, call_id=None,
-            origin_input_id=None)
-        pending.append(RawRecord(record, {"text": note.text,
-                                          "annotates": str(note.target_record_id),
-                                          "field_key": note.field_key},
-                                 source=f"hook:{proposal.hook_invocation_id}"))
-    return by_context
-
-
-def _text_ref(text: str) -> PayloadRef:
-    data = text.encode("utf-8", "surrogatepass")
-    return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(), size_bytes=len(data))
-
-
-MUTATION_NAMESPACE = UUID("5b0c8f1e-3c2a-4d6e-9f10-c7a5e2d4b831")
-
-
-def mutation_id_for(hook_invocation_id: UUID, context_id: UUID) -> UUID:
-    """The mutation id of a hook item's change to one scope, derived from the item's identity:
-    a recovered item commits under the same id and is not applied twice (CTX-3.30, CTX-3.65).
-    """
-    return uuid5(MUTATION_NAMESPACE, f"{hook_invocation_id}/{context_id}")
-
-
-def _replayed(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
-              states: Mapping[UUID, ContextState],
-              payload: Mapping[str, JSON]) -> tuple[ChangeSet, dict[UUID, int]] | None:
-    """The change set and revisions of an item whose mutations were committed already."""
-    done = {cid: state.mutations[mutation_id_for(proposal.hook_invocation_id, cid)]
-            for cid, state in states.items()
-            if mutation_id_for(proposal.hook_invocation_id, cid) in state.mutations}
-    if not done:
-        return None
-    changes = tuple(sorted(((cid, c) for cid, m in done.items() for c in m.changes),
-                           key=lambda item: (str(item[0]), str(item[1].record_id),
-                                             item[1].field_key)))
-    return (ChangeSet(changes, (), ()),
-            {cid: m.committed_revision for cid, m in done.items()})
+    def outcome(self, decision: HookDecision, control: Control, changes: ChangeSet,
+                diagnostics: Sequence[HookDiagnostic], valid: bool,
+                new_states: Mapping[UUID, ContextState] | None = None,
+                new_payload: Mapping[str, JSON] | None = None,
+                candidate: Mapping[str, JSON] | None = None,
+                committed: Mapping[UUID, int] | None = None) -> HookItemOutcome:
+        """The item's HookInvocation and write set; what is not given stays as it was."""
+        invocation = HookInvocation(
+            hook_invocation_id=self.proposal.hook_invocation_id,
+            operation_id=self.call.operation_id, hook_point=self.call.hook_point,
+            chain_position=self.chain_position, decision=decision, patch_valid=valid,
+            change_set_hash=None if changes.empty else changes.digest(),
+            registry_version=f"{self.registry.hook_point}@{self.registry.version}",
+            diagnostics=tuple(diagnostics))
+        return HookItemOutcome(
+            invocation, control, changes, self.states if new_states is None else new_states,
+            self.payload if new_payload is None else new_payload,
+            self.payload if candidate is None else candidate, committed or {})
 
 
 def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
@@ -488,59 +394,60 @@ def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
              budget: BudgetRoom | None = None) -> HookItemOutcome:
     """Decide one hook item: control decision and patch are validated separately.
     CTX-3.52, CTX-3.59, CTX-3.60, CTX-3.61, CTX-3.65, CTX-3.70, CTX-3.71, CTX-3.84, CTX-3.85"""
-
-    def outcome(decision: HookDecision, control: Control, changes: ChangeSet,
-                diagnostics: Sequence[HookDiagnostic], valid: bool,
-                new_states: Mapping[UUID, ContextState] = states,
-                new_payload: Mapping[str, JSON] = payload,
-                candidate: Mapping[str, JSON] = payload,
-                committed: Mapping[UUID, int] | None = None) -> HookItemOutcome:
-        invocation = HookInvocation(
-            hook_invocation_id=proposal.hook_invocation_id, operation_id=call.operation_id,
-            hook_point=call.hook_point, chain_position=chain_position, decision=decision,
-            patch_valid=valid, change_set_hash=None if changes.empty else changes.digest(),
-            registry_version=f"{registry.hook_point}@{registry.version}",
-            diagnostics=tuple(diagnostics))
-        return HookItemOutcome(invocation, control, changes, new_states, new_payload, candidate,
-                               committed or {})
-
+    item = _Item(proposal, call, registry, chain_position, states, payload)
     if proposal.handler_failed:
-        return outcome(HookDecision.FAILED, "continue", EMPTY_CHANGES,
-                       [_diag("HOOK_FAILED", None, "the handler failed or timed out; only this "
-                              "item is dropped")], valid=False)
+        return item.outcome(HookDecision.FAILED, "continue", EMPTY_CHANGES,
+                            [_diag("HOOK_FAILED", None, "the handler failed or timed out; "
+                                   "only this item is dropped")], valid=False)
     if proposal.decision not in ("allow", "deny"):
-        return outcome(HookDecision.FAILED, "continue", EMPTY_CHANGES,
-                       [_diag("ILLEGAL_DECISION", None,
-                              f"{proposal.decision!r} is not allow or deny")], valid=False)
+        return item.outcome(HookDecision.FAILED, "continue", EMPTY_CHANGES,
+                            [_diag("ILLEGAL_DECISION", None,
+                                   f"{proposal.decision!r} is not allow or deny")], valid=False)
     decision = HookDecision(proposal.decision)
     control: Control = "blocked" if decision is HookDecision.DENY else "continue"
-    replay = _replayed(proposal, call, registry, states, payload)
+    replay = replayed(proposal, call, registry, states, payload)
     if replay is not None and decision is HookDecision.ALLOW:
         # Committed before (a recovery): reuse it, never validate or apply it again.
         changes, revisions = replay
         after = apply_to_payload(payload, changes, call, registry)
-        return outcome(decision, control, changes, (), valid=True, new_payload=after,
-                       candidate=after, committed=revisions)
-
-    read = {cid: s.head.revision for cid, s in states.items()}
-    if call.actor_context_id is not None and call.read_revision is not None:
-        read[call.actor_context_id] = call.read_revision
-    if proposal.context_id is not None and proposal.base_revision is not None:
-        read[proposal.context_id] = proposal.base_revision
+        return item.outcome(decision, control, changes, (), valid=True, new_payload=after,
+                            candidate=after, committed=revisions)
+    read = _read_revisions(proposal, call, states)
     out_of_range = [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None,
                           f"revision {number} of context {cid} does not exist")
                     for cid, number in read.items()
                     if cid in states and not 1 <= number <= states[cid].head.revision]
     if out_of_range:
-        return outcome(decision, control, EMPTY_CHANGES, out_of_range, valid=False)
+        return item.outcome(decision, control, EMPTY_CHANGES, out_of_range, valid=False)
     normalised = normalise(proposal, call, registry)
     if not isinstance(normalised, ChangeSet):
-        return outcome(decision, control, EMPTY_CHANGES, normalised, valid=False)
+        return item.outcome(decision, control, EMPTY_CHANGES, normalised, valid=False)
     problems = validate(normalised, call, registry, states, read, budget)
     if problems:
-        return outcome(decision, control, normalised, problems, valid=False)
-    parts = _parts(normalised, states, read, proposal, call, annotation_ids)
-    candidate = apply_to_payload(payload, normalised, call, registry)
+        return item.outcome(decision, control, normalised, problems, valid=False)
+    return _decided(item, decision, control, normalised, read, annotation_ids)
+
+
+def _read_revisions(proposal: HookProposal, call: HookCall,
+                    states: Mapping[UUID, ContextState]) -> dict[UUID, int]:
+    """The revision the item read of each context: the head, the actor's read revision, the
+    patch's own base_revision where it gives one (CTX-3.45)."""
+    read = {cid: s.head.revision for cid, s in states.items()}
+    if call.actor_context_id is not None and call.read_revision is not None:
+        read[call.actor_context_id] = call.read_revision
+    if proposal.context_id is not None and proposal.base_revision is not None:
+        read[proposal.context_id] = proposal.base_revision
+    return read
+
+
+def _decided(item: _Item, decision: HookDecision, control: Control, normalised: ChangeSet,
+             read: Mapping[UUID, int],
+             annotation_ids: Callable[[int], UUID]) -> HookItemOutcome:
+    """A legal decision with a valid patch: a deny records it and commits nothing; an allow
+    commits one mutation per scope, all or nothing, with CAS on the revision it read."""
+    proposal, call, states = item.proposal, item.call, item.states
+    parts = scoped_parts(normalised, states, read, proposal, call, annotation_ids)
+    candidate = apply_to_payload(item.payload, normalised, call, item.registry)
     if decision is HookDecision.DENY:
         # A deny commits nothing; a stale base is still diagnosed, the deny stands.
         stale = [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None, verdict.reason)
@@ -549,33 +456,21 @@ def evaluate(proposal: HookProposal, call: HookCall, registry: FieldRegistry,
                                                      part.base_revision), RevisionConflict)]
         # The recorded candidate is what would have run: with a stale patch, the previous
         # effective values (the invalid change is recorded only as a diagnostic).
-        return outcome(decision, control, normalised, stale, valid=not stale,
-                       candidate=payload if stale else candidate)
+        return item.outcome(decision, control, normalised, stale, valid=not stale,
+                            candidate=item.payload if stale else candidate)
     committed = commit_across(
         states, parts,
         mutation_ids={p.context_id: mutation_id_for(proposal.hook_invocation_id, p.context_id)
                       for p in parts},
         source_kind=MutationSourceKind.HOOK, source_ref=str(proposal.hook_invocation_id))
     if isinstance(committed, RevisionConflict):
-        return outcome(decision, control, normalised,
-                       [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None,
-                              committed.reason)], valid=False)
+        return item.outcome(decision, control, normalised,
+                            [_diag(ErrorCode.CONTEXT_REVISION_CONFLICT.value, None,
+                                   committed.reason)], valid=False)
     new_states = {**states, **{cid: c.state for cid, c in committed.items()}}
-    return outcome(decision, control, normalised, (), valid=True, new_states=new_states,
-                   new_payload=candidate, candidate=candidate,
-                   committed={cid: c.revision for cid, c in committed.items()})
-
-
-def _parts(changes: ChangeSet, states: Mapping[UUID, ContextState], read: Mapping[UUID, int],
-           proposal: HookProposal, call: HookCall,
-           annotation_ids: Callable[[int], UUID]) -> list[ScopedChange]:
-    """The validated change split by scope, each part based on the revision the item read."""
-    annotations = _annotation_records(changes, states, proposal, call, annotation_ids)
-    scopes = {cid for cid, _ in changes.context_changes if cid is not None} | set(annotations)
-    return [ScopedChange(cid, read[cid],
-                         tuple(c for scope, c in changes.context_changes if scope == cid),
-                         tuple(annotations.get(cid, ())))
-            for cid in sorted(scopes, key=str)]
+    return item.outcome(decision, control, normalised, (), valid=True, new_states=new_states,
+                        new_payload=candidate, candidate=candidate,
+                        committed={cid: c.revision for cid, c in committed.items()})
 
 
 # --- the ordered chain and the gate -------------------------------------------------------------
@@ -657,3 +552,30 @@ def denial_feedback(stage: Stage, hook_invocation_id: UUID,
         document["result_delivered"] = False
     return json.dumps(document, sort_keys=True, ensure_ascii=False)
 
+
+# The item vocabulary (reference/hook_changes.py) is re-exported: callers import it from here.
+__all__ = [
+    "EMPTY_CHANGES",
+    "MUTATION_NAMESPACE",
+    "Annotation",
+    "BudgetRoom",
+    "ChainOutcome",
+    "ChangeSet",
+    "ContextOp",
+    "Control",
+    "GateChecks",
+    "HookCall",
+    "HookItemOutcome",
+    "HookProposal",
+    "PayloadOp",
+    "Stage",
+    "apply_to_payload",
+    "denial_feedback",
+    "evaluate",
+    "execution_gate",
+    "mutation_id_for",
+    "normalise",
+    "run_chain",
+    "same_value",
+    "validate",
+]

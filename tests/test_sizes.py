@@ -20,10 +20,6 @@ _CORE = ("the pure core's §3 hook chain and §5 delivery rules, each function o
          "design; splitting them is a change of the core to review on its own, after #19's "
          "moves of the harness")
 ALLOWED: dict[str, str] = {
-    "reference/hooks.py": _CORE,
-    "reference/hooks.py::normalise": _CORE,
-    "reference/hooks.py::validate": _CORE,
-    "reference/hooks.py::evaluate": _CORE,
     "reference/delivery.py": _CORE,
     "reference/delivery.py::app_input": _CORE,
 }
