@@ -48,132 +48,31 @@ Decisions where §5 is not explicit (docs/open-questions.md records them with th
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from types import MappingProxyType
-from typing import Self, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
-from pydantic import model_validator
-
 from ctxspec.reference.contracts import (
-    Contract,
     DeliveryState,
     InputKind,
     PayloadRef,
-    Seq,
     Timestamp,
     UserInput,
     UserInputDelivery,
 )
+from ctxspec.reference.delivery_book import (
+    LIVE_STATES,
+    Applied,
+    DeliveryBook,
+    DeliveryRejectCode,
+    DeliveryRejected,
+    Frozen,
+    InputManifest,
+    WriteSet,
+    empty_book,
+)
 
 _T = TypeVar("_T")
-
-LIVE_STATES = frozenset({DeliveryState.PENDING, DeliveryState.CLAIMED})
-"""A live delivery may still change; delivered and carried are final."""
-
-
-class DeliveryRejectCode(StrEnum):
-    """Why a delivery transition was refused. These name rules of §2/§5 broken by a caller; they
-    are not the design's §11 error codes and never reach a client."""
-
-    SESSION_MISMATCH = "SESSION_MISMATCH"
-    DUPLICATE_INPUT_ID = "DUPLICATE_INPUT_ID"
-    DUPLICATE_DELIVERY_ID = "DUPLICATE_DELIVERY_ID"
-    DUPLICATE_RUN_ID = "DUPLICATE_RUN_ID"
-    INPUT_SEQ_OUT_OF_ORDER = "INPUT_SEQ_OUT_OF_ORDER"
-    RUN_ALREADY_ACTIVE = "RUN_ALREADY_ACTIVE"
-    ORIGIN_RUN_MISMATCH = "ORIGIN_RUN_MISMATCH"
-    UNKNOWN_RUN = "UNKNOWN_RUN"
-    RUN_ENDED = "RUN_ENDED"
-    UNKNOWN_OPERATION = "UNKNOWN_OPERATION"
-    OPERATION_ALREADY_FROZEN = "OPERATION_ALREADY_FROZEN"
-    CUTOFF_AHEAD_OF_INPUTS = "CUTOFF_AHEAD_OF_INPUTS"
-    CUTOFF_BEFORE_QUESTION = "CUTOFF_BEFORE_QUESTION"
-    CUTOFF_REGRESSED = "CUTOFF_REGRESSED"
-    CARRY_IDS_MISMATCH = "CARRY_IDS_MISMATCH"
-    DELIVERY_UNBOUND = "DELIVERY_UNBOUND"
-    DELIVERY_ALREADY_BOUND = "DELIVERY_ALREADY_BOUND"
-    DELIVERY_OTHER_RUN = "DELIVERY_OTHER_RUN"
-    DELIVERY_OTHER_OPERATION = "DELIVERY_OTHER_OPERATION"
-    DELIVERY_NOT_CLAIMED = "DELIVERY_NOT_CLAIMED"
-    DELIVERY_ALREADY_CLAIMED = "DELIVERY_ALREADY_CLAIMED"
-    DELIVERY_ALREADY_DELIVERED = "DELIVERY_ALREADY_DELIVERED"
-    DELIVERY_ALREADY_CARRIED = "DELIVERY_ALREADY_CARRIED"
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryRejected:
-    """A refused transition: the rule broken (``code``) and a sentence for humans."""
-
-    code: DeliveryRejectCode
-    reason: str
-
-
-class InputManifest(Contract):
-    """The input list T_FREEZE fixes for one model Operation (§5 "输入清单"): every retry,
-    compaction and recovery of that Operation uses exactly this list.  CTX-5.28, CTX-5.31
-
-    ``input_ids`` are the Run's inputs in this request (question, claimed carried supplements
-    and the Run's supplements up to the cutoff: the root role's protected set, CTX-5.1), in
-    receive order; ``claimed_*`` are the ones this Operation newly claimed, in receive order.
-    """
-
-    operation_id: UUID
-    run_id: UUID
-    input_cutoff: Seq
-    input_ids: tuple[UUID, ...]
-    claimed_input_ids: tuple[UUID, ...]
-    claimed_delivery_ids: tuple[UUID, ...]
-
-    @model_validator(mode="after")
-    def _claimed_within(self) -> Self:
-        if len(self.claimed_input_ids) != len(self.claimed_delivery_ids):
-            raise ValueError("one claimed delivery per claimed input")
-        if not set(self.claimed_input_ids) <= set(self.input_ids):
-            raise ValueError("the claimed inputs are part of the request's inputs")
-        return self
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryBook:
-    """The delivery state of one Session: its UserInputs in receive order, every
-    UserInputDelivery (in creation order, each at its current state), its Runs in question order
-    and the input manifests of frozen Operations. Build the first one with :func:`empty_book`.
-    """
-
-    session_id: UUID
-    inputs: tuple[UserInput, ...] = ()
-    deliveries: tuple[UserInputDelivery, ...] = ()
-    run_ids: tuple[UUID, ...] = ()
-    active_run_id: UUID | None = None
-    manifests: tuple[InputManifest, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class WriteSet:
-    """What one RuntimeCommit writes: the UserInputs and deliveries inserted, the new version of
-    every delivery that changed (in receive order of their inputs) and the input manifest
-    T_FREEZE fixes. An empty write set means there is nothing to commit."""
-
-    inputs: tuple[UserInput, ...] = ()
-    inserted: tuple[UserInputDelivery, ...] = ()
-    updated: tuple[UserInputDelivery, ...] = ()
-    manifest: InputManifest | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.inputs or self.inserted or self.updated) and self.manifest is None
-
-
-Applied = tuple[DeliveryBook, WriteSet]
-Frozen = tuple[DeliveryBook, WriteSet, InputManifest]
-
-
-def empty_book(session_id: UUID) -> DeliveryBook:
-    """A Session with no input yet."""
-    return DeliveryBook(session_id=session_id)
-
 
 # --- one delivery: the state graph ---------------------------------------------------------
 
@@ -406,6 +305,55 @@ def _run_state(book: DeliveryBook, run_id: UUID) -> DeliveryRejected | None:
     return None
 
 
+def _input_refused(book: DeliveryBook, received: UserInput,
+                   delivery_id: UUID) -> DeliveryRejected | None:
+    """An input APP-INPUT cannot register: another Session's, one registered already, one out
+    of input_seq order, or a delivery id in use."""
+    if received.session_id != book.session_id:
+        return DeliveryRejected(DeliveryRejectCode.SESSION_MISMATCH,
+                                f"input {received.input_id} belongs to Session "
+                                f"{received.session_id}, not {book.session_id}")
+    if any(known.input_id == received.input_id for known in book.inputs):
+        return DeliveryRejected(DeliveryRejectCode.DUPLICATE_INPUT_ID,
+                                f"input {received.input_id} is already registered")
+    expected_seq = book.inputs[-1].input_seq + 1 if book.inputs else 1
+    if received.input_seq != expected_seq:
+        return DeliveryRejected(DeliveryRejectCode.INPUT_SEQ_OUT_OF_ORDER,
+                                f"input_seq {received.input_seq} received, the Session's next "
+                                f"is {expected_seq}")
+    return _unused_delivery_ids(book, [delivery_id])
+
+
+def _question_refused(book: DeliveryBook, received: UserInput,
+                      run_id: UUID) -> DeliveryRejected | None:
+    """A question that cannot create its Run: another Run active, the Run id in use, or an
+    origin_run_id other than the Run it creates."""
+    if book.active_run_id is not None:
+        return DeliveryRejected(DeliveryRejectCode.RUN_ALREADY_ACTIVE,
+                                f"Run {book.active_run_id} is still active; a supplement is "
+                                "the only input it accepts")
+    if run_id in book.run_ids:
+        return DeliveryRejected(DeliveryRejectCode.DUPLICATE_RUN_ID,
+                                f"Run {run_id} already exists")
+    if received.origin_run_id != run_id:
+        return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
+                                f"a question's origin_run_id is the Run it creates, {run_id}")
+    return None
+
+
+def _supplement_refused(book: DeliveryBook, received: UserInput) -> DeliveryRejected | None:
+    """A supplement whose origin_run_id is not the active Run (None when no Run is active)."""
+    target = book.active_run_id
+    if received.origin_run_id == target:
+        return None
+    if received.origin_run_id in book.run_ids:
+        return DeliveryRejected(DeliveryRejectCode.RUN_ENDED,
+                                f"Run {received.origin_run_id} has ended; a supplement "
+                                "now waits for the next question")
+    return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
+                            f"a supplement's origin_run_id is the active Run, {target}")
+
+
 def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
               run_id: UUID | None = None) -> Applied | DeliveryRejected:
     """APP-INPUT: register a UserInput and its first delivery, under the Session lock.
@@ -425,35 +373,15 @@ def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
         raise ValueError("a question needs the id of the Run it creates")
     if not is_question and run_id is not None:
         raise ValueError("a supplement never creates a Run; pass no run_id")
-    if received.session_id != book.session_id:
-        return DeliveryRejected(DeliveryRejectCode.SESSION_MISMATCH,
-                                f"input {received.input_id} belongs to Session "
-                                f"{received.session_id}, not {book.session_id}")
-    if any(known.input_id == received.input_id for known in book.inputs):
-        return DeliveryRejected(DeliveryRejectCode.DUPLICATE_INPUT_ID,
-                                f"input {received.input_id} is already registered")
-    expected_seq = book.inputs[-1].input_seq + 1 if book.inputs else 1
-    if received.input_seq != expected_seq:
-        return DeliveryRejected(DeliveryRejectCode.INPUT_SEQ_OUT_OF_ORDER,
-                                f"input_seq {received.input_seq} received, the Session's next "
-                                f"is {expected_seq}")
-    duplicate = _unused_delivery_ids(book, [delivery_id])
-    if duplicate is not None:
-        return duplicate
-
+    refused = _input_refused(book, received, delivery_id)
+    if refused is not None:
+        return refused
     target: UUID | None
     bound: list[UserInputDelivery] = []
     if run_id is not None:
-        if book.active_run_id is not None:
-            return DeliveryRejected(DeliveryRejectCode.RUN_ALREADY_ACTIVE,
-                                    f"Run {book.active_run_id} is still active; a supplement is "
-                                    "the only input it accepts")
-        if run_id in book.run_ids:
-            return DeliveryRejected(DeliveryRejectCode.DUPLICATE_RUN_ID,
-                                    f"Run {run_id} already exists")
-        if received.origin_run_id != run_id:
-            return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
-                                    f"a question's origin_run_id is the Run it creates, {run_id}")
+        refused = _question_refused(book, received, run_id)
+        if refused is not None:
+            return refused
         target = run_id
         waiting = [d for d in book.deliveries
                    if d.state is DeliveryState.PENDING and d.target_run_id is None]
@@ -461,13 +389,9 @@ def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
             bound.append(_ok(bind(pending, run_id=run_id)))
     else:
         target = book.active_run_id
-        if received.origin_run_id != target:
-            if received.origin_run_id in book.run_ids:
-                return DeliveryRejected(DeliveryRejectCode.RUN_ENDED,
-                                        f"Run {received.origin_run_id} has ended; a supplement "
-                                        "now waits for the next question")
-            return DeliveryRejected(DeliveryRejectCode.ORIGIN_RUN_MISMATCH,
-                                    f"a supplement's origin_run_id is the active Run, {target}")
+        refused = _supplement_refused(book, received)
+        if refused is not None:
+            return refused
 
     created = UserInputDelivery(
         delivery_id=delivery_id, input_id=received.input_id, target_run_id=target,
