@@ -20,6 +20,7 @@ The scenario texts are the string values of the scenario document (defaults fill
 those naming or configuring something (``OPAQUE``), and but strings without a letter or digit.
 """
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -35,6 +36,9 @@ OPAQUE = frozenset({
     "question_key", "output_key", "stop_after", "session", "role", "consumers", "fail",
     "scenario_version", "description", "kind", "error", "audit_readers"})
 """Keys whose string values name or configure something: never sent as content."""
+
+_WORD = re.compile(r"\w")
+"""One word character, as the rule's "not inside a longer word" reads it."""
 
 FREE = frozenset({"arguments", "input", "value", "workspace_writes"})
 """Keys under which every string is content, whatever its own key (tool arguments, a
@@ -83,15 +87,34 @@ class ContentEstimator:
 
     def __init__(self, texts: tuple[str, ...]) -> None:
         self.texts = texts
-        self.joined = "\0".join(texts)
-        self.whole = re.compile("|".join(rf"(?<!\w){re.escape(t)}(?!\w)" for t in texts)
-                                ) if texts else None
-        self.cache: dict[str, int] = {}
+        self.counter = _counter(texts)
 
     def estimate(self, request: EstimationRequest) -> TokenEstimate:
         tokens = sum(self.count(message.text) for message in request.messages) + sum(
             self.count(schema) for schema in request.tool_schemas)
         return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+    def count(self, text: str) -> int:
+        return self.counter.count(text)
+
+
+@functools.lru_cache(maxsize=32)
+def _counter(texts: tuple[str, ...]) -> "_Counter":
+    """One counter per set of scenario texts, shared by the estimators of one case (its
+    baseline, its restarts, its Executors): a count depends only on the texts and the text
+    counted, so it is computed once (issue #20)."""
+    return _Counter(texts)
+
+
+class _Counter:
+    def __init__(self, texts: tuple[str, ...]) -> None:
+        self.joined = "\0".join(texts)
+        self.grams = frozenset(self.joined[at:at + PIECE]
+                               for at in range(len(self.joined) - PIECE + 1))
+        """Every PIECE-long run of ``joined``: a run of that length is in ``joined`` exactly
+        when it is one of these, found by one hash instead of a scan."""
+        self.texts = texts
+        self.cache: dict[str, int] = {}
 
     def count(self, text: str) -> int:
         known = self.cache.get(text)
@@ -100,20 +123,41 @@ class ContentEstimator:
         return known
 
     def _count(self, text: str) -> int:
-        if self.whole is None:
-            return 0
         total, start = 0, 0
-        for match in self.whole.finditer(text):
-            total += self._pieces(text[start:match.start()]) + len(match.group())
-            start = match.end()
+        for at, length in self._wholes(text):
+            total += self._pieces(text[start:at]) + length
+            start = at + length
         return total + self._pieces(text[start:])
+
+    def _wholes(self, text: str) -> list[tuple[int, int]]:
+        """(position, length) of the whole scenario texts in ``text``, as a left-to-right scan
+        takes them: at each position the first text (longest first) that occurs there not
+        inside a longer word, then on from its end. Every occurrence of every text is found
+        with ``str.find`` and the scan is replayed over them, which costs far less than
+        compiling the texts into one pattern (issue #20)."""
+        found: list[tuple[int, int, int]] = []
+        for rank, whole in enumerate(self.texts):
+            at = text.find(whole)
+            while at >= 0:
+                end = at + len(whole)
+                if not (at and _WORD.match(text, at - 1)) and not _WORD.match(text, end):
+                    found.append((at, rank, len(whole)))
+                at = text.find(whole, at + 1)
+        taken: list[tuple[int, int]] = []
+        free = 0
+        for at, _rank, length in sorted(found):
+            if at >= free:
+                taken.append((at, length))
+                free = at + length
+        return taken
 
     def _pieces(self, gap: str) -> int:
         """Characters of ``gap`` in runs of at least PIECE that are part of a scenario text,
         taken greedily from the left, each as long as it goes."""
         total, at = 0, 0
+        grams = self.grams
         while at + PIECE <= len(gap):
-            if gap[at:at + PIECE] not in self.joined:
+            if gap[at:at + PIECE] not in grams:
                 at += 1
                 continue
             longest = PIECE
