@@ -4,6 +4,7 @@ new database gets it. What each table holds is said in :mod:`store`.
 """
 
 import functools
+import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -146,3 +147,17 @@ def schema_script() -> tuple[str, ...]:
     finally:
         scratch.close()
     return tuple(str(sql) for (sql,) in rows)
+
+
+@functools.cache
+def schema_image() -> bytes:
+    """An empty in-memory database holding the whole schema, as bytes
+    (``sqlite3.Connection.serialize``): a new in-memory store deserialises it, about forty
+    times cheaper than running :func:`schema_script` (every conformance case opens one or more
+    in-memory stores, issue #20)."""
+    template = sqlite3.connect(":memory:")
+    try:
+        template.executescript("BEGIN;\n" + ";\n".join(schema_script()) + ";\nCOMMIT;")
+        return template.serialize()
+    finally:
+        template.close()

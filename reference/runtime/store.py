@@ -67,6 +67,7 @@ from ctxspec.reference.runtime.schema import (
     SqlValue,
     TableSpec,
     build_schema,
+    schema_image,
     schema_script,
 )
 from ctxspec.reference.runtime.writes import (
@@ -122,12 +123,15 @@ class Store:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
         if self.path == ":memory:":
+            # A copy of the empty schema, not built (issue #20). Nothing in memory outlives
+            # the process, so there is no durability to set; rollback keeps its journal.
             self.db = sqlite_utils.Database(memory=True)
-        else:
-            self.db = sqlite_utils.Database(self.path)
-            self.db.conn.execute("PRAGMA journal_mode=WAL")
-            self.db.conn.execute("PRAGMA synchronous=FULL")
-            self.db.conn.execute("PRAGMA busy_timeout=10000")
+            self.db.conn.deserialize(schema_image())
+            return
+        self.db = sqlite_utils.Database(self.path)
+        self.db.conn.execute("PRAGMA journal_mode=WAL")
+        self.db.conn.execute("PRAGMA synchronous=FULL")
+        self.db.conn.execute("PRAGMA busy_timeout=10000")
         self.create_schema()
 
     def create_schema(self) -> None:
