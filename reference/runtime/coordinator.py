@@ -12,7 +12,7 @@ insert. Rows whose content depends on the commit's moment (a revision's ``create
 Run's end) are rendered when the commit is taken, not when they are put.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -20,7 +20,6 @@ from pydantic import BaseModel
 from ctxspec.reference.contracts import PayloadRef, Run
 from ctxspec.reference.runtime.store import (
     Write,
-    blob_write,
     doc_key,
     insert_doc,
     payload_ref,
@@ -87,8 +86,12 @@ class Taken:
     entries: dict[tuple[object, ...], _Entry]
     blobs: dict[str, bytes]
 
-    def blob_writes(self) -> list[Write]:
-        return [blob_write(data)[1] for data in self.blobs.values()]
+    def blob_writes(self, stored: Container[str] = ()) -> list[Write]:
+        """The blobs' rows, but those of digests in ``stored`` (already in the store: a
+        content-addressed blob is written once, issue #20)."""
+        return [Write("blobs", "ensure", {"digest": digest, "media_type": "text/plain",
+                                          "size_bytes": len(data), "body": data})
+                for digest, data in self.blobs.items() if digest not in stored]
 
     def rows(self) -> list[Write]:
         """The staged facts' rows, rendered now, in the order they were first put."""

@@ -336,7 +336,8 @@ class SessionState:
         if hit and plan is not None and plan.when == "before":
             raise Crash(f"before {name} #{count}")
         taken = self.pending.take()
-        all_writes = [*taken.blob_writes(), *self.owner_guard(), *taken.rows(), *writes]
+        all_writes = [*taken.blob_writes(self.store.stored_blobs or ()), *self.owner_guard(),
+                      *taken.rows(), *writes]
         try:
             if hit and plan is not None and plan.when == "fails":
                 raise CommitFailed(name, RuntimeError("the store refused the commit"))

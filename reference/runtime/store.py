@@ -122,11 +122,16 @@ class Store:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
+        self.stored_blobs: set[str] | None = None
+        """Digests of the blobs in an in-memory store, which only this object writes: a
+        commit leaves out a blob already there (issue #20). None for a file store, which
+        another connection may sweep."""
         if self.path == ":memory:":
             # A copy of the empty schema, not built (issue #20). Nothing in memory outlives
             # the process, so there is no durability to set; rollback keeps its journal.
             self.db = sqlite_utils.Database(memory=True)
             self.db.conn.deserialize(schema_image())
+            self.stored_blobs = set()
             return
         self.db = sqlite_utils.Database(self.path)
         self.db.conn.execute("PRAGMA journal_mode=WAL")
@@ -179,7 +184,18 @@ class Store:
         ref, write = blob_write(data, media_type)
         with self.db.atomic():
             apply_write(self.db.conn, write)
+        self.blobs_written([write])
         return ref
+
+    def blobs_written(self, writes: Sequence[Write]) -> None:
+        """Keep :attr:`stored_blobs` true after ``writes`` were committed."""
+        if self.stored_blobs is None:
+            return
+        for write in writes:
+            if write.table == "blobs" and write.kind == "ensure":
+                self.stored_blobs.add(str(write.row["digest"]))
+            elif write.table == "blobs":  # a sweep or delete: which went is not known here
+                self.stored_blobs.clear()
 
     def put_text(self, text: str, media_type: str = "text/plain") -> PayloadRef:
         return self.put_blob(text.encode("utf-8", "surrogatepass"), media_type)
@@ -469,6 +485,7 @@ class CommitCoordinator:
                     apply_write(db.conn, write)
         except Exception as cause:
             raise CommitFailed(name, cause) from cause
+        self.store.blobs_written(writes)
         self.commits += 1
         self.by_name[name] += 1
 

@@ -4,6 +4,7 @@ the design's contracts (:func:`insert_doc`, :func:`update_doc`, :func:`record_wr
 and :func:`apply`, which runs one inside the CommitCoordinator's transaction.
 """
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -60,6 +61,10 @@ def dumps(value: object) -> str:
 def sql_value(value: object) -> SqlValue:
     """A Python value as the column value it is stored as: a UUID as its text, a contract as its
     JSON (``model_dump_json()``), a mapping or sequence as JSON text, an enum as its value."""
+    if value is None or type(value) is str or type(value) is int:  # the common cases first
+        return value
+    if type(value) is UUID:
+        return str(value)
     if isinstance(value, Enum):
         return sql_value(value.value)
     if isinstance(value, bool):
@@ -291,51 +296,56 @@ def _unreferenced_blob() -> str:
 def apply_write(conn: sqlite3.Connection, write: Write) -> None:
     """Run one write on ``conn`` (inside the caller's transaction), checked against the
     schema: tables and columns are never taken from data."""
-    spec = TABLES.get(write.table)
-    if spec is None:
-        raise ValueError(f"unknown table {write.table!r}")
     if write.kind == "sweep":
+        _statement(write.table, "sweep", (), ())
         conn.execute("DELETE FROM blobs WHERE " + _unreferenced_blob())
         return
-    columns = list(write.row)
+    sql, order = _statement(write.table, write.kind, tuple(write.row), write.key)
+    row = write.row
+    cursor = conn.execute(sql, [sql_value(row[c]) for c in order])
+    if write.kind == "update" and cursor.rowcount != 1:
+        raise LookupError(f"update of {write.table!r} matched {cursor.rowcount} rows for "
+                          f"{ {k: row[k] for k in write.key} }, not exactly one")
+
+
+@functools.lru_cache(maxsize=1024)
+def _statement(table: str, kind: WriteKind, columns: tuple[str, ...], key: tuple[str, ...]
+               ) -> tuple[str, tuple[str, ...]]:
+    """The SQL of a write of this shape and the columns its parameters are, in order; checked
+    against the schema once per shape (a commit's writes come in a few dozen shapes, issue
+    #20)."""
+    spec = TABLES.get(table)
+    if spec is None:
+        raise ValueError(f"unknown table {table!r}")
+    if kind == "sweep":
+        return "", ()
     unknown = [c for c in columns if c not in spec.columns]
     if unknown or not columns:
-        raise ValueError(f"table {write.table!r} has no columns {unknown}" if unknown
-                         else f"a write to {write.table!r} names no column")
-    values = [sql_value(write.row[c]) for c in columns]
+        raise ValueError(f"table {table!r} has no columns {unknown}" if unknown
+                         else f"a write to {table!r} names no column")
     names = ", ".join(f"[{c}]" for c in columns)
     marks = ", ".join("?" for _ in columns)
-    if write.kind == "insert":
-        conn.execute(f"INSERT INTO [{write.table}] ({names}) VALUES ({marks})", values)
-        return
-    if write.kind == "delete":  # every row matching all the given columns
+    if kind == "insert":
+        return f"INSERT INTO [{table}] ({names}) VALUES ({marks})", columns
+    if kind == "delete":  # every row matching all the given columns
         where = " AND ".join(f"[{c}] = ?" for c in columns)
-        conn.execute(f"DELETE FROM [{write.table}] WHERE {where}", values)
-        return
-    key = write.key or (spec.pk if write.kind == "ensure" else ())
-    if not key or any(k not in write.row for k in key):
-        raise ValueError(f"a {write.kind} of {write.table!r} needs its key columns {key} in the "
-                         "row")
+        return f"DELETE FROM [{table}] WHERE {where}", columns
+    key = key or (spec.pk if kind == "ensure" else ())
+    if not key or any(k not in columns for k in key):
+        raise ValueError(f"a {kind} of {table!r} needs its key columns {key} in the row")
     target = ", ".join(f"[{k}]" for k in key)
-    rest = [c for c in columns if c not in key]
-    if write.kind == "ensure":
-        conn.execute(f"INSERT INTO [{write.table}] ({names}) VALUES ({marks}) "
-                     f"ON CONFLICT ({target}) DO NOTHING", values)
-    elif write.kind == "upsert":
+    rest = tuple(c for c in columns if c not in key)
+    if kind == "ensure":
+        return (f"INSERT INTO [{table}] ({names}) VALUES ({marks}) "
+                f"ON CONFLICT ({target}) DO NOTHING", columns)
+    if kind == "upsert":
         sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in rest)
-        conn.execute(f"INSERT INTO [{write.table}] ({names}) VALUES ({marks}) "
-                     f"ON CONFLICT ({target}) DO "
-                     + (f"UPDATE SET {sets}" if sets else "NOTHING"), values)
-    elif write.kind == "update":
+        return (f"INSERT INTO [{table}] ({names}) VALUES ({marks}) ON CONFLICT ({target}) DO "
+                + (f"UPDATE SET {sets}" if sets else "NOTHING"), columns)
+    if kind == "update":
         if not rest:
-            raise ValueError(f"an update of {write.table!r} sets no column")
+            raise ValueError(f"an update of {table!r} sets no column")
         sets = ", ".join(f"[{c}] = ?" for c in rest)
         where = " AND ".join(f"[{k}] = ?" for k in key)
-        cursor = conn.execute(f"UPDATE [{write.table}] SET {sets} WHERE {where}",
-                              [sql_value(write.row[c]) for c in rest]
-                              + [sql_value(write.row[k]) for k in key])
-        if cursor.rowcount != 1:
-            raise LookupError(f"update of {write.table!r} matched {cursor.rowcount} rows for "
-                              f"{ {k: write.row[k] for k in key} }, not exactly one")
-    else:
-        raise ValueError(f"unknown write kind {write.kind!r}")
+        return f"UPDATE [{table}] SET {sets} WHERE {where}", rest + key
+    raise ValueError(f"unknown write kind {kind!r}")
