@@ -474,15 +474,22 @@ class CommitCoordinator:
     """Successful commits per commit name."""
 
     def commit(self, name: str, writes: Sequence[Write]) -> None:
-        db = self.store.db
+        conn = self.store.db.conn
         try:
-            if db.conn.in_transaction:
+            if conn.in_transaction:
                 raise RuntimeError("a commit is one transaction of its own; another is open")
-            with db.atomic():
+            # BEGIN ... COMMIT as sqlite-utils' atomic() runs it outside a transaction, without
+            # its generator (a commit is the reference's most frequent step, issue #20).
+            conn.execute("BEGIN")
+            try:
                 for index, write in enumerate(writes):
                     if self.fault is not None:
                         self.fault(name, index)
-                    apply_write(db.conn, write)
+                    apply_write(conn, write)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.rollback()  # a no-op if the failure already ended the transaction
+                raise
         except Exception as cause:
             raise CommitFailed(name, cause) from cause
         self.store.blobs_written(writes)

@@ -352,10 +352,17 @@ class Trace:
 def _jsonable(value: Any) -> Any:
     """One pass over an event: what ``asdict`` then a JSON conversion would give, without
     ``asdict``'s deep copy of every leaf (a fifth of a conformance case, issue #20)."""
-    if isinstance(value, str | int | float | bool) or value is None:
+    kind = type(value)
+    if kind is str or kind is int or value is None or kind is bool or kind is float:
+        return value
+    names = _FIELDS.get(kind)
+    if names is not None:
+        return {name: _jsonable(getattr(value, name)) for name in names}
+    if isinstance(value, str | int | float | bool):
         return value  # a StrEnum member is a str: json.dumps writes its value
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+        names = _FIELDS[kind] = tuple(f.name for f in fields(value))
+        return {name: _jsonable(getattr(value, name)) for name in names}
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -367,3 +374,7 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     return value
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""A dataclass's field names, read once per class (``fields`` costs a call per event)."""
