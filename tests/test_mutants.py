@@ -2,8 +2,10 @@
 written for its bug among them — and judging a mutant leaves the reference as it was.
 
 The default tier judges each mutant against its catcher alone; the slow tier (``-m slow``)
-judges each against every case, as ``ctxspec mutants`` does."""
+judges each against every case, as ``ctxspec mutants`` does, running again only the cases that
+call what the mutant replaces (the others take the reference's result)."""
 
+import functools
 import json
 
 import pytest
@@ -13,7 +15,7 @@ from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import run_case
-from ctxspec.conformance.mutants import Mutant, all_mutants, judge
+from ctxspec.conformance.mutants import Mutant, Reach, all_mutants, judge, reach_of
 
 MUTANTS = all_mutants()
 CATCHER = {
@@ -111,11 +113,40 @@ def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) 
     assert verdict.killed_by == [CATCHER[mutant.id]], (verdict.killed_by, verdict.errored)
 
 
+@functools.cache
+def whole_reach() -> Reach:
+    """Every case once on the reference, recording which replaced functions it calls (once
+    per test process)."""
+    return reach_of(CASES, MUTANTS)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(mutant: Mutant) -> None:
-    verdict = judge(mutant, CASES)
+    # Cases that never call what the mutant replaces take the reference's result (issue #20).
+    verdict = judge(mutant, CASES, whole_reach())
     assert CATCHER[mutant.id] in verdict.killed_by, (verdict.killed_by, verdict.errored)
+
+
+def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference() -> None:
+    # The kill matrix's shortcut gives the verdicts a full run gives: here on a few mutants
+    # (each replacing code that some of the cases never call) and the cases that catch them,
+    # plus cases of other areas and two crash points.
+    ids = {"CJK-UNDERCOUNT", "OLDER-QUESTION-ONLY", "FAKE-FINAL-ANSWER", "CROSS-SESSION-READ",
+           "MODEL-REASKED-AFTER-SAVE", "CONTEXT-LENGTH-RETRIED"}
+    mutants = [m for m in MUTANTS if m.id in ids]
+    cases = by_id(sorted({CATCHER[i] for i in ids} | {
+        "ROW-02", "ROW-05", "S7-BYTES-CJK", "ROW-25", "EX4-OLDER-RUN",
+        "CRASH-TOOLS-RAW_ANSWER_SAVED-1-AFTER", "CRASH-TOOLS-REQUEST_FROZEN-1-BEFORE"}))
+    reach = reach_of(cases, mutants)
+    assert all(r.status == "passed" for r in reach.results.values())
+    skipped = 0
+    for mutant in mutants:
+        full, short = judge(mutant, cases), judge(mutant, cases, reach)
+        assert (short.killed_by, short.errored) == (full.killed_by, full.errored), mutant.id
+        keys = {(id(p.owner), p.attribute) for p in mutant.patches}
+        skipped += sum(not keys & reach.called[c.id] for c in cases)
+    assert skipped > 0  # the shortcut was taken somewhere, so the comparison means something
 
 
 def test_judging_a_mutant_leaves_the_reference_unchanged() -> None:

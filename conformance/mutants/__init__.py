@@ -9,9 +9,12 @@ mutant. The mutants live in one module per area (history, budget, compaction, ho
 recovery, access, ports, workflow); each names the design rule it breaks.
 """
 
+import functools
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from types import FunctionType
 from typing import Any
 from unittest import mock
 
@@ -70,11 +73,64 @@ class Verdict:
                 "killed_by": self.killed_by, "errored": self.errored}
 
 
-def judge(mutant: Mutant, cases: Sequence[Case]) -> Verdict:
-    """Run the cases against the mutant (the crash matrix only for a recovery mutant)."""
+def judge(mutant: Mutant, cases: Sequence[Case], reach: "Reach | None" = None) -> Verdict:
+    """Run the cases against the mutant (the crash matrix only for a recovery mutant).
+
+    With ``reach`` (:func:`reach_of`), a case in which the reference never called anything the
+    mutant replaces is not run again: the mutated runtime takes exactly the reference's steps
+    there, so its result is the reference's (issue #20: the whole kill matrix judges each of
+    70-odd mutants against every case)."""
     chosen = [c for c in cases if mutant.recovery or c.source != "§10 crash matrix"]
+    keys = {_key(patch) for patch in mutant.patches}
     with applied(mutant):
-        return Verdict(mutant, tuple(run_case(case, ReferenceDriver) for case in chosen))
+        return Verdict(mutant, tuple(
+            reach.results[case.id] if reach is not None and case.id in reach.results
+            and not keys & reach.called[case.id] else run_case(case, ReferenceDriver)
+            for case in chosen))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Each case's result on the reference and which mutants' replaced functions it called."""
+
+    results: dict[str, CaseResult]
+    called: dict[str, frozenset[tuple[int, str]]]
+
+
+def _key(patch: Patch) -> tuple[int, str]:
+    return id(patch.owner), patch.attribute
+
+
+def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
+    """Run every case once on the reference with each replaced function wrapped by a recorder
+    that calls it through. A target that is not a plain function (a class, a constant, a
+    static or class method) is counted as called by every case, so such a mutant is always
+    run."""
+    targets = {_key(p): p for m in mutants for p in m.patches}
+    plain = {key: p for key, p in targets.items()
+             if isinstance(inspect.getattr_static(p.owner, p.attribute), FunctionType)}
+    always = frozenset(targets.keys() - plain.keys())
+    called: set[tuple[int, str]] = set()
+    results: dict[str, CaseResult] = {}
+    reached: dict[str, frozenset[tuple[int, str]]] = {}
+    with ExitStack() as stack:
+        for key, patch in plain.items():
+            stack.enter_context(mock.patch.object(patch.owner, patch.attribute, _recorder(
+                getattr(patch.owner, patch.attribute), key, called)))
+        for case in cases:
+            called.clear()
+            results[case.id] = run_case(case, ReferenceDriver)
+            reached[case.id] = frozenset(called) | always
+    return Reach(results, reached)
+
+
+def _recorder(original: Callable[..., Any], key: tuple[int, str],
+              called: set[tuple[int, str]]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        called.add(key)
+        return original(*args, **kwargs)
+    return recorded
 
 
 def all_mutants() -> tuple[Mutant, ...]:
@@ -95,4 +151,4 @@ def all_mutants() -> tuple[Mutant, ...]:
             *paths.MUTANTS, *adapter.MUTANTS)
 
 
-__all__ = ["Mutant", "Patch", "Verdict", "all_mutants", "applied", "judge"]
+__all__ = ["Mutant", "Patch", "Reach", "Verdict", "all_mutants", "applied", "judge", "reach_of"]
