@@ -241,3 +241,29 @@ def test_a_crash_during_compaction_resumes_the_same_episode_at_its_cursor(
     assert len({key.rsplit(":", 2)[0] for key in chunks}) == 1  # one episode, one identity
     assert len(ports.model_calls) == len(clean.model_calls)  # no business loop repeated
     assert [e.error_code for e in runtime.trace.of(RunEnded)][-1] == "CONTEXT_WINDOW_EXCEEDED"
+
+
+@pytest.mark.covers("CTX-10.6", "CTX-9.43")
+def test_an_executors_episode_is_resumed_after_a_refused_snapshot_commit() -> None:
+    # Found by the thorough driver model: an Executor's compaction whose snapshot commit the
+    # store refuses. The episode was committed (EPISODE_STARTED) before the refusal, so the
+    # takeover must resume it; a restored Executor that forgot its episodes started a second
+    # one for the same operation and the store refused that (UNIQUE triggering operation).
+    import copy
+
+    from ctxspec.conformance.cases import by_id
+    from ctxspec.conformance.driver import ReferenceDriver
+    from ctxspec.conformance.harness import scenario_trace
+
+    [case] = by_id(["HM-CPOST-ALLOW-EXECUTOR-SUCCEEDED"])  # a Planner whose Executor compacts
+    document: dict[str, Any] = {**copy.deepcopy(dict(case.scenario)), "hooks": []}
+    uncrashed = scenario_trace(ReferenceDriver(), document)
+    document["crash"] = {"phase": "snapshot_published", "occurrence": 1, "when": "fails"}
+    crashed = scenario_trace(ReferenceDriver(), document)
+    kinds = [e["kind"] for e in crashed if e["kind"] in ("persistence_failed", "restarted")]
+    assert kinds == ["persistence_failed", "restarted"]
+
+    def endings(trace: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+        return [(e["status"], e["error_code"]) for e in trace if e["kind"] == "run_ended"]
+
+    assert endings(crashed) == endings(uncrashed) == [("succeeded", None)]
