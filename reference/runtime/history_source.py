@@ -29,7 +29,6 @@ Decisions (where the design leaves the stored form open):
 """
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
@@ -92,7 +91,8 @@ class StoredHistory:
             return None
         return answer
 
-    def sources(self, context_id: UUID, overrides: Mapping[UUID, Any]) -> dict[UUID, str]:
+    def sources(self, context_id: UUID, overrides: Mapping[UUID, Mapping[str, Override]]
+                ) -> dict[UUID, str]:
         """Each mutation of the context named by its source, as a live context names it, so a
         changed text is marked alike wherever it is read from (§2, §6)."""
         return {m.mutation_id: f"{m.source_kind.value}:{m.source_ref}"

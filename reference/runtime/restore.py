@@ -218,12 +218,9 @@ def _restore_running_executions(store: Store, session: SessionState, planner: Ru
         role_context = store.role_context(context_id)
         if role_context is not None:
             task.last_model_operation_id = role_context.last_model_operation_id
-        # Its own compaction episodes, so a running one resumes at its cursor and a finished
-        # one is never started again for the same operation (§8, §9, §10).
-        task.episodes = [episode for episode in (
-            CompactionEpisode.model_validate_json(row["doc"])
-            for row in store.query("SELECT doc FROM episodes"))
-            if episode.owner_node_task_id == context_id]
+        # Its own compaction episodes (read with the Run's), so a running one resumes at its
+        # cursor and a finished one is never started again for the same operation (§8-§10).
+        task.episodes = [e for e in planner.episodes if e.owner_node_task_id == context_id]
         session.tasks.append(task)
         session.contexts[context_id] = state
 
