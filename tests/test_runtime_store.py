@@ -90,8 +90,12 @@ def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
     from ctxspec.reference.ports import Complete, ModelCall, ModelOutcome, NoHooks
     from ctxspec.reference.runtime.trace import RunEnded
 
-    def never_compact(budget: ResolvedBudget, fixed: int, material: int) -> CompactionEvaluation:
-        return CompactionEvaluation(fixed + material, "below_trigger")
+    class NeverCompact:
+        """A replacement CompactionPolicy (§3: a replaceable port) that never compacts."""
+
+        def evaluate(self, resolved: ResolvedBudget, fixed: int,
+                     material: int) -> CompactionEvaluation:
+            return CompactionEvaluation(fixed + material, "below_trigger")
 
     class Model:
         def call(self, request: ModelCall) -> ModelOutcome:
@@ -103,7 +107,7 @@ def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
 
     rt = ReferenceRuntime(AgentConfig(system_prompt="s", budget=BudgetConfig(
         window=2000, output_reserve=200, safety_margin=100)), model=Model(), tools=Tools(),
-        hooks=NoHooks(), estimator=CharEstimator(), clock=LogicalClock(), policy=never_compact)
+        hooks=NoHooks(), estimator=CharEstimator(), clock=LogicalClock(), policy=NeverCompact())
     for question in ("q" * 600, "r" * 600):
         rt.ask(question)
         rt.advance()

@@ -303,7 +303,7 @@ class NodeDriver:
         triggered, then the hard window. None when the Run ended on the way."""
         view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
         split = split_request(self.context.parts(run, view, protected), self.s.estimator)
-        verdict = self.s.policy(self.s.budget, split.fixed_tokens, split.material_tokens)
+        verdict = self.s.policy.evaluate(self.s.budget, split.fixed_tokens, split.material_tokens)
         decision = verdict.decision
         self.s.trace.add(tr.BudgetDecision(
             operation_id, decision, split.input_tokens, split.fixed_tokens,

@@ -18,7 +18,6 @@ from dataclasses import replace
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
-from ctxspec.reference.budget import evaluate_compaction
 from ctxspec.reference.contracts import (
     CompactionEpisode,
     ContextMutation,
@@ -34,6 +33,7 @@ from ctxspec.reference.effective import (
     Revision,
     Scope,
 )
+from ctxspec.reference.policy import DesignCompactionPolicy
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
@@ -72,7 +72,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     incarnation = _incarnation(store, session_id)
     session = SessionState(
         agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
-        estimator=estimator, clock=clock, policy=evaluate_compaction, store=store,
+        estimator=estimator, clock=clock, policy=DesignCompactionPolicy(), store=store,
         coordinator=coordinator or CommitCoordinator(store),
         seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
         session_id=session_id)

@@ -16,9 +16,6 @@ import json
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
-from ctxspec.reference.budget import (
-    evaluate_compaction,
-)
 from ctxspec.reference.contracts import (
     InputKind,
     Operation,
@@ -32,6 +29,7 @@ from ctxspec.reference.effective import (
     effective_record,
     new_context,
 )
+from ctxspec.reference.policy import CompactionPolicy, DesignCompactionPolicy
 from ctxspec.reference.ports import (
     Clock,
     HookPort,
@@ -50,7 +48,6 @@ from ctxspec.reference.runtime.session import (
     AccessDenied,
     AgentConfig,
     AgentDeleted,
-    CompactionPolicy,
     Crash,
     CrashPlan,
     ExecutorConfig,
@@ -85,7 +82,7 @@ class ReferenceRuntime:
                  hooks: HookPort, estimator: TokenEstimator, clock: Clock,
                  seed: str | None = None, store: Store | None = None,
                  coordinator: CommitCoordinator | None = None,
-                 policy: CompactionPolicy = evaluate_compaction,
+                 policy: CompactionPolicy | None = None,
                  crash: CrashPlan | None = None, session: SessionState | None = None) -> None:
         """A new Session of ``agent`` on ``store`` — or, given ``session`` (a Session restored
         from a store, :func:`restore.restore`), that Session."""
@@ -94,7 +91,7 @@ class ReferenceRuntime:
             store = store or Store()
             session = SessionState(agent, resolved_budget(agent), model=model, tools=tools,
                                    hooks=hooks, estimator=estimator, clock=clock,
-                                   policy=policy, store=store,
+                                   policy=policy or DesignCompactionPolicy(), store=store,
                                    coordinator=coordinator or CommitCoordinator(store),
                                    seed=seed, crash=crash)
         self.session = session

@@ -12,7 +12,7 @@ fact puts its rows into the pending write set with the ``put_*`` methods at once
 
 
 import uuid as uuidlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -21,7 +21,6 @@ from uuid import UUID
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.budget import (
     BudgetConfig,
-    CompactionEvaluation,
     ResolvedBudget,
     resolve_budget,
 )
@@ -42,6 +41,7 @@ from ctxspec.reference.effective import (
     revision_contract,
 )
 from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.policy import CompactionPolicy
 from ctxspec.reference.ports import (
     Clock,
     HookPoint,
@@ -83,7 +83,6 @@ INVOCATION_ERRORS = frozenset({ErrorCode.CONTEXT_PROTECTED_INPUT_TOO_LARGE.value
                                ErrorCode.COMPACTION_FAILED.value})
 """The context and compaction errors that end the whole AgentInvocation, wherever in it they
 happen (§8 "终结所属 AgentInvocation", §11; Q77)."""
-CompactionPolicy = Callable[[ResolvedBudget, int, int], CompactionEvaluation]
 ClientEventKind = Literal["run_started", "input_received", "progress", "run_ended"]
 HistoryContent = Literal["raw", "effective"]
 ROOT_ROLE = "root"
