@@ -48,7 +48,8 @@ from ctxspec.reference.effective import (
     effective_records,
     new_context,
 )
-from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
+from ctxspec.reference.history_projector import HistoryProjector
 from ctxspec.reference.hooks import (
     BudgetRoom,
     ChainOutcome,
@@ -70,6 +71,7 @@ from ctxspec.reference.protocol import (
     bounded_preview,
 )
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.repository import ContextRepository
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.session import (
     NO_SCOPE,
@@ -90,8 +92,14 @@ from ctxspec.reference.view import (
 class ContextManager:
     """Prepares contexts, views and context write sets (§3); never commits."""
 
-    def __init__(self, session: SessionState) -> None:
+    def __init__(self, session: SessionState, *, repository: ContextRepository | None = None,
+                 projector: HistoryProjector | None = None) -> None:
         self.s = session
+        self.repository: ContextRepository = repository or StoredHistory(
+            session.store, session.session_id)
+        """The committed history this Session's requests read (§3 "读固定版本")."""
+        self.projector = projector or HistoryProjector(session.agent.recent_runs)
+        """The pure §4 projection (§3 "纯投影")."""
 
     def prepare(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
         """The protected inputs of this request (the Run's inputs up to the cutoff), their
@@ -133,19 +141,18 @@ class ContextManager:
     def project(self, run: RunState, protected: Sequence[ProtectedInput]
                     ) -> ModelView | UnsettledBatch:
         if run.parent is not None:  # an Executor sees no history: only its own context
-            return project_history(
-                ended_runs=[], recent_runs=0, source=_HandoverOnly(),
+            return HistoryProjector(recent_runs=0).project(
+                ended_runs=[], source=_HandoverOnly(),
                 current_run_id=run.run_id,
                 current_records=effective_records(self.s.contexts[run.context_id]),
                 protected_input_ids={p.input_id for p in protected})
-        history = StoredHistory(self.s.store, self.s.session_id)
         # A placeholder states its call's real Operation state; a call with none never
         # started (§6: the projection never changes a state, Q69).
         states = {UUID(op.purpose_key.split(":", 1)[1]): op.state
                   for op in self.s.operations.values() if op.purpose is OperationPurpose.TOOL}
-        return project_history(
-            ended_runs=history.ended_runs(run.run_no), recent_runs=self.s.agent.recent_runs,
-            source=history, current_run_id=run.run_id,
+        return self.projector.project(
+            ended_runs=self.repository.ended_runs(run.run_no), source=self.repository,
+            current_run_id=run.run_id,
             current_records=effective_records(self.s.contexts[run.context_id]),
             protected_input_ids={p.input_id for p in protected}, call_states=states)
 

@@ -1,6 +1,8 @@
-"""The history projection's port over the store (§4 "历史投影", §5 de-duplication inputs):
-:class:`StoredHistory` answers the pure core's
-:class:`~ctxspec.reference.history.HistorySource` for one Session with paged queries.
+"""The ContextRepository over the store (§3 "读固定版本", §4 "历史投影", §5 de-duplication
+inputs): :class:`StoredHistory` answers the pure core's
+:class:`~ctxspec.reference.repository.ContextRepository` (a
+:class:`~ctxspec.reference.history.HistorySource` with the ended Runs) for one Session with paged
+queries.
 
 Memory does not grow with the Session (CTX-4.23): a Run's root records are streamed one page at
 a time (:meth:`Store.iter_records`) and turned into effective records on the way, with the head
@@ -40,14 +42,16 @@ from ctxspec.reference.contracts import (
 )
 from ctxspec.reference.effective import Override, effective_record
 from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
+from ctxspec.reference.repository import ContextRepository
 from ctxspec.reference.runtime.store import Store
 from ctxspec.reference.view import EffectiveRecord
 
 _NO_OVERRIDES: Mapping[str, Override] = {}
 
 
-class StoredHistory:
-    """A :class:`~ctxspec.reference.history.HistorySource` for one Session of a :class:`Store`.
+class StoredHistory(ContextRepository):
+    """The :class:`~ctxspec.reference.repository.ContextRepository` of one Session of a
+    :class:`Store`.
 
     CTX-4.2, CTX-4.10, CTX-4.23, CTX-5.24, CTX-5.25, CTX-5.26
     """
