@@ -101,8 +101,8 @@ RENAMED = {REFERENCE_COMMITS[phase]: own for phase, own in OWN_COMMITS.items()}
 
 def _renamed(original: Callable[..., None]) -> Callable[..., None]:
     """The runtime commits under its own names."""
-    def commit(self: Any, name: str, writes: Any) -> None:
-        original(self, RENAMED.get(name, name), writes)
+    def commit(self: Any, name: str, writes: Any, **how: Any) -> None:
+        original(self, RENAMED.get(name, name), writes, **how)
     return commit
 
 

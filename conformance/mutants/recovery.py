@@ -112,17 +112,17 @@ def _executor_loops_forgotten(original: Callable[..., Any]) -> Callable[..., Any
 
 
 def _fail_open(original: Callable[..., Any]) -> Callable[..., Any]:
-    def commit(self: Any, name: str, writes: Any) -> None:
+    def commit(self: Any, name: str, writes: Any, **how: Any) -> None:
         # Logged and ignored: the runtime goes on as if the write had happened.
         with contextlib.suppress(CommitFailed):
-            original(self, name, writes)
+            original(self, name, writes, **how)
     return commit
 
 
 def _failure_hidden(original: Callable[..., Any]) -> Callable[..., Any]:
-    def commit(self: Any, name: str, writes: Any) -> None:
+    def commit(self: Any, name: str, writes: Any, **how: Any) -> None:
         try:
-            original(self, name, writes)
+            original(self, name, writes, **how)
         except CommitFailed:
             self.trace.events.pop()  # stops on it, but says nothing of why
             raise

@@ -267,9 +267,8 @@ class ReferenceRuntime:
             run.stop_requested = True
             # A stop is durable the moment it is accepted, so a takeover does not resume a Run
             # the user stopped. Only the request is written: the step in flight commits itself.
-            self.session.coordinator.commit("STOP_REQUESTED", [
-                *self.session.owner_guard(), checkpoint_write(run.run_id, "stop",
-                                                       {"tick": self.session.clock.now()})])
+            self.session.commit("STOP_REQUESTED", [checkpoint_write(
+                run.run_id, "stop", {"tick": self.session.clock.now()})], alone=True)
 
     def read_history(self, caller: "HistoryCaller", content: HistoryContent | None = None,
                      node_task: int | None = None) -> list[RawRecord]:
@@ -361,7 +360,7 @@ class ReferenceRuntime:
                    delete("sessions", session_id=str(self.session.session_id)),
                    delete("agents", agent_id=str(self.session.agent.agent_id)),
                    sweep_blobs()]
-        self.session.coordinator.commit("AGENT_DELETED", writes)
+        self.session.commit("AGENT_DELETED", writes, alone=True, guarded=False)
         self.session.workspace.clear()
         self.session.deleted = True
 

@@ -323,26 +323,33 @@ class SessionState:
         """A content-addressed blob of ``text``, written with the next commit."""
         return self.pending.blob(text)
 
-    def commit(self, name: str, writes: Sequence[Write]) -> None:
+    def commit(self, name: str, writes: Sequence[Write], *, alone: bool = False,
+               guarded: bool = True) -> None:
         """One RuntimeCommit: ``writes`` and the facts the steps since the previous commit put
         into the pending write set, in one transaction. A failure is a runtime fault
         (CommitFailed propagates), never a hook failure, and nothing continues on a value
-        storage does not have (CTX-3.90)."""
+        storage does not have (CTX-3.90).
+
+        ``alone``: a stimulus outside the loop's steps (a stop request, the Agent's deletion)
+        writes only its own rows; what the step in flight put stays pending for that step's
+        own commit. ``guarded=False`` leaves out the owner-epoch guard (a deletion removes the
+        Session whoever owns its Run)."""
         count = self.commit_counts.get(name, 0) + 1
         self.commit_counts[name] = count
         plan = self.crash
         hit = plan is not None and plan.commit == name and plan.occurrence == count
         if hit and plan is not None and plan.when == "before":
             raise Crash(f"before {name} #{count}")
-        taken = self.pending.take()
-        all_writes = [*taken.blob_writes(self.store.stored_blobs or ()), *self.owner_guard(),
-                      *taken.rows(), *writes]
+        taken = PendingCommit().take() if alone else self.pending.take()
+        all_writes = [*taken.blob_writes(self.store.stored_blobs or ()),
+                      *(self.owner_guard() if guarded else ()), *taken.rows(), *writes]
         try:
             if hit and plan is not None and plan.when == "fails":
                 raise CommitFailed(name, RuntimeError("the store refused the commit"))
             self.coordinator.commit(name, all_writes)
         except CommitFailed as failed:
-            self.pending.give_back(taken)
+            if not alone:
+                self.pending.give_back(taken)
             # Surfaced as what it is — a required write that did not happen — and the runtime
             # stops on it: nothing goes on with values the store does not have, and it is never
             # taken for a hook failure (CTX-3.90, CTX-3.91, CTX-10.28).
