@@ -52,8 +52,8 @@ def _fragment_kept(original: Method) -> Method:
     def settle(self: NodeDriver, run: RunState, fragments: Sequence[str], *,
                succeeded: bool) -> None:
         for fragment in fragments:  # kept in the role's context whatever the retry did
-            self.context.append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
-                         incomplete=True)
+            self.s.put_delta(self.context.append(run, MessageRole.ASSISTANT, "assistant",
+                                                 {"text": fragment}, incomplete=True))
     return settle
 
 

@@ -15,6 +15,7 @@ from ctxspec.reference.ports import Complete, Failed, ModelOutcome
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.context_writes import ContextDelta
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import EstimationRequest, TokenEstimate, TokenEstimator
@@ -87,14 +88,15 @@ def _calibrating_model(original: Callable[..., ModelOutcome]) -> Callable[..., M
 # --- §2: the order a batch's tools complete in --------------------------------------------------
 
 
-def _feedback_by_completion(original: Callable[..., None]) -> Callable[..., None]:
+def _feedback_by_completion(original: Callable[..., ContextDelta]
+                            ) -> Callable[..., ContextDelta]:
     """The batch's results are appended in the order the calls finished (their latency), so
     context_seq is the completion order."""
     def feed_back(self: ContextManager, run: Any,
-                  results: Sequence[tuple[UUID, dict[str, JSON]]]) -> None:
+                  results: Sequence[tuple[UUID, dict[str, JSON]]]) -> ContextDelta:
         latency = {e.call_id: e.latency for e in self.s.trace.of(tr.ToolExecuted)}
         order = sorted(range(len(results)), key=lambda i: (latency.get(results[i][0]) or 0, i))
-        original(self, run, [results[i] for i in order])
+        return original(self, run, [results[i] for i in order])
     return feed_back
 
 

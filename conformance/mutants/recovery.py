@@ -33,8 +33,9 @@ def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
                        and any(key.startswith("tool_call:") for key in raw.content))
             for raw in records[last + 1:]:
                 if raw.record.message_kind == "tool_result":
-                    self.context.append(run, MessageRole.TOOL, "tool_result",
-                                        dict(raw.content), call_id=raw.record.call_id)
+                    self.s.put_delta(self.context.append(
+                        run, MessageRole.TOOL, "tool_result", dict(raw.content),
+                        call_id=raw.record.call_id))
         original(self, run, checkpoint)
     return resume
 

@@ -111,7 +111,7 @@ class ToolBatch:
             if result == "ended":
                 return  # the Executor's context error ended the whole invocation
             results.append((call_id, result))
-        self.context.prepare_batch_delivery(run, results)
+        self.s.put_delta(self.context.prepare_batch_delivery(run, results))
         self.s.commit("BATCH_FEEDBACK", [self.s.checkpoint(run, "loop_done")])
         if run.stop_requested:
             self.driver.end(run, RunStatus.STOPPED)

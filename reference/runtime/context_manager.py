@@ -15,8 +15,10 @@ ModelView 或待提交写集", §4, §5, §6, §9).
 - :meth:`ContextManager.prepare_batch_delivery` — a settled batch's results in action order (§6,
   §10).
 
-What it changes it keeps in the :class:`SessionState` and puts into the pending write set; the
-component that owns the step commits it.
+It reads the :class:`SessionState` and returns what it prepared (:mod:`context_writes`): it
+never changes the Session's state nor the pending write set. The component that owns the step
+(NodeDriver, InvocationPipeline, CompactionService) puts it into its own RuntimeCommit through
+``SessionState.put_delta`` / ``put_context_writes`` / ``put_model_freeze``.
 """
 
 import json
@@ -52,7 +54,6 @@ from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
 from ctxspec.reference.history_projector import HistoryProjector
 from ctxspec.reference.hooks import (
     BudgetRoom,
-    ChainOutcome,
     ChangeSet,
     HookCall,
     HookProposal,
@@ -72,6 +73,14 @@ from ctxspec.reference.protocol import (
 )
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.repository import ContextRepository
+from ctxspec.reference.runtime.context_writes import (
+    NO_DELTA,
+    ContextDelta,
+    ContextDraft,
+    ContextWriteSet,
+    ModelFreezeWriteSet,
+)
+from ctxspec.reference.runtime.coordinator import body_ref
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.session import (
     NO_SCOPE,
@@ -79,7 +88,6 @@ from ctxspec.reference.runtime.session import (
     RunState,
     SessionState,
 )
-from ctxspec.reference.runtime.store import Write
 from ctxspec.reference.view import (
     EffectiveRecord,
     ModelView,
@@ -101,21 +109,22 @@ class ContextManager:
         self.projector = projector or HistoryProjector(session.agent.recent_runs)
         """The pure §4 projection (§3 "纯投影")."""
 
-    def prepare(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
-        """The protected inputs of this request (the Run's inputs up to the cutoff), their
-        user_ref records appended to the Run's context once (§5)."""
+    def prepare(self, run: RunState, cutoff: int) -> ContextDraft:
+        """The protected inputs of this request (the Run's inputs up to the cutoff), and the
+        delta that appends their user_ref records to the Run's context once (§5)."""
         state = self.s.contexts[run.context_id]
         shown = {raw.record.origin_input_id for raw in state.records
                  if raw.record.message_kind == "user_ref"}
         bound = [u for u in self.s.book.inputs if u.input_seq <= cutoff and any(
             d.target_run_id == run.run_id for d in dl.deliveries_of(self.s.book, u.input_id))]
-        self.append_inputs(run, [u for u in bound if u.input_id not in shown])
-        return tuple(ProtectedInput(u.input_id, u.input_seq, self.s.texts[u.input_id])
-                     for u in bound)
+        delta = self.append_inputs(run, [u for u in bound if u.input_id not in shown])
+        return ContextDraft(tuple(ProtectedInput(u.input_id, u.input_seq,
+                                                 self.s.texts[u.input_id]) for u in bound), delta)
 
-    def append_inputs(self, run: RunState, inputs: Sequence[UserInput]) -> None:
+    def append_inputs(self, run: RunState, inputs: Sequence[UserInput]) -> ContextDelta:
+        """The inputs as the role's ``user_ref`` records (their bodies are the inputs' own)."""
         if not inputs:
-            return
+            return NO_DELTA
         state = self.s.contexts[run.context_id]
         seq = len(state.records)
         records = [RawRecord(ContextRecord(
@@ -124,9 +133,10 @@ class ContextManager:
             payload_ref=u.body_ref, operation_id=None, call_id=None,
             origin_input_id=u.input_id), {"text": self.s.texts[u.input_id]})
             for i, u in enumerate(inputs, start=1)]
-        self.s.put_context(run.context_id, append_records(
-            state, records, mutation_id=self.s.new_id(), source_kind=MutationSourceKind.USER,
-            source_ref="inputs").state)
+        appended = append_records(state, records, mutation_id=self.s.new_id(),
+                                  source_kind=MutationSourceKind.USER, source_ref="inputs")
+        return ContextDelta(((run.context_id, appended.state),),
+                            tuple(raw.record_id for raw in records))
 
     def materialize(self, run: RunState, protected: Sequence[ProtectedInput]
               ) -> ModelView | UnsettledBatch:
@@ -219,45 +229,51 @@ class ContextManager:
 
     def append(self, run: RunState, role: MessageRole, kind: str, content: dict[str, JSON],
                 call_id: UUID | None = None, operation_id: UUID | None = None,
-                incomplete: bool = False) -> UUID:
-        state = self.s.contexts[run.context_id]
+                incomplete: bool = False, after: ContextDelta = NO_DELTA) -> ContextDelta:
+        """A runtime record appended to the role's context (after ``after``, a delta of the
+        same step not taken yet): ``after`` followed by the new record."""
+        state = after.state(run.context_id, self.s.contexts[run.context_id])
         record_id = self.s.new_id()
         if incomplete:
             content = {**content, "incomplete": True}
+        body = json.dumps(content, sort_keys=True, ensure_ascii=False)
         record = ContextRecord(record_id=record_id, context_id=run.context_id,
                                context_seq=len(state.records) + 1, run_id=run.run_id, role=role,
-                               message_kind=kind, payload_ref=self.s.ref(json.dumps(
-                                   content, sort_keys=True, ensure_ascii=False)),
+                               message_kind=kind, payload_ref=body_ref(body),
                                operation_id=operation_id, call_id=call_id,
                                origin_input_id=None)
-        self.s.put_context(run.context_id, append_records(
-            state, [RawRecord(record, content)], mutation_id=self.s.new_id(),
-            source_kind=MutationSourceKind.RUNTIME, source_ref=kind).state)
-        return record_id
+        appended = append_records(state, [RawRecord(record, content)],
+                                  mutation_id=self.s.new_id(),
+                                  source_kind=MutationSourceKind.RUNTIME, source_ref=kind)
+        return after.then(ContextDelta(((run.context_id, appended.state),), (record_id,),
+                                       (body,)))
 
     def prepare_batch_delivery(self, run: RunState, results: Sequence[tuple[UUID, dict[str, JSON]]]
-                   ) -> None:
+                   ) -> ContextDelta:
         """A settled batch's feedback: its results appended in action order, whatever order
         the calls completed in, so context_seq follows the action order too (§2, §10:
         "按固定动作顺序提交父角色反馈"). CTX-2.28"""
+        delta = NO_DELTA
         for call_id, content in results:
-            self.append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id)
+            delta = self.append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id,
+                                after=delta)
+        return delta
 
     def result_content(self, text: str) -> dict[str, JSON]:
         """A large result becomes a bounded preview with its range and result_ref; the whole
-        body stays in its blob (§6)."""
-        preview, truncation = bounded_preview(text, self.s.agent.preview_chars, self.s.ref(text))
-        self.s.blobs[truncation.result_ref.digest if truncation else self.s.ref(text).digest] = text
+        body stays in its blob (§6), which the caller keeps (``SessionState.keep_body``)."""
+        preview, truncation = bounded_preview(text, self.s.agent.preview_chars, body_ref(text))
         if truncation is None:
             return {"text": text}
         return {"text": preview, "truncation": truncation.model_dump(mode="json")}
 
-    def open_shared_scope(self, run: RunState) -> UUID:
-        """The Run's shared scope: one record per shared field, registered for its consumers."""
+    def open_shared_scope(self, run: RunState) -> ContextDelta:
+        """The Run's shared scope (the delta's one context): one record per shared field,
+        registered for its consumers."""
         context_id = self.s.new_id()
         records = [RawRecord(ContextRecord(
             record_id=self.s.new_id(), context_id=context_id, context_seq=i, run_id=run.run_id,
-            role=MessageRole.SYSTEM, message_kind="shared", payload_ref=self.s.ref(f.text),
+            role=MessageRole.SYSTEM, message_kind="shared", payload_ref=body_ref(f.text),
             operation_id=None, call_id=None, origin_input_id=None),
             {"text": f.text, "name": f.name, "consumers": list(f.consumers)})
             for i, f in enumerate(self.s.agent.shared, start=1)]
@@ -265,10 +281,12 @@ class ContextManager:
         state = new_context(context_id, Scope(
             "shared", registered_fields=frozenset((r.record_id, "text") for r in records),
             consumers=consumers))
-        self.s.put_context(context_id, append_records(
-            state, records, mutation_id=self.s.new_id(), source_kind=MutationSourceKind.RUNTIME,
-            source_ref="shared-fields").state)
-        return context_id
+        appended = append_records(state, records, mutation_id=self.s.new_id(),
+                                  source_kind=MutationSourceKind.RUNTIME,
+                                  source_ref="shared-fields")
+        return ContextDelta(((context_id, appended.state),),
+                            tuple(raw.record_id for raw in records),
+                            tuple(f.text for f in self.s.agent.shared))
 
     def shared_messages(self, run: RunState) -> tuple[ViewMessage, ...]:
         """The shared fields this role may read, at the shared scope's current revision; a
@@ -292,11 +310,11 @@ class ContextManager:
 
     def stage_patch(self, run: RunState, point: HookPoint, call: HookCall,
                     replies: Sequence[HookReply],
-                    payload: Mapping[str, JSON], budget: BudgetRoom | None) -> ChainOutcome:
+                    payload: Mapping[str, JSON], budget: BudgetRoom | None) -> ContextWriteSet:
         """A hook chain's items as one validated change set per item, applied on the head
         revisions of the role's context and of the Run's shared scope with CAS (§3
-        "InvocationPipeline --> ContextManager : 校验Hook修改"): the new states are kept and
-        staged; the chain's Operation (purpose hook) is staged for the caller's commit."""
+        "InvocationPipeline --> ContextManager : 校验Hook修改"): the contexts' new states and
+        the chain's Operation (purpose hook), for the caller's commit."""
         shared_id = (run.parent or run).shared_context_id
         states = {run.context_id: self.s.contexts[run.context_id]}
         if shared_id is not None:
@@ -313,46 +331,41 @@ class ContextManager:
         chain_operation = self.s.new_id()
         # The chain is an Operation of its own (purpose hook) so its invocations belong to the
         # Run in the store; the trace shows its decisions (HookDecided), not its state.
-        self.s.operations[chain_operation] = Operation(
+        operation = Operation(
             operation_id=chain_operation, run_id=run.run_id, node_task_id=run.context_id,
             purpose=OperationPurpose.HOOK, purpose_key=f"hook:{point}:{chain_operation}",
             state=OperationState.SUCCEEDED)
-        self.s.pending.put_doc(self.s.operations[chain_operation], new=True)
         call = replace(call, operation_id=chain_operation, authorised_scopes=authorised)
         chain = run_chain(proposals, call, REGISTRIES[point], states, payload,
                           annotation_ids=lambda _p, _i: self.s.new_id(), budget=budget)
-        for context_id in states:
-            self.s.put_context(context_id, chain.states[context_id])
-        return chain
+        return ContextWriteSet(chain, operation, ContextDelta(tuple(
+            (context_id, chain.states[context_id]) for context_id in states)))
 
 
     def prepare_model_freeze(self, run: RunState, operation_id: UUID, cutoff: int
-                             ) -> list[Write]:
+                             ) -> ModelFreezeWriteSet:
         """T_FREEZE's write set (§5 "T_FREEZE：请求、输入claimed…同提交"): the inputs up to
         the cutoff claimed into the request's manifest (an Executor claims none: it has its
         hand-over), the business Operation running, the role's last model Operation, and the
         frozen position the caller commits."""
-        checkpoint = [self.s.checkpoint(run, "frozen", operation_id=str(operation_id))]
-        if run.parent is None:
-            frozen = dl.freeze(self.s.book, run_id=run.run_id, operation_id=operation_id,
-                               input_cutoff=cutoff)
-            if isinstance(frozen, dl.DeliveryRejected):
-                raise RuntimeError(f"{frozen.code}: {frozen.reason}")
-            self.s.book, writes, manifest = frozen
-            self.s.deliveries_changed(writes)
-            checkpoint = [self.s.checkpoint(
-                run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
-                manifest=json.loads(manifest.model_dump_json()))]
-        self.s.put_operation(operation_id, run, OperationPurpose.MODEL, f"model:{operation_id}",
-                             OperationState.RUNNING)
-        run.last_model_operation_id = operation_id
-        self.s.put_role(run)
-        return checkpoint
+        key = f"model:{operation_id}"
+        if run.parent is not None:
+            return ModelFreezeWriteSet(operation_id, key, None, None, self.s.checkpoint(
+                run, "frozen", operation_id=str(operation_id)))
+        frozen = dl.freeze(self.s.book, run_id=run.run_id, operation_id=operation_id,
+                           input_cutoff=cutoff)
+        if isinstance(frozen, dl.DeliveryRejected):
+            raise RuntimeError(f"{frozen.code}: {frozen.reason}")
+        book, writes, manifest = frozen
+        return ModelFreezeWriteSet(operation_id, key, book, writes, self.s.checkpoint(
+            run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
+            manifest=json.loads(manifest.model_dump_json())))
 
     def prepare_accept_model(self, run: RunState, operation_id: UUID, outcome: Complete
-                             ) -> UUID:
+                             ) -> ContextDelta:
         """A saved answer as the role's assistant record (§2, §6): its text, reasoning and
-        calls, each call keyed by the platform's own call_id in action order; the record id."""
+        calls, each call keyed by the platform's own call_id in action order (the delta's
+        ``record_id``)."""
         calls = [(self.s.new_id(), call) for call in outcome.tool_calls]
         content: dict[str, JSON] = {"text": outcome.text}
         if outcome.reasoning is not None:
@@ -365,7 +378,8 @@ class ContextManager:
                            operation_id=operation_id)
 
 
-    def stage_write(self, run: RunState, target: str, field_key: str, value: JSON) -> None:
+    def stage_write(self, run: RunState, target: str, field_key: str, value: JSON
+                    ) -> ContextDelta:
         """An explicit change of a field of a record of the role's context, with its scope,
         source (``user:writer``) and expected revision, as its own mutation and revision with
         CAS on the head (§3 "显式上下文修改 … 经 ContextManager 校验、CommitCoordinator 提交"). A
@@ -383,7 +397,7 @@ class ContextManager:
             source_kind=MutationSourceKind.USER, source_ref="writer")
         if isinstance(committed, RevisionConflict):
             raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
-        self.s.put_context(run.context_id, committed.state)
+        return ContextDelta(((run.context_id, committed.state),))
 
 
 class _HandoverOnly:

@@ -64,9 +64,8 @@ class PendingCommit:
 
     def blob(self, text: str) -> PayloadRef:
         """A content-addressed blob of ``text``, written with the next commit."""
-        data = text.encode("utf-8", "surrogatepass")
-        ref = payload_ref(data)
-        self.blobs[ref.digest] = data
+        ref = body_ref(text)
+        self.blobs[ref.digest] = text.encode("utf-8", "surrogatepass")
         return ref
 
     def take(self) -> "Taken":
@@ -106,4 +105,10 @@ def committed_runs(writes: Iterable[Write]) -> list[Run]:
     return [doc for w in writes if w.table == "runs" and isinstance(doc := w.row.get("doc"), Run)]
 
 
-__all__ = ["PendingCommit", "Render", "Taken", "committed_runs"]
+def body_ref(text: str) -> PayloadRef:
+    """The content address of ``text`` (what :meth:`PendingCommit.blob` will store it under),
+    computed without staging anything."""
+    return payload_ref(text.encode("utf-8", "surrogatepass"))
+
+
+__all__ = ["PendingCommit", "Render", "Taken", "body_ref", "committed_runs"]

@@ -260,7 +260,7 @@ class NodeDriver:
         run.loops += 1
         operation_id = resume_operation or self.s.new_id()
         cutoff = self.s.book.inputs[-1].input_seq if resume_cutoff is None else resume_cutoff
-        protected = run.handover if run.parent is not None else self.context.prepare(run, cutoff)
+        protected = run.handover if run.parent is not None else self.prepared(run, cutoff)
         view = self.context.materialize(run, protected)
         if isinstance(view, UnsettledBatch):
             raise AssertionError("the shell settles every batch before the next loop")
@@ -285,9 +285,16 @@ class NodeDriver:
         self.s.moments.at("freeze")
         if self.stopped_before_freeze(run):
             return
-        self.s.commit("T_FREEZE", self.context.prepare_model_freeze(run, operation_id, cutoff))
+        self.s.commit("T_FREEZE", self.s.put_model_freeze(
+            run, self.context.prepare_model_freeze(run, operation_id, cutoff)))
         self.call_business_model(run, operation_id, view, protected, cutoff, decision,
                                   snapshot_id)
+
+    def prepared(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
+        """The root role's protected inputs at the cutoff, shown once in its context (§5)."""
+        draft = self.context.prepare(run, cutoff)
+        self.s.put_delta(draft.delta)
+        return draft.protected
 
     def request_decided(self, run: RunState, operation_id: UUID,
                          chain: ChainOutcome | None) -> list[Write]:
@@ -472,12 +479,14 @@ class NodeDriver:
         if succeeded:
             return
         for fragment in fragments:
-            self.context.append(run, MessageRole.ASSISTANT, "assistant", {"text": fragment},
-                         incomplete=True)
+            self.s.put_delta(self.context.append(run, MessageRole.ASSISTANT, "assistant",
+                                                 {"text": fragment}, incomplete=True))
 
     def accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> None:
         """The raw result is kept; response hooks make the effective one; then the batch."""
-        record_id = self.context.prepare_accept_model(run, operation_id, outcome)
+        accepted = self.context.prepare_accept_model(run, operation_id, outcome)
+        self.s.put_delta(accepted)
+        record_id = accepted.record_id
         operation = self.s.operations[operation_id]
         self.s.put_operation(operation_id, run, OperationPurpose.MODEL, operation.purpose_key,
                         OperationState.SUCCEEDED, operation.raw_result_ref,

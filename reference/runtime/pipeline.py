@@ -162,6 +162,7 @@ class InvocationPipeline:
                 changed = chain.payload.get("result")
                 final = changed if isinstance(changed, str) else raw_text
             done[key] = self.context.result_content(final)
+            self.s.keep_body(final)
             raws.pop(key, None)
             operation = self.s.operations.get(UUID(str(saved["operation_id"])))
             if operation is not None:  # the tool Operation gets its effective result
@@ -221,7 +222,8 @@ class InvocationPipeline:
                         stage="post" if stage == "post" else "pre", actor_role=run.role,
                         actor_context_id=run.context_id, call_id=call_id,
                         call_record_id=record_id)
-        chain = self.context.stage_patch(run, point, call, replies, payload, budget)
+        chain = self.s.put_context_writes(
+            self.context.stage_patch(run, point, call, replies, payload, budget))
         self.s.commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
                                        *(extra(chain) if extra is not None else ()), settled,
                                        *always])

@@ -217,10 +217,14 @@ class ReferenceRuntime:
                           new=True)
         # The question, with the carried supplements bound to it in receive order, is a fact of
         # its Run from the start: a Run stopped before its first request still shows it (§4).
-        self.context.append_inputs(run, [u for u in self.session.book.inputs if any(
-            d.target_run_id == run_id for d in dl.deliveries_of(self.session.book, u.input_id))])
+        self.session.put_delta(self.context.append_inputs(run, [
+            u for u in self.session.book.inputs if any(
+                d.target_run_id == run_id
+                for d in dl.deliveries_of(self.session.book, u.input_id))]))
         if self.session.agent.shared:
-            run.shared_context_id = self.context.open_shared_scope(run)
+            scope = self.context.open_shared_scope(run)
+            self.session.put_delta(scope)
+            run.shared_context_id = scope.states[0][0]
         self.session.event(run, "run_started", f"run {run.run_no}")
         self.session.commit("APP-INPUT", [])
         return run_id
@@ -257,7 +261,7 @@ class ReferenceRuntime:
         run = self.session.active_run
         if run is None:
             raise RuntimeError("an independent write needs an active Run")
-        self.context.stage_write(run, target, field_key, value)
+        self.session.put_delta(self.context.stage_write(run, target, field_key, value))
         self.session.commit("CONTEXT_WRITTEN", [])
 
     def stop(self) -> None:

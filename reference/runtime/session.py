@@ -41,6 +41,7 @@ from ctxspec.reference.effective import (
     revision_contract,
 )
 from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.hooks import ChainOutcome
 from ctxspec.reference.policy import CompactionPolicy
 from ctxspec.reference.ports import (
     Clock,
@@ -55,6 +56,11 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON, FieldRegistry, FieldSpec
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.context_writes import (
+    ContextDelta,
+    ContextWriteSet,
+    ModelFreezeWriteSet,
+)
 from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
@@ -396,6 +402,44 @@ class SessionState:
                      if r.context_id == context_id), None)
         if role is not None:
             self.put_role(role, new=new)
+
+    def put_delta(self, delta: ContextDelta) -> None:
+        """Take what the ContextManager prepared for the next commit: each changed context's
+        new state (its rows staged by :meth:`put_context`) and the bodies its records point
+        at."""
+        for body in delta.bodies:
+            self.ref(body)
+        for context_id, state in delta.states:
+            self.put_context(context_id, state)
+
+    def put_context_writes(self, writes: ContextWriteSet) -> ChainOutcome:
+        """Take a hook chain's write set: its Operation (purpose hook) and the contexts' new
+        head revisions; the chain, for the caller's HOOK_DECISION."""
+        self.operations[writes.operation.operation_id] = writes.operation
+        self.pending.put_doc(writes.operation, new=True)
+        self.put_delta(writes.delta)
+        return writes.chain
+
+    def put_model_freeze(self, run: RunState, frozen: ModelFreezeWriteSet) -> list[Write]:
+        """Take T_FREEZE's write set: the claimed deliveries, the business Operation running
+        and the role's last model Operation; the frozen position, for the commit's own
+        writes."""
+        if frozen.book is not None:
+            self.book = frozen.book
+        if frozen.deliveries is not None:
+            self.deliveries_changed(frozen.deliveries)
+        self.put_operation(frozen.operation_id, run, OperationPurpose.MODEL, frozen.purpose_key,
+                           OperationState.RUNNING)
+        run.last_model_operation_id = frozen.operation_id
+        self.put_role(run)
+        return [frozen.checkpoint]
+
+    def keep_body(self, text: str) -> PayloadRef:
+        """A tool result's whole body, kept in memory and staged as its blob (§6: a bounded
+        preview's ``result_ref`` points at it)."""
+        ref = self.ref(text)
+        self.blobs[ref.digest] = text
+        return ref
 
     def put_role(self, run: RunState, *, new: bool = False) -> None:
         """Stage a role's RoleContext as it is when the commit is taken."""
