@@ -14,7 +14,7 @@ pointer (§8, §9; "CompactionService --> CommitCoordinator : Episode及快照�
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
 from ctxspec.reference.compaction import (
@@ -99,12 +99,30 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Planned:
-    """An episode ready to advance: the episode, its chunk plan and its frozen source."""
+class CompactionEpisodeRef:
+    """What :meth:`CompactionService.plan` returns (§3 ``plan() CompactionEpisodeRef``): the
+    episode started or found running, its chunk plan and its frozen source, ready to advance."""
 
     episode: CompactionEpisode
     plan: CompactionPlan
     source: Source
+
+
+class CompactionProgress(NamedTuple):
+    """What :meth:`CompactionService.advance` returns (§3 ``advance() CompactionProgress``):
+    the episode with every chunk committed, and the accumulated summary."""
+
+    episode: CompactionEpisode
+    summary: str
+
+
+class CompactionResult(NamedTuple):
+    """What :meth:`CompactionService.publish` returns (§3 ``publish() CompactionResult``): the
+    business request's view going on (with the new summary, or rebuilt from the records when
+    the switch was refused) and the snapshot it uses, if any."""
+
+    view: ModelView
+    snapshot_id: UUID | None
 
 
 class CompactionService:
@@ -120,7 +138,7 @@ class CompactionService:
     def compact(self, run: RunState, operation_id: UUID, view: ModelView,
                 material: Sequence[ViewMessage], target: int, input_tokens: int,
                 material_tokens: int, protected: Sequence[ProtectedInput], floor: int
-                ) -> tuple[ModelView, UUID | None] | None:
+                ) -> CompactionResult | None:
         """One episode for this business operation: started, or resumed at its cursor after a
         takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
         or — when it already finished — no second one (§8, §9). ``floor``: the material a
@@ -130,10 +148,10 @@ class CompactionService:
                          if e.triggering_model_operation_id == operation_id), None)
         if existing is not None and existing.status is not EpisodeStatus.RUNNING:
             applied, used, _ = view_with_snapshot(view, run.snapshot)
-            return applied, used
+            return CompactionResult(applied, used)
         source = Source(material, target, floor, input_tokens, material_tokens)
         planned = self.plan(run, operation_id, view, source, existing)
-        if not isinstance(planned, Planned):
+        if not isinstance(planned, CompactionEpisodeRef):
             return planned
         advanced = self.advance(run, planned)
         if advanced is None:
@@ -144,7 +162,7 @@ class CompactionService:
 
     def plan(self, run: RunState, operation_id: UUID, view: ModelView, source: "Source",
              existing: CompactionEpisode | None
-             ) -> "Planned | tuple[ModelView, None] | None":
+             ) -> "CompactionEpisodeRef | CompactionResult | None":
         """The chunk plan over the episode's frozen material, and the episode started
         (EPISODE_STARTED) — or, after a takeover, the running one on the material and target
         it started with: the records may have changed since, which the switch's CAS is there
@@ -171,13 +189,13 @@ class CompactionService:
             return None
         episode = existing or self.start(run, operation_id, view, source, episode_id)
         if episode is None:
-            return view, None
+            return CompactionResult(view, None)
         self.s.trace.add(tr.CompactionStep(
             episode.episode_id, "planned",
             f"I={source.input_tokens} ≥ trigger {self.s.budget.trigger_threshold}; "
             f"M={source.material_tokens} compressible; T={source.target}; "
             f"{len(plan.chunks.chunks)} chunk(s) of at most {plan.chunks.capacity} tokens"))
-        return Planned(episode, plan, source)
+        return CompactionEpisodeRef(episode, plan, source)
 
     def start(self, run: RunState, operation_id: UUID, view: ModelView, source: "Source",
               episode_id: UUID) -> CompactionEpisode | None:
@@ -202,8 +220,8 @@ class CompactionService:
             self.s.checkpoint(run, "compacting", operation_id=str(operation_id))])
         return started
 
-    def advance(self, run: RunState, planned: "Planned"
-                ) -> tuple[CompactionEpisode, str] | None:
+    def advance(self, run: RunState, planned: CompactionEpisodeRef
+                ) -> CompactionProgress | None:
         """Each chunk from the episode's cursor on: asked, post-processed and committed with
         the cursor (CHUNK_COMMITTED); the accumulated summary folds in (§8). None when the Run
         ended (a stop, the deadline, a failed chunk)."""
@@ -232,11 +250,11 @@ class CompactionService:
                                                f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
         if summary is None:
             raise AssertionError("a plan has at least one chunk")
-        return episode, summary
+        return CompactionProgress(episode, summary)
 
     def publish(self, run: RunState, episode: CompactionEpisode,
                 material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
-                protected: Sequence[ProtectedInput]) -> tuple[ModelView, UUID | None]:
+                protected: Sequence[ProtectedInput]) -> CompactionResult:
         """§9: the finished episode's snapshot and, in the same commit, the CAS of the active
         pointer against the records as they are now. The view goes on with the new summary, or
         — refused — is rebuilt from the current records.  CTX-9.17, CTX-9.18, CTX-9.30, CTX-9.33"""
@@ -285,7 +303,7 @@ class CompactionService:
         # against, and applied to, the records themselves, never the view with the old summary
         # (CTX-9.21).
         new_view, used, _ = view_with_snapshot(current, run.snapshot)
-        return new_view, used
+        return CompactionResult(new_view, used)
 
     def snapshot_rows(self, run: RunState, snapshot_id: UUID, manifest: SourceManifest,
                       summary: str) -> list[Write]:
