@@ -8,9 +8,10 @@ Run is taken over: its owner epoch moves on, so a late result of the previous ow
 advance it (CTX-10.23, CTX-10.24), and its loop count, deadline and quota are the stored ones,
 not renewed. :meth:`ReferenceRuntime.advance` then continues where the last commit left it.
 
-The Session is read into a :class:`SessionState` and the runtime is built on it through the same
-constructor as a new Session's (``ReferenceRuntime(..., session=...)``): the same components,
-the same commit path.
+The Session's facts are read into :class:`StoredFacts`, the :class:`SessionState` is constructed
+from them (``SessionState(..., stored=...)``, the constructor of a new Session's) and the runtime
+is built on it through its own constructor (``ReferenceRuntime(..., session=...)``): the same
+components, the same commit path; no field is written after construction.
 """
 
 import json
@@ -46,6 +47,7 @@ from ctxspec.reference.runtime.session import (
     CrashPlan,
     RunState,
     SessionState,
+    StoredFacts,
     loop_key,
     resolved_budget,
 )
@@ -70,39 +72,13 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     refused (``AccessDenied``)."""
     session_id = _session_of(store, agent, session_id)
     incarnation = _incarnation(store, session_id)
+    facts = _stored_facts(store, session_id)
     session = SessionState(
         agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
         estimator=estimator, clock=clock, policy=DesignCompactionPolicy(), store=store,
         coordinator=coordinator or CommitCoordinator(store),
         seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
-        session_id=session_id)
-    runs = store.runs_of_session(session_id)
-    loops: dict[UUID, dict[str, JSON]] = {}
-    for run in runs:
-        checkpoint = store.checkpoint(run.run_id, "loop")
-        if isinstance(checkpoint, dict):
-            loops[run.run_id] = checkpoint
-    _read_inputs(store, session, runs, loops)
-    episodes = [CompactionEpisode.model_validate_json(row["doc"])
-                for row in store.query("SELECT doc FROM episodes")]
-    for run in runs:
-        state = _run_state(store, run, loops.get(run.run_id, {}), episodes)
-        session.runs[run.run_id] = state
-        session.contexts[state.context_id] = _context(store, state.context_id)
-        shared = _shared_scope(store, run.run_id)
-        if shared is not None:
-            state.shared_context_id = shared.context_id
-            session.contexts[shared.context_id] = shared
-        if run.status is RunStatus.RUNNING and loops.get(run.run_id):
-            session.resume[run.run_id] = loops[run.run_id]
-    for state in list(session.runs.values()):
-        if state.status is RunStatus.RUNNING:
-            _restore_executions(store, session, state, loops.get(state.run_id, {}))
-    session.operations = {op.operation_id: op for op in (
-        Operation.model_validate_json(row["doc"]) for row in store.query(
-            "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
-            "WHERE session_id = ?)", (str(session_id),)))}
-    session.committed_runs = {run.run_id: run for run in runs}
+        stored=facts)
     for state in session.runs.values():
         if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on
             state.pointer = replace(state.pointer, lease_epoch=state.pointer.lease_epoch + 1)
@@ -111,6 +87,41 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
                                                  {"incarnation": incarnation})])
     return ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks, estimator=estimator,
                             clock=clock, session=session)
+
+
+def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:
+    """The Session's facts as the last commit left them: inputs and deliveries, Runs with
+    their roles' contexts and shared scopes, the running Executor executions, Operations, and
+    the loop checkpoints a takeover continues from."""
+    facts = StoredFacts(session_id, dl.empty_book(session_id))
+    runs = store.runs_of_session(session_id)
+    loops: dict[UUID, dict[str, JSON]] = {}
+    for run in runs:
+        checkpoint = store.checkpoint(run.run_id, "loop")
+        if isinstance(checkpoint, dict):
+            loops[run.run_id] = checkpoint
+    _read_inputs(store, facts, runs, loops)
+    episodes = [CompactionEpisode.model_validate_json(row["doc"])
+                for row in store.query("SELECT doc FROM episodes")]
+    for run in runs:
+        state = _run_state(store, run, loops.get(run.run_id, {}), episodes)
+        facts.runs[run.run_id] = state
+        facts.contexts[state.context_id] = _context(store, state.context_id)
+        shared = _shared_scope(store, run.run_id)
+        if shared is not None:
+            state.shared_context_id = shared.context_id
+            facts.contexts[shared.context_id] = shared
+        if run.status is RunStatus.RUNNING and loops.get(run.run_id):
+            facts.resume[run.run_id] = loops[run.run_id]
+    for state in list(facts.runs.values()):
+        if state.status is RunStatus.RUNNING:
+            _restore_executions(store, facts, state, loops.get(state.run_id, {}))
+    facts.operations.update((op.operation_id, op) for op in (
+        Operation.model_validate_json(row["doc"]) for row in store.query(
+            "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
+            "WHERE session_id = ?)", (str(session_id),))))
+    facts.committed_runs.update((run.run_id, run) for run in runs)
+    return facts
 
 
 def _session_of(store: Store, agent: AgentConfig, session_id: UUID | None) -> UUID:
@@ -129,20 +140,20 @@ def _session_of(store: Store, agent: AgentConfig, session_id: UUID | None) -> UU
     return session_id
 
 
-def _read_inputs(store: Store, session: SessionState, runs: list[Run],
+def _read_inputs(store: Store, facts: StoredFacts, runs: list[Run],
                  loops: dict[UUID, dict[str, JSON]]) -> None:
     """The Session's UserInputs, their texts and deliveries, and the input manifests of its
     frozen requests (§5)."""
-    inputs = store.inputs_of_session(session.session_id)
+    inputs = store.inputs_of_session(facts.session_id)
     deliveries = [UserInputDelivery.model_validate_json(row["doc"]) for row in store.query(
         "SELECT doc FROM deliveries WHERE input_id IN (SELECT input_id FROM user_inputs "
-        "WHERE session_id = ?) ORDER BY rowid", (str(session.session_id),))]
+        "WHERE session_id = ?) ORDER BY rowid", (str(facts.session_id),))]
     manifests = tuple(dl.InputManifest.model_validate(loop["manifest"])
                       for loop in loops.values() if isinstance(loop.get("manifest"), dict))
     active = next((r.run_id for r in runs if r.status is RunStatus.RUNNING), None)
-    session.book = dl.DeliveryBook(session.session_id, tuple(inputs), tuple(deliveries),
-                                   tuple(r.run_id for r in runs), active, manifests)
-    session.texts = {u.input_id: store.text(u.body_ref) for u in inputs}
+    facts.book = dl.DeliveryBook(facts.session_id, tuple(inputs), tuple(deliveries),
+                                 tuple(r.run_id for r in runs), active, manifests)
+    facts.texts.update((u.input_id, store.text(u.body_ref)) for u in inputs)
 
 
 def _run_state(store: Store, run: Run, loop: dict[str, JSON],
@@ -177,15 +188,15 @@ def _run_state(store: Store, run: Run, loop: dict[str, JSON],
     return state
 
 
-def _restore_executions(store: Store, session: SessionState, planner: RunState,
+def _restore_executions(store: Store, facts: StoredFacts, planner: RunState,
                         loop: dict[str, JSON]) -> None:
     """The Planner's Executor executions: those its open batch started and has not settled go
     on where they stood (§10); the Loops of all the others still count against the Run's shared
     Loop budget (§11)."""
     delegated, settled = loop.get("delegated"), loop.get("settled")
     if loop.get("stage") == "batch" and isinstance(delegated, dict):
-        _restore_running_executions(store, session, planner, delegated, settled)
-    running = {loop_key(task, "loop") for task in session.tasks if task.parent is planner}
+        _restore_running_executions(store, facts, planner, delegated, settled)
+    running = {loop_key(task, "loop") for task in facts.tasks if task.parent is planner}
     finished = 0
     for name, doc in store.checkpoints_of(planner.run_id).items():
         loops = doc.get("loops") if isinstance(doc, dict) else None
@@ -194,7 +205,7 @@ def _restore_executions(store: Store, session: SessionState, planner: RunState,
     planner.finished_executor_loops = finished
 
 
-def _restore_running_executions(store: Store, session: SessionState, planner: RunState,
+def _restore_running_executions(store: Store, facts: StoredFacts, planner: RunState,
                                 delegated: dict[str, JSON], settled: JSON) -> None:
     """Each execution of the open batch not settled yet: its NodeTask with its private
     context, its hand-over (its own first records) and its loop checkpoint."""
@@ -214,15 +225,15 @@ def _restore_running_executions(store: Store, session: SessionState, planner: Ru
         if isinstance(checkpoint, dict):
             count = checkpoint.get("loops")
             task.loops = count if isinstance(count, int) else 0
-            session.resume[context_id] = checkpoint
+            facts.resume[context_id] = checkpoint
         role_context = store.role_context(context_id)
         if role_context is not None:
             task.last_model_operation_id = role_context.last_model_operation_id
         # Its own compaction episodes (read with the Run's), so a running one resumes at its
         # cursor and a finished one is never started again for the same operation (§8-§10).
         task.episodes = [e for e in planner.episodes if e.owner_node_task_id == context_id]
-        session.tasks.append(task)
-        session.contexts[context_id] = state
+        facts.tasks.append(task)
+        facts.contexts[context_id] = state
 
 
 def _shared_scope(store: Store, run_id: UUID) -> ContextState | None:

@@ -258,6 +258,22 @@ def resolved_budget(agent: AgentConfig) -> ResolvedBudget:
     return budget
 
 
+@dataclass
+class StoredFacts:
+    """A Session's facts as recovery reads them back from the store (§10): what a restored
+    :class:`SessionState` is constructed from instead of an empty Session."""
+
+    session_id: UUID
+    book: dl.DeliveryBook
+    texts: dict[UUID, str] = field(default_factory=dict)
+    runs: dict[UUID, RunState] = field(default_factory=dict)
+    contexts: dict[UUID, ContextState] = field(default_factory=dict)
+    tasks: list[RunState] = field(default_factory=list)
+    operations: dict[UUID, Operation] = field(default_factory=dict)
+    committed_runs: dict[UUID, Run] = field(default_factory=dict)
+    resume: dict[UUID, dict[str, JSON]] = field(default_factory=dict)
+
+
 class SessionState:
     """One Session's facts in memory, its ports and the pending write set (the runtime's
     components share it; only :meth:`commit` writes)."""
@@ -269,7 +285,8 @@ class SessionState:
                  tools: ToolPort, hooks: HookPort, estimator: TokenEstimator, clock: Clock,
                  policy: CompactionPolicy, store: Store, coordinator: CommitCoordinator,
                  seed: str | None, crash: CrashPlan | None,
-                 session_id: UUID | None = None) -> None:
+                 stored: StoredFacts | None = None) -> None:
+        """A new Session, or — given ``stored`` — the stored one a takeover continues."""
         self.agent = agent
         self.budget = budget
         self.model, self.tools, self.hooks = model, tools, hooks
@@ -282,11 +299,12 @@ class SessionState:
         self.seed = uuidlib.uuid4().hex if seed is None else seed
         self.counter = 0
         opened = self.new_id()  # a restored Session keeps its id; the counter moves the same
-        self.session_id = opened if session_id is None else session_id
-        self.book = dl.empty_book(self.session_id)
-        self.runs: dict[UUID, RunState] = {}
-        self.contexts: dict[UUID, ContextState] = {}
-        self.texts: dict[UUID, str] = {}
+        facts = stored or StoredFacts(opened, dl.empty_book(opened))
+        self.session_id = facts.session_id
+        self.book = facts.book
+        self.runs = facts.runs
+        self.contexts = facts.contexts
+        self.texts = facts.texts
         """input_id → the original text of every UserInput."""
         self.blobs: dict[str, str] = {}
         """digest → the whole body of a tool result (content-addressed)."""
@@ -299,20 +317,19 @@ class SessionState:
         self.ordinals: dict[str, int] = {}
         self.store = store
         self.coordinator = coordinator
-        self.operations: dict[UUID, Operation] = {}
-        self.tasks: list[RunState] = []
+        self.operations = facts.operations
+        self.tasks = facts.tasks
         """Executor executions (each a NodeTask with its own RoleContext)."""
         self.pending = PendingCommit()
         """The facts changed since the previous commit, each put there by the step that
         changed it: the next named commit writes them (no comparison with the store)."""
-        self.committed_runs: dict[UUID, Run] = {}
+        self.committed_runs = facts.committed_runs
         """The last committed version of each Run: the owner guard's expected epoch."""
         self.crash = crash
         self.commit_counts: dict[str, int] = {}
-        self.resume: dict[UUID, dict[str, JSON]] = {}
+        self.resume = facts.resume
         """Run id (root role) or Executor context id → the loop checkpoint a restored runtime
         continues from (§10)."""
-
 
     def new_id(self) -> UUID:
         self.counter += 1
