@@ -68,12 +68,28 @@ from ctxspec.reference.view import (
 )
 
 
+class ModelGateway:
+    """The model egress (§3 "进入 call_model 后，ModelManager / ModelGateway 使用已冻结有效请求，
+    不自行选择最近几轮或删工具结果"): hands the request it is given — frozen, rendered and
+    measured before — to the Session's ModelPort as it is. It selects no history, drops no
+    result and renders nothing again; a retry sends the same request (§5)."""
+
+    def __init__(self, session: SessionState) -> None:
+        self.s = session
+
+    def send(self, request: ModelCall) -> ModelOutcome:
+        # The port is read at each call: a scenario may hand the Session another one.
+        return self.s.model.call(request)
+
+
 class InvocationPipeline:
     """Model, hook and tool calls with their commits (§3)."""
 
     def __init__(self, session: SessionState, context: ContextManager) -> None:
         self.s = session
         self.context = context
+        self.gateway = ModelGateway(session)
+        """Where every model attempt leaves the runtime (§3 "模型出网属于 Pipeline")."""
 
     def call_model(self, run: RunState, purpose: Purpose, operation_id: UUID, purpose_key: str,
                attempt: int, messages: tuple[PromptMessage, ...], schemas: tuple[str, ...],
@@ -98,8 +114,8 @@ class InvocationPipeline:
             input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
             role=run.role, rendered=rendered))
         self.s.clock.tick()
-        outcome = self.s.model.call(ModelCall(purpose, operation_id, purpose_key, attempt,
-                                            messages, schemas, max_output, ordinal, run.role))
+        outcome = self.gateway.send(ModelCall(purpose, operation_id, purpose_key, attempt,
+                                              messages, schemas, max_output, ordinal, run.role))
         if isinstance(outcome, Complete) and (outcome.input_tokens is not None
                                               or outcome.output_tokens is not None
                                               or outcome.cut):
