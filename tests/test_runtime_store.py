@@ -115,3 +115,29 @@ def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
     # "no compaction", the runtime still refuses to send it.
     assert [e.error_code for e in rt.trace.of(RunEnded)] == [None, "CONTEXT_WINDOW_EXCEEDED"]
     assert len(rt.trace.model_requests()) == 1
+
+
+def test_a_takeover_keeps_the_compaction_policy_it_is_handed() -> None:
+    """Q222: recovery takes the CompactionPolicy like the other ports; without one it is the
+    design's default, as a new runtime's."""
+    from ctxspec.conformance.driver import CharEstimator
+    from ctxspec.reference.budget import BudgetConfig, CompactionEvaluation, ResolvedBudget
+    from ctxspec.reference.policy import DesignCompactionPolicy
+    from ctxspec.reference.ports import NoHooks
+    from ctxspec.reference.runtime.restore import restore
+
+    class NeverCompact:
+        def evaluate(self, resolved: ResolvedBudget, fixed: int,
+                     material: int) -> CompactionEvaluation:
+            return CompactionEvaluation(fixed + material, "below_trigger")
+
+    agent = AgentConfig(system_prompt="s", budget=BudgetConfig(
+        window=2000, output_reserve=200, safety_margin=100))
+    ports: dict[str, Any] = {"model": None, "tools": None, "hooks": NoHooks(),
+                             "estimator": CharEstimator(), "clock": LogicalClock()}
+    first = ReferenceRuntime(agent, **ports)
+    first.ask("q")
+    kept = NeverCompact()
+    assert restore(first.store, agent, **ports, policy=kept).session.policy is kept
+    default = restore(first.store, agent, **ports).session.policy
+    assert isinstance(default, DesignCompactionPolicy)

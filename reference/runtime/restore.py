@@ -34,7 +34,7 @@ from ctxspec.reference.effective import (
     Revision,
     Scope,
 )
-from ctxspec.reference.policy import DesignCompactionPolicy
+from ctxspec.reference.policy import CompactionPolicy, DesignCompactionPolicy
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
@@ -65,17 +65,19 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             hooks: HookPort, estimator: TokenEstimator, clock: Clock, seed: str | None = None,
             crash: CrashPlan | None = None,
             coordinator: CommitCoordinator | None = None,
-            session_id: UUID | None = None) -> ReferenceRuntime:
+            session_id: UUID | None = None,
+            policy: CompactionPolicy | None = None) -> ReferenceRuntime:
     """A new runtime on ``store`` that continues its Session from the stored facts: the
     Session ``session_id``, or the store's only Session when it is None. Nothing of the
     store's other Sessions is read into it, and a Session of another Agent than ``agent`` is
-    refused (``AccessDenied``)."""
+    refused (``AccessDenied``). ``policy``: the CompactionPolicy the runtime was built with (the
+design's default when None), like every other port handed in again (Q222)."""
     session_id = _session_of(store, agent, session_id)
     incarnation = _incarnation(store, session_id)
     facts = _stored_facts(store, session_id)
     session = SessionState(
         agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
-        estimator=estimator, clock=clock, policy=DesignCompactionPolicy(), store=store,
+        estimator=estimator, clock=clock, policy=policy or DesignCompactionPolicy(), store=store,
         coordinator=coordinator or CommitCoordinator(store),
         seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
         stored=facts)
