@@ -98,7 +98,7 @@ from ctxspec.reference.view import (
 
 
 class ContextManager:
-    """Prepares contexts, views and context write sets (§3); never commits."""
+    """Prepares contexts, views and context write sets (§3) and returns them; writes nothing."""
 
     def __init__(self, session: SessionState, *, repository: ContextRepository | None = None,
                  projector: HistoryProjector | None = None) -> None:
