@@ -175,14 +175,21 @@ class ProtocolRepair:
             elif record.tool_calls:
                 self._open = _OpenBatch(record)
             else:
-                out.append(message_from_record(record, ViewKind.ASSISTANT,
-                                               source_run_id=self._run_id))
+                out.append(self._own(record))
         elif kind == "tool_result":
             out.append(message_from_record(record, ViewKind.MARKER, role=MessageRole.SYSTEM,
                                            text=orphan_text(record), keep_call=False,
                                            source_run_id=self._run_id, body=record.text))
         else:
-            out.append(message_from_record(record, source_run_id=self._run_id))
+            out.append(self._own(record))
+
+    def _own(self, record: EffectiveRecord) -> ViewMessage:
+        """The record's own message, kept with its revision (made once, reused by every later
+        projection); a message stamped with another Run than the record's is made afresh."""
+        run_id = self._run_id
+        if run_id is None or run_id.int == record.record.run_id.int:
+            return record.view_message(run_id)
+        return message_from_record(record, source_run_id=run_id)
 
     def close(self, out: list[ViewMessage]) -> UnsettledBatch | None:
         """Emit what is left, or answer :class:`UnsettledBatch` for a live unsettled batch."""
@@ -196,16 +203,14 @@ class ProtocolRepair:
 
     def _emit(self, batch: _OpenBatch, out: list[ViewMessage], *, placeholders: bool) -> None:
         self._open = None
-        out.append(message_from_record(batch.decision, ViewKind.ASSISTANT,
-                                       source_run_id=self._run_id))
+        out.append(self._own(batch.decision))
         # A decision's tool_calls carry the action ordinals 1..n in order (EffectiveRecord
         # checks it), so answering them in that order is the protocol order (CTX-6.1) without
         # sorting the results by the order they completed in.
         for call in batch.decision.tool_calls:
             result = batch.results.get(call.call_id)
             if result is not None:
-                out.append(message_from_record(result, ViewKind.TOOL_RESULT,
-                                               source_run_id=self._run_id))
+                out.append(self._own(result))
             elif placeholders:
                 out.append(ViewMessage(
                     role=MessageRole.TOOL, kind=ViewKind.PLACEHOLDER,

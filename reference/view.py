@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 from uuid import UUID
 
 from pydantic import Field, TypeAdapter, model_validator
@@ -128,6 +128,26 @@ class EffectiveRecord(Contract):
             raise ValueError("only a tool result carries a truncated preview")
         return self
 
+    def view_message(self, run_id: UUID | None = None) -> "ViewMessage":
+        """This revision's own view message (:func:`message_from_record` with nothing
+        overridden), made on first use and kept with the revision, so that every later
+        projection of an unchanged record reuses it (issue #20). ``run_id``, when given, must
+        equal the record's own: one id object shared by the messages of a Run."""
+        memo: ViewMessage | None = self.__dict__.get(_VIEW_MEMO)
+        if memo is None:
+            # A frozen model's fields cannot change, so the message cannot go stale; the memo
+            # is no field (equality, hashing and serialisation ignore it).
+            memo = self.__dict__[_VIEW_MEMO] = message_from_record(self, source_run_id=run_id)
+        return memo
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """A copy without this revision's kept view message: an update makes another
+        revision, whose message is its own."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop(_VIEW_MEMO, None)
+        return copied
+
     @property
     def record_id(self) -> UUID:
         return self.record.record_id
@@ -137,8 +157,21 @@ class EffectiveRecord(Contract):
         return self.record.message_kind
 
 
+_VIEW_MEMO: Final = "_view_message"
+"""The key of a revision's kept view message in the record's ``__dict__``."""
+
+
+class _KeptRendering:
+    """A slot for the rendering a view message keeps once made (:func:`render_request`): a
+    function of its own fields, so not a field (equality, hashing, copies and serialisation
+    ignore it). A warm request of an unchanged history renders nothing again (issue #20)."""
+
+    __slots__ = ("_rendered",)
+    _rendered: "RenderedMessage"
+
+
 @dataclass(frozen=True, slots=True)
-class ViewMessage:
+class ViewMessage(_KeptRendering):
     """One message of a model view, with its provenance.
 
     A slotted dataclass rather than a pydantic model: a projection makes one per record, and
@@ -277,8 +310,16 @@ class RenderedCall:
     arguments: str
 
 
+class _KeptPrompt:
+    """A slot for the prompt message a rendered message keeps once counted
+    (:func:`rendered_estimation`), as :class:`_KeptRendering` keeps a rendering."""
+
+    __slots__ = ("_prompt",)
+    _prompt: PromptMessage
+
+
 @dataclass(frozen=True, slots=True)
-class RenderedMessage:
+class RenderedMessage(_KeptPrompt):
     """One message as the provider receives it: its content with the marks in it, the calls
     an assistant message makes, the call a tool message answers, reasoning only when the
     provider accepts it."""
@@ -344,28 +385,44 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
     adjusted: dict[UUID, ToolCall] = {}
     rendered: list[RenderedMessage] = []
     for message in view.messages:
-        marks: list[Mark] = []
-        if message.text_changed_by:
-            marks.append(text_mark(message))
-        if message.truncation is not None:
-            marks.append(truncation_mark(message.call_id, message.truncation))
         for call in message.tool_calls:
             if call.proposed_arguments is not None:
                 adjusted[call.call_id] = call
         answered = message.call_id if message.role is MessageRole.TOOL else None
-        if answered is not None and answered in adjusted:
-            marks.append(adjustment_mark(adjusted.pop(answered)))
-        content = message.text
-        if marks:
-            content = "\n".join((content, *(mark.text for mark in marks)))
-        rendered.append(RenderedMessage(
-            role=message.role, content=content,
-            tool_calls=tuple(RenderedCall(c.call_id, c.name, c.arguments)
-                             for c in message.tool_calls),
-            tool_call_id=answered,
-            reasoning=message.reasoning if accepts_reasoning else None,
-            marks=tuple(marks)))
+        adjustment = None
+        if adjusted and answered is not None:
+            adjustment = adjusted.pop(answered, None)
+        if adjustment is not None or (accepts_reasoning and message.reasoning is not None):
+            rendered.append(_render(message, answered, adjustment, accepts_reasoning))
+            continue
+        # Otherwise the rendering depends on the message alone: made once, then kept.
+        try:
+            kept = message._rendered
+        except AttributeError:
+            kept = _render(message, answered, None, False)
+            object.__setattr__(message, "_rendered", kept)
+        rendered.append(kept)
     return RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+
+
+def _render(message: ViewMessage, answered: UUID | None, adjustment: ToolCall | None,
+            accepts_reasoning: bool) -> RenderedMessage:
+    """One message as sent: its marks (a changed text, a truncated preview, then the adjusted
+    call it answers) in its content."""
+    marks: list[Mark] = []
+    if message.text_changed_by:
+        marks.append(text_mark(message))
+    if message.truncation is not None:
+        marks.append(truncation_mark(message.call_id, message.truncation))
+    if adjustment is not None:
+        marks.append(adjustment_mark(adjustment))
+    content = message.text
+    if marks:
+        content = "\n".join((content, *(mark.text for mark in marks)))
+    return RenderedMessage(
+        message.role, content,
+        tuple(RenderedCall(c.call_id, c.name, c.arguments) for c in message.tool_calls),
+        answered, message.reasoning if accepts_reasoning else None, tuple(marks))
 
 
 def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[dict[str, Any]]:
@@ -398,15 +455,23 @@ def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> E
 
 def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
     messages = []
-    role_names = _ROLE_NAMES
     for message in request.messages:
-        text = message.content
-        for call in message.tool_calls:
-            text += f"\n{call.name}({call.arguments})"
-        if message.reasoning is not None:
-            text += f"\n{message.reasoning}"
-        messages.append(PromptMessage(role_names[message.role], text))
+        try:
+            prompt = message._prompt
+        except AttributeError:  # not counted before: made once, then kept with the message
+            prompt = _prompt(message)
+            object.__setattr__(message, "_prompt", prompt)
+        messages.append(prompt)
     return EstimationRequest(messages=tuple(messages), tool_schemas=request.tool_schemas)
+
+
+def _prompt(message: RenderedMessage) -> PromptMessage:
+    text = message.content
+    for call in message.tool_calls:
+        text += f"\n{call.name}({call.arguments})"
+    if message.reasoning is not None:
+        text += f"\n{message.reasoning}"
+    return PromptMessage(_ROLE_NAMES[message.role], text)
 
 
 _ROLE_NAMES: Mapping[MessageRole, Role] = MappingProxyType({

@@ -5,7 +5,8 @@ are delivered, claimed but never delivered, or never claimed; whatever a Run did
 carried to the next question (§5); batches settle, or an ended Run leaves one open.
 """
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 import pytest
@@ -13,9 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxspec.reference.contracts import TERMINAL_RUN_STATUSES, InputKind, OperationState
-from ctxspec.reference.history import project_history
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, project_history
 from ctxspec.reference.protocol import repair
-from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
+from ctxspec.reference.view import (
+    EffectiveRecord,
+    ModelView,
+    ViewKind,
+    ViewMessage,
+    estimation_request,
+    render_request,
+)
 from tests.builders import InputFacts, RunFacts, SessionBuilder
 
 ENDED_STATUSES = sorted(TERMINAL_RUN_STATUSES)
@@ -173,3 +181,47 @@ def test_placeholders_report_and_never_change_operation_state(s: Scenario,
                 assert f'"operation_state": "{state.value}"' in message.text
                 assert '"status": "not_executed"' in message.text
     assert states == before
+
+
+class _Fresh:
+    """The scenario's session read back as new records (nothing kept from earlier requests),
+    as a runtime that re-reads the store sees it."""
+
+    def __init__(self, session: SessionBuilder) -> None:
+        self.session = session
+
+    def ended(self, current: RunFacts) -> list[EndedRun]:
+        return [replace(run, final_answer=None if run.final_answer is None
+                        else run.final_answer.model_copy())
+                for run in self.session.ended(current)]
+
+    def placement(self, input_id: UUID) -> InputPlacement:
+        return self.session.placement(input_id)
+
+    def user_inputs(self, run: EndedRun) -> Iterable[InputOccurrence]:
+        return self.session.user_inputs(run)
+
+    def root_records(self, run: EndedRun) -> Iterable[EffectiveRecord]:
+        return [record.model_copy() for record in self.session.root_records(run)]
+
+
+@given(scenarios(), st.integers(0, 3), st.booleans())
+def test_a_later_request_sees_what_a_fresh_read_sees(s: Scenario, earlier_n: int,
+                                                     accepts: bool) -> None:
+    """Issue #20: records and messages keep what was computed for them, so a later request of
+    the same session (another recent_runs, the other reasoning setting) must project, render
+    and estimate exactly what a projection of freshly read records gives."""
+    earlier = project(replace(s, recent_n=earlier_n))
+    render_request(earlier, accepts_reasoning=not accepts)
+    estimation_request(earlier)
+    later = project(s)
+    fresh_source = _Fresh(s.session)
+    fresh = project_history(
+        ended_runs=fresh_source.ended(s.current), recent_runs=s.recent_n, source=fresh_source,
+        current_run_id=s.current.run_id,
+        current_records=[r.model_copy() for r in s.current.records],
+        protected_input_ids=s.protected)
+    assert later == fresh
+    assert render_request(later, accepts_reasoning=accepts) == \
+        render_request(fresh, accepts_reasoning=accepts)
+    assert estimation_request(later) == estimation_request(fresh)

@@ -1,0 +1,96 @@
+"""What a record's revision and a view message keep once computed (issue #20): the kept value
+is the one a fresh computation gives, whatever was computed before, and it is never a field."""
+
+import pytest
+
+from ctxspec.reference.contracts import MessageRole
+from ctxspec.reference.protocol import repair
+from ctxspec.reference.view import (
+    VIEW_ADAPTER,
+    EffectiveRecord,
+    ModelView,
+    ToolCall,
+    ViewKind,
+    ViewMessage,
+    estimation_request,
+    message_from_record,
+    render_request,
+)
+from tests.builders import SessionBuilder, uuid
+
+
+def answered_batch() -> tuple[EffectiveRecord, EffectiveRecord]:
+    """A decision whose one call a hook adjusted, and its result."""
+    session = SessionBuilder()
+    run = session.run()
+    call = ToolCall(call_id=uuid(7), action_ordinal=1, name="read", arguments='{"path": "b"}',
+                    proposed_arguments='{"path": "a"}', adjusted_by=("hook:h1",))
+    decision = session._record(run, MessageRole.ASSISTANT, "assistant", "reading",
+                               tool_calls=(call,))
+    result = session.result(run, call, "contents of b")
+    return decision, result
+
+
+def test_a_revision_keeps_its_own_message_and_a_copy_does_not() -> None:
+    decision, _ = answered_batch()
+    kept = decision.view_message()
+    assert decision.view_message() is kept
+    assert kept == message_from_record(decision)
+    assert decision == decision.model_copy() and hash(decision) == hash(decision.model_copy())
+    edited = decision.model_copy(update={"text": "reading again"})
+    assert edited.view_message().text == "reading again", "a copy kept the old revision's message"
+    assert decision.model_dump() == EffectiveRecord.model_validate(decision.model_dump()
+                                                                   ).model_dump()
+
+
+def test_repair_shows_the_same_messages_every_time() -> None:
+    records = list(answered_batch())
+    first = repair(records, run_ended=True)
+    second = repair(records, run_ended=True)
+    fresh = repair([r.model_copy() for r in records], run_ended=True)
+    assert first == second == fresh
+
+
+ADJUSTMENT = ("[arguments adjusted by hook:h1 before the call ran; the model proposed "
+              '{"path": "a"}]')
+
+
+@pytest.mark.parametrize("cut_first", [True, False])
+def test_the_adjustment_mark_depends_on_the_view_not_on_what_was_rendered_before(
+        cut_first: bool) -> None:
+    """The result is marked where its adjusted call is in view, and bare where the cut starts
+    at the result, whichever of the two was rendered first (its kept rendering is the bare
+    one)."""
+    decision, result = answered_batch()
+    whole = ModelView((decision.view_message(), result.view_message()))
+    cut = ModelView((result.view_message(),))
+    if cut_first:
+        cut_render = render_request(cut)
+        whole_render = render_request(whole)
+    else:
+        whole_render = render_request(whole)
+        cut_render = render_request(cut)
+    assert cut_render.messages[0].content == "contents of b"
+    assert whole_render.messages[1].content == "contents of b\n" + ADJUSTMENT
+    assert estimation_request(whole).messages[1].text == "contents of b\n" + ADJUSTMENT
+    assert estimation_request(whole).messages[0].text == 'reading\nread({"path": "b"})'
+
+
+def test_reasoning_is_sent_only_where_accepted_after_either_rendering() -> None:
+    message = ViewMessage(role=MessageRole.ASSISTANT, kind=ViewKind.ASSISTANT, text="answer",
+                          reasoning="because")
+    view = ModelView((message,))
+    for accepts in (False, True, False, True):
+        sent = render_request(view, accepts_reasoning=accepts).messages[0]
+        assert sent.reasoning == ("because" if accepts else None)
+    assert estimation_request(view).messages[0].text == "answer"
+
+
+def test_a_kept_rendering_is_no_field_of_the_message() -> None:
+    decision, result = answered_batch()
+    view = ModelView((decision.view_message(), result.view_message()))
+    before = VIEW_ADAPTER.dump_json(view)
+    render_request(view)
+    estimation_request(view)
+    assert VIEW_ADAPTER.dump_json(view) == before
+    assert VIEW_ADAPTER.validate_json(before) == view
