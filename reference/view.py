@@ -238,21 +238,26 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
     ``source_run_id``, when given, must equal the record's run_id (a shared id object)."""
     raw = record.record
     if kind is None:
-        try:
-            kind = ViewKind(raw.message_kind)
-        except ValueError:
+        kind = _KINDS.get(raw.message_kind)
+        if kind is None:
             raise ValueError(f"record {raw.record_id} has message_kind {raw.message_kind!r}, "
-                             "which the model view does not know") from None
+                             "which the model view does not know")
+    own = record.text
+    facts = result_facts(own) if kind is ViewKind.TOOL_RESULT and own[:2] == '{"' else None
     # Positional, in the field order: a projection makes one message per record.
     return ViewMessage(
-        role or raw.role, kind, record.text if text is None else text, raw.record_id,
+        role or raw.role, kind, own if text is None else text, raw.record_id,
         raw.origin_input_id, raw.call_id if keep_call else None,
         record.tool_calls if tool_calls is None else tool_calls,
         source_run_id or raw.run_id, None, record.truncation, record.incomplete,
         record.reasoning, record.annotation_source, record.modified_by,
-        record.text if body is None and kind is ViewKind.ANNOTATION else body,
-        text_changed_by=record.text_changed_by if text is None else (),
-        result_facts=result_facts(record.text) if kind is ViewKind.TOOL_RESULT else None)
+        own if body is None and kind is ViewKind.ANNOTATION else body, None, None, None,
+        record.text_changed_by if text is None else (), facts)
+
+
+_KINDS: Final[Mapping[str, ViewKind]] = MappingProxyType({kind.value: kind for kind in ViewKind})
+"""Each record kind's view kind (a dictionary, not the enum's own lookup: a projection asks
+for it once per record)."""
 
 
 def result_facts(text: str) -> dict[str, Any] | None:
@@ -396,9 +401,8 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
             rendered.append(_render(message, answered, adjustment, accepts_reasoning))
             continue
         # Otherwise the rendering depends on the message alone: made once, then kept.
-        try:
-            kept = message._rendered
-        except AttributeError:
+        kept: RenderedMessage | None = getattr(message, "_rendered", None)
+        if kept is None:
             kept = _render(message, answered, None, False)
             object.__setattr__(message, "_rendered", kept)
         rendered.append(kept)
@@ -409,20 +413,20 @@ def _render(message: ViewMessage, answered: UUID | None, adjustment: ToolCall | 
             accepts_reasoning: bool) -> RenderedMessage:
     """One message as sent: its marks (a changed text, a truncated preview, then the adjusted
     call it answers) in its content."""
-    marks: list[Mark] = []
-    if message.text_changed_by:
-        marks.append(text_mark(message))
-    if message.truncation is not None:
-        marks.append(truncation_mark(message.call_id, message.truncation))
-    if adjustment is not None:
-        marks.append(adjustment_mark(adjustment))
+    marks: tuple[Mark, ...] = ()
     content = message.text
-    if marks:
+    if message.text_changed_by or message.truncation is not None or adjustment is not None:
+        marks = tuple(mark for mark in (
+            text_mark(message) if message.text_changed_by else None,
+            None if message.truncation is None else truncation_mark(message.call_id,
+                                                                    message.truncation),
+            None if adjustment is None else adjustment_mark(adjustment)) if mark is not None)
         content = "\n".join((content, *(mark.text for mark in marks)))
+    calls = message.tool_calls
     return RenderedMessage(
         message.role, content,
-        tuple(RenderedCall(c.call_id, c.name, c.arguments) for c in message.tool_calls),
-        answered, message.reasoning if accepts_reasoning else None, tuple(marks))
+        tuple([RenderedCall(c.call_id, c.name, c.arguments) for c in calls]) if calls else (),
+        answered, message.reasoning if accepts_reasoning else None, marks)
 
 
 def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[dict[str, Any]]:
@@ -456,9 +460,8 @@ def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> E
 def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
     messages = []
     for message in request.messages:
-        try:
-            prompt = message._prompt
-        except AttributeError:  # not counted before: made once, then kept with the message
+        prompt: PromptMessage | None = getattr(message, "_prompt", None)
+        if prompt is None:  # not counted before: made once, then kept with the message
             prompt = _prompt(message)
             object.__setattr__(message, "_prompt", prompt)
         messages.append(prompt)
@@ -467,8 +470,8 @@ def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
 
 def _prompt(message: RenderedMessage) -> PromptMessage:
     text = message.content
-    for call in message.tool_calls:
-        text += f"\n{call.name}({call.arguments})"
+    if message.tool_calls:
+        text = "".join((text, *(f"\n{call.name}({call.arguments})" for call in message.tool_calls)))
     if message.reasoning is not None:
         text += f"\n{message.reasoning}"
     return PromptMessage(_ROLE_NAMES[message.role], text)

@@ -296,10 +296,9 @@ def measure_round(runs: list[list[Turn]], budget: ResolvedBudget, floor: Callabl
     the clock starts: reading them is the store's cost (bench_history.py measures it)."""
     times = {"floor": seconds(floor), "trim": seconds(trim)}
     for label, recent in SHAPES:
-        session = Session(runs)
-        once = partial(project, session, recent)
-        times[f"{label}: projection cold"] = seconds(once)
-        times[f"{label}: projection warm"] = seconds(once)
+        projection = partial(project, Session(runs), recent)
+        times[f"{label}: projection cold"] = seconds(projection)
+        times[f"{label}: projection warm"] = seconds(projection)
         once = partial(request, Session(runs), recent, fresh_estimator(), budget)
         times[f"{label}: cold"] = seconds(once)
         times[f"{label}: warm"] = seconds(once)
