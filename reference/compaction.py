@@ -109,8 +109,9 @@ def split_request(parts: RequestParts, estimator: TokenEstimator) -> Split:
     """Separate F and M; nothing counted twice.  CTX-8.26, CTX-8.27, CTX-8.64, CTX-4.18"""
     protected: list[ViewMessage] = []
     material: list[ViewMessage] = []
+    user_ref = ViewKind.USER_REF  # read once: an enum member through its class is slow
     for message in parts.history:  # one pass, no comparison of whole messages
-        is_protected = (message.kind is ViewKind.USER_REF
+        is_protected = (message.kind is user_ref
                         and message.input_id in parts.protected_input_ids)
         (protected if is_protected else material).append(message)
     fixed = (*parts.system, *protected, *parts.hook_increments, *parts.tail)

@@ -42,6 +42,10 @@ from ctxspec.reference.contracts import (
 from ctxspec.reference.protocol import NO_STATES, ProtocolRepair, UnsettledBatch
 from ctxspec.reference.view import EffectiveRecord, ModelView, ViewKind, ViewMessage
 
+_USER_REF = ViewKind.USER_REF
+"""As a module name: an enum member read through its class costs about 0.14 µs on Python 3.11,
+and the projection asks every message of the recent Runs."""
+
 DEFAULT_RECENT_RUNS = 2
 """context.recent_runs when the Agent's release does not set it (CTX-4.1)."""
 
@@ -190,7 +194,7 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
         """De-duplicate the user inputs among the messages appended since ``start``."""
         for index in range(start, len(messages)):
             message = messages[index]
-            if message.kind is ViewKind.USER_REF and message.input_id is not None:
+            if message.kind is _USER_REF and message.input_id is not None:
                 messages[index] = dedup.place(message, source.placement(message.input_id))
 
     for run in older:

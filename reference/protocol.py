@@ -111,8 +111,8 @@ class _OpenBatch:
         self.pending = {call.call_id.int: call for call in decision.tool_calls}
         """The calls still without a result, by the integer of their id: a UUID hashes and
         compares in Python, an int in C, and a projection looks up every result."""
-        self.results: dict[UUID, EffectiveRecord] = {}
-        """Each answered call's result, keyed by the decision's own call id object."""
+        self.results: dict[int, EffectiveRecord] = {}
+        """Each answered call's result, by the integer of its call id."""
         self.held: tuple[EffectiveRecord, ...] = ()
         """Records that arrived while the batch was open; shown after it, so nothing splits
         it. Rare, so a tuple that grows instead of a list made for every decision."""
@@ -120,15 +120,17 @@ class _OpenBatch:
     def answer(self, record: EffectiveRecord) -> bool:
         """Take ``record`` as the result of one of the calls still pending, if it is one."""
         call_id = record.record.call_id
-        call = None if call_id is None else self.pending.pop(call_id.int, None)
-        if call is None:
+        if call_id is None:
             return False
-        self.results[call.call_id] = record
+        key = call_id.int
+        if self.pending.pop(key, None) is None:
+            return False
+        self.results[key] = record
         return True
 
     def missing(self) -> tuple[UUID, ...]:
         return tuple(call.call_id for call in self.decision.tool_calls
-                     if call.call_id not in self.results)
+                     if call.call_id.int not in self.results)
 
 
 class ProtocolRepair:
@@ -147,6 +149,7 @@ class ProtocolRepair:
         self._run_id = run_id
         """The Run whose context this is, stamped as every message's source (one shared id
         object instead of one per record: a view of 100k messages keeps them all alive)."""
+        self._run_int = None if run_id is None else run_id.int
         self._open: _OpenBatch | None = None
 
     def feed(self, record: EffectiveRecord, out: list[ViewMessage]) -> None:
@@ -186,10 +189,10 @@ class ProtocolRepair:
     def _own(self, record: EffectiveRecord) -> ViewMessage:
         """The record's own message, kept with its revision (made once, reused by every later
         projection); a message stamped with another Run than the record's is made afresh."""
-        run_id = self._run_id
-        if run_id is None or run_id.int == record.record.run_id.int:
-            return record.view_message(run_id)
-        return message_from_record(record, source_run_id=run_id)
+        run_int = self._run_int
+        if run_int is None or run_int == record.record.run_id.int:
+            return record.view_message(self._run_id)
+        return message_from_record(record, source_run_id=self._run_id)
 
     def close(self, out: list[ViewMessage]) -> UnsettledBatch | None:
         """Emit what is left, or answer :class:`UnsettledBatch` for a live unsettled batch."""
@@ -207,8 +210,9 @@ class ProtocolRepair:
         # A decision's tool_calls carry the action ordinals 1..n in order (EffectiveRecord
         # checks it), so answering them in that order is the protocol order (CTX-6.1) without
         # sorting the results by the order they completed in.
+        results = batch.results
         for call in batch.decision.tool_calls:
-            result = batch.results.get(call.call_id)
+            result = results.get(call.call_id.int)
             if result is not None:
                 out.append(self._own(result))
             elif placeholders:

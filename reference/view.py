@@ -243,7 +243,7 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
             raise ValueError(f"record {raw.record_id} has message_kind {raw.message_kind!r}, "
                              "which the model view does not know")
     own = record.text
-    facts = result_facts(own) if kind is ViewKind.TOOL_RESULT and own[:2] == '{"' else None
+    facts = result_facts(own) if kind is _TOOL_RESULT and own[:2] == '{"' else None
     # Positional, in the field order: a projection makes one message per record.
     return ViewMessage(
         role or raw.role, kind, own if text is None else text, raw.record_id,
@@ -251,9 +251,15 @@ def message_from_record(record: EffectiveRecord, kind: ViewKind | None = None, *
         record.tool_calls if tool_calls is None else tool_calls,
         source_run_id or raw.run_id, None, record.truncation, record.incomplete,
         record.reasoning, record.annotation_source, record.modified_by,
-        own if body is None and kind is ViewKind.ANNOTATION else body, None, None, None,
+        own if body is None and kind is _ANNOTATION else body, None, None, None,
         record.text_changed_by if text is None else (), facts)
 
+
+_TOOL_RESULT: Final = ViewKind.TOOL_RESULT
+_ANNOTATION: Final = ViewKind.ANNOTATION
+_TOOL: Final = MessageRole.TOOL
+"""Members read once per message, as module names: reading an enum member through its class
+costs about 0.14 µs on Python 3.11 (a projection and a request read several per message)."""
 
 _KINDS: Final[Mapping[str, ViewKind]] = MappingProxyType({kind.value: kind for kind in ViewKind})
 """Each record kind's view kind (a dictionary, not the enum's own lookup: a projection asks
@@ -393,7 +399,7 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
         for call in message.tool_calls:
             if call.proposed_arguments is not None:
                 adjusted[call.call_id] = call
-        answered = message.call_id if message.role is MessageRole.TOOL else None
+        answered = message.call_id if message.role is _TOOL else None
         adjustment = None
         if adjusted and answered is not None:
             adjustment = adjusted.pop(answered, None)

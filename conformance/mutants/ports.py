@@ -115,7 +115,7 @@ class _CommitOrderRepair(protocol.ProtocolRepair):
                 role=MessageRole.TOOL, kind=ViewKind.PLACEHOLDER,
                 text=protocol.placeholder_text(call, self._call_states.get(call.call_id)),
                 call_id=call.call_id, source_run_id=self._run_id or batch.decision.record.run_id)
-                for call in batch.decision.tool_calls if call.call_id not in batch.results)
+                for call in batch.decision.tool_calls if call.call_id.int not in batch.results)
         for held in batch.held:
             self.feed(held, out)
 
