@@ -30,6 +30,7 @@ from ctxspec.reference.contracts import (
     PayloadRef,
     Seq,
 )
+from ctxspec.reference.quick_init import quick_init
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 
@@ -167,9 +168,10 @@ class _KeptRendering:
     ignore it). A warm request of an unchanged history renders nothing again (issue #20)."""
 
     __slots__ = ("_rendered",)
-    _rendered: "RenderedMessage"
+    _rendered: "RenderedMessage | None"
 
 
+@quick_init("_rendered")
 @dataclass(frozen=True, slots=True)
 class ViewMessage(_KeptRendering):
     """One message of a model view, with its provenance.
@@ -326,9 +328,10 @@ class _KeptPrompt:
     (:func:`rendered_estimation`), as :class:`_KeptRendering` keeps a rendering."""
 
     __slots__ = ("_prompt",)
-    _prompt: PromptMessage
+    _prompt: PromptMessage | None
 
 
+@quick_init("_prompt")
 @dataclass(frozen=True, slots=True)
 class RenderedMessage(_KeptPrompt):
     """One message as the provider receives it: its content with the marks in it, the calls
