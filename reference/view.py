@@ -163,15 +163,17 @@ _VIEW_MEMO: Final = "_view_message"
 
 
 class _KeptRendering:
-    """A slot for the rendering a view message keeps once made (:func:`render_request`): a
-    function of its own fields, so not a field (equality, hashing, copies and serialisation
-    ignore it). A warm request of an unchanged history renders nothing again (issue #20)."""
+    """Slots for what a view message keeps once made: its rendering (:func:`render_request`)
+    and the prompt message it is counted as (:func:`estimation_request`). Both are functions
+    of its own fields, so they are no fields (equality, hashing, copies and serialisation
+    ignore them). A warm request of an unchanged history renders nothing again (issue #20)."""
 
-    __slots__ = ("_rendered",)
+    __slots__ = ("_prompt", "_rendered")
     _rendered: "RenderedMessage | None"
+    _prompt: PromptMessage | None
 
 
-@quick_init("_rendered")
+@quick_init("_rendered", "_prompt")
 @dataclass(frozen=True, slots=True)
 class ViewMessage(_KeptRendering):
     """One message of a model view, with its provenance.
@@ -422,20 +424,25 @@ def _render(message: ViewMessage, answered: UUID | None, adjustment: ToolCall | 
             accepts_reasoning: bool) -> RenderedMessage:
     """One message as sent: its marks (a changed text, a truncated preview, then the adjusted
     call it answers) in its content."""
-    marks: tuple[Mark, ...] = ()
-    content = message.text
-    if message.text_changed_by or message.truncation is not None or adjustment is not None:
-        marks = tuple(mark for mark in (
-            text_mark(message) if message.text_changed_by else None,
-            None if message.truncation is None else truncation_mark(message.call_id,
-                                                                    message.truncation),
-            None if adjustment is None else adjustment_mark(adjustment)) if mark is not None)
-        content = "\n".join((content, *(mark.text for mark in marks)))
+    content, marks = _content(message, adjustment)
     calls = message.tool_calls
     return RenderedMessage(
         message.role, content,
         tuple([RenderedCall(c.call_id, c.name, c.arguments) for c in calls]) if calls else (),
         answered, message.reasoning if accepts_reasoning else None, marks)
+
+
+def _content(message: ViewMessage, adjustment: ToolCall | None) -> tuple[str, tuple[Mark, ...]]:
+    """A message's content as sent and the marks in it (one place for both the rendering and
+    the estimate)."""
+    if not message.text_changed_by and message.truncation is None and adjustment is None:
+        return message.text, ()
+    marks = tuple(mark for mark in (
+        text_mark(message) if message.text_changed_by else None,
+        None if message.truncation is None else truncation_mark(message.call_id,
+                                                                message.truncation),
+        None if adjustment is None else adjustment_mark(adjustment)) if mark is not None)
+    return "\n".join((message.text, *(mark.text for mark in marks))), marks
 
 
 def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[dict[str, Any]]:
@@ -458,15 +465,47 @@ def render_chat_messages(view: ModelView, *, accepts_reasoning: bool) -> list[di
 
 def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> EstimationRequest:
     """The whole request as the TokenEstimator port counts it (§7: system, tools, messages):
-    what the adapter sends (:func:`render_request`), marks included.
+    what the adapter sends, marks included — the same as ``rendered_estimation(
+    render_request(view, tool_schemas))``, without building the rendered messages.
 
     Tool calls are counted with their arguments as part of the assistant message's text, since
-    they are sent with it.
+    they are sent with it. A message keeps the prompt message it is counted as, unless an
+    adjustment mark makes it depend on the view (the answer to an adjusted call).
     """
-    return rendered_estimation(render_request(view, tool_schemas))
+    adjusted: dict[UUID, ToolCall] = {}
+    messages: list[PromptMessage] = []
+    for message in view.messages:
+        for call in message.tool_calls:
+            if call.proposed_arguments is not None:
+                adjusted[call.call_id] = call
+        adjustment = None
+        if adjusted and message.role is _TOOL and message.call_id is not None:
+            adjustment = adjusted.pop(message.call_id, None)
+        if adjustment is not None:
+            messages.append(_counted(message, adjustment))
+            continue
+        prompt: PromptMessage | None = getattr(message, "_prompt", None)
+        if prompt is None:  # not counted before: made once, then kept with the message
+            prompt = _counted(message, None)
+            object.__setattr__(message, "_prompt", prompt)
+        messages.append(prompt)
+    return EstimationRequest(messages=tuple(messages), tool_schemas=tool_schemas)
+
+
+def _counted(message: ViewMessage, adjustment: ToolCall | None) -> PromptMessage:
+    """What one view message is counted as: its content as sent, then its calls (reasoning
+    is never sent to the estimate's provider-neutral request, as :func:`render_request`
+    leaves it out by default)."""
+    text = _content(message, adjustment)[0]
+    if message.tool_calls:
+        text = "".join((text, *(f"\n{call.name}({call.arguments})"
+                                for call in message.tool_calls)))
+    return PromptMessage(_ROLE_NAMES[message.role], text)
 
 
 def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
+    """A rendered request as the TokenEstimator port counts it: each message's content, its
+    calls and the reasoning sent with it."""
     messages = []
     for message in request.messages:
         prompt: PromptMessage | None = getattr(message, "_prompt", None)

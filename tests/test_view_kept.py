@@ -2,6 +2,8 @@
 is the one a fresh computation gives, whatever was computed before, and it is never a field."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.protocol import repair
@@ -10,13 +12,15 @@ from ctxspec.reference.view import (
     EffectiveRecord,
     ModelView,
     ToolCall,
+    Truncation,
     ViewKind,
     ViewMessage,
     estimation_request,
     message_from_record,
     render_request,
+    rendered_estimation,
 )
-from tests.builders import SessionBuilder, uuid
+from tests.builders import SessionBuilder, ref, uuid
 
 
 def answered_batch() -> tuple[EffectiveRecord, EffectiveRecord]:
@@ -94,3 +98,44 @@ def test_a_kept_rendering_is_no_field_of_the_message() -> None:
     estimation_request(view)
     assert VIEW_ADAPTER.dump_json(view) == before
     assert VIEW_ADAPTER.validate_json(before) == view
+
+
+def _call(n: int, ordinal: int, adjusted: bool) -> ToolCall:
+    return ToolCall(call_id=uuid(n), action_ordinal=ordinal, name=f"tool{n}",
+                    arguments=f'{{"n": {n}}}',
+                    proposed_arguments='{"n": 0}' if adjusted else None,
+                    adjusted_by=("hook:h",) if adjusted else ())
+
+
+@st.composite
+def view_messages(draw: st.DrawFn) -> ViewMessage:
+    """A message of any role that may carry what the adapter marks: an edited text, a
+    truncated preview, calls (some adjusted), an answered call, reasoning."""
+    role = draw(st.sampled_from(list(MessageRole)))
+    first = draw(st.integers(1, 4))
+    calls = tuple(_call(first + i, i + 1, draw(st.booleans()))
+                  for i in range(draw(st.integers(0, 2))))
+    return ViewMessage(
+        role=role, kind=draw(st.sampled_from(list(ViewKind))), text=draw(st.text(max_size=8)),
+        call_id=uuid(draw(st.integers(1, 5))) if draw(st.booleans()) else None,
+        tool_calls=calls,
+        truncation=Truncation(from_char=0, through_char=2, total_chars=9,
+                              result_ref=ref("body")) if draw(st.booleans()) else None,
+        reasoning=draw(st.none() | st.text(max_size=4)),
+        text_changed_by=("hook:edit",) if draw(st.booleans()) else ())
+
+
+@given(st.lists(view_messages(), max_size=8), st.lists(st.integers(0, 7), max_size=12),
+       st.booleans())
+def test_the_estimate_counts_what_the_adapter_sends(
+        pool: list[ViewMessage], order: list[int], accepts: bool) -> None:
+    """estimation_request gives the prompt messages of the rendered request (marks included,
+    reasoning left out), whatever the messages kept from the views they were in before."""
+    if not pool:
+        return
+    views = [ModelView(tuple(pool[i % len(pool)] for i in order)), ModelView(tuple(pool)),
+             ModelView(tuple(reversed(pool)))]
+    for view in views:
+        render_request(view, accepts_reasoning=accepts)
+        assert estimation_request(view, ("schema",)) == rendered_estimation(
+            render_request(view, ("schema",)))

@@ -7,9 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
-from ctxspec.reference import protocol, view
+from ctxspec.reference import compaction, protocol, view
 from ctxspec.reference.contracts import OperationState
-from ctxspec.reference.runtime import compaction_service, node_driver
+from ctxspec.reference.runtime import compaction_service, context_manager, node_driver
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.view import RenderedRequest
 
@@ -47,11 +47,21 @@ def _never_started_unknown(original: Callable[..., str]) -> Callable[..., str]:
     return text
 
 
+def _counted_as_rendered(original: Callable[..., Any]) -> Callable[..., Any]:
+    def estimation(model_view: Any, tool_schemas: tuple[str, ...] = ()) -> Any:
+        # The estimate counts what this wrong adapter renders (the reference counts the same
+        # text without building the rendering, view.estimation_request).
+        return view.rendered_estimation(view.render_request(model_view, tool_schemas))
+    return estimation
+
+
 def _patches(kind: str) -> tuple[Patch, ...]:
-    # The view module's own estimation and the runtime's request both go through the adapter.
+    # The runtime's request goes through the adapter, and so does every estimate of one.
     return (Patch(view, "render_request", _without(kind)),
             Patch(node_driver, "render_request", _without(kind)),
-            Patch(compaction_service, "render_request", _without(kind)))
+            Patch(compaction_service, "render_request", _without(kind)),
+            *(Patch(module, "estimation_request", _counted_as_rendered)
+              for module in (view, compaction, context_manager, node_driver)))
 
 
 MUTANTS = (
