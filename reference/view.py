@@ -496,7 +496,9 @@ def _counted(message: ViewMessage, adjustment: ToolCall | None) -> PromptMessage
     """What one view message is counted as: its content as sent, then its calls (reasoning
     is never sent to the estimate's provider-neutral request, as :func:`render_request`
     leaves it out by default)."""
-    text = _content(message, adjustment)[0]
+    text = message.text  # most messages carry no mark: no call for them
+    if message.text_changed_by or message.truncation is not None or adjustment is not None:
+        text = _content(message, adjustment)[0]
     if message.tool_calls:
         text = "".join((text, *(f"\n{call.name}({call.arguments})"
                                 for call in message.tool_calls)))

@@ -10,6 +10,7 @@ import pytest
 
 from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.quick_init import quick_init
+from ctxspec.reference.tokens import PROMPT_MESSAGE_ADAPTER, PromptMessage
 from ctxspec.reference.view import VIEW_ADAPTER, ModelView, RenderedMessage, ViewKind, ViewMessage
 
 
@@ -22,7 +23,7 @@ def plain_twin(cls: type) -> type:
          for f in dataclasses.fields(cls)], frozen=True, slots=True)
 
 
-@pytest.mark.parametrize("cls", [ViewMessage, RenderedMessage])
+@pytest.mark.parametrize("cls", [ViewMessage, RenderedMessage, PromptMessage])
 def test_the_signature_is_the_dataclasss_own(cls: type) -> None:
     assert inspect.signature(cls) == inspect.signature(plain_twin(cls))
 
@@ -60,3 +61,10 @@ def test_only_a_frozen_slotted_dataclass_of_plain_fields_is_accepted() -> None:
     for cls in (NoSlots, Factory):
         with pytest.raises(TypeError):
             quick_init()(cls)
+
+
+def test_a_prompt_message_is_still_validated_from_outside() -> None:
+    assert PROMPT_MESSAGE_ADAPTER.validate_python({"role": "user", "text": "hi"}) == \
+        PromptMessage("user", "hi")
+    with pytest.raises(ValueError):
+        PROMPT_MESSAGE_ADAPTER.validate_python({"role": "user", "text": "hi", "extra": 1})
