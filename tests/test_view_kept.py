@@ -43,8 +43,7 @@ def test_a_revision_keeps_its_own_message_and_a_copy_does_not() -> None:
     assert decision == decision.model_copy() and hash(decision) == hash(decision.model_copy())
     edited = decision.model_copy(update={"text": "reading again"})
     assert edited.view_message().text == "reading again", "a copy kept the old revision's message"
-    assert decision.model_dump() == EffectiveRecord.model_validate(decision.model_dump()
-                                                                   ).model_dump()
+    assert set(decision.model_dump()) == set(EffectiveRecord.model_fields), "the memo is no field"
 
 
 def test_repair_shows_the_same_messages_every_time() -> None:
