@@ -54,8 +54,6 @@ from typing import Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ctxspec.reference.quick_init import quick_init
-
 __all__ = [
     "MESSAGE_OVERHEAD",
     "PROMPT_MESSAGE_ADAPTER",
@@ -82,7 +80,6 @@ Accuracy = Literal["tokenizer", "estimated"]
 # --------------------------------------------------------------------------------------------
 
 
-@quick_init()
 @dataclass(frozen=True, slots=True)
 class PromptMessage:
     """One chat message of a request to be estimated (§7: the whole final request).

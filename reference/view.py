@@ -30,7 +30,6 @@ from ctxspec.reference.contracts import (
     PayloadRef,
     Seq,
 )
-from ctxspec.reference.quick_init import quick_init
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 
@@ -173,7 +172,6 @@ class _KeptRendering:
     _prompt: PromptMessage | None
 
 
-@quick_init("_rendered", "_prompt")
 @dataclass(frozen=True, slots=True)
 class ViewMessage(_KeptRendering):
     """One message of a model view, with its provenance.
@@ -333,7 +331,6 @@ class _KeptPrompt:
     _prompt: PromptMessage | None
 
 
-@quick_init("_prompt")
 @dataclass(frozen=True, slots=True)
 class RenderedMessage(_KeptPrompt):
     """One message as the provider receives it: its content with the marks in it, the calls
