@@ -114,11 +114,42 @@ def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) ->
     return trace
 
 
+class Baselines:
+    """The uncrashed traces of one driver factory within one suite run, by baseline scenario.
+
+    Hundreds of relational cases (the crash matrices) share a handful of baselines: each case
+    still runs its own scenario on its own fresh driver, and is judged against the trace the
+    same factory gave for its baseline the first time it ran in this suite run, instead of
+    running that baseline again (the same scenario on a fresh driver of the same factory).
+    Only a baseline that ran through is kept: one that failed or raised is run again by the
+    next case, which reports it itself. Each case reads its own copy (parsed from the kept
+    JSON), so no case can change what another is judged against."""
+
+    def __init__(self, factory: DriverFactory) -> None:
+        self.factory = factory
+        self._kept: dict[str, str] = {}
+
+    def trace(self, scenario: Mapping[str, Any]) -> Trace:
+        try:
+            key = json.dumps(scenario, sort_keys=True)
+        except (TypeError, ValueError):  # not a JSON document: nothing to key it by
+            return scenario_trace(self.factory(), scenario)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = json.dumps(scenario_trace(self.factory(), scenario))
+            self._kept[key] = kept
+        trace: Trace = json.loads(kept)
+        return trace
+
+
 def run_case(case: Case, factory: DriverFactory,
-             probes: Mapping[str, ProbeResult] | None = None) -> CaseResult:
+             probes: Mapping[str, ProbeResult] | None = None,
+             baselines: Baselines | None = None) -> CaseResult:
     """One case on a fresh driver. ``probes`` (from :func:`confirm_capabilities`): a case that
     needs a declared capability its probe did not confirm still runs, and if it does not pass
-    its detail says so (the probe's own words are reported once, before the cases)."""
+    its detail says so (the probe's own words are reported once, before the cases).
+    ``baselines`` (of the same ``factory``): a relational case's baseline trace is taken from
+    there, run once per suite run; without it the baseline runs for this case alone."""
     began = time.perf_counter()
 
     def result(status: Status, detail: str) -> CaseResult:
@@ -136,7 +167,9 @@ def run_case(case: Case, factory: DriverFactory,
                      for need in case.needs})
     unconfirmed = [need for need in probed if probes is not None
                    and need in probes and probes[need].status == "not_confirmed"]
-    judged = _judge(case, factory, driver, result)
+    if baselines is None or baselines.factory is not factory:
+        baselines = Baselines(factory)
+    judged = _judge(case, baselines, driver, result)
     if unconfirmed and judged.status != "passed":
         # The probe's verdict is reported once, at the top; the case still shows what it saw.
         return replace(judged, detail=f"{judged.detail}\n(the driver declares "
@@ -145,12 +178,12 @@ def run_case(case: Case, factory: DriverFactory,
     return judged
 
 
-def _judge(case: Case, factory: DriverFactory, driver: Driver | StdioDriver,
+def _judge(case: Case, baselines: Baselines, driver: Driver | StdioDriver,
            result: Callable[[Status, str], CaseResult]) -> CaseResult:
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
-        baseline = None if case.baseline is None else scenario_trace(factory(), case.baseline)
+        baseline = None if case.baseline is None else baselines.trace(case.baseline)
         trace = scenario_trace(driver, case.scenario)
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
@@ -237,8 +270,11 @@ def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
 
 def run_suite(cases: Iterable[Case], factory: DriverFactory,
               probes: Mapping[str, ProbeResult] | None = None) -> Iterator[CaseResult]:
+    """Each case on a fresh driver; the relational cases' baselines run once each
+    (:class:`Baselines`)."""
+    baselines = Baselines(factory)
     for case in cases:
-        yield run_case(case, factory, probes)
+        yield run_case(case, factory, probes, baselines)
 
 
 _WORKER: dict[str, Any] = {}
@@ -258,11 +294,13 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
         def factory() -> StdioDriver:
             return connected
     from ctxspec.conformance.cases import by_id
-    _WORKER.update(factory=factory, probes=probes, cases={c.id: c for c in by_id(None)})
+    _WORKER.update(factory=factory, probes=probes, cases={c.id: c for c in by_id(None)},
+                   baselines=Baselines(factory))
 
 
 def _run_in_worker(case_id: str) -> tuple[str, Status, str, float]:
-    result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"])
+    result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"],
+                      _WORKER["baselines"])
     return case_id, result.status, result.detail, result.seconds
 
 
@@ -294,6 +332,6 @@ def load_factory(spec: str | None) -> DriverFactory:
     return cast(DriverFactory, factory)
 
 
-__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "confirm_capabilities",
-           "load_factory", "run_case", "run_suite", "run_suite_in_processes", "scenario_trace",
-           "write_reports"]
+__all__ = ["SUITE_VERSION", "Baselines", "CaseResult", "DriverFactory", "ReportLine",
+           "confirm_capabilities", "load_factory", "run_case", "run_suite",
+           "run_suite_in_processes", "scenario_trace", "write_reports"]

@@ -1,0 +1,104 @@
+"""A suite run shares the relational cases' baselines (conformance/harness.py ``Baselines``,
+issue #20): each distinct baseline runs once per suite run, yet every case is judged exactly
+as when it runs alone — its own scenario on its own fresh driver, against its own copy of the
+uncrashed trace — and a baseline that broke is never kept."""
+
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from ctxspec.conformance.case import Trace
+from ctxspec.conformance.cases import by_id
+from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.harness import Baselines, run_case, run_suite, scenario_trace
+
+CHOSEN = ("CRASH-TOOLS-REQUEST_FROZEN-1-AFTER", "CRASH-TOOLS-TOOL_STARTED-2-BEFORE",
+          "CRASH-RUNS-INPUT_ACCEPTED-3-AFTER", "CRASH-RUNS-FIRST_OUTPUT-1-BEFORE",
+          "ROW-02", "CRASH-TOOLS-RUN_FINALISED-1-BEFORE")
+"""Crash cases of two worked examples (three and two of them) around a case without a
+baseline."""
+
+
+class Counting:
+    """A factory of reference drivers that counts the scenarios they run without a crash."""
+
+    def __init__(self) -> None:
+        self.uncrashed: Counter[str] = Counter()
+
+    def __call__(self) -> ReferenceDriver:
+        uncrashed = self.uncrashed
+
+        class Driver(ReferenceDriver):
+            def configure(self, scenario: Any, ports: Any) -> None:
+                if scenario.crash is None:
+                    uncrashed[scenario.name] += 1
+                super().configure(scenario, ports)
+
+        return Driver()
+
+
+def test_a_suite_run_runs_each_baseline_once_and_judges_each_case_as_alone() -> None:
+    cases = by_id(CHOSEN)
+    alone = [run_case(case, ReferenceDriver) for case in cases]
+    counting = Counting()
+    together = list(run_suite(cases, counting))
+    assert [(r.case.id, r.status, r.detail) for r in together] == [
+        (r.case.id, r.status, r.detail) for r in alone]
+    assert all(r.status == "passed" for r in together)
+    # Two baselines (tool-batch-hook, supplements-across-runs) run once each; ROW-02 runs its
+    # own scenario, which has no crash, once.
+    assert counting.uncrashed == Counter({"tool-batch-hook": 1, "supplements-across-runs": 1,
+                                          **{by_id(["ROW-02"])[0].scenario["name"]: 1}})
+
+
+def test_each_case_reads_its_own_copy_of_the_baseline() -> None:
+    [first, second] = [c for c in CRASH_MATRIX if c.id.startswith("CRASH-TOOLS-SESSION_OPENED")]
+
+    def spoils(crashed: Trace, uncrashed: Trace) -> None:
+        uncrashed.clear()  # a case's own reading cannot reach the next case's baseline
+
+    baselines = Baselines(ReferenceDriver)
+    spoiler = replace(first, compare=spoils)
+    assert run_case(spoiler, ReferenceDriver, baselines=baselines).status == "passed"
+    assert run_case(second, ReferenceDriver, baselines=baselines).detail == ""
+
+
+def test_a_baseline_that_broke_is_not_kept() -> None:
+    # The first baseline run raises: that case reports the error, the next runs it again.
+    broken = {"left": 1}
+
+    class BreaksOnce(ReferenceDriver):
+        def configure(self, scenario: Any, ports: Any) -> None:
+            if scenario.crash is None and broken["left"]:
+                broken["left"] -= 1
+                raise RuntimeError("the runtime fell over")
+            super().configure(scenario, ports)
+
+    cases = [c for c in CRASH_MATRIX if c.id.startswith("CRASH-TOOLS-SESSION_OPENED")]
+    results = list(run_suite(cases, BreaksOnce))
+    assert [r.status for r in results] == ["error", "passed"]
+    assert "the runtime fell over" in results[0].detail
+
+
+def test_another_factory_gets_its_own_baselines() -> None:
+    # A case run with a factory other than the one the baselines were taken from runs its own.
+    [case] = by_id(["CRASH-TOOLS-REQUEST_FROZEN-1-AFTER"])
+    counting = Counting()
+    baselines = Baselines(ReferenceDriver)
+    assert run_case(case, ReferenceDriver, baselines=baselines).status == "passed"
+    assert run_case(case, counting, baselines=baselines).status == "passed"
+    assert counting.uncrashed == Counter({"tool-batch-hook": 1})
+
+
+def test_every_case_is_judged_against_the_baseline_a_fresh_driver_gives() -> None:
+    cases = [c for c in CRASH_MATRIX if c.id.startswith("CRASH-TOOLS-SESSION_OPENED")]
+    seen: list[Trace] = []
+
+    def records(crashed: Trace, uncrashed: Trace) -> None:
+        seen.append(uncrashed)
+
+    results = list(run_suite([replace(c, compare=records) for c in cases], ReferenceDriver))
+    assert [r.status for r in results] == ["passed", "passed"]
+    fresh = scenario_trace(ReferenceDriver(), cases[0].baseline or {})
+    assert seen == [fresh, fresh]
