@@ -22,6 +22,7 @@ Raw records, protected inputs and protocol links are never written by a mutation
 changes touch overrides only, annotations are new records.
 """
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,12 @@ class RawRecord:
     @property
     def record_id(self) -> UUID:
         return self.record.record_id
+
+    @functools.cached_property
+    def content_digest(self) -> str:
+        """:func:`content_digest` of the raw content, computed once per record: every revision's
+        manifest names it for each record no override touches (issue #20)."""
+        return content_digest(self.content)
 
 
 @dataclass(frozen=True)
@@ -175,14 +182,28 @@ def effective_content(state: ContextState, record_id: UUID,
     raw = state.record(record_id)
     if raw is None or raw.record.context_seq > rev.record_watermark:
         raise KeyError(f"record {record_id} is not in revision {rev.revision}")
-    content: dict[str, JSON] = dict(raw.content)
-    keys = sorted((key for rid, key in rev.overrides if rid == record_id),
-                  key=lambda k: (len(split(k)[1]), k))
-    for key in keys:
+    return _overridden(raw.content, {key: o for (rid, key), o in rev.overrides.items()
+                                     if rid == record_id})
+
+
+def _overridden(content: Mapping[str, JSON], overrides: Mapping[str, Override]
+                ) -> dict[str, JSON]:
+    """``content`` with a record's overrides (field key → override) applied from the outermost
+    field inwards."""
+    result: dict[str, JSON] = dict(content)
+    for key in sorted(overrides, key=lambda k: (len(split(k)[1]), k)):
         root, names = split(key)
-        override = rev.overrides[(record_id, key)].value
-        content = with_value(content, (root, *names), override)
-    return content
+        result = with_value(result, (root, *names), overrides[key].value)
+    return result
+
+
+def _by_record(overrides: Mapping[tuple[UUID, str], Override]
+               ) -> dict[UUID, dict[str, Override]]:
+    """A revision's overrides grouped by record (one pass, instead of one per record)."""
+    grouped: dict[UUID, dict[str, Override]] = {}
+    for (record_id, key), override in overrides.items():
+        grouped.setdefault(record_id, {})[key] = override
+    return grouped
 
 
 def field_value(state: ContextState, record_id: UUID, field_key: str,
@@ -204,18 +225,23 @@ class ManifestEntry:
 
 def manifest(state: ContextState, revision: int | None = None) -> tuple[ManifestEntry, ...]:
     """The revision's manifest: every visible record's effective content reference and sources
-    (CTX-3.25, CTX-3.28, CTX-3.64)."""
+    (CTX-3.25, CTX-3.28, CTX-3.64). A record no override touches has its raw content's digest,
+    computed once per record (a manifest per revision, issue #20)."""
     rev = state.head if revision is None else state.revision(revision)
+    by_record = _by_record(rev.overrides)
     entries = []
     for raw in state.records:
         if raw.record.context_seq > rev.record_watermark:
             break
-        modified = {key: o.mutation_id for (rid, key), o in rev.overrides.items()
-                    if rid == raw.record_id}
+        mine = by_record.get(raw.record_id)
+        if mine is None:
+            entries.append(ManifestEntry(raw.record_id, raw.record.context_seq,
+                                         raw.content_digest, {}, raw.source))
+            continue
         entries.append(ManifestEntry(raw.record_id, raw.record.context_seq,
-                                     content_digest(effective_content(state, raw.record_id,
-                                                                      rev.revision)),
-                                     modified, raw.source))
+                                     content_digest(_overridden(raw.content, mine)),
+                                     {key: o.mutation_id for key, o in mine.items()},
+                                     raw.source))
     return tuple(entries)
 
 
@@ -225,8 +251,8 @@ def effective_records(state: ContextState, revision: int | None = None) -> list[
     rev = state.head if revision is None else state.revision(revision)
     sources = {mutation_id: f"{m.source_kind.value}:{m.source_ref}"
                for mutation_id, m in state.mutations.items()}
-    return [effective_record(raw, {key: o for (rid, key), o in rev.overrides.items()
-                                   if rid == raw.record_id}, sources)
+    by_record = _by_record(rev.overrides)
+    return [effective_record(raw, by_record.get(raw.record_id, {}), sources)
             for raw in state.records if raw.record.context_seq <= rev.record_watermark]
 
 
@@ -236,10 +262,7 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
     tool calls with their effective arguments (and, where a change made them differ, the
     model's own and the change's sources: §2, §6), the mutations behind it, an annotation's
     source. A store that pages records applies this per record."""
-    content: dict[str, JSON] = dict(raw.content)
-    for key in sorted(overrides, key=lambda k: (len(split(k)[1]), k)):
-        root, names = split(key)
-        content = with_value(content, (root, *names), overrides[key].value)
+    content = _overridden(raw.content, overrides)
     calls = []
     for root, value in content.items():
         if root.startswith("tool_call:") and isinstance(value, dict):
