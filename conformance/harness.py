@@ -121,25 +121,30 @@ class Baselines:
     still runs its own scenario on its own fresh driver, and is judged against the trace the
     same factory gave for its baseline the first time it ran in this suite run, instead of
     running that baseline again (the same scenario on a fresh driver of the same factory).
-    Only a baseline that ran through is kept: one that failed or raised is run again by the
-    next case, which reports it itself. Each case reads its own copy (parsed from the kept
-    JSON), so no case can change what another is judged against."""
+    Only a baseline that ran through is kept, with its trace-contract verdict (checked once):
+    one that raised is run again by the next case, which reports it itself. Each case reads
+    its own copy (parsed from the kept JSON), so no case can change what another is judged
+    against."""
 
     def __init__(self, factory: DriverFactory) -> None:
         self.factory = factory
-        self._kept: dict[str, str] = {}
+        self._kept: dict[str, tuple[str, str]] = {}
 
-    def trace(self, scenario: Mapping[str, Any]) -> Trace:
+    def trace(self, scenario: Mapping[str, Any]) -> tuple[Trace, str]:
+        """The baseline's trace (a copy of its own) and its trace-contract violations in words
+        (empty when it holds), checked once with the run that is kept."""
         try:
             key = json.dumps(scenario, sort_keys=True)
         except (TypeError, ValueError):  # not a JSON document: nothing to key it by
-            return scenario_trace(self.factory(), scenario)
+            fresh = scenario_trace(self.factory(), scenario)
+            return fresh, _contract("the baseline's trace", fresh)
         kept = self._kept.get(key)
         if kept is None:
-            kept = json.dumps(scenario_trace(self.factory(), scenario))
-            self._kept[key] = kept
-        trace: Trace = json.loads(kept)
-        return trace
+            fresh = scenario_trace(self.factory(), scenario)
+            kept = self._kept[key] = (json.dumps(fresh),
+                                      _contract("the baseline's trace", fresh))
+        trace: Trace = json.loads(kept[0])
+        return trace, kept[1]
 
 
 def run_case(case: Case, factory: DriverFactory,
@@ -183,7 +188,8 @@ def _judge(case: Case, baselines: Baselines, driver: Driver | StdioDriver,
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
-        baseline = None if case.baseline is None else baselines.trace(case.baseline)
+        baseline, broken = (None, "") if case.baseline is None else baselines.trace(
+            case.baseline)
         trace = scenario_trace(driver, case.scenario)
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
@@ -193,7 +199,7 @@ def _judge(case: Case, baselines: Baselines, driver: Driver | StdioDriver,
                                 f"{exhausted}")
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
-    broken = _contract(trace, baseline)
+    broken = _contract("the trace", trace) or broken
     if broken:
         return result("failed", broken)
     try:
@@ -223,14 +229,13 @@ def _suite_fault(failure: Exception, result: Callable[[Status, str], CaseResult]
                            f"not of the driver — please report it")
 
 
-def _contract(trace: Trace, baseline: Trace | None) -> str:
-    """The first violations of the trace contract (conformance/trace_contract.py) by the
-    case's trace or its baseline, in words; empty when both hold."""
-    for name, each in (("the trace", trace), ("the baseline's trace", baseline)):
-        found = [] if each is None else violations(each)
-        if found:
-            return (f"{name} breaks the trace contract v{TRACE_CONTRACT_VERSION} "
-                    f"(spec/schemas/Trace.json): " + "; ".join(found))
+def _contract(name: str, trace: Trace) -> str:
+    """The first violations of the trace contract (conformance/trace_contract.py) by ``trace``
+    (the case's, or its baseline's), in words; empty when it holds."""
+    found = violations(trace)
+    if found:
+        return (f"{name} breaks the trace contract v{TRACE_CONTRACT_VERSION} "
+                f"(spec/schemas/Trace.json): " + "; ".join(found))
     return ""
 
 

@@ -102,3 +102,18 @@ def test_every_case_is_judged_against_the_baseline_a_fresh_driver_gives() -> Non
     assert [r.status for r in results] == ["passed", "passed"]
     fresh = scenario_trace(ReferenceDriver(), cases[0].baseline or {})
     assert seen == [fresh, fresh]
+
+
+def test_a_kept_baseline_that_breaks_the_trace_contract_fails_every_case_sharing_it() -> None:
+    class MissingWhenUncrashed(ReferenceDriver):
+        def trace(self) -> list[dict[str, Any]]:
+            events = super().trace()
+            if any(e["kind"] == "restarted" for e in events):
+                return events
+            return [{k: v for k, v in e.items() if k != "attempt"} for e in events]
+
+    cases = [c for c in CRASH_MATRIX if c.id.startswith("CRASH-TOOLS-SESSION_OPENED")]
+    results = list(run_suite(cases, MissingWhenUncrashed))
+    assert [r.status for r in results] == ["failed", "failed"]
+    assert all(r.detail.startswith("the baseline's trace breaks the trace contract v1")
+               for r in results)
