@@ -6,11 +6,13 @@ import hashlib
 import json
 import sqlite3
 from datetime import UTC, datetime
+from enum import IntEnum
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 import sqlite_utils
+from pydantic import BaseModel
 
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.contracts import (
@@ -61,6 +63,7 @@ from ctxspec.reference.runtime.store import (
     insert_doc,
     record_write,
     revision_write,
+    sql_value,
     update,
     update_doc,
 )
@@ -656,3 +659,32 @@ def test_a_succeeded_run_whose_last_assistant_record_calls_tools_has_no_final_an
 def test_placement_of_an_unknown_input_is_an_error() -> None:
     with pytest.raises(KeyError):
         StoredHistory(Store(), SESSION).placement(uuid(404))
+
+
+class _Level(IntEnum):
+    HIGH = 3
+
+
+class _Plain(BaseModel):
+    n: int
+
+
+@pytest.mark.parametrize(("value", "stored"), [
+    ("text", "text"), (7, 7), (None, None), (b"\x00", b"\x00"), (1.5, 1.5),
+    (True, 1), (False, 0),
+    (UUID(int=1), "00000000-0000-0000-0000-000000000001"),
+    (RunStatus.RUNNING, "running"), (_Level.HIGH, 3),
+    ({"a": [1, UUID(int=2)]}, '{"a":[1,"00000000-0000-0000-0000-000000000002"]}'),
+    ([RunStatus.RUNNING, "é"], '["running","é"]'), ((1, 2), "[1,2]"),
+    (_Plain(n=4), '{"n":4}'),
+])
+def test_a_column_value_is_stored_as_its_kind_says(value: object, stored: object) -> None:
+    # Checked twice: the second conversion takes the type's converter found by the first.
+    assert sql_value(value) == stored
+    assert sql_value(value) == stored
+    assert type(sql_value(value)) is type(stored)
+
+
+def test_a_value_no_column_can_store_is_refused() -> None:
+    with pytest.raises(TypeError, match="set is not a storable column value"):
+        sql_value({1})

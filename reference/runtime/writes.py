@@ -8,7 +8,7 @@ import functools
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -53,31 +53,58 @@ def _json_default(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not storable as JSON")
 
 
+_ENCODER = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":"))
+"""One encoder for every document: ``json.dumps`` with options builds a new one per call
+(every commit's checkpoint and appended records, issue #20)."""
+
+
 def dumps(value: object) -> str:
     """JSON text of a document (UUIDs, contracts, enums and times as their JSON forms)."""
-    return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
+
+
+def _as_is(value: object) -> SqlValue:
+    return value  # type: ignore[return-value]
+
+
+def _flag(value: object) -> SqlValue:
+    return 1 if value else 0
+
+
+def _contract_json(value: object) -> SqlValue:
+    return value.model_dump_json()  # type: ignore[attr-defined, no-any-return]
+
+
+_COLUMN: dict[type, Callable[[object], SqlValue]] = {
+    str: _as_is, int: _as_is, type(None): _as_is, bytes: _as_is, float: _as_is, UUID: str,
+    bool: _flag, dict: dumps, list: dumps, tuple: dumps}
+"""How a value of exactly this type is stored (the common types; a subclass, an enum or a
+contract is resolved once per type by :func:`sql_value` and added here)."""
 
 
 def sql_value(value: object) -> SqlValue:
     """A Python value as the column value it is stored as: a UUID as its text, a contract as its
     JSON (``model_dump_json()``), a mapping or sequence as JSON text, an enum as its value."""
-    if value is None or type(value) is str or type(value) is int:  # the common cases first
-        return value
-    if type(value) is UUID:
-        return str(value)
-    if isinstance(value, Enum):
-        return sql_value(value.value)
-    if isinstance(value, bool):
-        return int(value)
-    if value is None or isinstance(value, str | bytes | float | int):
-        return value
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    if isinstance(value, Mapping | list | tuple):
-        return dumps(value)
-    raise TypeError(f"{type(value).__name__} is not a storable column value")
+    convert = _COLUMN.get(type(value))
+    if convert is None:
+        convert = _COLUMN[type(value)] = _converter(type(value))
+    return convert(value)
+
+
+def _converter(kind: type) -> Callable[[object], SqlValue]:
+    if issubclass(kind, Enum):
+        return lambda value: sql_value(value.value)  # type: ignore[attr-defined]
+    if issubclass(kind, bool):
+        return _flag
+    if issubclass(kind, str | bytes | float | int):
+        return _as_is
+    if issubclass(kind, UUID):
+        return str
+    if issubclass(kind, BaseModel):
+        return _contract_json
+    if issubclass(kind, Mapping | list | tuple):
+        return dumps
+    raise TypeError(f"{kind.__name__} is not a storable column value")
 
 
 def _uuid(value: object) -> UUID | None:
