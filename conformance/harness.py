@@ -13,6 +13,7 @@ import importlib
 import json
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
@@ -114,47 +115,58 @@ def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) ->
     return trace
 
 
-class Baselines:
-    """The uncrashed traces of one driver factory within one suite run, by baseline scenario.
+class SharedRuns:
+    """The traces of one driver factory's runs of the scenario documents that several cases of
+    one suite run need (a case's scenario or a relational case's baseline).
 
-    Hundreds of relational cases (the crash matrices) share a handful of baselines: each case
-    still runs its own scenario on its own fresh driver, and is judged against the trace the
-    same factory gave for its baseline the first time it ran in this suite run, instead of
-    running that baseline again (the same scenario on a fresh driver of the same factory).
-    Only a baseline that ran through is kept, with its trace-contract verdict (checked once):
-    one that raised is run again by the next case, which reports it itself. Each case reads
-    its own copy (parsed from the kept JSON), so no case can change what another is judged
-    against."""
+    Hundreds of relational cases (the crash matrices) share a handful of baselines, and a few
+    cases share a scenario: a document several cases need runs once, on a fresh driver of the
+    factory, and each of those cases is judged against its own copy of that trace (parsed from
+    the kept JSON, so no case can change what another reads) and the trace-contract verdict
+    checked once. A document only one case needs runs for that case on its own driver, as
+    before. Only a run that went through is kept: one that raised is run again by the next
+    case, which reports what it saw itself (Q240)."""
 
-    def __init__(self, factory: DriverFactory) -> None:
+    def __init__(self, factory: DriverFactory, cases: Iterable[Case] = ()) -> None:
         self.factory = factory
-        self._kept: dict[str, tuple[str, str]] = {}
+        needed = Counter(key for case in cases
+                         for document in (None if case.refusal else case.scenario, case.baseline)
+                         if document is not None and (key := _key(document)) is not None)
+        self.shared = {key for key, count in needed.items() if count > 1}
+        self._kept: dict[str, tuple[str, tuple[str, ...]]] = {}
 
-    def trace(self, scenario: Mapping[str, Any]) -> tuple[Trace, str]:
-        """The baseline's trace (a copy of its own) and its trace-contract violations in words
-        (empty when it holds), checked once with the run that is kept."""
-        try:
-            key = json.dumps(scenario, sort_keys=True)
-        except (TypeError, ValueError):  # not a JSON document: nothing to key it by
-            fresh = scenario_trace(self.factory(), scenario)
-            return fresh, _contract("the baseline's trace", fresh)
-        kept = self._kept.get(key)
+    def trace(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
+              ) -> tuple[Trace, tuple[str, ...]]:
+        """The trace of ``scenario`` (run on ``driver``, else on a fresh one, unless kept) and
+        its trace-contract violations."""
+        key = _key(scenario)
+        kept = self._kept.get(key) if key in self.shared else None
         if kept is None:
-            fresh = scenario_trace(self.factory(), scenario)
-            kept = self._kept[key] = (json.dumps(fresh),
-                                      _contract("the baseline's trace", fresh))
+            fresh = scenario_trace(self.factory() if driver is None else driver, scenario)
+            found = tuple(violations(fresh))
+            if key is None or key not in self.shared:
+                return fresh, found
+            kept = self._kept[key] = (json.dumps(fresh), found)
         trace: Trace = json.loads(kept[0])
         return trace, kept[1]
 
 
+def _key(document: Mapping[str, Any]) -> str | None:
+    try:
+        return json.dumps(document, sort_keys=True)
+    except (TypeError, ValueError):  # not a JSON document: nothing to key it by
+        return None
+
+
 def run_case(case: Case, factory: DriverFactory,
              probes: Mapping[str, ProbeResult] | None = None,
-             baselines: Baselines | None = None) -> CaseResult:
+             runs: SharedRuns | None = None) -> CaseResult:
     """One case on a fresh driver. ``probes`` (from :func:`confirm_capabilities`): a case that
     needs a declared capability its probe did not confirm still runs, and if it does not pass
     its detail says so (the probe's own words are reported once, before the cases).
-    ``baselines`` (of the same ``factory``): a relational case's baseline trace is taken from
-    there, run once per suite run; without it the baseline runs for this case alone."""
+    ``runs`` (of the same ``factory``): the documents several cases of the suite run need are
+    run once there (:class:`SharedRuns`); without it the case runs its scenario and its
+    baseline itself."""
     began = time.perf_counter()
 
     def result(status: Status, detail: str) -> CaseResult:
@@ -172,9 +184,9 @@ def run_case(case: Case, factory: DriverFactory,
                      for need in case.needs})
     unconfirmed = [need for need in probed if probes is not None
                    and need in probes and probes[need].status == "not_confirmed"]
-    if baselines is None or baselines.factory is not factory:
-        baselines = Baselines(factory)
-    judged = _judge(case, baselines, driver, result)
+    if runs is None or runs.factory is not factory:
+        runs = SharedRuns(factory)
+    judged = _judge(case, runs, driver, result)
     if unconfirmed and judged.status != "passed":
         # The probe's verdict is reported once, at the top; the case still shows what it saw.
         return replace(judged, detail=f"{judged.detail}\n(the driver declares "
@@ -183,14 +195,13 @@ def run_case(case: Case, factory: DriverFactory,
     return judged
 
 
-def _judge(case: Case, baselines: Baselines, driver: Driver | StdioDriver,
+def _judge(case: Case, runs: SharedRuns, driver: Driver | StdioDriver,
            result: Callable[[Status, str], CaseResult]) -> CaseResult:
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
-        baseline, broken = (None, "") if case.baseline is None else baselines.trace(
-            case.baseline)
-        trace = scenario_trace(driver, case.scenario)
+        baseline, broken = (None, ()) if case.baseline is None else runs.trace(case.baseline)
+        trace, found = runs.trace(case.scenario, driver)
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
         # behaviour observed (an extra model, tool or summary call), not a broken driver.
@@ -199,9 +210,9 @@ def _judge(case: Case, baselines: Baselines, driver: Driver | StdioDriver,
                                 f"{exhausted}")
     except Exception:
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
-    broken = _contract("the trace", trace) or broken
-    if broken:
-        return result("failed", broken)
+    contract = _contract("the trace", found) or _contract("the baseline's trace", broken)
+    if contract:
+        return result("failed", contract)
     try:
         case.check(trace)
         if case.compare is not None and baseline is not None:
@@ -229,10 +240,9 @@ def _suite_fault(failure: Exception, result: Callable[[Status, str], CaseResult]
                            f"not of the driver — please report it")
 
 
-def _contract(name: str, trace: Trace) -> str:
-    """The first violations of the trace contract (conformance/trace_contract.py) by ``trace``
-    (the case's, or its baseline's), in words; empty when it holds."""
-    found = violations(trace)
+def _contract(name: str, found: Sequence[str]) -> str:
+    """A trace's violations of the trace contract (conformance/trace_contract.py) in words;
+    empty when it holds."""
     if found:
         return (f"{name} breaks the trace contract v{TRACE_CONTRACT_VERSION} "
                 f"(spec/schemas/Trace.json): " + "; ".join(found))
@@ -275,11 +285,12 @@ def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
 
 def run_suite(cases: Iterable[Case], factory: DriverFactory,
               probes: Mapping[str, ProbeResult] | None = None) -> Iterator[CaseResult]:
-    """Each case on a fresh driver; the relational cases' baselines run once each
-    (:class:`Baselines`)."""
-    baselines = Baselines(factory)
+    """Each case on a fresh driver; a scenario document several cases need runs once
+    (:class:`SharedRuns`)."""
+    cases = tuple(cases)
+    runs = SharedRuns(factory, cases)
     for case in cases:
-        yield run_case(case, factory, probes, baselines)
+        yield run_case(case, factory, probes, runs)
 
 
 _WORKER: dict[str, Any] = {}
@@ -299,13 +310,14 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
         def factory() -> StdioDriver:
             return connected
     from ctxspec.conformance.cases import by_id
-    _WORKER.update(factory=factory, probes=probes, cases={c.id: c for c in by_id(None)},
-                   baselines=Baselines(factory))
+    suite = by_id(None)
+    _WORKER.update(factory=factory, probes=probes, cases={c.id: c for c in suite},
+                   runs=SharedRuns(factory, suite))
 
 
 def _run_in_worker(case_id: str) -> tuple[str, Status, str, float]:
     result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"],
-                      _WORKER["baselines"])
+                      _WORKER["runs"])
     return case_id, result.status, result.detail, result.seconds
 
 
@@ -337,6 +349,6 @@ def load_factory(spec: str | None) -> DriverFactory:
     return cast(DriverFactory, factory)
 
 
-__all__ = ["SUITE_VERSION", "Baselines", "CaseResult", "DriverFactory", "ReportLine",
+__all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "SharedRuns",
            "confirm_capabilities", "load_factory", "run_case", "run_suite",
            "run_suite_in_processes", "scenario_trace", "write_reports"]

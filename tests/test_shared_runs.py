@@ -1,7 +1,7 @@
-"""A suite run shares the relational cases' baselines (conformance/harness.py ``Baselines``,
-issue #20): each distinct baseline runs once per suite run, yet every case is judged exactly
-as when it runs alone — its own scenario on its own fresh driver, against its own copy of the
-uncrashed trace — and a baseline that broke is never kept."""
+"""A suite run shares the runs its cases need more than once (conformance/harness.py
+``SharedRuns``, issue #20, Q240): each scenario document several cases need — above all the
+crash matrices' baselines — runs once per suite run, yet every case is judged exactly as when
+it runs alone, against its own copy of the trace, and a run that broke is never kept."""
 
 from collections import Counter
 from dataclasses import replace
@@ -11,7 +11,7 @@ from ctxspec.conformance.case import Trace
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import Baselines, run_case, run_suite, scenario_trace
+from ctxspec.conformance.harness import SharedRuns, run_case, run_suite, scenario_trace
 
 CHOSEN = ("CRASH-TOOLS-REQUEST_FROZEN-1-AFTER", "CRASH-TOOLS-TOOL_STARTED-2-BEFORE",
           "CRASH-RUNS-INPUT_ACCEPTED-3-AFTER", "CRASH-RUNS-FIRST_OUTPUT-1-BEFORE",
@@ -58,10 +58,10 @@ def test_each_case_reads_its_own_copy_of_the_baseline() -> None:
     def spoils(crashed: Trace, uncrashed: Trace) -> None:
         uncrashed.clear()  # a case's own reading cannot reach the next case's baseline
 
-    baselines = Baselines(ReferenceDriver)
     spoiler = replace(first, compare=spoils)
-    assert run_case(spoiler, ReferenceDriver, baselines=baselines).status == "passed"
-    assert run_case(second, ReferenceDriver, baselines=baselines).detail == ""
+    runs = SharedRuns(ReferenceDriver, [spoiler, second])
+    assert run_case(spoiler, ReferenceDriver, runs=runs).status == "passed"
+    assert run_case(second, ReferenceDriver, runs=runs).detail == ""
 
 
 def test_a_baseline_that_broke_is_not_kept() -> None:
@@ -85,9 +85,9 @@ def test_another_factory_gets_its_own_baselines() -> None:
     # A case run with a factory other than the one the baselines were taken from runs its own.
     [case] = by_id(["CRASH-TOOLS-REQUEST_FROZEN-1-AFTER"])
     counting = Counting()
-    baselines = Baselines(ReferenceDriver)
-    assert run_case(case, ReferenceDriver, baselines=baselines).status == "passed"
-    assert run_case(case, counting, baselines=baselines).status == "passed"
+    runs = SharedRuns(ReferenceDriver, [case, case])
+    assert run_case(case, ReferenceDriver, runs=runs).status == "passed"
+    assert run_case(case, counting, runs=runs).status == "passed"
     assert counting.uncrashed == Counter({"tool-batch-hook": 1})
 
 
@@ -117,3 +117,25 @@ def test_a_kept_baseline_that_breaks_the_trace_contract_fails_every_case_sharing
     assert [r.status for r in results] == ["failed", "failed"]
     assert all(r.detail.startswith("the baseline's trace breaks the trace contract v1")
                for r in results)
+
+
+def test_cases_with_the_same_scenario_run_it_once_and_a_lone_case_runs_its_own() -> None:
+    [row] = by_id(["ROW-02"])
+    twice = [row, replace(row, id="ROW-02-AGAIN")]
+    counting = Counting()
+    assert [r.status for r in run_suite(twice, counting)] == ["passed", "passed"]
+    assert counting.uncrashed == Counter({row.scenario["name"]: 1})
+    alone = Counting()
+    assert run_case(row, alone, runs=SharedRuns(alone, [row])).status == "passed"
+    assert alone.uncrashed == Counter({row.scenario["name"]: 1})
+
+
+def test_a_shared_scenario_whose_trace_breaks_the_contract_fails_every_case_needing_it() -> None:
+    class Missing(ReferenceDriver):
+        def trace(self) -> list[dict[str, Any]]:
+            return [{k: v for k, v in e.items() if k != "attempt"} for e in super().trace()]
+
+    [row] = by_id(["ROW-02"])
+    results = list(run_suite([row, replace(row, id="ROW-02-AGAIN")], Missing))
+    assert [r.status for r in results] == ["failed", "failed"]
+    assert all(r.detail.startswith("the trace breaks the trace contract v1") for r in results)
