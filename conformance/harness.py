@@ -129,17 +129,31 @@ class SharedRuns:
 
     def __init__(self, factory: DriverFactory, cases: Iterable[Case] = ()) -> None:
         self.factory = factory
+        self._keys: dict[int, tuple[Mapping[str, Any], str | None]] = {}
         needed = Counter(key for case in cases
                          for document in (None if case.refusal else case.scenario, case.baseline)
-                         if document is not None and (key := _key(document)) is not None)
+                         if document is not None and (key := self._key(document)) is not None)
         self.shared = {key for key, count in needed.items() if count > 1}
         self._kept: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+    def _key(self, document: Mapping[str, Any]) -> str | None:
+        """The document's canonical JSON, computed once per document object (the same
+        objects are looked up case after case); None if it is not JSON."""
+        known = self._keys.get(id(document))
+        if known is not None and known[0] is document:
+            return known[1]
+        try:
+            key: str | None = json.dumps(document, sort_keys=True)
+        except (TypeError, ValueError):  # not a JSON document: nothing to key it by
+            key = None
+        self._keys[id(document)] = (document, key)  # kept alive: its id stays its own
+        return key
 
     def trace(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
               ) -> tuple[Trace, tuple[str, ...]]:
         """The trace of ``scenario`` (run on ``driver``, else on a fresh one, unless kept) and
         its trace-contract violations."""
-        key = _key(scenario)
+        key = self._key(scenario)
         kept = self._kept.get(key) if key in self.shared else None
         if kept is None:
             fresh = scenario_trace(self.factory() if driver is None else driver, scenario)
@@ -149,13 +163,6 @@ class SharedRuns:
             kept = self._kept[key] = (json.dumps(fresh), found)
         trace: Trace = json.loads(kept[0])
         return trace, kept[1]
-
-
-def _key(document: Mapping[str, Any]) -> str | None:
-    try:
-        return json.dumps(document, sort_keys=True)
-    except (TypeError, ValueError):  # not a JSON document: nothing to key it by
-        return None
 
 
 def run_case(case: Case, factory: DriverFactory,

@@ -68,6 +68,12 @@ class RawRecord:
         manifest names it for each record no override touches (issue #20)."""
         return content_digest(self.content)
 
+    @functools.cached_property
+    def manifest_entry_text(self) -> str:
+        """This record's entry of a revision's manifest document while no override touches it,
+        as canonical JSON, computed once per record (issue #20)."""
+        return _canonical(_entry_document(_entry(self, None)))
+
 
 @dataclass(frozen=True)
 class FieldChange:
@@ -233,16 +239,18 @@ def manifest(state: ContextState, revision: int | None = None) -> tuple[Manifest
     for raw in state.records:
         if raw.record.context_seq > rev.record_watermark:
             break
-        mine = by_record.get(raw.record_id)
-        if mine is None:
-            entries.append(ManifestEntry(raw.record_id, raw.record.context_seq,
-                                         raw.content_digest, {}, raw.source))
-            continue
-        entries.append(ManifestEntry(raw.record_id, raw.record.context_seq,
-                                     content_digest(_overridden(raw.content, mine)),
-                                     {key: o.mutation_id for key, o in mine.items()},
-                                     raw.source))
+        entries.append(_entry(raw, by_record.get(raw.record_id)))
     return tuple(entries)
+
+
+def _entry(raw: RawRecord, overrides: Mapping[str, Override] | None) -> ManifestEntry:
+    """A record's manifest entry with the overrides in force for it (None: none)."""
+    if overrides is None:
+        return ManifestEntry(raw.record_id, raw.record.context_seq, raw.content_digest, {},
+                             raw.source)
+    return ManifestEntry(raw.record_id, raw.record.context_seq,
+                         content_digest(_overridden(raw.content, overrides)),
+                         {key: o.mutation_id for key, o in overrides.items()}, raw.source)
 
 
 def effective_records(state: ContextState, revision: int | None = None) -> list[EffectiveRecord]:
@@ -472,19 +480,45 @@ def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedCha
 # --- the contracts the shell stores -------------------------------------------------------------
 
 
+def _canonical(document: JSON) -> str:
+    return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def _ref_of(document: JSON) -> PayloadRef:
-    data = json.dumps(document, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return _ref_of_text(_canonical(document))
+
+
+def _ref_of_text(text: str) -> PayloadRef:
+    data = text.encode("utf-8", "surrogatepass")
     return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(), size_bytes=len(data),
                       media_type="application/json")
 
 
+def _entry_document(entry: ManifestEntry) -> JSON:
+    return {"record_id": str(entry.record_id), "context_seq": entry.context_seq,
+            "content": entry.content_digest, "source": entry.source,
+            "modified": {key: str(m) for key, m in sorted(entry.modified_fields.items())}}
+
+
 def manifest_document(state: ContextState, revision: int) -> JSON:
     """The manifest of a revision as the JSON blob its effective_manifest_ref addresses."""
-    return [{"record_id": str(e.record_id), "context_seq": e.context_seq,
-             "content": e.content_digest, "source": e.source,
-             "modified": {key: str(m) for key, m in sorted(e.modified_fields.items())}}
-            for e in manifest(state, revision)]
+    return [_entry_document(e) for e in manifest(state, revision)]
+
+
+def manifest_text(state: ContextState, revision: int) -> str:
+    """:func:`manifest_document` as canonical JSON (what its ref digests), with the entry of
+    each record no override touches taken from the record (issue #20: every revision is
+    stored with its manifest's ref)."""
+    rev = state.revision(revision)
+    by_record = _by_record(rev.overrides)
+    parts = []
+    for raw in state.records:
+        if raw.record.context_seq > rev.record_watermark:
+            break
+        mine = by_record.get(raw.record_id)
+        parts.append(raw.manifest_entry_text if mine is None
+                     else _canonical(_entry_document(_entry(raw, mine))))
+    return "[" + ",".join(parts) + "]"
 
 
 def revision_contract(state: ContextState, revision: int, *, commit_ref: str,
@@ -494,7 +528,7 @@ def revision_contract(state: ContextState, revision: int, *, commit_ref: str,
     return EffectiveContextRevision(
         context_id=state.context_id, revision=rev.revision, parent_revision=rev.parent,
         record_watermark=rev.record_watermark, mutation_ids=rev.mutation_ids,
-        effective_manifest_ref=_ref_of(manifest_document(state, revision)),
+        effective_manifest_ref=_ref_of_text(manifest_text(state, revision)),
         commit_ref=commit_ref, created_at=created_at)
 
 
@@ -566,6 +600,7 @@ __all__ = [
     "freeze",
     "manifest",
     "manifest_document",
+    "manifest_text",
     "mutation_contract",
     "new_context",
     "project_head",

@@ -3,12 +3,15 @@ reading of §3: every visible record's content is its raw content with the overr
 for it applied from the outermost field inwards, its digest the sha256 of that content's
 canonical JSON, its modified fields the overrides' keys and mutations. The core groups the
 overrides once per revision and names a record without overrides by its raw content's digest,
-computed once per record (issue #20); the plain reading here scans every override for every
-record and digests every record again, on every revision of random histories."""
+computed once per record, and the stored revision's manifest ref from each such record's entry
+text, also computed once (issue #20); the plain reading here scans every override for every
+record and digests every record and the whole document again, on every revision of random
+histories."""
 
 import hashlib
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -30,6 +33,7 @@ from ctxspec.reference.effective import (
     effective_records,
     manifest,
     new_context,
+    revision_contract,
 )
 from ctxspec.reference.registry import JSON, split
 from ctxspec.reference.view import EffectiveRecord
@@ -151,6 +155,19 @@ def test_every_revisions_manifest_is_the_plain_recomputation(plan: list[tuple[st
     for revision in range(1, state.head.revision + 1):
         assert manifest(state, revision) == _plain_manifest(state, revision)
         assert effective_records(state, revision) == _plain_records(state, revision)
+        # The stored revision addresses the canonical JSON of its manifest document.
+        stored = revision_contract(state, revision, commit_ref="c",
+                                   created_at=datetime(2026, 1, 1, tzinfo=UTC))
+        assert stored.effective_manifest_ref.digest == _plain_ref(state, revision)
+
+
+def _plain_ref(state: ContextState, revision: int) -> str:
+    document = [{"record_id": str(e.record_id), "context_seq": e.context_seq,
+                 "content": e.content_digest, "source": e.source,
+                 "modified": {key: str(m) for key, m in e.modified_fields.items()}}
+                for e in _plain_manifest(state, revision)]
+    text = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def test_a_record_without_overrides_is_named_by_its_raw_digest_and_a_changed_one_is_not() -> None:
