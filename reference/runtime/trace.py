@@ -349,24 +349,30 @@ class Trace:
         return [_jsonable(event) for event in self.events]
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+"""Types a JSON conversion keeps as they are: most leaves of an event, converted inline
+without a call (issue #20)."""
+
+
 def _jsonable(value: Any) -> Any:
     """One pass over an event: what ``asdict`` then a JSON conversion would give, without
     ``asdict``'s deep copy of every leaf (a fifth of a conformance case, issue #20)."""
     kind = type(value)
-    if kind is str or kind is int or value is None or kind is bool or kind is float:
+    if kind in _PLAIN:
         return value
     names = _FIELDS.get(kind)
+    if names is None:
+        if isinstance(value, str | int | float | bool):
+            return value  # a StrEnum member is a str: json.dumps writes its value
+        if is_dataclass(value) and not isinstance(value, type):
+            names = _FIELDS[kind] = tuple(f.name for f in fields(value))
     if names is not None:
-        return {name: _jsonable(getattr(value, name)) for name in names}
-    if isinstance(value, str | int | float | bool):
-        return value  # a StrEnum member is a str: json.dumps writes its value
-    if is_dataclass(value) and not isinstance(value, type):
-        names = _FIELDS[kind] = tuple(f.name for f in fields(value))
-        return {name: _jsonable(getattr(value, name)) for name in names}
+        return {name: item if type(item := getattr(value, name)) in _PLAIN else _jsonable(item)
+                for name in names}
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN else _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [v if type(v) in _PLAIN else _jsonable(v) for v in value]
     if isinstance(value, UUID):
         return str(value)
     if hasattr(value, "value"):
