@@ -20,7 +20,7 @@ from unittest import mock
 
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import CaseResult, run_case
+from ctxspec.conformance.harness import CaseResult, SharedRuns, run_case
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,11 @@ def judge(mutant: Mutant, cases: Sequence[Case], reach: "Reach | None" = None) -
     chosen = [c for c in cases if mutant.recovery or c.source != "§10 crash matrix"]
     keys = {_key(patch) for patch in mutant.patches}
     with applied(mutant):
+        # The mutated runtime's runs a document several cases need happen once (Q240).
+        runs = SharedRuns(ReferenceDriver, chosen)
         return Verdict(mutant, tuple(
             reach.results[case.id] if reach is not None and case.id in reach.results
-            and not keys & reach.called[case.id] else run_case(case, ReferenceDriver)
+            and not keys & reach.called[case.id] else run_case(case, ReferenceDriver, runs=runs)
             for case in chosen))
 
 
