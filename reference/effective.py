@@ -298,7 +298,7 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
     # A denied response shows its denial state instead of its text and calls (Q75).
     denied = content.get("denied")
     if isinstance(denied, dict):
-        text, calls = json.dumps(denied, sort_keys=True, ensure_ascii=False), []
+        text, calls = _SORTED.encode(denied), []
     return EffectiveRecord(
         record=raw.record, text=text if isinstance(text, str) else json.dumps(text),
         tool_calls=() if content.get("incomplete") is True else tuple(calls),
@@ -312,11 +312,19 @@ def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
 
 
 def _arguments(call: Mapping[str, JSON]) -> str:
-    return json.dumps(call.get("arguments", {}), sort_keys=True, ensure_ascii=False)
+    return _SORTED.encode(call.get("arguments", {}))
+
+
+_SORTED = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+"""``json.dumps(..., sort_keys=True, ensure_ascii=False)`` without building an encoder per call
+(every record's calls, every projection; issue #20). Its options are all it holds."""
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+"""The canonical JSON of a document (sorted keys, no spaces), one encoder for every call."""
 
 
 def content_digest(content: Mapping[str, JSON]) -> str:
-    canonical = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    canonical = _CANONICAL.encode(content)
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -481,7 +489,7 @@ def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedCha
 
 
 def _canonical(document: JSON) -> str:
-    return json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _CANONICAL.encode(document)
 
 
 def _ref_of(document: JSON) -> PayloadRef:

@@ -30,11 +30,15 @@ from ctxspec.reference.contracts import ContextSnapshot, ContextSourceRange, Pay
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
+_UNICODE = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(..., ensure_ascii=False)`` without building an encoder per call (every
+message of every view is hashed; issue #20). Its options are all it holds."""
+
 
 def content_hash(message: ViewMessage) -> str:
     """The effective content of a piece of material as a hash (text and calls)."""
-    data = json.dumps([message.role.value, message.kind.value, transcript(message)],
-                      ensure_ascii=False).encode("utf-8", "surrogatepass")
+    data = _UNICODE.encode([message.role.value, message.kind.value, transcript(message)]
+                           ).encode("utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -280,8 +284,8 @@ class FrozenRequestBinding:
 
 
 def view_hash(view: ModelView) -> str:
-    data = json.dumps([[material_key(m), content_hash(m)] for m in view.messages],
-                      ensure_ascii=False).encode("utf-8", "surrogatepass")
+    data = _UNICODE.encode([[material_key(m), content_hash(m)] for m in view.messages]
+                           ).encode("utf-8", "surrogatepass")
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

@@ -122,6 +122,9 @@ class Store:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
+        self.uuid_texts: dict[UUID, str] = {}
+        """The ids this store's commits wrote, as their text: a Run's, a context's, an
+        Operation's id is converted once, not in every commit that mentions it (issue #20)."""
         self.stored_blobs: set[str] | None = None
         """Digests of the blobs in an in-memory store, which only this object writes: a
         commit leaves out a blob already there (issue #20). None for a file store, which
@@ -485,7 +488,7 @@ class CommitCoordinator:
                 for index, write in enumerate(writes):
                     if self.fault is not None:
                         self.fault(name, index)
-                    apply_write(conn, write)
+                    apply_write(conn, write, self.store.uuid_texts)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.rollback()  # a no-op if the failure already ended the transaction
