@@ -124,7 +124,8 @@ class Store:
         self.path = str(path)
         self.uuid_texts: dict[UUID, str] = {}
         """The ids this store's commits wrote, as their text: a Run's, a context's, an
-        Operation's id is converted once, not in every commit that mentions it (issue #20)."""
+        Operation's id is converted once, not in every commit that mentions it (issue #20).
+        Emptied past :data:`UUID_MEMO_LIMIT` entries, so a long-lived store stays bounded."""
         self.stored_blobs: set[str] | None = None
         """Digests of the blobs in an in-memory store, which only this object writes: a
         commit leaves out a blob already there (issue #20). None for a file store, which
@@ -454,6 +455,10 @@ class CommitFailed(RuntimeError):
         self.cause = cause
 
 
+UUID_MEMO_LIMIT = 100_000
+"""The most ids a store keeps as text (:attr:`Store.uuid_texts`): a few megabytes."""
+
+
 @dataclass
 class CommitCoordinator:
     """The only writer of the store's facts: each named RuntimeCommit (T_FREEZE, T_FIRST_OUTPUT,
@@ -483,6 +488,8 @@ class CommitCoordinator:
                 raise RuntimeError("a commit is one transaction of its own; another is open")
             # BEGIN ... COMMIT as sqlite-utils' atomic() runs it outside a transaction, without
             # its generator (a commit is the reference's most frequent step, issue #20).
+            if len(self.store.uuid_texts) > UUID_MEMO_LIMIT:
+                self.store.uuid_texts.clear()
             conn.execute("BEGIN")
             try:
                 for index, write in enumerate(writes):
