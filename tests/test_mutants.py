@@ -126,6 +126,11 @@ def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(mutant: Mut
     # Cases that never call what the mutant replaces take the reference's result (issue #20).
     verdict = judge(mutant, CASES, whole_reach())
     assert CATCHER[mutant.id] in verdict.killed_by, (verdict.killed_by, verdict.errored)
+    # What only the whole matrix shows: under no mutant does any case error. An error is no
+    # kill but a fault of the suite (a case's check that raises on a trace it did not expect)
+    # or of the mutant (a replacement that no longer fits what it replaces).
+    errors = [(r.case.id, r.detail) for r in verdict.results if r.status == "error"]
+    assert errors == [], f"{mutant.id}: {len(errors)} cases errored, first {errors[:1]}"
 
 
 def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference() -> None:

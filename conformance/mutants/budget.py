@@ -35,13 +35,13 @@ def _characters(original: Callable[[str], int]) -> Callable[[str], int]:
 
 def _no_room_as_failure(original: Callable[..., None]) -> Callable[..., None]:
     def end(self: Any, run: Any, status: Any, error: ErrorCode | None = None,
-            message: str | None = None) -> None:
+            message: str | None = None, figures: dict[str, int] | None = None) -> None:
         if error is ErrorCode.BUDGET_CONFIGURATION_INVALID:
             error = ErrorCode.COMPACTION_FAILED  # reported as if a summary call had failed,
             events = self.s.trace.events  # and the decision that was never sent is not traced
             last = max(i for i, e in enumerate(events) if isinstance(e, tr.BudgetDecision))
             del events[last]
-        original(self, run, status, error, message)
+        original(self, run, status, error, message, figures)
     return end
 
 

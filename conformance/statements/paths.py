@@ -334,7 +334,9 @@ def _provider_calls_check(trace: Trace) -> None:
     equal([(e["name"], e["effective_arguments"]) for e in of(trace, "tool_executed")],
           [("a", {"n": 1}), ("b", {"n": 2})], "tools executed")
     second = requests(trace, "business")[1]["view"]["messages"]
-    [decision] = [m for m in second if m["tool_calls"]]
+    decisions = [m for m in second if m["tool_calls"]]
+    equal(len(decisions), 1, "assistant messages with tool calls in the second request")
+    decision = decisions[0]
     calls = {c["call_id"]: c["name"] for c in decision["tool_calls"]}
     equal(len(calls), 3, "distinct call identities of the decision")
     tool = [m for m in second if m["role"] == "tool"]
