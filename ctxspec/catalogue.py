@@ -15,6 +15,7 @@ declarations from the source (no test run needed) and classifies every requireme
 """
 
 import ast
+import functools
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Iterator
@@ -167,6 +168,14 @@ def _declarations_in(path: Path, label: str,
                     yield Declaration(ids, label, kind)
 
 
+@functools.cache
+def _declared_in(path: Path, stamp: tuple[int, int], label: str,
+                 kind: Literal["conformance", "unit"]) -> tuple[Declaration, ...]:
+    """A file's declarations, parsed once per process while its ``stamp`` (modification time
+    and size) is unchanged: the tests call ``ctxspec trace`` many times in one process."""
+    return tuple(_declarations_in(path, label, kind))
+
+
 def scan_declarations(repository_root: Path | None = None) -> tuple[list[Declaration], bool]:
     """Every coverage declaration: the conformance cases' requirement IDs, ``covers(...)`` in
     conformance/ and models/, and (in a checkout) in tests/.
@@ -189,7 +198,9 @@ def scan_declarations(repository_root: Path | None = None) -> tuple[list[Declara
     for directory, kind in sources:
         for path in sorted(directory.rglob("*.py")):
             label = f"{directory.name}/{path.relative_to(directory).as_posix()}"
-            declarations.extend(_declarations_in(path, label, kind))
+            stat = path.stat()
+            declarations.extend(_declared_in(path, (stat.st_mtime_ns, stat.st_size), label,
+                                             kind))
     return declarations, tests.is_dir()
 
 

@@ -302,7 +302,7 @@ def _suite(pytester: pytest.Pytester | None, *args: str) -> SuiteRun:
     start. Without Hypothesis's plugin: the suite does not use it, and importing it is most of
     a start."""
     common = ["--pyargs", "ctxspec.conformance.suite", "-q", "-p", "no:cacheprovider",
-              "-p", "no:xdist", "-p", "no:hypothesispytest", *args]
+              "-n", "0", "-p", "no:hypothesispytest", *args]
     if pytester is not None:
         inside = pytester.runpytest_inprocess(*common)
         return SuiteRun(int(inside.ret), str(inside.stdout))

@@ -2,6 +2,7 @@
 docs/implementing-a-driver.md runs from the checkout's root and exits 0, and what the guides
 say of their output is what the output says."""
 
+import functools
 import os
 import re
 import subprocess
@@ -30,24 +31,27 @@ def paste(block: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("guide", GUIDES)
-def test_every_shell_block_of_the_guide_runs(guide: str) -> None:
+@functools.cache
+def outputs(guide: str) -> tuple[str, ...]:
+    """What each block of the guide prints, every block pasted once and in order (a block may
+    read what an earlier one wrote); the tests that check what a guide says read these."""
     found = blocks(guide)
     assert found, f"{guide} has no runnable block"
-    for block in found:
-        paste(block)
+    return tuple(paste(block) for block in found)
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_every_shell_block_of_the_guide_runs(guide: str) -> None:
+    assert len(outputs(guide)) == len(blocks(guide))
 
 
 def test_the_review_guide_states_what_its_commands_print() -> None:
-    example_block, review_block, budget_block, *_ = blocks("design-review.md")
-    example = paste(example_block)
+    example, review, arithmetic, *_ = outputs("design-review.md")
     assert "I=2915 ≥ trigger 2800" in example
     assert "failed CONTEXT_WINDOW_EXCEEDED" in example
-    review = paste(review_block)
     assert "I=167 " in review
     assert review.index("Keep it under five lines.") < review.index("And what should we change?")
     assert "[run 1 ended: succeeded]" in review
-    arithmetic = paste(budget_block)
     for figure in ("100000 tokens", "80000 tokens", "35000 tokens", "-5000 tokens",
                    "73192 tokens"):
         assert figure in arithmetic
@@ -55,8 +59,8 @@ def test_the_review_guide_states_what_its_commands_print() -> None:
 
 
 def test_the_driver_guide_runs_the_toy_and_says_what_it_prints() -> None:
-    [toy] = blocks("implementing-a-driver.md")
-    summary = paste(toy).splitlines()[-1]
+    [toy] = outputs("implementing-a-driver.md")
+    summary = toy.splitlines()[-1]
     assert summary.endswith(f"33 passed, 4 failed, {len(CASES) - 37} unsupported, 0 error")
     guide = (ROOT / "docs" / "implementing-a-driver.md").read_text("utf-8")
     assert "It passes 33 cases: the twenty that need nothing" in guide
