@@ -4,18 +4,25 @@ report gives. The whole suite runs in the drift test of its report (test_compat_
 The ``langchain`` extra is installed by .ci/run; without it this test errors, never skips.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ctxspec.adapters.langchain import make_driver
-from ctxspec.adapters.langchain_profile import PROFILE
-from ctxspec.adapters.langchain_review import Reviewer
 from ctxspec.conformance.case import of, requests
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case, scenario_trace
 from ctxspec.conformance.probes import ProbeResult
 from ctxspec.conformance.scenario import HookDoc, ScriptedHooks
+
+if TYPE_CHECKING:
+    from ctxspec.adapters.langchain import LangChainDriver
+
+
+def make_driver() -> "LangChainDriver":
+    """The adapter's factory, imported when a test runs, not when pytest collects this module:
+    LangChain takes seconds to import, and every test process collects every module."""
+    from ctxspec.adapters.langchain import make_driver as factory
+    return factory()
 
 KEPT = ("ROW-21", "ROW-23", "CRASH-TOOLS-RAW_ANSWER_SAVED-1-BEFORE",
         "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "S3-REBASE")
@@ -59,6 +66,7 @@ def test_a_divergence_fails_and_its_report_says_why(case_id: str,
     result = _run(case_id, probes)
     assert result.status == "failed", result.detail
     assert DIVERGING[case_id] in result.detail
+    from ctxspec.adapters.langchain_profile import PROFILE
     assert case_id in PROFILE.divergences
 
 
@@ -75,6 +83,7 @@ def test_a_crash_before_the_answer_is_saved_asks_that_request_again() -> None:
 
 def _answer(items: list[dict[str, Any]], name: str = "write",
             arguments: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    from ctxspec.adapters.langchain_review import Reviewer
     events: list[str] = []
     hooks = ScriptedHooks([HookDoc.model_validate({"point": "tool.pre_call", "items": items})])
     reviewer = Reviewer(hooks, lambda kind, **fields: events.append(

@@ -4,14 +4,29 @@ counted apart. The whole suite runs in the drift test of its report (test_compat
 The ``openai-agents`` extra is installed by .ci/run; without it this test errors, never skips.
 """
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from ctxspec.adapters.openai_agents import make_driver
-from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.conformance.cases import by_id
-from ctxspec.conformance.compat import status_of
+from ctxspec.conformance.compat import Profile, status_of
 from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case
 from ctxspec.conformance.probes import ProbeResult
+
+if TYPE_CHECKING:
+    from ctxspec.adapters.openai_agents import OpenAIAgentsDriver
+
+
+def make_driver() -> "OpenAIAgentsDriver":
+    """The adapter's factory, imported when a test runs, not when pytest collects this module:
+    the SDK takes seconds to import, and every test process collects every module."""
+    from ctxspec.adapters.openai_agents import make_driver as factory
+    return factory()
+
+
+def profile() -> Profile:
+    from ctxspec.adapters.openai_agents.profile import PROFILE
+    return PROFILE
 
 KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT")
 """A claimed supplement carried once to the next question; a stop that wins over an answer in
@@ -53,7 +68,7 @@ def test_a_divergence_fails_and_its_report_says_why(case_id: str,
     result = _run(case_id, probes)
     assert result.status == "failed", result.detail
     assert DIVERGING[case_id] in result.detail
-    assert case_id in PROFILE.divergences
+    assert case_id in profile().divergences
 
 
 def test_a_pass_on_the_adapters_budget_is_not_the_frameworks(
@@ -61,4 +76,4 @@ def test_a_pass_on_the_adapters_budget_is_not_the_frameworks(
     # §7's worked example needs W, O, S, B and the injected estimator, which the SDK lacks.
     result = _run("EX7-BUDGET", probes)
     assert result.status == "passed", result.detail
-    assert status_of(result, PROFILE.adapter_supplied) == "adapter"
+    assert status_of(result, profile().adapter_supplied) == "adapter"
