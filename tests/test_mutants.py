@@ -5,8 +5,9 @@ The default tier judges each mutant against its catcher alone; the slow tier (``
 judges each against every case, as ``ctxspec mutants`` does, running again only the cases that
 call what the mutant replaces (the others take the reference's result)."""
 
-import functools
+import fcntl
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.harness import CaseResult, run_case
 from ctxspec.conformance.mutants import Mutant, Reach, all_mutants, judge, reach_of
 
 MUTANTS = all_mutants()
@@ -113,18 +114,35 @@ def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) 
     assert verdict.killed_by == [CATCHER[mutant.id]], (verdict.killed_by, verdict.errored)
 
 
-@functools.cache
-def whole_reach() -> Reach:
-    """Every case once on the reference, recording which replaced functions it calls (once
-    per test process)."""
-    return reach_of(CASES, MUTANTS)
+@pytest.fixture(scope="session")
+def whole_reach(tmp_path_factory: pytest.TempPathFactory) -> Reach:
+    """Every case once on the reference, noting the mutants that could change it: once per
+    test run. Under xdist the first worker to need it writes it to the run's shared temporary
+    folder and the others read it there (results by case ID, mutants by ID)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: the folder outlives the run
+        return reach_of(CASES, MUTANTS)
+    shared = tmp_path_factory.getbasetemp().parent / "whole-reach.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            reach = reach_of(CASES, MUTANTS)
+            shared.write_text(json.dumps({case_id: [
+                result.status, result.detail, result.seconds, sorted(reach.touched[case_id])]
+                for case_id, result in reach.results.items()}), "utf-8")
+            return reach
+    saved = json.loads(shared.read_text("utf-8"))
+    cases = {case.id: case for case in CASES}
+    return Reach({i: CaseResult(cases[i], status, detail, seconds)
+                  for i, (status, detail, seconds, _) in saved.items()},
+                 {i: frozenset(touched) for i, (*_, touched) in saved.items()})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
-def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(mutant: Mutant) -> None:
-    # Cases that never call what the mutant replaces take the reference's result (issue #20).
-    verdict = judge(mutant, CASES, whole_reach())
+def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(
+        mutant: Mutant, whole_reach: Reach) -> None:
+    # Cases the mutant cannot change take the reference's result (issue #20).
+    verdict = judge(mutant, CASES, whole_reach)
     assert CATCHER[mutant.id] in verdict.killed_by, (verdict.killed_by, verdict.errored)
     # What only the whole matrix shows: under no mutant does any case error. An error is no
     # kill but a fault of the suite (a case's check that raises on a trace it did not expect)
@@ -138,10 +156,11 @@ def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference
     # (each replacing code that some of the cases never call) and the cases that catch them,
     # plus cases of other areas and two crash points.
     ids = {"CJK-UNDERCOUNT", "OLDER-QUESTION-ONLY", "FAKE-FINAL-ANSWER", "CROSS-SESSION-READ",
-           "MODEL-REASKED-AFTER-SAVE", "CONTEXT-LENGTH-RETRIED"}
+           "MODEL-REASKED-AFTER-SAVE", "CONTEXT-LENGTH-RETRIED", "STRICT-TRIGGER",
+           "FLOAT-THRESHOLD", "PREVIEW-SENT-BARE"}
     mutants = [m for m in MUTANTS if m.id in ids]
     cases = by_id(sorted({CATCHER[i] for i in ids} | {
-        "ROW-02", "ROW-05", "S7-BYTES-CJK", "ROW-25", "EX4-OLDER-RUN",
+        "ROW-02", "ROW-05", "S7-BYTES-CJK", "ROW-25", "EX4-OLDER-RUN", "ROW-04-BELOW",
         "CRASH-TOOLS-RAW_ANSWER_SAVED-1-AFTER", "CRASH-TOOLS-REQUEST_FROZEN-1-BEFORE"}))
     reach = reach_of(cases, mutants)
     assert all(r.status == "passed" for r in reach.results.values())
@@ -149,9 +168,12 @@ def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference
     for mutant in mutants:
         full, short = judge(mutant, cases), judge(mutant, cases, reach)
         assert (short.killed_by, short.errored) == (full.killed_by, full.errored), mutant.id
-        keys = {(id(p.owner), p.attribute) for p in mutant.patches}
-        skipped += sum(not keys & reach.called[c.id] for c in cases)
+        skipped += sum(mutant.id not in reach.touched[c.id] for c in cases)
     assert skipped > 0  # the shortcut was taken somewhere, so the comparison means something
+    # A pure-core function whose wrong version answers as the original did leaves the case to
+    # the reference: I > T and I ≥ T differ only at I = T, which ROW-04-AT alone reaches.
+    assert "STRICT-TRIGGER" in reach.touched["ROW-04-AT"]
+    assert "STRICT-TRIGGER" not in reach.touched["ROW-02"] | reach.touched["ROW-04-BELOW"]
 
 
 def test_judging_a_mutant_leaves_the_reference_unchanged() -> None:

@@ -9,6 +9,7 @@ mutant. The mutants live in one module per area (history, budget, compaction, ho
 recovery, access, ports, workflow); each names the design rule it breaks.
 """
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +22,7 @@ from unittest import mock
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import CaseResult, SharedRuns, run_case
+from ctxspec.conformance.mutants import values
 
 
 @dataclass(frozen=True)
@@ -76,63 +78,140 @@ class Verdict:
 def judge(mutant: Mutant, cases: Sequence[Case], reach: "Reach | None" = None) -> Verdict:
     """Run the cases against the mutant (the crash matrix only for a recovery mutant).
 
-    With ``reach`` (:func:`reach_of`), a case in which the reference never called anything the
-    mutant replaces is not run again: the mutated runtime takes exactly the reference's steps
-    there, so its result is the reference's (issue #20: the whole kill matrix judges each of
-    70-odd mutants against every case)."""
+    With ``reach`` (:func:`reach_of`), a case the mutant cannot change is not run again: the
+    mutated runtime takes exactly the reference's steps there, so its result is the
+    reference's (issue #20: the whole kill matrix judges each of 70-odd mutants against every
+    case)."""
     chosen = [c for c in cases if mutant.recovery or c.source != "§10 crash matrix"]
-    keys = {_key(patch) for patch in mutant.patches}
     with applied(mutant):
         # The mutated runtime's runs a document several cases need happen once (Q240).
         runs = SharedRuns(ReferenceDriver, chosen)
         return Verdict(mutant, tuple(
             reach.results[case.id] if reach is not None and case.id in reach.results
-            and not keys & reach.called[case.id] else run_case(case, ReferenceDriver, runs=runs)
+            and mutant.id not in reach.touched[case.id]
+            else run_case(case, ReferenceDriver, runs=runs)
             for case in chosen))
 
 
 @dataclass(frozen=True)
 class Reach:
-    """Each case's result on the reference and which mutants' replaced functions it called."""
+    """Each case's result on the reference, and the mutants whose run of it may differ."""
 
     results: dict[str, CaseResult]
-    called: dict[str, frozenset[tuple[int, str]]]
+    touched: dict[str, frozenset[str]]
+    """By case: the mutants whose replaced code the case reached. A replaced shell method (or
+    class, constant, static method) is reached when called; a replaced function of the pure
+    core only when its wrong version, given the same arguments, answered differently."""
 
 
 def _key(patch: Patch) -> tuple[int, str]:
     return id(patch.owner), patch.attribute
 
 
+PURE_CORE, SHELL = "ctxspec.reference.", "ctxspec.reference.runtime"
+
+
+def _pure(function: object) -> bool:
+    """A function of the pure core: no I/O, clock, randomness or process-wide state
+    (tests/purity.py), so its answer is all a call of it does (its arguments are checked)."""
+    module = getattr(function, "__module__", None) or ""
+    return isinstance(function, FunctionType) and module.startswith(PURE_CORE) \
+        and not module.startswith(SHELL)
+
+
 def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
-    """Run every case once on the reference with each replaced function wrapped by a recorder
-    that calls it through. A target that is not a plain function (a class, a constant, a
-    static or class method) is counted as called by every case, so such a mutant is always
-    run."""
-    targets = {_key(p): p for m in mutants for p in m.patches}
-    plain = {key: p for key, p in targets.items()
-             if isinstance(inspect.getattr_static(p.owner, p.attribute), FunctionType)}
-    always = frozenset(targets.keys() - plain.keys())
-    called: set[tuple[int, str]] = set()
+    """Run every case once on the reference with each replaced function wrapped: a shell
+    method by a recorder that calls it through, a pure-core function by a comparer that also
+    asks each mutant's wrong version (on a copy of the arguments) and notes the mutants whose
+    answer differs. A target that is not a plain function is reached by every case."""
+    by_key: dict[tuple[int, str], list[tuple[Mutant, Patch]]] = {}
+    for mutant in mutants:
+        for patch in mutant.patches:
+            by_key.setdefault(_key(patch), []).append((mutant, patch))
+    touched: set[str] = set()
+    always: set[str] = set()
     results: dict[str, CaseResult] = {}
-    reached: dict[str, frozenset[tuple[int, str]]] = {}
+    reached: dict[str, frozenset[str]] = {}
     with ExitStack() as stack:
-        for key, patch in plain.items():
-            stack.enter_context(mock.patch.object(patch.owner, patch.attribute, _recorder(
-                getattr(patch.owner, patch.attribute), key, called)))
+        for pairs in by_key.values():
+            owner, attribute = pairs[0][1].owner, pairs[0][1].attribute
+            if not isinstance(inspect.getattr_static(owner, attribute), FunctionType):
+                always.update(mutant.id for mutant, _ in pairs)
+                continue
+            original = getattr(owner, attribute)
+            wrapper = _comparer(original, [(m.id, p.wrong(original)) for m, p in pairs],
+                                touched) if _pure(original) else \
+                _recorder(original, {m.id for m, _ in pairs}, touched)
+            stack.enter_context(mock.patch.object(owner, attribute, wrapper))
         for case in cases:
-            called.clear()
+            touched.clear()
             results[case.id] = run_case(case, ReferenceDriver)
-            reached[case.id] = frozenset(called) | always
+            reached[case.id] = frozenset(touched | always)
     return Reach(results, reached)
 
 
-def _recorder(original: Callable[..., Any], key: tuple[int, str],
-              called: set[tuple[int, str]]) -> Callable[..., Any]:
+def _recorder(original: Callable[..., Any], mutant_ids: set[str],
+              touched: set[str]) -> Callable[..., Any]:
     @functools.wraps(original)
     def recorded(*args: Any, **kwargs: Any) -> Any:
-        called.add(key)
+        touched.update(mutant_ids)
         return original(*args, **kwargs)
     return recorded
+
+
+def _comparer(original: Callable[..., Any], wrongs: list[tuple[str, Callable[..., Any]]],
+              touched: set[str]) -> Callable[..., Any]:
+    """The mutated run takes the reference's steps through a call whose wrong version gives
+    the same answer and leaves its arguments as the original does: unchanged. Frozen
+    arguments are handed to the wrong version as they are, mutable ones as a deep copy;
+    opaque ones (conformance/mutants/values.py) are not handed over: the mutant runs."""
+    @functools.wraps(original)
+    def compared(*args: Any, **kwargs: Any) -> Any:
+        pending = [(mutant_id, wrong) for mutant_id, wrong in wrongs if mutant_id not in touched]
+        arguments = (args, kwargs)
+        # The keyword dict is the call's own: only the values in it can be shared.
+        found = values.kind((args, tuple(kwargs.values()))) if pending else "frozen"
+        if found == "opaque":
+            touched.update(mutant_id for mutant_id, _ in pending)
+            pending = []
+        snapshot = arguments if found == "frozen" else _copy(arguments)
+        try:
+            answer = original(*args, **kwargs)
+        except BaseException:
+            touched.update(mutant_id for mutant_id, _ in pending)
+            raise
+        if snapshot is None or not values.alike(arguments, snapshot):
+            touched.update(mutant_id for mutant_id, _ in pending)  # the original changed them
+            return answer
+        for mutant_id, wrong in pending:
+            if not _answers_alike(wrong, snapshot if found == "frozen" else _copy(snapshot),
+                                  answer, frozen=found == "frozen"):
+                touched.add(mutant_id)
+        return answer
+    return compared
+
+
+Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def _copy(arguments: Arguments) -> Arguments | None:
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:  # not copyable: the mutant is run on the case
+        return None
+
+
+def _answers_alike(wrong: Callable[..., Any], arguments: Arguments | None, answer: Any, *,
+                   frozen: bool) -> bool:
+    if arguments is None:
+        return False
+    before = arguments if frozen else _copy(arguments)
+    try:
+        seen = wrong(*arguments[0], **arguments[1])
+        return before is not None and values.alike(arguments, before) \
+            and values.alike(seen, answer)
+    except Exception:
+        return False
 
 
 def all_mutants() -> tuple[Mutant, ...]:
