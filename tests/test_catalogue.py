@@ -122,7 +122,10 @@ def test_unknown_covers_marker_fails_the_pytest_run(pytester: pytest.Pytester) -
     pytester.makepyfile(
         "import pytest\n@pytest.mark.covers('CTX-99.1')\ndef test_x():\n    assert 1 + 1 == 2\n")
     pytester.syspathinsert(Path(__file__).resolve().parent.parent)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    # Without the adapters' extras' plugins, which this process does not load either: an
+    # in-process run would import them afresh.
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:langsmith_plugin",
+                                "-p", "no:anyio")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*CTX-99.1 in test_unknown_covers_marker_fails*"])
 

@@ -299,10 +299,12 @@ class SuiteRun:
 def _suite(pytester: pytest.Pytester | None, *args: str) -> SuiteRun:
     """``pytest --pyargs ctxspec.conformance.suite`` as a user runs it: in a new interpreter,
     or (given ``pytester``) in this one — the same plugin and cases without an interpreter's
-    start. Without Hypothesis's plugin: the suite does not use it, and importing it is most of
-    a start."""
+    start. Without Hypothesis's plugin and those of the adapters' extras (langsmith, anyio):
+    the suite does not use them, and importing them is most of a start (in this interpreter
+    too: each in-process run imports afresh what it imported)."""
     common = ["--pyargs", "ctxspec.conformance.suite", "-q", "-p", "no:cacheprovider",
-              "-n", "0", "-p", "no:hypothesispytest", *args]
+              "-n", "0", "-p", "no:hypothesispytest", "-p", "no:langsmith_plugin",
+              "-p", "no:anyio", *args]
     if pytester is not None:
         inside = pytester.runpytest_inprocess(*common)
         return SuiteRun(int(inside.ret), str(inside.stdout))
