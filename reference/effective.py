@@ -27,16 +27,12 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
-    ContextMutation,
     ContextRecord,
-    EffectiveContextRevision,
     MutationSourceKind,
-    PayloadRef,
     RoleContext,
 )
 from ctxspec.reference.registry import ABSENT, JSON, _Absent, is_within, split, value_at, with_value
@@ -72,7 +68,7 @@ class RawRecord:
     def manifest_entry_text(self) -> str:
         """This record's entry of a revision's manifest document while no override touches it,
         as canonical JSON, computed once per record (issue #20)."""
-        return _canonical(_entry_document(_entry(self, None)))
+        return canonical_json(_entry_document(_entry(self, None)))
 
 
 @dataclass(frozen=True)
@@ -203,8 +199,8 @@ def _overridden(content: Mapping[str, JSON], overrides: Mapping[str, Override]
     return result
 
 
-def _by_record(overrides: Mapping[tuple[UUID, str], Override]
-               ) -> dict[UUID, dict[str, Override]]:
+def overrides_by_record(overrides: Mapping[tuple[UUID, str], Override]
+                        ) -> dict[UUID, dict[str, Override]]:
     """A revision's overrides grouped by record (one pass, instead of one per record)."""
     grouped: dict[UUID, dict[str, Override]] = {}
     for (record_id, key), override in overrides.items():
@@ -234,7 +230,7 @@ def manifest(state: ContextState, revision: int | None = None) -> tuple[Manifest
     (CTX-3.25, CTX-3.28, CTX-3.64). A record no override touches has its raw content's digest,
     computed once per record (a manifest per revision, issue #20)."""
     rev = state.head if revision is None else state.revision(revision)
-    by_record = _by_record(rev.overrides)
+    by_record = overrides_by_record(rev.overrides)
     entries = []
     for raw in state.records:
         if raw.record.context_seq > rev.record_watermark:
@@ -259,7 +255,7 @@ def effective_records(state: ContextState, revision: int | None = None) -> list[
     rev = state.head if revision is None else state.revision(revision)
     sources = {mutation_id: f"{m.source_kind.value}:{m.source_ref}"
                for mutation_id, m in state.mutations.items()}
-    by_record = _by_record(rev.overrides)
+    by_record = overrides_by_record(rev.overrides)
     return [effective_record(raw, by_record.get(raw.record_id, {}), sources)
             for raw in state.records if raw.record.context_seq <= rev.record_watermark]
 
@@ -488,18 +484,9 @@ def commit_across(states: Mapping[UUID, ContextState], parts: Sequence[ScopedCha
 # --- the contracts the shell stores -------------------------------------------------------------
 
 
-def _canonical(document: JSON) -> str:
+def canonical_json(document: JSON) -> str:
+    """A document as the canonical JSON its payload ref digests (sorted keys, no spaces)."""
     return _CANONICAL.encode(document)
-
-
-def _ref_of(document: JSON) -> PayloadRef:
-    return _ref_of_text(_canonical(document))
-
-
-def _ref_of_text(text: str) -> PayloadRef:
-    data = text.encode("utf-8", "surrogatepass")
-    return PayloadRef(digest="sha256:" + hashlib.sha256(data).hexdigest(), size_bytes=len(data),
-                      media_type="application/json")
 
 
 def _entry_document(entry: ManifestEntry) -> JSON:
@@ -513,51 +500,13 @@ def manifest_document(state: ContextState, revision: int) -> JSON:
     return [_entry_document(e) for e in manifest(state, revision)]
 
 
-def manifest_text(state: ContextState, revision: int) -> str:
-    """:func:`manifest_document` as canonical JSON (what its ref digests), with the entry of
-    each record no override touches taken from the record (issue #20: every revision is
-    stored with its manifest's ref)."""
-    rev = state.revision(revision)
-    by_record = _by_record(rev.overrides)
-    parts = []
-    for raw in state.records:
-        if raw.record.context_seq > rev.record_watermark:
-            break
-        mine = by_record.get(raw.record_id)
-        parts.append(raw.manifest_entry_text if mine is None
-                     else _canonical(_entry_document(_entry(raw, mine))))
-    return "[" + ",".join(parts) + "]"
+def manifest_entry_text(raw: RawRecord, overrides: Mapping[str, Override] | None) -> str:
+    """The canonical JSON of a record's manifest entry under ``overrides`` (a record no
+    override touches reuses the text it keeps)."""
+    return (raw.manifest_entry_text if overrides is None
+            else canonical_json(_entry_document(_entry(raw, overrides))))
 
 
-def revision_contract(state: ContextState, revision: int, *, commit_ref: str,
-                      created_at: datetime) -> EffectiveContextRevision:
-    """The EffectiveContextRevision the shell stores for a revision.  CTX-3.19, CTX-3.24"""
-    rev = state.revision(revision)
-    return EffectiveContextRevision(
-        context_id=state.context_id, revision=rev.revision, parent_revision=rev.parent,
-        record_watermark=rev.record_watermark, mutation_ids=rev.mutation_ids,
-        effective_manifest_ref=_ref_of_text(manifest_text(state, revision)),
-        commit_ref=commit_ref, created_at=created_at)
-
-
-def change_document(done: CommittedMutation) -> JSON:
-    """The normalised change of a mutation as the JSON blob its patch_ref addresses."""
-    return {"changes": [{"record_id": str(c.record_id), "field_key": c.field_key,
-                         "value": {"$absent": True} if isinstance(c.value, _Absent) else c.value,
-                         "sources": list(c.source_paths)} for c in done.changes],
-            "appended": [str(r) for r in done.appended],
-            "base_revision": done.base_revision, "rebased": done.rebased}
-
-
-def mutation_contract(state: ContextState, mutation_id: UUID, *,
-                      cause_operation_id: UUID | None, created_at: datetime) -> ContextMutation:
-    """The ContextMutation the shell appends for a committed mutation.  CTX-3.19, CTX-3.29"""
-    done = state.mutations[mutation_id]
-    return ContextMutation(
-        mutation_id=mutation_id, context_id=state.context_id, base_revision=done.base_revision,
-        committed_revision=done.committed_revision, source_kind=done.source_kind,
-        source_ref=done.source_ref, cause_operation_id=cause_operation_id,
-        patch_ref=_ref_of(change_document(done)), created_at=created_at)
 
 
 def project_head(role_context: RoleContext, state: ContextState) -> RoleContext:
@@ -596,8 +545,8 @@ __all__ = [
     "Scope",
     "ScopedChange",
     "append_records",
+    "canonical_json",
     "change_authorisation",
-    "change_document",
     "check_base",
     "commit_across",
     "commit_changes",
@@ -608,9 +557,8 @@ __all__ = [
     "freeze",
     "manifest",
     "manifest_document",
-    "manifest_text",
-    "mutation_contract",
+    "manifest_entry_text",
     "new_context",
+    "overrides_by_record",
     "project_head",
-    "revision_contract",
 ]

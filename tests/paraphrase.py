@@ -112,6 +112,7 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (protocol, "fragment_text", lambda _: lambda text: f"!! stream broke, partial: {text}"),
     (protocol, "orphan_text", lambda _: lambda record: f"Result with no call:\n{record.text}"),
     (protocol, "message_from_record", _result),
+    (view, "message_from_record", _result),  # a revision's own, kept message
     (protocol, "placeholder_text", lambda _: lambda call, state: "This call never ran."),
     (compaction, "SUMMARY_ENVELOPE_TEXT", lambda _: "Here is a recap of the conversation so "
                                                     "far, written by a summariser:\n\n"),

@@ -551,8 +551,9 @@ def test_request_parameters_live_in_the_effective_payload() -> None:
 def test_committed_mutation_and_revision_as_contracts() -> None:
     from datetime import UTC, datetime
 
+    from ctxspec.reference.context_contracts import mutation_contract, revision_contract
     from ctxspec.reference.contracts import RoleContext
-    from ctxspec.reference.effective import mutation_contract, project_head, revision_contract
+    from ctxspec.reference.effective import project_head
 
     outcome = decide(HookProposal(uuid(90), "allow", (PayloadOp("arguments.path", "b.md"),)))
     state, now = outcome.states[CTX], datetime(2026, 11, 29, tzinfo=UTC)

@@ -18,6 +18,7 @@ from uuid import UUID
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ctxspec.reference.context_contracts import revision_contract
 from ctxspec.reference.contracts import ContextRecord, MessageRole, MutationSourceKind
 from ctxspec.reference.effective import (
     ABSENT,
@@ -33,7 +34,6 @@ from ctxspec.reference.effective import (
     effective_records,
     manifest,
     new_context,
-    revision_contract,
 )
 from ctxspec.reference.registry import JSON, split
 from ctxspec.reference.view import EffectiveRecord

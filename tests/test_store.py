@@ -15,6 +15,7 @@ import sqlite_utils
 from pydantic import BaseModel
 
 from ctxspec.reference import delivery as dl
+from ctxspec.reference.context_contracts import mutation_contract, revision_contract
 from ctxspec.reference.contracts import (
     ContextRecord,
     DeliveryState,
@@ -40,9 +41,7 @@ from ctxspec.reference.effective import (
     Scope,
     append_records,
     commit_changes,
-    mutation_contract,
     new_context,
-    revision_contract,
 )
 from ctxspec.reference.history import project_history
 from ctxspec.reference.registry import JSON

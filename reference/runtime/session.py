@@ -24,6 +24,7 @@ from ctxspec.reference.budget import (
     ResolvedBudget,
     resolve_budget,
 )
+from ctxspec.reference.context_contracts import mutation_contract, revision_contract
 from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
     CompactionEpisode,
@@ -37,8 +38,6 @@ from ctxspec.reference.contracts import (
 )
 from ctxspec.reference.effective import (
     ContextState,
-    mutation_contract,
-    revision_contract,
 )
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.hooks import ChainOutcome
