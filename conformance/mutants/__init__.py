@@ -129,6 +129,7 @@ def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
         for patch in mutant.patches:
             by_key.setdefault(_key(patch), []).append((mutant, patch))
     touched: set[str] = set()
+    known_frozen: dict[int, object] = {}  # values.kind's memo, one case at a time
     always: set[str] = set()
     results: dict[str, CaseResult] = {}
     reached: dict[str, frozenset[str]] = {}
@@ -140,11 +141,12 @@ def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
                 continue
             original = getattr(owner, attribute)
             wrapper = _comparer(original, [(m.id, p.wrong(original)) for m, p in pairs],
-                                touched) if _pure(original) else \
+                                touched, known_frozen) if _pure(original) else \
                 _recorder(original, {m.id for m, _ in pairs}, touched)
             stack.enter_context(mock.patch.object(owner, attribute, wrapper))
         for case in cases:
             touched.clear()
+            known_frozen.clear()
             results[case.id] = run_case(case, ReferenceDriver)
             reached[case.id] = frozenset(touched | always)
     return Reach(results, reached)
@@ -160,7 +162,7 @@ def _recorder(original: Callable[..., Any], mutant_ids: set[str],
 
 
 def _comparer(original: Callable[..., Any], wrongs: list[tuple[str, Callable[..., Any]]],
-              touched: set[str]) -> Callable[..., Any]:
+              touched: set[str], known_frozen: dict[int, object]) -> Callable[..., Any]:
     """The mutated run takes the reference's steps through a call whose wrong version gives
     the same answer and leaves its arguments as the original does: unchanged. Frozen
     arguments are handed to the wrong version as they are, mutable ones as a deep copy;
@@ -170,7 +172,7 @@ def _comparer(original: Callable[..., Any], wrongs: list[tuple[str, Callable[...
         pending = [(mutant_id, wrong) for mutant_id, wrong in wrongs if mutant_id not in touched]
         arguments = (args, kwargs)
         # The keyword dict is the call's own: only the values in it can be shared.
-        found = values.kind((args, tuple(kwargs.values()))) if pending else "frozen"
+        found = values.kind((args, tuple(kwargs.values())), known_frozen) if pending else "frozen"
         if found == "opaque":
             touched.update(mutant_id for mutant_id, _ in pending)
             pending = []

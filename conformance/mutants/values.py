@@ -30,9 +30,12 @@ _ATOMS = (type(None), bool, int, float, complex, str, bytes, Enum, UUID, Decimal
           date, datetime, time, timedelta)
 
 
-def kind(value: object) -> Kind:
-    """The kind of ``value`` (the most changeable of its parts)."""
-    return _kind(value, {})
+def kind(value: object, known_frozen: dict[int, object] | None = None) -> Kind:
+    """The kind of ``value`` (the most changeable of its parts). ``known_frozen``: objects
+    already found frozen, by id, kept alive by the dict so that an id stays its object's; a
+    frozen object cannot change, so a later call does not walk it again (the reach pass asks
+    of the same records and states call after call)."""
+    return _kind(value, {}, {} if known_frozen is None else known_frozen)
 
 
 def _worst(kinds: Iterable[Kind]) -> Kind:
@@ -45,8 +48,8 @@ def _worst(kinds: Iterable[Kind]) -> Kind:
     return worst
 
 
-def _kind(value: object, seen: dict[int, Kind]) -> Kind:
-    if isinstance(value, _ATOMS):
+def _kind(value: object, seen: dict[int, Kind], known_frozen: dict[int, object]) -> Kind:
+    if isinstance(value, _ATOMS) or id(value) in known_frozen:
         return "frozen"
     known = seen.get(id(value))
     if known is not None:
@@ -54,23 +57,26 @@ def _kind(value: object, seen: dict[int, Kind]) -> Kind:
     seen[id(value)] = "opaque"  # a value inside itself: judged opaque while it is walked
     found: Kind
     if isinstance(value, tuple | frozenset):
-        found = _worst(_kind(item, seen) for item in value)
+        found = _worst(_kind(item, seen, known_frozen) for item in value)
     elif isinstance(value, list | set):
-        found = _worst(("mutable", *(_kind(item, seen) for item in value)))
+        found = _worst(("mutable", *(_kind(item, seen, known_frozen) for item in value)))
     elif isinstance(value, dict):
-        found = _worst(("mutable", *(_kind(item, seen) for pair in value.items()
+        found = _worst(("mutable", *(_kind(item, seen, known_frozen) for pair in value.items()
                                      for item in pair)))
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         frozen = value.__dataclass_params__.frozen  # type: ignore[attr-defined]
         found = _worst(("frozen" if frozen else "mutable", *(
-            _kind(getattr(value, field.name), seen) for field in dataclasses.fields(value))))
+            _kind(getattr(value, field.name), seen, known_frozen)
+            for field in dataclasses.fields(value))))
     elif isinstance(value, BaseModel):
         frozen = bool(value.model_config.get("frozen"))
         found = _worst(("frozen" if frozen else "mutable",
-                        *(_kind(item, seen) for item in value.__dict__.values())))
+                        *(_kind(item, seen, known_frozen) for item in value.__dict__.values())))
     else:
         found = "opaque"
     seen[id(value)] = found
+    if found == "frozen":
+        known_frozen[id(value)] = value
     return found
 
 
