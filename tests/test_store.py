@@ -45,7 +45,6 @@ from ctxspec.reference.effective import (
 )
 from ctxspec.reference.history import project_history
 from ctxspec.reference.registry import JSON
-from ctxspec.reference.runtime import store as store_module
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.store import (
     TABLES,
@@ -67,7 +66,6 @@ from ctxspec.reference.runtime.store import (
     update,
     update_doc,
 )
-from ctxspec.reference.runtime.writes import _parameters
 from ctxspec.reference.view import EffectiveRecord, ModelView, ToolCall
 from tests.builders import InputFacts, RunFacts, SessionBuilder, ref, uuid
 
@@ -684,24 +682,6 @@ def test_a_column_value_is_stored_as_its_kind_says(value: object, stored: object
     assert sql_value(value) == stored
     assert sql_value(value) == stored
     assert type(sql_value(value)) is type(stored)
-    # A commit's parameters give the same value and type (plain values and ids inline).
-    memo: dict[UUID, str] = {}
-    for _ in range(2):  # the second time an id comes from the memo
-        (parameter,) = _parameters({"v": value}, ("v",), memo)
-        assert parameter == stored and type(parameter) is type(stored)
-    assert memo == ({value: stored} if type(value) is UUID else {})
-
-
-def test_a_stores_memo_of_ids_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    store = Store()
-    coordinator = CommitCoordinator(store)
-    monkeypatch.setattr(store_module, "UUID_MEMO_LIMIT", 2)
-    for n in range(1, 6):
-        coordinator.commit("cp", [checkpoint_write(uuid(n), "loop", {"n": n})])
-        assert len(store.uuid_texts) <= 3
-    assert store.count("checkpoints") == 5
-    # Sizes 1, 2, 3, then past the limit: emptied before the fourth commit.
-    assert store.uuid_texts == {uuid(4): str(uuid(4)), uuid(5): str(uuid(5))}
 
 
 def test_a_value_no_column_can_store_is_refused() -> None:

@@ -122,10 +122,6 @@ class Store:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
-        self.uuid_texts: dict[UUID, str] = {}
-        """The ids this store's commits wrote, as their text: a Run's, a context's, an
-        Operation's id is converted once, not in every commit that mentions it (issue #20).
-        Emptied past :data:`UUID_MEMO_LIMIT` entries, so a long-lived store stays bounded."""
         self.stored_blobs: set[str] | None = None
         """Digests of the blobs in an in-memory store, which only this object writes: a
         commit leaves out a blob already there (issue #20). None for a file store, which
@@ -455,10 +451,6 @@ class CommitFailed(RuntimeError):
         self.cause = cause
 
 
-UUID_MEMO_LIMIT = 100_000
-"""The most ids a store keeps as text (:attr:`Store.uuid_texts`): a few megabytes."""
-
-
 @dataclass
 class CommitCoordinator:
     """The only writer of the store's facts: each named RuntimeCommit (T_FREEZE, T_FIRST_OUTPUT,
@@ -488,14 +480,12 @@ class CommitCoordinator:
                 raise RuntimeError("a commit is one transaction of its own; another is open")
             # BEGIN ... COMMIT as sqlite-utils' atomic() runs it outside a transaction, without
             # its generator (a commit is the reference's most frequent step, issue #20).
-            if len(self.store.uuid_texts) > UUID_MEMO_LIMIT:
-                self.store.uuid_texts.clear()
             conn.execute("BEGIN")
             try:
                 for index, write in enumerate(writes):
                     if self.fault is not None:
                         self.fault(name, index)
-                    apply_write(conn, write, self.store.uuid_texts)
+                    apply_write(conn, write)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.rollback()  # a no-op if the failure already ended the transaction

@@ -320,46 +320,19 @@ def _unreferenced_blob() -> str:
     return " AND ".join(f"NOT EXISTS ({query})" for query in mentions)
 
 
-def apply_write(conn: sqlite3.Connection, write: Write,
-                uuid_texts: dict[UUID, str] | None = None) -> None:
+def apply_write(conn: sqlite3.Connection, write: Write) -> None:
     """Run one write on ``conn`` (inside the caller's transaction), checked against the
-    schema: tables and columns are never taken from data. ``uuid_texts``: the caller's memo
-    of UUIDs as text, filled as it goes (a store's ids come back commit after commit)."""
+    schema: tables and columns are never taken from data."""
     if write.kind == "sweep":
         _statement(write.table, "sweep", (), ())
         conn.execute("DELETE FROM blobs WHERE " + _unreferenced_blob())
         return
     sql, order = _statement(write.table, write.kind, tuple(write.row), write.key)
     row = write.row
-    cursor = conn.execute(sql, _parameters(row, order, {} if uuid_texts is None else uuid_texts))
+    cursor = conn.execute(sql, [sql_value(row[c]) for c in order])
     if write.kind == "update" and cursor.rowcount != 1:
         raise LookupError(f"update of {write.table!r} matched {cursor.rowcount} rows for "
                           f"{ {k: row[k] for k in write.key} }, not exactly one")
-
-
-def _parameters(row: Mapping[str, object], order: tuple[str, ...],
-                uuid_texts: dict[UUID, str]) -> list[SqlValue]:
-    """The statement's parameters as :func:`sql_value` gives them: a str, int or None as it is
-    and a UUID through the memo, without a call (nine values in ten, issue #20)."""
-    values: list[SqlValue] = []
-    for column in order:
-        value = row[column]
-        kind = type(value)
-        if kind in _PLAIN:
-            values.append(value)  # type: ignore[arg-type]
-        elif kind is UUID:
-            text = uuid_texts.get(value)  # type: ignore[call-overload]
-            if text is None:
-                text = uuid_texts[value] = str(value)  # type: ignore[index]
-            values.append(text)
-        else:
-            values.append(sql_value(value))
-    return values
-
-
-_PLAIN = frozenset({str, int, type(None), bytes, float})
-"""Exactly these types are stored as they are (a bool is stored as 0 or 1, a subclass is
-resolved by :func:`sql_value`)."""
 
 
 @functools.lru_cache(maxsize=1024)
