@@ -19,7 +19,7 @@ from ctxspec.reference.effective import (
     ContextState,
     canonical_json,
     manifest_entry_text,
-    overrides_by_record,
+    visible_records,
 )
 from ctxspec.reference.registry import JSON, _Absent
 
@@ -39,13 +39,8 @@ def manifest_text(state: ContextState, revision: int) -> str:
     each record no override touches taken from the record (issue #20: every revision is
     stored with its manifest's ref)."""
     rev = state.revision(revision)
-    by_record = overrides_by_record(rev.overrides)
-    parts = []
-    for raw in state.records:
-        if raw.record.context_seq > rev.record_watermark:
-            break
-        parts.append(manifest_entry_text(raw, by_record.get(raw.record_id)))
-    return "[" + ",".join(parts) + "]"
+    return "[" + ",".join(manifest_entry_text(raw, overrides)
+                          for raw, overrides in visible_records(state, rev)) + "]"
 
 
 def revision_contract(state: ContextState, revision: int, *, commit_ref: str,

@@ -25,7 +25,7 @@ changes touch overrides only, annotations are new records.
 import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 from uuid import UUID
@@ -199,8 +199,8 @@ def _overridden(content: Mapping[str, JSON], overrides: Mapping[str, Override]
     return result
 
 
-def overrides_by_record(overrides: Mapping[tuple[UUID, str], Override]
-                        ) -> dict[UUID, dict[str, Override]]:
+def _by_record(overrides: Mapping[tuple[UUID, str], Override]
+               ) -> dict[UUID, dict[str, Override]]:
     """A revision's overrides grouped by record (one pass, instead of one per record)."""
     grouped: dict[UUID, dict[str, Override]] = {}
     for (record_id, key), override in overrides.items():
@@ -230,13 +230,18 @@ def manifest(state: ContextState, revision: int | None = None) -> tuple[Manifest
     (CTX-3.25, CTX-3.28, CTX-3.64). A record no override touches has its raw content's digest,
     computed once per record (a manifest per revision, issue #20)."""
     rev = state.head if revision is None else state.revision(revision)
-    by_record = overrides_by_record(rev.overrides)
-    entries = []
+    return tuple(_entry(raw, overrides) for raw, overrides in visible_records(state, rev))
+
+
+def visible_records(state: ContextState, rev: Revision
+                    ) -> Iterator[tuple[RawRecord, dict[str, Override] | None]]:
+    """The records a revision sees (up to its record watermark, in context order), each with
+    the overrides in force for it (field key → override; None: none)."""
+    by_record = _by_record(rev.overrides)
     for raw in state.records:
         if raw.record.context_seq > rev.record_watermark:
             break
-        entries.append(_entry(raw, by_record.get(raw.record_id)))
-    return tuple(entries)
+        yield raw, by_record.get(raw.record_id)
 
 
 def _entry(raw: RawRecord, overrides: Mapping[str, Override] | None) -> ManifestEntry:
@@ -255,9 +260,8 @@ def effective_records(state: ContextState, revision: int | None = None) -> list[
     rev = state.head if revision is None else state.revision(revision)
     sources = {mutation_id: f"{m.source_kind.value}:{m.source_ref}"
                for mutation_id, m in state.mutations.items()}
-    by_record = overrides_by_record(rev.overrides)
-    return [effective_record(raw, by_record.get(raw.record_id, {}), sources)
-            for raw in state.records if raw.record.context_seq <= rev.record_watermark]
+    return [effective_record(raw, overrides or {}, sources)
+            for raw, overrides in visible_records(state, rev)]
 
 
 def effective_record(raw: RawRecord, overrides: Mapping[str, Override],
@@ -559,6 +563,6 @@ __all__ = [
     "manifest_document",
     "manifest_entry_text",
     "new_context",
-    "overrides_by_record",
     "project_head",
+    "visible_records",
 ]

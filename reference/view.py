@@ -13,7 +13,7 @@ annotation with its source. Rendering to a provider's wire format is an adapter
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -395,16 +395,9 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
     keeps it), never invented. Markers, placeholders, fragments and outcomes are sent as what
     they are: a placeholder answers its call as a tool message saying it did not run.
     CTX-6.14, CTX-6.17, CTX-2.33"""
-    adjusted: dict[UUID, ToolCall] = {}
     rendered: list[RenderedMessage] = []
-    for message in view.messages:
-        for call in message.tool_calls:
-            if call.proposed_arguments is not None:
-                adjusted[call.call_id] = call
+    for message, adjustment in _with_adjustments(view):
         answered = message.call_id if message.role is _TOOL else None
-        adjustment = None
-        if adjusted and answered is not None:
-            adjustment = adjusted.pop(answered, None)
         if adjustment is not None or (accepts_reasoning and message.reasoning is not None):
             rendered.append(_render(message, answered, adjustment, accepts_reasoning))
             continue
@@ -415,6 +408,20 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
             object.__setattr__(message, "_rendered", kept)
         rendered.append(kept)
     return RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+
+
+def _with_adjustments(view: ModelView) -> Iterator[tuple[ViewMessage, ToolCall | None]]:
+    """Each message of the view with the call it answers if a hook adjusted that call's
+    arguments (its mark goes in this tool message, §6), else None."""
+    adjusted: dict[UUID, ToolCall] = {}
+    for message in view.messages:
+        for call in message.tool_calls:
+            if call.proposed_arguments is not None:
+                adjusted[call.call_id] = call
+        adjustment = None
+        if adjusted and message.role is _TOOL and message.call_id is not None:
+            adjustment = adjusted.pop(message.call_id, None)
+        yield message, adjustment
 
 
 def _render(message: ViewMessage, answered: UUID | None, adjustment: ToolCall | None,
@@ -469,15 +476,8 @@ def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> E
     they are sent with it. A message keeps the prompt message it is counted as, unless an
     adjustment mark makes it depend on the view (the answer to an adjusted call).
     """
-    adjusted: dict[UUID, ToolCall] = {}
     messages: list[PromptMessage] = []
-    for message in view.messages:
-        for call in message.tool_calls:
-            if call.proposed_arguments is not None:
-                adjusted[call.call_id] = call
-        adjustment = None
-        if adjusted and message.role is _TOOL and message.call_id is not None:
-            adjustment = adjusted.pop(message.call_id, None)
+    for message, adjustment in _with_adjustments(view):
         if adjustment is not None:
             messages.append(_counted(message, adjustment))
             continue
