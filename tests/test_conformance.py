@@ -8,6 +8,7 @@ tests/test_crash_matrix.py."""
 
 import io
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from click.testing import CliRunner
 
 from ctxspec.catalogue import load_catalogue
 from ctxspec.cli import main
+from ctxspec.commands.options import workers_for
 from ctxspec.conformance.capabilities import COARSE, declared
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.cases import CASES, OUR_DOCUMENTS, by_id
@@ -269,6 +271,28 @@ def test_jobs_run_the_cases_in_worker_processes_with_the_same_results(
     one, many = json.loads(serial.output), json.loads(parallel.output)
     assert [c["id"] for c in many["cases"]] == list(ids)
     assert many["cases"] == one["cases"] and many["summary"] == one["summary"]
+
+
+@pytest.mark.parametrize(("jobs", "cores", "cases", "workers"), [
+    (3, 2, 1, 3),  # a number given is taken as it is
+    (None, 2, 547, 2),  # the whole suite on two cores: one worker per core
+    (None, 8, 547, 5),  # at most one worker per 100 cases
+    (None, 2, 199, 1),  # a short run stays in this process
+    (None, 2, 1, 1),
+    (None, 1, 547, 1),
+])
+def test_jobs_auto_uses_every_core_on_a_long_run_only(
+        monkeypatch: pytest.MonkeyPatch, jobs: int | None, cores: int, cases: int,
+        workers: int) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert workers_for(jobs, cases) == workers
+
+
+def test_a_bad_jobs_value_is_refused_naming_the_option() -> None:
+    outcome = CliRunner().invoke(main, ["conformance", "--jobs", "0", "--case", "ROW-02"])
+    assert outcome.exit_code == 2
+    assert "'0' is not 'auto' or a number of worker processes from 1 to 1024" in outcome.output
+    assert "--jobs" in outcome.output
 
 
 def test_the_cli_exits_one_when_a_case_fails() -> None:

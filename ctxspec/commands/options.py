@@ -80,6 +80,41 @@ class Seconds(click.ParamType[float]):
         return float(text)
 
 
+class Jobs(click.ParamType[int | None]):
+    """How many worker processes: ``auto`` (None: :func:`workers_for` decides) or an integer
+    of ASCII digits from 1 to 1024."""
+
+    name = "jobs"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | None:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        text = str(value).strip(" \t")
+        if text == "auto":
+            return None
+        if not re.fullmatch(r"[0-9]{1,4}", text) or not 1 <= int(text) <= 1024:
+            self.fail(f"{shown(value)} is not 'auto' or a number of worker processes from 1 "
+                      "to 1024 (ASCII digits)", param, ctx)
+        return int(text)
+
+
+CASES_PER_WORKER = 100
+"""Under ``--jobs auto`` a run gets at most one worker per this many cases: a worker takes
+about as long to start as forty of the reference's cases take to run, so a short run is
+fastest in one process."""
+
+
+def workers_for(jobs: int | None, cases: int) -> int:
+    """The worker processes a run of ``cases`` cases uses: ``jobs`` if given, else one per
+    core this process may use, at most one per :data:`CASES_PER_WORKER` cases, at least one."""
+    if jobs is not None:
+        return jobs
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
+    return max(1, min(cores, cases // CASES_PER_WORKER))
+
+
 def writable(folder: Path, option: str) -> None:
     """A file an option names must be writable in an existing folder: checked before anything
     runs, so a long run never ends in a report it cannot write."""

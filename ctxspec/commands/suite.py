@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxspec.commands.options import Count, Seconds, writable, write_page
+from ctxspec.commands.options import Count, Jobs, Seconds, workers_for, writable, write_page
 
 if TYPE_CHECKING:  # the harness is imported by the commands only
     from ctxspec.conformance.case import Case
@@ -46,14 +46,15 @@ if TYPE_CHECKING:  # the harness is imported by the commands only
               help="Write the report as one HTML page: status matrices, failures one click away.")
 @click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
               "those that did not pass.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", "-j", type=Jobs(), default="auto", show_default=True,
               help="Run the cases in this many worker processes, each with its own driver "
-              "(with --stdio, its own runtime subprocess).")
+              "(with --stdio, its own runtime subprocess); auto: one per core, at most one "
+              "per 100 cases; 1: in this process.")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         stdio_timeout: float, stdio_max_line: int,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
                         junit: Path | None, html_file: Path | None, verbose: bool,
-                        jobs: int) -> None:
+                        jobs: int | None) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
@@ -100,7 +101,7 @@ def _terminated(signum: int, frame: object) -> None:
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool, jobs: int = 1) -> None:
+                 verbose: bool, jobs: int | None = 1) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
@@ -120,8 +121,9 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
     if not as_json:
         _echo_probes(probes)
     results = []
-    suite = run_suite(cases, factory, probes) if jobs == 1 else run_suite_in_processes(
-        cases, jobs, driver_spec=None if stdio else driver_spec,
+    workers = workers_for(jobs, len(cases))
+    suite = run_suite(cases, factory, probes) if workers == 1 else run_suite_in_processes(
+        cases, workers, driver_spec=None if stdio else driver_spec,
         stdio=None if stdio is None else (stdio.command, stdio.timeout, stdio.max_line),
         probes=probes)
     for result in suite:
