@@ -11,6 +11,7 @@ hard every property and state machine is searched:
 """
 
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -18,6 +19,13 @@ from hypothesis import HealthCheck, settings
 from ctxspec.catalogue import load_catalogue
 
 pytest_plugins = ["pytester"]
+
+# pytest keeps each test module with its asserts rewritten as bytecode beside it, read back
+# while the source is unchanged, but writes none where the environment asks for no bytecode
+# (PYTHONDONTWRITEBYTECODE): every test process then rewrote every test module on every run,
+# about 2.6 s of CPU each. The cache is checked against the source, so it cannot be stale;
+# modules imported from here on also keep their bytecode (in git-ignored __pycache__ folders).
+sys.dont_write_bytecode = False
 
 # No deadline: the machine is shared, and a slow example is not a wrong one.
 _COMMON = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
