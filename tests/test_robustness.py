@@ -223,7 +223,7 @@ def test_a_damaged_vector_is_unread_with_the_reason(tmp_path: Path, change: str)
 FAKE = '''
 import json, os, subprocess, sys, time
 mode = sys.argv[1]
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(120)"])
 with open(sys.argv[2], "w") as pids:
     pids.write(f"{os.getpid()} {child.pid}")
 hello = {"ok": True, "version": 1, "capabilities": ["root_loop"]}
@@ -263,7 +263,7 @@ def fake_runtime(tmp_path: Path, mode: str) -> tuple[str, Path]:
     script = tmp_path / "fake_runtime.py"
     script.write_text(FAKE)
     pids = tmp_path / f"{mode}.pids"
-    return f"{sys.executable} {script} {mode} {pids}", pids
+    return f"{sys.executable} -S {script} {mode} {pids}", pids  # -S: no site-packages needed
 
 
 @pytest.mark.parametrize(("mode", "words"), [
