@@ -3,6 +3,7 @@ attempts, saves each failed attempt and its raw answer before post-processing, a
 at any of its commits neither asks the summary model again for a saved answer nor asks a hook
 again for a committed decision."""
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -49,6 +50,15 @@ def endings(driver: ReferenceDriver) -> list[tuple[str, str | None]]:
     """Each Run's ending (a Run that ended just before a crash ends again after it)."""
     return list({e.run_no: (e.status, e.error_code)
                  for e in driver.raw_trace().of(RunEnded)}.values())
+
+
+@functools.cache
+def uncrashed(failures: int) -> tuple[list[tuple[str, int]], Counter[tuple[str, str]],
+                                      list[tuple[str, str | None]]]:
+    """The hooked example without a crash (the same for every crash point): its chunk requests,
+    hook calls and Run endings, run once per test process."""
+    clean = run(hooked(failures))
+    return sorted(chunk_requests(clean)), hook_calls(clean), endings(clean)
 
 
 def points(document: dict[str, Any]) -> list[tuple[str, int, str]]:
@@ -102,7 +112,7 @@ def test_a_crash_at_any_commit_of_a_hooked_episode_asks_nothing_saved_again(
     # phases: only an answer in flight is asked again, once; a saved raw answer (or failure)
     # is never asked again; each hook chain is asked as often as without the crash, except the
     # one running at the crash, which is dropped (Q50); the Runs end the same.
-    clean = run(hooked(failures))
+    requests, hooks, ended = uncrashed(failures)
     crashed = run({**hooked(failures), "crash": {"phase": phase, "occurrence": occurrence,
                                                  "when": when}})
     assert [(r.commit, r.occurrence, r.when) for r in crashed.raw_trace().of(Restarted)] == [
@@ -110,9 +120,9 @@ def test_a_crash_at_any_commit_of_a_hooked_episode_asks_nothing_saved_again(
     model = crashed.ports.model
     assert isinstance(model, ScriptedModel)
     assert model.replays == (1 if (phase, when) in LOST_ANSWER else 0)
-    assert sorted(set(chunk_requests(crashed))) == sorted(chunk_requests(clean))
+    assert sorted(set(chunk_requests(crashed))) == requests
     if (phase, when) in HOOK_DROPPED:
-        assert hook_calls(crashed) <= hook_calls(clean)
+        assert hook_calls(crashed) <= hooks
     else:
-        assert hook_calls(crashed) == hook_calls(clean)
-    assert endings(crashed) == endings(clean)
+        assert hook_calls(crashed) == hooks
+    assert endings(crashed) == ended
