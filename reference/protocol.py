@@ -108,9 +108,11 @@ class _OpenBatch:
 
     def __init__(self, decision: EffectiveRecord) -> None:
         self.decision = decision
-        self.pending = {call.call_id.int: call for call in decision.tool_calls}
+        self.pending: dict[int, ToolCall] = {}
         """The calls still without a result, by the integer of their id: a UUID hashes and
         compares in Python, an int in C, and a projection looks up every result."""
+        for call in decision.tool_calls:  # a loop: a comprehension is a frame on Python 3.11
+            self.pending[call.call_id.int] = call
         self.results: dict[int, EffectiveRecord] = {}
         """Each answered call's result, by the integer of its call id."""
         self.held: tuple[EffectiveRecord, ...] = ()
