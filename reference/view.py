@@ -13,7 +13,7 @@ annotation with its source. Rendering to a provider's wire format is an adapter
 """
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -497,8 +497,7 @@ def _counted(message: ViewMessage, adjustment: ToolCall | None) -> PromptMessage
     if message.text_changed_by or message.truncation is not None or adjustment is not None:
         text = _content(message, adjustment)[0]
     if message.tool_calls:
-        text = "".join((text, *(f"\n{call.name}({call.arguments})"
-                                for call in message.tool_calls)))
+        text = _with_calls(text, message.tool_calls)
     return PromptMessage(_ROLE_NAMES[message.role], text)
 
 
@@ -518,10 +517,19 @@ def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
 def _prompt(message: RenderedMessage) -> PromptMessage:
     text = message.content
     if message.tool_calls:
-        text = "".join((text, *(f"\n{call.name}({call.arguments})" for call in message.tool_calls)))
+        text = _with_calls(text, message.tool_calls)
     if message.reasoning is not None:
         text += f"\n{message.reasoning}"
     return PromptMessage(_ROLE_NAMES[message.role], text)
+
+
+def _with_calls(text: str, calls: Iterable[ToolCall | RenderedCall]) -> str:
+    """A message's text as counted: its content, then each call it makes on a line of its own
+    (a loop, not a generator: a generator is a frame per message on Python 3.11)."""
+    parts = [text]
+    for call in calls:
+        parts.append(f"\n{call.name}({call.arguments})")
+    return "".join(parts)
 
 
 _ROLE_NAMES: Mapping[MessageRole, Role] = MappingProxyType({
