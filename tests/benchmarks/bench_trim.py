@@ -10,7 +10,8 @@ words), and a final answer; the current (100th) Run has its question and 49 turn
 system prompt makes the 10,000th message. About 1.57 M cl100k tokens.
 
 - ``floor``: one tiktoken count of every message's text, nothing else: what any exact count of
-  the session costs at least.
+  the session costs at least. Taken just before and just after each cold request; the cold
+  ratio divides by their mean.
 - ``trim_messages``: LangChain's ``trim_messages(strategy="last")`` to a 100K budget with a
   tiktoken counter of one message (the counter a user writes: content, tool calls, framing).
   It keeps no state between calls, so every call is the same.
@@ -323,19 +324,20 @@ def measure_round(runs: list[list[Turn]], budget: ResolvedBudget, floor: Callabl
     warm is the next request of the same session and estimator. The records are built before
     the clock starts: reading them is the store's cost (bench_history.py measures it).
 
-    The floor is taken just before each cold request it is compared with: the load of a
-    shared machine moves from second to second, and two figures taken seconds apart (with
-    trim_messages between them) gave cold ratios scattering by a tenth or more round to
-    round."""
+    The floor a cold request is compared with is taken just before and just after it, and
+    is their mean: the load of a shared machine moves from second to second, and a floor
+    taken seconds away (with trim_messages between them) gave cold ratios scattering by a
+    tenth or more round to round."""
     times = {"trim": seconds(trim)}
     for label, recent in SHAPES:
         projection = partial(project, Session(runs), recent)
         times[f"{label}: projection cold"] = seconds(projection)
         times[f"{label}: projection warm"] = seconds(projection)
         once = partial(request, Session(runs), recent, fresh_estimator(), budget)
-        times[f"{label}: floor"] = seconds(floor)
+        before = seconds(floor)
         times[f"{label}: cold"], times[f"{label}: cold, collector"] = (
             seconds_and_collections(once))
+        times[f"{label}: floor"] = (before + seconds(floor)) / 2
         times[f"{label}: warm"] = seconds(once)
     return times
 
@@ -395,6 +397,8 @@ def main() -> None:
               f"{median(f'{label}: cold, collector') * 1000:>9.1f} ms")
         print(f"  {'warm request':<42} {median(f'{label}: warm') * 1000:>9.1f} ms  "
               f"{ratio('trim', f'{label}: warm'):.1f}x faster than trim_messages")
+    print("each round's cold ratio, every Run projected: " + " ".join(
+        f"{times[f'{every}: cold'] / times[f'{every}: floor']:.3f}" for times in rounds))
     print(f"targets: warm {ratio('trim', f'{every}: warm'):.1f}x (>= 20x), "
           f"cold {ratio(f'{every}: cold', f'{every}: floor'):.2f}x the floor (<= 1.3x), "
           f"recent_runs = 2 warm {ratio('trim', f'{default}: warm'):.1f}x (>= 100x)")
