@@ -8,7 +8,7 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 """
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
@@ -54,7 +54,7 @@ from ctxspec.reference.runtime.runtime import (
     ReferenceRuntime,
     SharedField,
 )
-from ctxspec.reference.runtime.store import TABLES, CommitFailed, Store
+from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, CommitFailed, Store
 from ctxspec.reference.runtime.trace import (
     BodyDigest,
     HistoryRead,
@@ -203,8 +203,15 @@ class ReferenceDriver:
         self.depth = 0
         """Driver calls in progress: a trigger's step runs inside another call, and only the
         outermost call may restart (the process dies under all of them)."""
+        self.coordinator: Callable[[Store], CommitCoordinator] = CommitCoordinator
+        """Builds each new Session's commit coordinator (conformance/crash_runup.py taps it)."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
+        self._prepare(scenario, ports)
+        self._open()
+
+    def _prepare(self, scenario: Scenario, ports: Ports) -> None:
+        """Everything ``configure`` sets up but the Session itself."""
         self.agent, self.ports, self.seed = _agent_config(scenario.agent), ports, scenario.name
         self.scenario_name = scenario.name
         self.store, self.clock = Store(), LogicalClock()
@@ -212,7 +219,6 @@ class ReferenceDriver:
         self.crash = None if crash is None else CrashPlan(
             self.phase_commits[crash.phase] if crash.phase is not None else str(crash.commit),
             crash.occurrence, crash.when)
-        self._open()
 
     def _open(self) -> None:
         try:
@@ -240,7 +246,7 @@ class ReferenceDriver:
         runtime = ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
                                    hooks=self.ports.hooks, estimator=self.ports.estimator,
                                    clock=self.clock, seed=self.seed, store=self.store,
-                                   crash=crash)
+                                   coordinator=self.coordinator(self.store), crash=crash)
         runtime.workspace = self.agent_workspace
         runtime.moments = self.ports.moments
         return runtime
@@ -345,6 +351,12 @@ class ReferenceDriver:
             if event["kind"] in ("restarted", "persistence_failed"):
                 event["phase"] = phase_of.get(event["commit"])
         return events
+
+    def crashed_runs(self, document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any]],
+                     fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]:
+        """Crashed runs sharing their run-up (:class:`CrashRunsDriver`)."""
+        from ctxspec.conformance.crash_runup import crashed_runs  # it builds on this module
+        return crashed_runs(document, crashes, fresh)
 
     # --- retention and access (optional capabilities) ---------------------------------------
 
@@ -541,6 +553,17 @@ class SessionsDriver(Driver, Protocol):
     def new_session(self) -> None: ...
 
 
+class CrashRunsDriver(Driver, Protocol):
+    """A driver with the optional ability to run the crashed runs of one scenario sharing their
+    run-up (conformance/crash_runup.py; docs/implementing-a-driver.md): for each ``crash`` of
+    ``crashes``, the trace (as JSON) that running ``{**document, "crash": crash}`` on a fresh
+    driver of ``fresh`` would give, or None where it does not share that run — the harness then
+    runs that crashed document from scratch."""
+
+    def crashed_runs(self, document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any]],
+                     fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]: ...
+
+
 def perform(driver: Driver, step: StepDoc) -> None:
     if step.ask is not None:
         driver.ask(step.ask)
@@ -570,10 +593,7 @@ def run_scenario(scenario: Scenario,
     if scenario.workflow is not None:
         return _run_workflow(scenario, scenario.workflow, triggers, driver_factory)
     asked = [0]  # questions asked so far: the Run a keyed model answer names
-    ports = Ports(ScriptedModel(scenario.model, triggers, lambda: asked[0]),
-                  ScriptedTools(scenario.tools, triggers),
-                  ScriptedHooks(scenario.hooks, triggers), estimator_for(scenario, scenario.agent),
-                  ScriptedMoments(triggers))
+    ports = scripted_ports(scenario, triggers, lambda: asked[0])
     driver = driver_factory()
     driver.configure(scenario, ports)
     triggers.act = lambda step: perform(driver, step)
@@ -581,6 +601,15 @@ def run_scenario(scenario: Scenario,
         asked[0] += step.ask is not None
         perform(driver, step)
     return driver
+
+
+def scripted_ports(scenario: Scenario, triggers: Triggers, asked: Callable[[], int]) -> Ports:
+    """The scripted ports of a scenario's steps; ``asked``: the questions asked so far (the
+    Run a keyed model answer names)."""
+    return Ports(ScriptedModel(scenario.model, triggers, asked),
+                 ScriptedTools(scenario.tools, triggers),
+                 ScriptedHooks(scenario.hooks, triggers), estimator_for(scenario, scenario.agent),
+                 ScriptedMoments(triggers))
 
 
 def _run_workflow(scenario: Scenario, document: WorkflowDoc, triggers: Triggers,

@@ -34,7 +34,7 @@ OPAQUE = frozenset({
     "name", "point", "target", "field", "operation", "scope", "decision", "estimator", "commit",
     "when", "purpose", "tool", "media_type", "path", "trigger_ratio", "on_error",
     "question_key", "output_key", "stop_after", "session", "role", "consumers", "fail",
-    "scenario_version", "description", "kind", "error", "audit_readers"})
+    "scenario_version", "description", "kind", "error", "audit_readers", "phase"})
 """Keys whose string values name or configure something: never sent as content."""
 
 _WORD = re.compile(r"\w")

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxspec.catalogue import load_catalogue
 from ctxspec.conformance.capabilities import declared
 from ctxspec.conformance.cases import Case, CaseFailure, Trace
-from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
+from ctxspec.conformance.driver import CrashRunsDriver, Driver, ReferenceDriver, run_scenario
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
@@ -125,16 +125,31 @@ class SharedRuns:
     the kept JSON, so no case can change what another reads) and the trace-contract verdict
     checked once. A document only one case needs runs for that case on its own driver, as
     before. Only a run that went through is kept: one that raised is run again by the next
-    case, which reports what it saw itself (Q240)."""
+    case, which reports what it saw itself (Q240).
+
+    The crashed runs of one scenario (the crash matrices: the same document but for its
+    ``crash``) share their run-up when the driver offers the optional ``crashed_runs``
+    (``CrashRunsDriver``; the reference's is conformance/crash_runup.py): the group runs once
+    through it and each crashed document it gives no trace for runs from scratch (Q241)."""
 
     def __init__(self, factory: DriverFactory, cases: Iterable[Case] = ()) -> None:
         self.factory = factory
+        cases = tuple(cases)
         self._keys: dict[int, tuple[Mapping[str, Any], str | None]] = {}
         needed = Counter(key for case in cases
                          for document in (None if case.refusal else case.scenario, case.baseline)
                          if document is not None and (key := self._key(document)) is not None)
         self.shared = {key for key, count in needed.items() if count > 1}
         self._kept: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._splits: dict[int, tuple[Mapping[str, Any], tuple[str, str] | None]] = {}
+        self.crashes: dict[str, dict[str, Mapping[str, Any]]] = {}
+        """Crashed documents' ``crash`` by their document without it, then by the crash's own
+        JSON: a group of several is asked of a driver that offers ``crashed_runs``."""
+        for case in cases:
+            split = None if case.refusal else self._split(case.scenario)
+            if split is not None:
+                self.crashes.setdefault(split[0], {})[split[1]] = case.scenario["crash"]
+        self._crashed: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
 
     def _key(self, document: Mapping[str, Any]) -> str | None:
         """The document's canonical JSON, computed once per document object (the same
@@ -153,6 +168,9 @@ class SharedRuns:
               ) -> tuple[Trace, tuple[str, ...]]:
         """The trace of ``scenario`` (run on ``driver``, else on a fresh one, unless kept) and
         its trace-contract violations."""
+        crashed = self._crashed_run(scenario, driver)
+        if crashed is not None:
+            return crashed
         key = self._key(scenario)
         kept = self._kept.get(key) if key in self.shared else None
         if kept is None:
@@ -163,6 +181,56 @@ class SharedRuns:
             kept = self._kept[key] = (json.dumps(fresh), found)
         trace: Trace = json.loads(kept[0])
         return trace, kept[1]
+
+    def _split(self, document: Mapping[str, Any]) -> tuple[str, str] | None:
+        """A crashed document's JSON without its ``crash``, and its crash's JSON (once per
+        document object); None for a document without a crash or not JSON."""
+        known = self._splits.get(id(document))
+        if known is not None and known[0] is document:
+            return known[1]
+        split = None
+        if isinstance(document, Mapping) and isinstance(document.get("crash"), Mapping):
+            try:
+                # Keys in the document's own order: a runtime may echo a script's order in
+                # its trace, so documents equal but for it are not grouped together.
+                split = (json.dumps({k: v for k, v in document.items() if k != "crash"}),
+                         json.dumps(document["crash"]))
+            except (TypeError, ValueError):  # not a JSON document
+                split = None
+        self._splits[id(document)] = (document, split)  # kept alive: its id stays its own
+        return split
+
+    def _crashed_run(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None
+                     ) -> tuple[Trace, tuple[str, ...]] | None:
+        """A crashed document of a group several cases need, through the driver's optional
+        ``crashed_runs`` (the group's run-up once, conformance/crash_runup.py); None where the
+        driver does not share it, so the document runs from scratch (Q241)."""
+        split = self._split(scenario)
+        crashes = None if split is None else self.crashes.get(split[0])
+        if split is None or crashes is None or len(crashes) < 2:
+            return None
+        if split[0] not in self._crashed:
+            self._crashed[split[0]] = self._run_crashes(
+                scenario, crashes, self.factory() if driver is None else driver)
+        kept = self._crashed[split[0]].get(split[1])
+        if kept is None:
+            return None
+        trace: Trace = json.loads(kept[0])
+        return trace, kept[1]
+
+    def _run_crashes(self, scenario: Mapping[str, Any], crashes: Mapping[str, Mapping[str, Any]],
+                     driver: Driver | StdioDriver) -> dict[str, tuple[str, tuple[str, ...]]]:
+        ability = getattr(driver, "crashed_runs", None)
+        if isinstance(driver, StdioDriver) or not callable(ability):
+            return {}
+        document = {k: v for k, v in scenario.items() if k != "crash"}
+        try:
+            traces = cast(CrashRunsDriver, driver).crashed_runs(
+                document, list(crashes.values()), self.factory)
+        except Exception:  # the ability broke: each crashed document runs from scratch
+            return {}
+        return {key: (json.dumps(trace), tuple(violations(trace)))
+                for key, trace in zip(crashes, traces, strict=False) if trace is not None}
 
 
 def run_case(case: Case, factory: DriverFactory,
