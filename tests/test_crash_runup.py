@@ -17,6 +17,7 @@ import pytest
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
 from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.estimator import scenario_texts
 from ctxspec.conformance.harness import SharedRuns, run_case, scenario_trace
 from ctxspec.conformance.hook_crashes import HOOK_CRASHES
 
@@ -118,3 +119,10 @@ def test_a_refused_commit_and_an_unreached_point_are_not_shared() -> None:
     never = {"phase": "request_frozen", "occurrence": 99, "when": "after"}
     assert ReferenceDriver().crashed_runs(document, [fails, never], ReferenceDriver) == [
         None, None]
+
+
+def test_a_crash_adds_no_scenario_text() -> None:
+    """A crash's phase, like its commit and when, configures the run: the content estimator
+    counts the same texts with and without it (Q243)."""
+    case = next(c for c in HOOK_CRASHES if c.scenario["agent"].get("estimator") == "content")
+    assert scenario_texts(case.scenario) == scenario_texts(_uncrashed(case))
