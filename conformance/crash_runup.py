@@ -17,8 +17,8 @@ Exact or not at all: tests/test_crash_runup.py holds each shared trace equal to 
 crashed document run from scratch. A run not shared is None, and the harness runs it from
 scratch: a workflow, several Sessions, a crash that fails a commit (``when: fails``), a crash
 point the run never reaches or one in a step that does not restart (a stop, a retention or
-history step), a ``content`` estimator whose texts the ``crash`` changes, a run-up or a
-continuation that raised (docs/open-questions.md Q241-Q246).
+history step), a ``content`` estimator whose texts the ``crash`` changes, a continuation that
+raised; what the run-up raises goes up (docs/open-questions.md Q241-Q246).
 """
 
 import json
@@ -102,8 +102,14 @@ class Steps:
         triggers = Triggers(scenario.triggers)
         self.asked = 0
         self.ports: Ports = scripted_ports(scenario, triggers, lambda: self.asked)
-        triggers.act = lambda step: perform(driver, step)
+        self.triggers = triggers
         self.step, self.began = -1, (0, 0)
+
+    def connect(self) -> None:
+        """Let the triggers act on the driver: as ``run_scenario`` does, once the Session is
+        open (a trigger firing while it opens acts on nothing)."""
+        driver = self.driver
+        self.triggers.act = lambda step: perform(driver, step)
 
     def perform_from(self, first: int) -> None:
         for index in range(first, len(self.scenario.steps)):
@@ -175,24 +181,24 @@ class Recorder:
             tuple(driver.observed.events), steps.positions())
 
 
-def crashed_runs(document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any]],
+def crashed_runs(document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any] | None],
                  fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]:
     """For each crash of ``crashes``: the trace of ``{**document, "crash": crash}`` run on a
-    fresh driver of ``fresh``, or None where the run is not shared."""
-    try:
-        base = parse_scenario(document)
-        first = fresh()
-    except Exception:  # the harness's own run reports what is wrong
-        return [None] * len(crashes)
+    fresh driver of ``fresh`` (for None: of ``document``, the run-up itself), or None where
+    the run is not shared. What the uncrashed run raises goes up: it is the document's own
+    run that broke."""
+    base, first = parse_scenario(document), fresh()
     if not isinstance(first, ReferenceDriver) or not _shareable(base):
         return [None] * len(crashes)
-    scenarios = [_crashed(document, crash, base) for crash in crashes]
+    scenarios = [None if crash is None else _crashed(document, crash, base)
+                 for crash in crashes]
     points = [None if s is None else _point(first, s) for s in scenarios]
-    kept = _run_up(first, base, {p for p in points if p is not None})
+    kept, uncrashed = _run_up(first, base, {p for p in points if p is not None})
     traces: list[list[dict[str, Any]] | None] = []
-    for scenario, point in zip(scenarios, points, strict=True):
+    for crash, scenario, point in zip(crashes, scenarios, points, strict=True):
         remains = None if point is None else kept.get(point)
-        traces.append(None if scenario is None or remains is None
+        traces.append(uncrashed if crash is None else None
+                      if scenario is None or remains is None
                       else _continued(fresh, scenario, remains))
     return traces
 
@@ -231,17 +237,16 @@ def _point(driver: ReferenceDriver, scenario: Scenario) -> Point | None:
 
 
 def _run_up(driver: ReferenceDriver, base: Scenario, wanted: Collection[Point]
-            ) -> dict[Point, Remains]:
-    """The uncrashed run, keeping the remains at each wanted point (none if it raised)."""
+            ) -> tuple[dict[Point, Remains], list[dict[str, Any]]]:
+    """The uncrashed run, keeping the remains at each wanted point, and its trace."""
     steps = Steps(base, driver)
     recorder = Recorder(steps, wanted)
     driver.coordinator = lambda store: Tapped(store, tap=recorder.tap)
-    try:
-        driver.configure(base, steps.ports)
-        steps.perform_from(0)
-    except Exception:
-        return {}
-    return recorder.kept
+    driver.configure(base, steps.ports)
+    steps.connect()
+    steps.perform_from(0)
+    trace: list[dict[str, Any]] = json.loads(json.dumps(driver.trace(), default=str))
+    return recorder.kept, trace
 
 
 def _continued(fresh: Callable[[], object], scenario: Scenario, remains: Remains
@@ -260,7 +265,10 @@ def _continued(fresh: Callable[[], object], scenario: Scenario, remains: Remains
             driver.clock.tick()
         driver.agent_workspace = dict(remains.workspace)
         driver.earlier, driver.observed = Trace([*remains.earlier]), Trace([*remains.observed])
+        if remains.step >= 0:  # the restart of a step; else of the opening, still unconnected
+            steps.connect()
         driver._restart()
+        steps.connect()
         if remains.step >= 0:
             _again(driver, scenario.steps[remains.step], remains.began)
         steps.perform_from(remains.step + 1)

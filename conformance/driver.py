@@ -352,7 +352,8 @@ class ReferenceDriver:
                 event["phase"] = phase_of.get(event["commit"])
         return events
 
-    def crashed_runs(self, document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any]],
+    def crashed_runs(self, document: Mapping[str, Any],
+                     crashes: Sequence[Mapping[str, Any] | None],
                      fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]:
         """Crashed runs sharing their run-up (:class:`CrashRunsDriver`)."""
         from ctxspec.conformance.crash_runup import crashed_runs  # it builds on this module
@@ -557,10 +558,11 @@ class CrashRunsDriver(Driver, Protocol):
     """A driver with the optional ability to run the crashed runs of one scenario sharing their
     run-up (conformance/crash_runup.py; docs/implementing-a-driver.md): for each ``crash`` of
     ``crashes``, the trace (as JSON) that running ``{**document, "crash": crash}`` on a fresh
-    driver of ``fresh`` would give, or None where it does not share that run — the harness then
-    runs that crashed document from scratch."""
+    driver of ``fresh`` would give (for None: running ``document``), or None where it does not
+    share that run — the harness then runs that document from scratch."""
 
-    def crashed_runs(self, document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any]],
+    def crashed_runs(self, document: Mapping[str, Any],
+                     crashes: Sequence[Mapping[str, Any] | None],
                      fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]: ...
 
 

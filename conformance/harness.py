@@ -147,7 +147,7 @@ class SharedRuns:
         JSON: a group of several is asked of a driver that offers ``crashed_runs``."""
         for case in cases:
             split = None if case.refusal else self._split(case.scenario)
-            if split is not None:
+            if split is not None and split[1]:
                 self.crashes.setdefault(split[0], {})[split[1]] = case.scenario["crash"]
         self._crashed: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
 
@@ -183,54 +183,64 @@ class SharedRuns:
         return trace, kept[1]
 
     def _split(self, document: Mapping[str, Any]) -> tuple[str, str] | None:
-        """A crashed document's JSON without its ``crash``, and its crash's JSON (once per
-        document object); None for a document without a crash or not JSON."""
+        """A document's JSON without its ``crash``, and its crash's JSON ("" without one), once
+        per document object; None for a document that is not JSON."""
         known = self._splits.get(id(document))
         if known is not None and known[0] is document:
             return known[1]
-        split = None
-        if isinstance(document, Mapping) and isinstance(document.get("crash"), Mapping):
-            try:
-                # Keys in the document's own order: a runtime may echo a script's order in
-                # its trace, so documents equal but for it are not grouped together.
-                split = (json.dumps({k: v for k, v in document.items() if k != "crash"}),
-                         json.dumps(document["crash"]))
-            except (TypeError, ValueError):  # not a JSON document
-                split = None
+        crash = document.get("crash") if isinstance(document, Mapping) else None
+        try:
+            if "crash" in document and not isinstance(crash, Mapping):
+                raise ValueError("a crash that is not a crash document: not grouped")
+            # Keys in the document's own order: a runtime may echo a script's order in its
+            # trace, so documents equal but for it are not grouped together (Q246).
+            split: tuple[str, str] | None = (
+                json.dumps({k: v for k, v in document.items() if k != "crash"}),
+                "" if crash is None else json.dumps(crash))
+        except (TypeError, ValueError, AttributeError):  # not a JSON document
+            split = None
         self._splits[id(document)] = (document, split)  # kept alive: its id stays its own
         return split
 
     def _crashed_run(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None
                      ) -> tuple[Trace, tuple[str, ...]] | None:
-        """A crashed document of a group several cases need, through the driver's optional
-        ``crashed_runs`` (the group's run-up once, conformance/crash_runup.py); None where the
-        driver does not share it, so the document runs from scratch (Q241)."""
+        """A document of a group of crashed documents several cases need (a crashed one, or
+        the uncrashed one they share), through the driver's optional ``crashed_runs`` (the
+        group's run-up once, conformance/crash_runup.py); None where the driver does not
+        share it, so the document runs from scratch (Q241)."""
         split = self._split(scenario)
         crashes = None if split is None else self.crashes.get(split[0])
         if split is None or crashes is None or len(crashes) < 2:
             return None
         if split[0] not in self._crashed:
-            self._crashed[split[0]] = self._run_crashes(
-                scenario, crashes, self.factory() if driver is None else driver)
+            self._crashed[split[0]] = {}  # unless it goes through: then from scratch
+            try:
+                self._crashed[split[0]] = self._run_crashes(
+                    {k: v for k, v in scenario.items() if k != "crash"}, crashes,
+                    self.factory() if driver is None else driver)
+            except Exception:
+                if not split[1]:  # the uncrashed run itself broke: this case reports it
+                    raise
+                return None
         kept = self._crashed[split[0]].get(split[1])
         if kept is None:
             return None
         trace: Trace = json.loads(kept[0])
         return trace, kept[1]
 
-    def _run_crashes(self, scenario: Mapping[str, Any], crashes: Mapping[str, Mapping[str, Any]],
+    def _run_crashes(self, document: Mapping[str, Any], crashes: Mapping[str, Mapping[str, Any]],
                      driver: Driver | StdioDriver) -> dict[str, tuple[str, tuple[str, ...]]]:
-        ability = getattr(driver, "crashed_runs", None)
-        if isinstance(driver, StdioDriver) or not callable(ability):
+        """The group's traces by crash ("": the uncrashed document, the run-up itself). What
+        the ability raises goes up: the group then runs from scratch, and only a case that
+        asked for the uncrashed document reports it (as when it broke there, Q240)."""
+        if isinstance(driver, StdioDriver) or not callable(getattr(driver, "crashed_runs",
+                                                                   None)):
             return {}
-        document = {k: v for k, v in scenario.items() if k != "crash"}
-        try:
-            traces = cast(CrashRunsDriver, driver).crashed_runs(
-                document, list(crashes.values()), self.factory)
-        except Exception:  # the ability broke: each crashed document runs from scratch
-            return {}
+        traces = cast(CrashRunsDriver, driver).crashed_runs(
+            document, [*crashes.values(), None], self.factory)
         return {key: (json.dumps(trace), tuple(violations(trace)))
-                for key, trace in zip(crashes, traces, strict=False) if trace is not None}
+                for key, trace in zip([*crashes, ""], traces, strict=False)
+                if trace is not None}
 
 
 def run_case(case: Case, factory: DriverFactory,

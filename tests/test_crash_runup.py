@@ -39,16 +39,18 @@ def _uncrashed(case: Case) -> dict[str, Any]:
 
 def _shared(cases: Iterable[Case]) -> dict[str, list[dict[str, Any]] | None]:
     """Each case's trace through the shared path, one run-up per uncrashed document (its keys
-    in their own order: a trace may echo a script's order)."""
+    in their own order: a trace may echo a script's order), and by the group's first case's
+    id plus ``:uncrashed`` the run-up's own trace."""
     groups: dict[str, list[Case]] = {}
     for case in cases:
         groups.setdefault(json.dumps(_uncrashed(case)), []).append(case)
     traces: dict[str, list[dict[str, Any]] | None] = {}
     for group in groups.values():
         found = ReferenceDriver().crashed_runs(_uncrashed(group[0]),
-                                               [c.scenario["crash"] for c in group],
+                                               [*(c.scenario["crash"] for c in group), None],
                                                ReferenceDriver)
-        traces.update(zip([c.id for c in group], found, strict=True))
+        traces.update(zip([*(c.id for c in group), f"{group[0].id}:uncrashed"], found,
+                          strict=True))
     return traces
 
 
@@ -61,13 +63,16 @@ def _first_difference(shared: Sequence[Any], scratch: Sequence[Any]) -> str:
 
 def _check(cases: Sequence[Case]) -> None:
     shared = _shared(cases)
-    for case in cases:
-        trace = shared[case.id]
-        assert trace is not None, f"{case.id}: the reference did not share this crashed run"
-        scratch = json.loads(json.dumps(scenario_trace(ReferenceDriver(), case.scenario)))
+    documents = {c.id: c.scenario for c in cases}
+    documents.update({f"{c.id}:uncrashed": _uncrashed(c) for c in cases
+                      if f"{c.id}:uncrashed" in shared})
+    for name, document in documents.items():
+        trace = shared[name]
+        assert trace is not None, f"{name}: the reference did not share this run"
+        scratch = json.loads(json.dumps(scenario_trace(ReferenceDriver(), document)))
         assert json.dumps(trace) == json.dumps(scratch), (
-            f"{case.id}: the shared run-up's trace is not the crashed document's run from "
-            f"scratch\n  {_first_difference(trace, scratch)}")
+            f"{name}: the shared run-up's trace is not the document's run from scratch\n"
+            f"  {_first_difference(trace, scratch)}")
 
 
 def test_one_case_per_phase_and_when_matches_its_run_from_scratch() -> None:
