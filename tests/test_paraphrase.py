@@ -30,7 +30,7 @@ def test_the_paraphrase_really_rewords() -> None:
 
 
 def _passes(cases: list[Case]) -> None:
-    with paraphrasing():  # as a suite run: a baseline several crash cases share runs once
+    with paraphrasing():  # as a suite run: shared baselines and run-ups (Q240, Q241)
         results = list(run_suite(cases, ParaphrasingDriver))
     assert [(r.case.id, r.detail) for r in results if r.status != "passed"] == []
 
