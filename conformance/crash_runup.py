@@ -21,12 +21,19 @@ history step), a ``content`` estimator whose texts the ``crash`` changes, a cont
 raised; what the run-up raises goes up (docs/open-questions.md Q241-Q246).
 """
 
+import functools
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxspec.conformance.driver import Ports, ReferenceDriver, perform, scripted_ports
+from ctxspec.conformance.driver import (
+    LaterTrace,
+    Ports,
+    ReferenceDriver,
+    perform,
+    scripted_ports,
+)
 from ctxspec.conformance.estimator import scenario_texts
 from ctxspec.conformance.scenario import (
     Scenario,
@@ -182,25 +189,38 @@ class Recorder:
 
 
 def crashed_runs(document: Mapping[str, Any], crashes: Sequence[Mapping[str, Any] | None],
-                 fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]:
-    """For each crash of ``crashes``: the trace of ``{**document, "crash": crash}`` run on a
-    fresh driver of ``fresh`` (for None: of ``document``, the run-up itself), or None where
-    the run is not shared. What the uncrashed run raises goes up: it is the document's own
-    run that broke."""
+                 fresh: Callable[[], object]) -> list[LaterTrace]:
+    """For each crash of ``crashes``: a function giving the trace of ``{**document, "crash":
+    crash}`` run on a fresh driver of ``fresh`` (for None: of ``document``, the run-up itself),
+    or None where the run is not shared. The run-up runs now, each crashed run when its
+    function is called (then its remains can go). What the uncrashed run raises goes up: it is
+    the document's own run that broke."""
     base, first = parse_scenario(document), fresh()
     if not isinstance(first, ReferenceDriver) or not _shareable(base):
-        return [None] * len(crashes)
+        return [_unshared] * len(crashes)
     scenarios = [None if crash is None else _crashed(document, crash, base)
                  for crash in crashes]
     points = [None if s is None else _point(first, s) for s in scenarios]
     kept, uncrashed = _run_up(first, base, {p for p in points if p is not None})
-    traces: list[list[dict[str, Any]] | None] = []
+    traces: list[LaterTrace] = []
     for crash, scenario, point in zip(crashes, scenarios, points, strict=True):
         remains = None if point is None else kept.get(point)
-        traces.append(uncrashed if crash is None else None
-                      if scenario is None or remains is None
-                      else _continued(fresh, scenario, remains))
+        if crash is None:
+            traces.append(functools.partial(_copy, json.dumps(uncrashed)))
+        elif scenario is None or remains is None:
+            traces.append(_unshared)
+        else:
+            traces.append(functools.partial(_continued, fresh, scenario, remains, first))
     return traces
+
+
+def _unshared() -> None:
+    return None
+
+
+def _copy(trace: str) -> list[dict[str, Any]]:
+    copied: list[dict[str, Any]] = json.loads(trace)
+    return copied
 
 
 def _shareable(base: Scenario) -> bool:
@@ -249,13 +269,14 @@ def _run_up(driver: ReferenceDriver, base: Scenario, wanted: Collection[Point]
     return recorder.kept, trace
 
 
-def _continued(fresh: Callable[[], object], scenario: Scenario, remains: Remains
-               ) -> list[dict[str, Any]] | None:
+def _continued(fresh: Callable[[], object], scenario: Scenario, remains: Remains,
+               first: ReferenceDriver) -> list[dict[str, Any]] | None:
     """The crashed run from its crash point on, as ReferenceDriver restarts: None if it
-    raised (the run from scratch then reports what it saw)."""
+    raised (the run from scratch then reports what it saw) or ``fresh`` gave no fresh
+    reference driver."""
     try:
         driver = fresh()
-        if not isinstance(driver, ReferenceDriver):
+        if not isinstance(driver, ReferenceDriver) or driver is first:
             return None
         steps = Steps(scenario, driver)
         steps.place(remains.positions)

@@ -354,7 +354,7 @@ class ReferenceDriver:
 
     def crashed_runs(self, document: Mapping[str, Any],
                      crashes: Sequence[Mapping[str, Any] | None],
-                     fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]:
+                     fresh: Callable[[], object]) -> "list[LaterTrace]":
         """Crashed runs sharing their run-up (:class:`CrashRunsDriver`)."""
         from ctxspec.conformance.crash_runup import crashed_runs  # it builds on this module
         return crashed_runs(document, crashes, fresh)
@@ -554,16 +554,22 @@ class SessionsDriver(Driver, Protocol):
     def new_session(self) -> None: ...
 
 
+LaterTrace = Callable[[], list[dict[str, Any]] | None]
+"""A trace computed when asked for (None: the run is not shared)."""
+
+
 class CrashRunsDriver(Driver, Protocol):
     """A driver with the optional ability to run the crashed runs of one scenario sharing their
     run-up (conformance/crash_runup.py; docs/implementing-a-driver.md): for each ``crash`` of
-    ``crashes``, the trace (as JSON) that running ``{**document, "crash": crash}`` on a fresh
-    driver of ``fresh`` would give (for None: running ``document``), or None where it does not
-    share that run — the harness then runs that document from scratch."""
+    ``crashes``, a function giving the trace (as JSON) that running ``{**document, "crash":
+    crash}`` on a fresh driver of ``fresh`` would give (for None: running ``document``), or
+    None where it does not share that run — the harness then runs that document from scratch.
+    The harness calls each function at most once, when a case needs that trace (a ``--jobs``
+    worker only for its own cases)."""
 
     def crashed_runs(self, document: Mapping[str, Any],
                      crashes: Sequence[Mapping[str, Any] | None],
-                     fresh: Callable[[], object]) -> list[list[dict[str, Any]] | None]: ...
+                     fresh: Callable[[], object]) -> list[LaterTrace]: ...
 
 
 def perform(driver: Driver, step: StepDoc) -> None:

@@ -27,7 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxspec.catalogue import load_catalogue
 from ctxspec.conformance.capabilities import declared
 from ctxspec.conformance.cases import Case, CaseFailure, Trace
-from ctxspec.conformance.driver import CrashRunsDriver, Driver, ReferenceDriver, run_scenario
+from ctxspec.conformance.driver import (
+    CrashRunsDriver,
+    Driver,
+    LaterTrace,
+    ReferenceDriver,
+    run_scenario,
+)
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
@@ -149,7 +155,9 @@ class SharedRuns:
             split = None if case.refusal else self._split(case.scenario)
             if split is not None and split[1]:
                 self.crashes.setdefault(split[0], {})[split[1]] = case.scenario["crash"]
-        self._crashed: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
+        self._later: dict[str, dict[str, LaterTrace]] = {}
+        """By group, the traces the driver's ``crashed_runs`` has not computed yet."""
+        self._crashed: dict[tuple[str, str], tuple[str, tuple[str, ...]] | None] = {}
 
     def _key(self, document: Mapping[str, Any]) -> str | None:
         """The document's canonical JSON, computed once per document object (the same
@@ -212,35 +220,39 @@ class SharedRuns:
         crashes = None if split is None else self.crashes.get(split[0])
         if split is None or crashes is None or len(crashes) < 2:
             return None
-        if split[0] not in self._crashed:
-            self._crashed[split[0]] = {}  # unless it goes through: then from scratch
+        if split[0] not in self._later:
+            self._later[split[0]] = {}  # unless it goes through: then from scratch
             try:
-                self._crashed[split[0]] = self._run_crashes(
+                self._later[split[0]] = self._run_crashes(
                     {k: v for k, v in scenario.items() if k != "crash"}, crashes,
                     self.factory() if driver is None else driver)
             except Exception:
                 if not split[1]:  # the uncrashed run itself broke: this case reports it
                     raise
                 return None
-        kept = self._crashed[split[0]].get(split[1])
+        later = self._later[split[0]].pop(split[1], None)
+        if later is not None:  # called once; its trace kept for the cases that share it
+            computed = later()
+            self._crashed[split] = None if computed is None else (
+                json.dumps(computed), tuple(violations(computed)))
+        kept = self._crashed.get(split)
         if kept is None:
             return None
         trace: Trace = json.loads(kept[0])
         return trace, kept[1]
 
     def _run_crashes(self, document: Mapping[str, Any], crashes: Mapping[str, Mapping[str, Any]],
-                     driver: Driver | StdioDriver) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """The group's traces by crash ("": the uncrashed document, the run-up itself). What
-        the ability raises goes up: the group then runs from scratch, and only a case that
-        asked for the uncrashed document reports it (as when it broke there, Q240)."""
+                     driver: Driver | StdioDriver) -> dict[str, LaterTrace]:
+        """The group's traces by crash ("": the uncrashed document, the run-up itself), each
+        computed when a case first needs it. What the ability raises goes up: the group then
+        runs from scratch, and only a case that asked for the uncrashed document reports it
+        (as when it broke there, Q240)."""
         if isinstance(driver, StdioDriver) or not callable(getattr(driver, "crashed_runs",
                                                                    None)):
             return {}
-        traces = cast(CrashRunsDriver, driver).crashed_runs(
+        later = cast(CrashRunsDriver, driver).crashed_runs(
             document, [*crashes.values(), None], self.factory)
-        return {key: (json.dumps(trace), tuple(violations(trace)))
-                for key, trace in zip([*crashes, ""], traces, strict=False)
-                if trace is not None}
+        return dict(zip([*crashes, ""], later, strict=False))
 
 
 def run_case(case: Case, factory: DriverFactory,

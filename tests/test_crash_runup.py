@@ -16,7 +16,7 @@ import pytest
 
 from ctxspec.conformance.case import Case
 from ctxspec.conformance.crash_matrix import CRASH_MATRIX
-from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.driver import LaterTrace, ReferenceDriver
 from ctxspec.conformance.estimator import scenario_texts
 from ctxspec.conformance.harness import SharedRuns, run_case, scenario_trace
 from ctxspec.conformance.hook_crashes import HOOK_CRASHES
@@ -49,8 +49,8 @@ def _shared(cases: Iterable[Case]) -> dict[str, list[dict[str, Any]] | None]:
         found = ReferenceDriver().crashed_runs(_uncrashed(group[0]),
                                                [*(c.scenario["crash"] for c in group), None],
                                                ReferenceDriver)
-        traces.update(zip([*(c.id for c in group), f"{group[0].id}:uncrashed"], found,
-                          strict=True))
+        traces.update(zip([*(c.id for c in group), f"{group[0].id}:uncrashed"],
+                          [later() for later in found], strict=True))
     return traces
 
 
@@ -93,17 +93,20 @@ def _group(size: int) -> list[Case]:
 
 class Counting(ReferenceDriver):
     calls = 0
+    restarts = 0
 
-    def crashed_runs(self, document: Any, crashes: Any, fresh: Any
-                     ) -> list[list[dict[str, Any]] | None]:
+    def crashed_runs(self, document: Any, crashes: Any, fresh: Any) -> list[LaterTrace]:
         Counting.calls += 1
         return super().crashed_runs(document, crashes, fresh)
 
+    def _restart(self) -> None:
+        Counting.restarts += 1
+        super()._restart()
+
 
 class Declining(ReferenceDriver):
-    def crashed_runs(self, document: Any, crashes: Any, fresh: Any
-                     ) -> list[list[dict[str, Any]] | None]:
-        return [None] * len(crashes)
+    def crashed_runs(self, document: Any, crashes: Any, fresh: Any) -> list[LaterTrace]:
+        return [lambda: None] * len(crashes)
 
 
 def test_the_harness_asks_the_ability_once_per_group_and_falls_back_without_a_trace() -> None:
@@ -113,6 +116,16 @@ def test_the_harness_asks_the_ability_once_per_group_and_falls_back_without_a_tr
     runs = SharedRuns(Counting, cases)
     assert [run_case(c, Counting, runs=runs).status for c in cases] == ["passed"] * 4
     assert Counting.calls == 1
+    assert Counting.restarts == 4  # one crashed run each, none from scratch
+
+
+def test_a_crashed_run_is_computed_only_when_a_case_needs_it() -> None:
+    # A --jobs worker runs some of a group's cases: only theirs go on from the run-up.
+    cases = _group(4)
+    Counting.calls = Counting.restarts = 0
+    runs = SharedRuns(Counting, cases)
+    assert run_case(cases[2], Counting, runs=runs).status == "passed"
+    assert (Counting.calls, Counting.restarts) == (1, 1)
     declined = SharedRuns(Declining, cases)  # each case runs its crashed document itself
     assert [run_case(c, Declining, runs=declined).status for c in cases] == ["passed"] * 4
 
@@ -122,8 +135,8 @@ def test_a_refused_commit_and_an_unreached_point_are_not_shared() -> None:
     document = _uncrashed(case)
     fails = {"phase": "request_frozen", "occurrence": 1, "when": "fails"}
     never = {"phase": "request_frozen", "occurrence": 99, "when": "after"}
-    assert ReferenceDriver().crashed_runs(document, [fails, never], ReferenceDriver) == [
-        None, None]
+    found = ReferenceDriver().crashed_runs(document, [fails, never], ReferenceDriver)
+    assert [later() for later in found] == [None, None]
 
 
 def test_a_crash_adds_no_scenario_text() -> None:
