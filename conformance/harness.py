@@ -232,7 +232,10 @@ class SharedRuns:
                 return None
         later = self._later[split[0]].pop(split[1], None)
         if later is not None:  # called once; its trace kept for the cases that share it
-            computed = later()
+            try:
+                computed = later()
+            except Exception:  # the ability broke: this document runs from scratch
+                computed = None
             self._crashed[split] = None if computed is None else (
                 json.dumps(computed), tuple(violations(computed)))
         kept = self._crashed.get(split)
