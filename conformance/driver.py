@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
-from ctxspec.conformance.estimator import ContentEstimator, scenario_texts
+from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.phases import CRASH_CAPABILITIES, REFERENCE_COMMITS
 from ctxspec.conformance.scenario import (
     AUDITOR,
@@ -71,36 +71,23 @@ from ctxspec.reference.runtime.workflow import (
     WorkflowControl,
     WorkflowRun,
 )
-from ctxspec.reference.tokens import ByteEstimator, EstimationRequest, TokenEstimate, TokenEstimator
+from ctxspec.reference.tokens import TokenEstimator
 
-CAPABILITIES = frozenset({"root_loop", "hooks", "compaction", "estimator_injection", "stop",
-                          "stop_mid_batch",
-                          "triggers", "planner_executor", "crash_points", "commit_failures",
-                          "retention",
-                          "history_api", "shared_scopes", "usage_reports", "tool_latency",
-                          "sessions", "workflow", "history_bodies", "error_figures",
-                          "final_answers", "moments", "writer", *CRASH_CAPABILITIES})
+CAPABILITIES = frozenset({
+    "root_loop", "hooks", "compaction", "estimator_injection", "stop", "stop_mid_batch",
+    "triggers", "planner_executor", "crash_points", "commit_failures", "retention",
+    "history_api", "shared_scopes", "usage_reports", "tool_latency", "sessions", "workflow",
+    "history_bodies", "error_figures", "final_answers", "moments", "writer",
+    *CRASH_CAPABILITIES})
+"""What the reference driver supports; each capability's meaning is the table of
+docs/implementing-a-driver.md §4. Of the reference's own choices: it runs a batch's calls one by
+one (``tool_latency`` records the scripted figure on ``tool_executed``, Q58), and its crash
+points are the commits of conformance/phases.py (docs/recovery.md)."""
 DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
                                      "materials": {"type": "array"}}}}, sort_keys=True)
-"""What the reference driver supports. ``crash_points``: the driver honours a scenario's
-``crash`` (die at a named commit, restart on the same store) and marks it in the trace;
-``commit_failures``: a ``crash`` with ``when: fails`` — the store refuses that commit, the
-runtime stops on it and traces ``persistence_failed``, and the driver restarts it.
-``retention``: ``workspace()`` and ``delete_agent()``; ``history_api``:
-``read_history(session, kind, role)`` (§1, §11, §12 rows 24 and 25). ``shared_scopes``:
-Run-level shared fields registered for consumer roles (§3). ``usage_reports``: a scripted
-answer's ``usage`` reaches the runtime as the provider's report and is traced as a
-``model_usage`` event (§7). ``tool_latency``: a scripted tool result's ``latency`` reaches the
-runtime as the time the call took; the reference runs a batch's calls one by one and records
-the figure on ``tool_executed`` (§2; Q58 "Tool latency"). ``sessions``: ``new_session()``
-opens another Session of the same Agent on the same store and workspace (§10).
-``workflow``: ``run_workflow`` runs a scenario's outer workflow (§1, §2, §11).
-``history_bodies``: a history read with ``bodies`` traces ``records`` (§6).
-``error_figures``: a window error's ``run_ended`` carries its ``figures`` (the fixed input,
-the input, the budget: §8, §11; Q83) and a client ``run_ended`` event its ``error_code``
-(Q84). ``final_answers``: ``run_ended`` carries the final answer delivered to the user (§2)."""
+
 
 
 @dataclass(frozen=True)
@@ -141,30 +128,6 @@ class Driver(Protocol):
     def trace(self) -> list[dict[str, Any]]:
         """The neutral trace as JSON-ready objects (the events of runtime/trace.py)."""
         ...
-
-
-class CharEstimator:
-    """One token per character, no overhead: a deterministic estimator scenarios can inject so
-    every runtime is measured alike."""
-
-    name = "chars"
-
-    def estimate(self, request: EstimationRequest) -> TokenEstimate:
-        tokens = sum(len(m.text) for m in request.messages) + sum(map(len,
-                                                                      request.tool_schemas))
-        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
-
-
-ESTIMATORS: dict[str, Callable[[], TokenEstimator]] = {"bytes": ByteEstimator,
-                                                       "chars": CharEstimator}
-
-
-def estimator_for(scenario: Scenario, agent: AgentDoc) -> TokenEstimator:
-    """The estimator an Agent of the scenario measures with: ``content`` counts the scenario's
-    own texts only (conformance/estimator.py), the others are fixed estimators."""
-    if agent.estimator == "content":
-        return ContentEstimator(scenario_texts(scenario.model_dump(mode="json", by_alias=True)))
-    return ESTIMATORS[agent.estimator]()
 
 
 class ReferenceDriver:

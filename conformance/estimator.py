@@ -18,14 +18,25 @@ runtime puts it.
 
 The scenario texts are the string values of the scenario document (defaults filled in) but
 those naming or configuring something (``OPAQUE``), and but strings without a letter or digit.
+
+Here too the fixed estimators a scenario's Agent may pick instead (``chars``, ``bytes``) and
+:func:`estimator_for`, which picks.
 """
 
 import functools
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ctxspec.reference.tokens import EstimationRequest, TokenEstimate
+from ctxspec.reference.tokens import (
+    ByteEstimator,
+    EstimationRequest,
+    TokenEstimate,
+    TokenEstimator,
+)
+
+if TYPE_CHECKING:
+    from ctxspec.conformance.scenario import AgentDoc, Scenario
 
 PIECE = 8
 """The shortest part of a scenario text counted where the whole text is not shown."""
@@ -174,3 +185,27 @@ class _Counter:
 
 
 __all__ = ["FREE", "OPAQUE", "PIECE", "ContentEstimator", "scenario_texts"]
+
+
+class CharEstimator:
+    """One token per character, no overhead: a deterministic estimator scenarios can inject so
+    every runtime is measured alike."""
+
+    name = "chars"
+
+    def estimate(self, request: EstimationRequest) -> TokenEstimate:
+        tokens = sum(len(m.text) for m in request.messages) + sum(map(len,
+                                                                      request.tool_schemas))
+        return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)
+
+
+ESTIMATORS: dict[str, Callable[[], TokenEstimator]] = {"bytes": ByteEstimator,
+                                                       "chars": CharEstimator}
+
+
+def estimator_for(scenario: "Scenario", agent: "AgentDoc") -> TokenEstimator:
+    """The estimator an Agent of the scenario measures with: ``content`` counts the scenario's
+    own texts only (above), the others are fixed estimators."""
+    if agent.estimator == "content":
+        return ContentEstimator(scenario_texts(scenario.model_dump(mode="json", by_alias=True)))
+    return ESTIMATORS[agent.estimator]()

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxspec.conformance.driver import estimator_for
+from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.scenario import AgentDoc, Scenario
 from ctxspec.reference.budget import ResolvedBudget, resolve_budget
 from ctxspec.reference.tokens import TokenEstimator

@@ -57,7 +57,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from ctxspec import catalogue
-from ctxspec.conformance.driver import Driver, Ports, ReferenceDriver, estimator_for, perform
+from ctxspec.conformance.driver import Driver, Ports, ReferenceDriver, perform
+from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.scenario import (
     ModelDoc,
     Scenario,

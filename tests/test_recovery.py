@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.driver import ESTIMATORS, CharEstimator, _agent_config, estimator_for
+from ctxspec.conformance.driver import _agent_config
+from ctxspec.conformance.estimator import ESTIMATORS, CharEstimator, estimator_for
 from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,

@@ -20,7 +20,8 @@ import pytest
 from ctxspec.catalogue import package_root
 from ctxspec.conformance.case import example
 from ctxspec.conformance.cases import by_id
-from ctxspec.conformance.driver import Ports, ReferenceDriver, estimator_for, perform
+from ctxspec.conformance.driver import Ports, ReferenceDriver, perform
+from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.scenario import (
     AUDITOR,
     ScriptedHooks,

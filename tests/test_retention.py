@@ -10,7 +10,8 @@ from uuid import uuid4
 import pytest
 
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ESTIMATORS, _agent_config
+from ctxspec.conformance.driver import _agent_config
+from ctxspec.conformance.estimator import ESTIMATORS
 from ctxspec.conformance.scenario import (
     AUDITOR,
     ScriptedHooks,

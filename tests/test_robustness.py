@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from ctxspec.cli import main
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ESTIMATORS, ReferenceDriver, _agent_config
+from ctxspec.conformance.driver import ReferenceDriver, _agent_config
+from ctxspec.conformance.estimator import ESTIMATORS
 from ctxspec.conformance.harness import scenario_trace
 from ctxspec.conformance.scenario import (
     ScenarioError,

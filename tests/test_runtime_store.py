@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.driver import ESTIMATORS, Ports
+from ctxspec.conformance.driver import Ports
+from ctxspec.conformance.estimator import ESTIMATORS
 from ctxspec.conformance.scenario import (
     ScriptedHooks,
     ScriptedModel,
@@ -85,7 +86,7 @@ def test_a_failed_commit_stops_the_runtime_and_leaves_nothing_half_written() -> 
 
 @pytest.mark.covers("CTX-3.9", "CTX-3.10", "CTX-7.17")
 def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
-    from ctxspec.conformance.driver import CharEstimator
+    from ctxspec.conformance.estimator import CharEstimator
     from ctxspec.reference.budget import BudgetConfig, CompactionEvaluation, ResolvedBudget
     from ctxspec.reference.ports import Complete, ModelCall, ModelOutcome, NoHooks
     from ctxspec.reference.runtime.trace import RunEnded
@@ -120,7 +121,7 @@ def test_a_replaced_compaction_policy_cannot_bypass_the_hard_window() -> None:
 def test_a_takeover_keeps_the_compaction_policy_it_is_handed() -> None:
     """Q222: recovery takes the CompactionPolicy like the other ports; without one it is the
     design's default, as a new runtime's."""
-    from ctxspec.conformance.driver import CharEstimator
+    from ctxspec.conformance.estimator import CharEstimator
     from ctxspec.reference.budget import BudgetConfig, CompactionEvaluation, ResolvedBudget
     from ctxspec.reference.policy import DesignCompactionPolicy
     from ctxspec.reference.ports import NoHooks

@@ -2,7 +2,8 @@
 names, the port protocols, the script errors and ToolSpec live in neutral modules of the core
 (``reference/ports.py``, ``reference/commits.py``) that the reference runtime and the
 conformance package both import. The conformance package and the models import the reference
-runtime only where they build the reference driver (``conformance/driver.py``) and its mutants
+runtime only where they build the reference driver (``conformance/driver.py``, and
+``conformance/crash_runup.py``, its crashed runs sharing their run-up) and its mutants
 (``conformance/mutants/``), so the contract never depends on the implementation it judges."""
 
 import ast
@@ -11,8 +12,10 @@ from pathlib import Path
 from tests.purity import ROOT
 
 RUNTIME = "ctxspec.reference.runtime"
-MAY_IMPORT_THE_RUNTIME = ("conformance/driver.py", "conformance/mutants/")
-"""The reference driver, and the deliberately wrong runtimes made from it."""
+MAY_IMPORT_THE_RUNTIME = ("conformance/driver.py", "conformance/crash_runup.py",
+                          "conformance/mutants/")
+"""The reference driver (with its crashed-run sharing), and the deliberately wrong runtimes made
+from it."""
 
 
 def runtime_imports(path: Path) -> list[str]:

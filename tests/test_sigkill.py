@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ReferenceDriver, _agent_config, estimator_for, run_scenario
+from ctxspec.conformance.driver import ReferenceDriver, _agent_config, run_scenario
+from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.scenario import (
     Scenario,
     ScriptedHooks,
