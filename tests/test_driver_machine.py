@@ -67,6 +67,7 @@ takeover went on; a longer Session adds nothing about that crash."""
 PER_PAIR_CAP = 6
 
 
+@pytest.mark.first  # the longest hunt under the ci profile
 def test_the_model_holds_on_the_reference_and_reaches_every_row() -> None:
     examples = settings().max_examples
     per_focus = min(PER_FOCUS_CAP, max(1, examples // (len(FOCUSES) + 3)))

@@ -234,6 +234,7 @@ def session_with_kills(name: str, directory: Path, kills: int, rng: random.Rando
 
 
 @pytest.mark.slow  # real processes killed again and again
+@pytest.mark.first  # mostly waiting: the other core runs tests meanwhile
 @pytest.mark.covers("CTX-10.2", "CTX-10.4", "CTX-10.19")
 def test_sigkill_at_random_moments_loses_nothing_and_repeats_no_saved_call(
         tmp_path: Path) -> None:
