@@ -176,6 +176,26 @@ def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference
     assert "STRICT-TRIGGER" not in reach.touched["ROW-02"] | reach.touched["ROW-04-BELOW"]
 
 
+def test_the_reach_pass_sharing_runs_marks_no_case_with_fewer_mutants_than_its_own_run() -> None:
+    # The reach pass shares runs as a suite run does (a crash group's run-up once, a kept
+    # baseline once), so a case reads traces other cases' runs computed. Each case must still be
+    # marked with every mutant its own run, from scratch, reaches; more is allowed (only time).
+    ids = {"MODEL-REASKED-AFTER-SAVE", "HOOK-RERUN-AFTER-CRASH", "POST-CALL-BYPASSED-AFTER-RAW",
+           "TAKEOVER-PROPOSES-EFFECTIVE", "STRICT-TRIGGER", "FAKE-FINAL-ANSWER"}
+    mutants = [m for m in MUTANTS if m.id in ids]
+    cases = by_id(["CRASH-TOOLS-SESSION_OPENED-1-BEFORE", "CRASH-TOOLS-REQUEST_FROZEN-1-BEFORE",
+                   "CRASH-TOOLS-RAW_ANSWER_SAVED-1-AFTER", "CRASH-TOOLS-HOOK_STARTED-2-AFTER",
+                   "CRASH-TOOLS-TOOL_SETTLED-2-BEFORE", "CRASH-TOOLS-RUN_FINALISED-1-AFTER",
+                   "ROW-02", "ROW-04-AT", "ROW-01"])
+    shared = reach_of(cases, mutants)
+    for case in cases:
+        alone = reach_of([case], mutants)  # one case: nothing shared, every run from scratch
+        assert shared.touched[case.id] >= alone.touched[case.id], (
+            case.id, sorted(alone.touched[case.id] - shared.touched[case.id]))
+        assert (shared.results[case.id].status, shared.results[case.id].detail) == (
+            alone.results[case.id].status, alone.results[case.id].detail), case.id
+
+
 def test_judging_a_mutant_leaves_the_reference_unchanged() -> None:
     [row1] = by_id(["ROW-01"])
     [fake] = [m for m in MUTANTS if m.id == "FAKE-FINAL-ANSWER"]

@@ -12,17 +12,18 @@ recovery, access, ports, workflow); each names the design rule it breaks.
 import copy
 import functools
 import inspect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from types import FunctionType
 from typing import Any
 from unittest import mock
 
-from ctxspec.conformance.case import Case
-from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.case import Case, Trace
+from ctxspec.conformance.driver import Driver, ReferenceDriver
 from ctxspec.conformance.harness import CaseResult, SharedRuns, run_case
 from ctxspec.conformance.mutants import values
+from ctxspec.conformance.stdio import StdioDriver
 
 
 @dataclass(frozen=True)
@@ -144,12 +145,42 @@ def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
                                 touched, known_frozen) if _pure(original) else \
                 _recorder(original, {m.id for m, _ in pairs}, touched)
             stack.enter_context(mock.patch.object(owner, attribute, wrapper))
+        runs = _ReachingRuns(cases, touched)
         for case in cases:
             touched.clear()
             known_frozen.clear()
-            results[case.id] = run_case(case, ReferenceDriver)
+            results[case.id] = run_case(case, ReferenceDriver, runs=runs)
             reached[case.id] = frozenset(touched | always)
     return Reach(results, reached)
+
+
+class _ReachingRuns(SharedRuns):
+    """A suite run's shared runs (Q240, Q241) whose every trace brings along the mutants its
+    computing reached: a kept trace read by a later case adds what its run reached, and a
+    document of a group of crashed runs adds what the group's run-up and every crashed run of
+    it computed so far reached. So a case may be marked as reached by more mutants than its own
+    run would be (they are re-run on it: only time), never by fewer."""
+
+    def __init__(self, cases: Sequence[Case], touched: set[str]) -> None:
+        super().__init__(ReferenceDriver, cases)
+        self.touched = touched
+        self.by_document: dict[str, set[str]] = {}
+
+    def trace(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
+              ) -> tuple[Trace, tuple[str, ...]]:
+        split = self._split(scenario)
+        keys = {key for key in (self._key(scenario), None if split is None else split[0])
+                if key is not None}
+        before = set(self.touched)
+        self.touched.clear()
+        try:
+            return super().trace(scenario, driver)
+        finally:
+            for key in keys:
+                self.by_document.setdefault(key, set()).update(self.touched)
+            for key in keys:
+                self.touched.update(self.by_document[key])
+            self.touched.update(before)
 
 
 def _recorder(original: Callable[..., Any], mutant_ids: set[str],
