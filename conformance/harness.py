@@ -430,9 +430,14 @@ def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str
     slow to start pays it ``jobs`` times, not once per case). Results come in the cases'
     order, each case still on a fresh driver from the worker's factory."""
     chosen = {case.id: case for case in cases}
+    # Runs of neighbouring cases in one worker: the suite lists a crash group's cases together,
+    # and a worker shares a group's run-up only among its own cases (four runs per worker keep
+    # the workers' loads even).
+    run = -(-len(chosen) // (4 * jobs))
     with ProcessPoolExecutor(jobs, initializer=_start_worker,
                              initargs=(driver_spec, stdio, dict(probes))) as pool:
-        for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen)):
+        for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen),
+                                                         chunksize=run):
             yield CaseResult(chosen[case_id], status, detail, seconds)
 
 
