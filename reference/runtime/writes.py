@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Literal
+from typing import Literal, cast
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -64,7 +64,7 @@ def dumps(value: object) -> str:
 
 
 def _as_is(value: object) -> SqlValue:
-    return value  # type: ignore[return-value]
+    return cast(SqlValue, value)
 
 
 def _flag(value: object) -> SqlValue:
@@ -72,7 +72,7 @@ def _flag(value: object) -> SqlValue:
 
 
 def _contract_json(value: object) -> SqlValue:
-    return value.model_dump_json()  # type: ignore[attr-defined, no-any-return]
+    return cast(BaseModel, value).model_dump_json()
 
 
 _COLUMN: dict[type, Callable[[object], SqlValue]] = {
@@ -93,7 +93,7 @@ def sql_value(value: object) -> SqlValue:
 
 def _converter(kind: type) -> Callable[[object], SqlValue]:
     if issubclass(kind, Enum):
-        return lambda value: sql_value(value.value)  # type: ignore[attr-defined]
+        return lambda value: sql_value(cast(Enum, value).value)
     if issubclass(kind, bool):
         return _flag
     if issubclass(kind, str | bytes | float | int):
