@@ -307,21 +307,18 @@ def _store(remains: Remains) -> Store:
 
 
 def _again(driver: ReferenceDriver, step: StepDoc, began: tuple[int, int]) -> None:
-    """The interrupted step performed again, as ReferenceDriver's ``_input``, ``write`` and
-    ``advance`` do after a restart."""
+    """The interrupted step performed again, as ReferenceDriver does after a restart: an
+    input or a write the dead runtime never committed is sent again, an ``advance`` is
+    performed again."""
     inputs, written = began
-    runtime = driver._runtime()
-    if step.ask is not None or step.supplement is not None:
-        if driver.store.count("user_inputs") == inputs:
-            if step.ask is not None:
-                runtime.ask(step.ask)
-            else:
-                runtime.supplement(str(step.supplement))
-    elif step.write is not None:
-        if driver.store.count("mutations") == written:
-            runtime.write(step.write.target, step.write.field, step.write.value)
+    if step.write is not None:
+        unsent = driver.store.count("mutations") == written
+    elif step.ask is not None or step.supplement is not None:
+        unsent = driver.store.count("user_inputs") == inputs
     else:
-        runtime.advance()
+        unsent = True
+    if unsent:
+        perform(driver, step)
 
 
 __all__ = ["Positions", "Remains", "crashed_runs"]
