@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -44,6 +44,8 @@ VERSION = 1
 READ_TIMEOUT = 60.0
 """Seconds the harness waits for each answer line by default (``--stdio-timeout``): the
 reference answers the largest case in well under a second."""
+STOP_CHECK = 0.25
+"""Seconds between two calls of a driver's ``stop`` check while it waits for an answer."""
 MAX_LINE = 64 * 1024 * 1024
 """Bytes of one line either side reads at most by default (``--stdio-max-line``): the largest
 trace of the suite is a few MB."""
@@ -106,9 +108,14 @@ class StdioDriver:
     answer ends the process: later cases are reported error at once, never wait."""
 
     def __init__(self, command: str | Sequence[str], timeout: float = READ_TIMEOUT,
-                 max_line: int = MAX_LINE) -> None:
+                 max_line: int = MAX_LINE, stop: Callable[[], None] = lambda: None) -> None:
         self.command = command if isinstance(command, str) else shlex.join(command)
         self.timeout, self.max_line = timeout, max_line
+        self.stop = stop
+        """Called every STOP_CHECK seconds of a wait for an answer; it raises to end the wait.
+        The command line's check that a stop signal came: the exception a signal handler
+        raises is dropped when it lands in a finalizer (a generator collected just then), and
+        the harness would otherwise wait out the whole time limit on a silent runtime."""
         self.broken: str | None = None
         self._waiting = False
         """A request is out and its answer not read (an interrupt came in between): the
@@ -172,9 +179,12 @@ class StdioDriver:
                     raise ProtocolError(f"{self.command!r} wrote a line longer than "
                                         f"{self.max_line} bytes")
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
+                if left <= 0:
                     raise ProtocolError(f"{self.command!r} gave no answer within "
                                         f"{self.timeout:g} s")
+                if not selector.select(min(left, STOP_CHECK)):
+                    self.stop()
+                    continue
                 chunk = os.read(stdout.fileno(), 1 << 16)
                 if not chunk:
                     raise ProtocolError(f"{self.command!r} closed its output (exit code "

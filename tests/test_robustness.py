@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.conformance.stdio import read_lines, serve
+from ctxspec.conformance.stdio import StdioDriver, read_lines, serve
 from ctxspec.conformance.vectors import VECTORS
 from ctxspec.reference.ports import LogicalClock
 from ctxspec.reference.runtime.restore import restore
@@ -460,5 +461,29 @@ def test_stopping_the_harness_ends_the_runtime(tmp_path: Path, signum: int) -> N
     while any(_alive(int(pid)) for pid in pids.read_text().split()) \
             and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
+        "the runtime or a process it started was left running"
+
+
+def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) -> None:
+    # CPython drops an exception a signal handler raises inside a finalizer, so a stop can come
+    # without an exception reaching the harness. The driver asks its stop check while it waits
+    # (here the check alone says stop): the wait ends then, not at the 60 s time limit.
+    command, pids = fake_runtime(tmp_path, "silent-run")
+    stopped = threading.Event()
+
+    def check() -> None:
+        if stopped.is_set():
+            raise KeyboardInterrupt
+
+    driver = StdioDriver(command, timeout=60, stop=check)
+    try:
+        threading.Timer(0.5, stopped.set).start()
+        began = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            driver.run_document(minimal())
+        assert time.monotonic() - began < 20, "the wait outlasted the stop"
+    finally:
+        driver.close()
     assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
         "the runtime or a process it started was left running"

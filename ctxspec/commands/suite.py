@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,34 +74,52 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     except (ValueError, KeyError, ImportError) as error:
         raise click.UsageError(str(error).strip("'\"")) from error
     stdio: StdioDriver | None = None
-    previous = signal.getsignal(signal.SIGTERM)
-    # A SIGTERM unwinds like Ctrl-C, so the runtime's process is ended on the way out too.
-    signal.signal(signal.SIGTERM, _terminated)
+    stop = _Stop()
+    previous = {signum: signal.signal(signum, stop.came) for signum in _Stop.SIGNALS}
     try:
         if stdio_command is not None:
             try:
-                stdio = StdioDriver(stdio_command, stdio_timeout, stdio_max_line)
+                stdio = StdioDriver(stdio_command, stdio_timeout, stdio_max_line, stop.check)
             except OSError as error:  # the command cannot be started: a bad argument
                 raise click.UsageError(f"--stdio {stdio_command!r}: {error.strerror}") \
                     from error
             except ProtocolError as error:
                 raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
         _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
-                     verbose, jobs)
+                     verbose, jobs, stop.check)
     finally:
         if stdio is not None:
             stdio.close()
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+class _Stop:
+    """Ctrl-C (SIGINT) and SIGTERM end the run, and the runtime's process on the way out. The
+    handler raises at once; ``check`` raises again later, for the case where the interpreter
+    dropped that first exception (raised inside a finalizer, it is only printed as ignored)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def came(self, signum: int, frame: object) -> None:
+        self.signum = signum
+        self.check()
+
+    def check(self) -> None:
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.signum is not None:
+            raise SystemExit(128 + self.signum)
 
 
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool, jobs: int | None = 1) -> None:
+                 verbose: bool, jobs: int | None = 1,
+                 stopped: Callable[[], None] = lambda: None) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
@@ -127,6 +145,7 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         stdio=None if stdio is None else (stdio.command, stdio.timeout, stdio.max_line),
         probes=probes)
     for result in suite:
+        stopped()  # a stop whose exception was dropped ends the run here, between cases
         results.append(result)
         if not as_json:
             _echo_result(result, len(results), len(cases), verbose)
