@@ -94,6 +94,11 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
             signal.signal(signum, handler)
 
 
+def _connected(stdio: "StdioDriver") -> "DriverFactory":
+    """The factory of a runtime already running: every case is sent to the same process."""
+    return lambda: stdio
+
+
 class _Stop:
     """Ctrl-C (SIGINT) and SIGTERM end the run, and the runtime's process on the way out. The
     handler raises at once; ``check`` raises again later, for the case where the interpreter
@@ -118,8 +123,7 @@ class _Stop:
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool, jobs: int | None = 1,
-                 stopped: Callable[[], None] = lambda: None) -> None:
+                 verbose: bool, jobs: int | None, stopped: Callable[[], None]) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
@@ -130,11 +134,7 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
 
     began = time.perf_counter()
     if stdio is not None:
-        driver_spec = f"stdio: {stdio.command}"
-        connected = stdio
-
-        def factory() -> "StdioDriver":
-            return connected
+        driver_spec, factory = f"stdio: {stdio.command}", _connected(stdio)
     probes = confirm_capabilities(factory)
     if not as_json:
         _echo_probes(probes)
