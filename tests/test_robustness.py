@@ -253,6 +253,17 @@ for line in sys.stdin.buffer:
 '''
 
 
+def _left_running(pids: Path) -> list[int]:
+    """The fake runtime's processes still alive 5 s on (a process killed dies soon after, not
+    at once)."""
+    deadline = time.monotonic() + 5
+    while True:
+        alive = [int(pid) for pid in pids.read_text().split() if _alive(int(pid))]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -288,12 +299,7 @@ def test_a_misbehaving_runtime_is_ended_and_named(tmp_path: Path, mode: str,
                        "--stdio-max-line", str(1 << 20), "--case", "ROW-02", "-v")
     assert time.monotonic() - began < 30, "the harness waited past its time limit"
     assert code == 1 and words in output, output
-    deadline = time.monotonic() + 5
-    while any(_alive(int(pid)) for pid in pids.read_text().split()) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
-        "the runtime or a process it started was left running"
+    assert not _left_running(pids), "the runtime or a process it started was left running"
 
 
 @pytest.mark.parametrize("command", ["", "   ", '"unclosed'])
@@ -457,12 +463,7 @@ def test_stopping_the_harness_ends_the_runtime(tmp_path: Path, signum: int) -> N
             harness.kill()
             harness.wait()
     assert harness.returncode != 0 and b"Traceback" not in stderr, stderr[-500:]
-    deadline = time.monotonic() + 5
-    while any(_alive(int(pid)) for pid in pids.read_text().split()) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
-        "the runtime or a process it started was left running"
+    assert not _left_running(pids), "the runtime or a process it started was left running"
 
 
 def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) -> None:
@@ -485,5 +486,4 @@ def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) 
         assert time.monotonic() - began < 20, "the wait outlasted the stop"
     finally:
         driver.close()
-    assert not any(_alive(int(pid)) for pid in pids.read_text().split()), \
-        "the runtime or a process it started was left running"
+    assert not _left_running(pids), "the runtime or a process it started was left running"
