@@ -151,13 +151,23 @@ def test_the_whole_kill_matrix_catches_every_mutant_with_its_catcher(
     assert errors == [], f"{mutant.id}: {len(errors)} cases errored, first {errors[:1]}"
 
 
+@pytest.mark.slow
+def test_the_reach_pass_leaves_the_reference_run_as_it_is(whole_reach: Reach) -> None:
+    # The pass asks wrong versions beside the originals (a reads_only one on the runtime's own
+    # objects): had one of them changed anything, some case would no longer pass there.
+    failing = {case_id: result.detail for case_id, result in whole_reach.results.items()
+               if result.status != "passed"}
+    assert failing == {}, failing
+
+
 def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference() -> None:
     # The kill matrix's shortcut gives the verdicts a full run gives: here on a few mutants
     # (each replacing code that some of the cases never call) and the cases that catch them,
     # plus cases of other areas and two crash points.
     ids = {"CJK-UNDERCOUNT", "OLDER-QUESTION-ONLY", "FAKE-FINAL-ANSWER", "CROSS-SESSION-READ",
            "MODEL-REASKED-AFTER-SAVE", "CONTEXT-LENGTH-RETRIED", "STRICT-TRIGGER",
-           "FLOAT-THRESHOLD", "PREVIEW-SENT-BARE"}
+           "FLOAT-THRESHOLD", "PREVIEW-SENT-BARE", "LOOPS-PER-ROLE", "STOP-LOSES-TO-OUTCOME",
+           "EXECUTOR-ANSWER-RAW"}
     mutants = [m for m in MUTANTS if m.id in ids]
     cases = by_id(sorted({CATCHER[i] for i in ids} | {
         "ROW-02", "ROW-05", "S7-BYTES-CJK", "ROW-25", "EX4-OLDER-RUN", "ROW-04-BELOW",
@@ -174,6 +184,10 @@ def test_a_case_that_never_calls_the_replaced_code_is_judged_as_on_the_reference
     # the reference: I > T and I ≥ T differ only at I = T, which ROW-04-AT alone reaches.
     assert "STRICT-TRIGGER" in reach.touched["ROW-04-AT"]
     assert "STRICT-TRIGGER" not in reach.touched["ROW-02"] | reach.touched["ROW-04-BELOW"]
+    # So does a shell method that only reads: every Run counts its Loops, but a role's own
+    # count and the shared one differ only once an Executor has run.
+    assert "LOOPS-PER-ROLE" in reach.touched["S11-LOOPS-SHARED"]
+    assert "LOOPS-PER-ROLE" not in reach.touched["ROW-02"] | reach.touched["ROW-05"]
 
 
 def test_the_reach_pass_sharing_runs_marks_no_case_with_fewer_mutants_than_its_own_run() -> None:

@@ -34,6 +34,11 @@ class Patch:
     owner: object
     attribute: str
     wrong: Callable[[Any], Any]
+    reads_only: bool = False
+    """The replaced method and its wrong version only read: they change no state (the store,
+    the runtime's objects, the arguments). The reach pass then asks the wrong version beside
+    the original at every call, as it does a function of the pure core, and a case is reached
+    only where their answers differ."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ class Reach:
     touched: dict[str, frozenset[str]]
     """By case: the mutants whose replaced code the case reached. A replaced shell method (or
     class, constant, static method) is reached when called; a replaced function of the pure
-    core only when its wrong version, given the same arguments, answered differently."""
+    core, or a shell method every mutant replacing it declares ``reads_only``, only when its
+    wrong version, given the same arguments, answered differently."""
 
 
 def _key(patch: Patch) -> tuple[int, str]:
@@ -124,7 +130,8 @@ def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
     """Run every case once on the reference with each replaced function wrapped: a shell
     method by a recorder that calls it through, a pure-core function by a comparer that also
     asks each mutant's wrong version (on a copy of the arguments) and notes the mutants whose
-    answer differs. A target that is not a plain function is reached by every case."""
+    answer differs, a shell method that only reads by a comparer asking on the arguments
+    themselves. A target that is not a plain function is reached by every case."""
     by_key: dict[tuple[int, str], list[tuple[Mutant, Patch]]] = {}
     for mutant in mutants:
         for patch in mutant.patches:
@@ -141,9 +148,13 @@ def reach_of(cases: Sequence[Case], mutants: Sequence[Mutant]) -> Reach:
                 always.update(mutant.id for mutant, _ in pairs)
                 continue
             original = getattr(owner, attribute)
-            wrapper = _comparer(original, [(m.id, p.wrong(original)) for m, p in pairs],
-                                touched, known_frozen) if _pure(original) else \
-                _recorder(original, {m.id for m, _ in pairs}, touched)
+            wrongs = [(m.id, p.wrong(original)) for m, p in pairs]
+            if _pure(original):
+                wrapper = _comparer(original, wrongs, touched, known_frozen)
+            elif all(p.reads_only for _, p in pairs):
+                wrapper = _reader(original, wrongs, touched)
+            else:
+                wrapper = _recorder(original, {m.id for m, _ in pairs}, touched)
             stack.enter_context(mock.patch.object(owner, attribute, wrapper))
         runs = _ReachingRuns(cases, touched)
         for case in cases:
@@ -190,6 +201,30 @@ def _recorder(original: Callable[..., Any], mutant_ids: set[str],
         touched.update(mutant_ids)
         return original(*args, **kwargs)
     return recorded
+
+
+def _reader(original: Callable[..., Any], wrongs: list[tuple[str, Callable[..., Any]]],
+            touched: set[str]) -> Callable[..., Any]:
+    """A method that only reads, as is each wrong version of it (``Patch.reads_only``): asking
+    the wrong version beside it changes nothing, so the mutated run takes the reference's steps
+    through every call where the two answer alike."""
+    @functools.wraps(original)
+    def compared(*args: Any, **kwargs: Any) -> Any:
+        pending = [(mutant_id, wrong) for mutant_id, wrong in wrongs if mutant_id not in touched]
+        try:
+            answer = original(*args, **kwargs)
+        except BaseException:
+            touched.update(mutant_id for mutant_id, _ in pending)
+            raise
+        for mutant_id, wrong in pending:
+            try:
+                alike = values.alike(wrong(*args, **kwargs), answer)
+            except Exception:
+                alike = False
+            if not alike:
+                touched.add(mutant_id)
+        return answer
+    return compared
 
 
 def _comparer(original: Callable[..., Any], wrongs: list[tuple[str, Callable[..., Any]]],

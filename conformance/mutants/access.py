@@ -136,7 +136,7 @@ MUTANTS = (
     Mutant("EXECUTOR-SEES-PLANNER",
            "an Executor's request carries the user inputs of the Planner's context (§5, §10: "
            "only the hand-over, never the main Agent's raw inputs)",
-           (Patch(ContextManager, "project", _inherits_planner_inputs),)),
+           (Patch(ContextManager, "project", _inherits_planner_inputs, reads_only=True),)),
     Mutant("CROSS-SESSION-READ",
            "the history API serves a root-role caller of another Session (§11)",
            (Patch(ReferenceRuntime, "read_history", _any_session),)),
@@ -153,11 +153,11 @@ MUTANTS = (
            "its requests as notes, carrying one Session's facts into the next (§10: the "
            "workspace is no implicit memory around Session isolation)",
            (Patch(ReferenceRuntime, "ask", _session_notes),
-            Patch(ContextManager, "system", _with_notes))),
+            Patch(ContextManager, "system", _with_notes, reads_only=True))),
     Mutant("GUESSED-PREFERENCES",
            "preferences the user stated in the Agent's other Sessions are guessed from their "
            "inputs and added to every request (§10: no background memory of the user)",
-           (Patch(ContextManager, "system", _guessed_preferences),)),
+           (Patch(ContextManager, "system", _guessed_preferences, reads_only=True),)),
     Mutant("AUDIT-SEES-PREVIEW",
            "an audit or on-demand read behind a result_ref serves the bounded preview the "
            "model saw, not the full body (§6: the unread body stays readable)",
@@ -165,5 +165,5 @@ MUTANTS = (
     Mutant("LOOPS-PER-ROLE",
            "the Planner and each Executor count Loops against loop_limit on their own, so a "
            "Run with Executors takes many times its budget (§11: one shared Loop budget)",
-           (Patch(NodeDriver, "loops_taken", _loops_per_role),)),
+           (Patch(NodeDriver, "loops_taken", _loops_per_role, reads_only=True),)),
 )

@@ -77,5 +77,5 @@ MUTANTS = (
     Mutant("SESSION-INHERITS-HISTORY",
            "a new Session's history projection takes in the Runs of the Agent's earlier "
            "Sessions (§10: Session history is no memory across Sessions)",
-           (Patch(history_source.StoredHistory, "ended_runs", _agent_history),)),
+           (Patch(history_source.StoredHistory, "ended_runs", _agent_history, reads_only=True),)),
 )

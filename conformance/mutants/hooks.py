@@ -72,7 +72,8 @@ MUTANTS = (
     Mutant("QUESTION-ANNOTATION-SUMMARISED",
            "a hook's annotation of the current question is compaction material and is "
            "summarised away (§8: legitimate hook additions kept verbatim are part of F)",
-           (Patch(ContextManager, "protected_annotations", _annotations_compressible),)),
+           (Patch(ContextManager, "protected_annotations", _annotations_compressible,
+                  reads_only=True),)),
     Mutant("POST-DENY-DELIVERS-RAW",
            "a post-call deny is recorded but the raw result is fed back (§3: the deny replaces "
            "the undelivered result with its feedback)",

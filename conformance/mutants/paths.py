@@ -126,11 +126,11 @@ MUTANTS = (
     Mutant("EXECUTOR-ANSWER-RAW",
            "the Planner receives the Executor's raw answer, not the post-hook effective one (§3 "
            "response row: the effective result goes to the current waiter)",
-           (Patch(NodeDriver, "answer_text", _raw_answer),)),
+           (Patch(NodeDriver, "answer_text", _raw_answer, reads_only=True),)),
     Mutant("EXECUTOR-ERROR-SWALLOWED",
            "an Executor's context or compaction error becomes its delegation's error result and "
            "the Planner carries on (§11: it ends the whole AgentInvocation)",
-           (Patch(NodeDriver, "ends_invocation", _error_swallowed),)),
+           (Patch(NodeDriver, "ends_invocation", _error_swallowed, reads_only=True),)),
     Mutant("RETRY-PAST-DEADLINE",
            "between model attempts only the stop is checked: a retry is sent after the Run's "
            "deadline (§8: every call is under the same Run deadline)",
@@ -142,7 +142,7 @@ MUTANTS = (
     Mutant("STOP-LOSES-TO-OUTCOME",
            "a stop that arrives while a request is in flight ends the Run as that request did "
            "(§11: the root Run's stop is not swallowed by local outcomes; Q76)",
-           (Patch(NodeDriver, "ending", _stop_loses),)),
+           (Patch(NodeDriver, "ending", _stop_loses, reads_only=True),)),
     Mutant("EXECUTOR-DEADLINE-RENEWED",
            "an Executor's deadline counts from the Executor's own start, so it gets the Run's "
            "whole deadline afresh (§8: every call is under the same Run deadline; §11)",
@@ -151,14 +151,15 @@ MUTANTS = (
            "the history API serves a role the raw records, so a hook's change reads as the "
            "provider's original (§1: the effective version is business consumers' common "
            "source; Q81)",
-           (Patch(ReferenceRuntime, "_serves_effective", _serves_raw),)),
+           (Patch(ReferenceRuntime, "_serves_effective", _serves_raw, reads_only=True),)),
     Mutant("ARGUMENTS-UNCHECKED",
            "a call whose arguments break its tool's declared schema, or are no JSON, runs (§11: "
            "an output-format error is corrected by a new business Loop; Q82)",
-           (Patch(InvocationPipeline, "argument_problems", _arguments_unchecked),)),
+           (Patch(InvocationPipeline, "argument_problems", _arguments_unchecked,
+                  reads_only=True),)),
     Mutant("PRE-CALL-ASKED-AFTER-STOP",
            "after a stop the pre-call hooks are still asked for calls that will never run "
-           "(Q80)", (Patch(NodeDriver, "asks_pre_call", _pre_call_after_stop),)),
+           "(Q80)", (Patch(NodeDriver, "asks_pre_call", _pre_call_after_stop, reads_only=True),)),
     Mutant("REQUEST-DENY-IGNORED",
            "a model.pre_request deny is recorded but the request is sent (§3: a legitimate "
            "deny blocks the call)",

@@ -159,13 +159,13 @@ MUTANTS = (
            "a call whose pre-call chain was decided before a takeover reports the hook's "
            "arguments as the ones the model proposed (§3: the proposed input stays as "
            "proposed, the effective one is the hook's; Q163)",
-           (Patch(ToolBatch, "proposed_arguments", _proposes_effective),),
+           (Patch(ToolBatch, "proposed_arguments", _proposes_effective, reads_only=True),),
            recovery=True),
     Mutant("TAKEOVER-REFREEZES",
            "a frozen request asked again after a takeover is rebuilt with the inputs received "
            "by now, so it shows a supplement that arrived after its freeze (§5: every attempt "
            "sends the frozen input list; §10; Q160)",
-           (Patch(NodeDriver, "frozen_cutoff", _cutoff_renewed),
+           (Patch(NodeDriver, "frozen_cutoff", _cutoff_renewed, reads_only=True),
             Patch(delivery, "freeze", _freeze_as_before))),
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
