@@ -5,6 +5,7 @@ rule and the value, and a code of the closed set where the design defines one.""
 import dataclasses
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -486,4 +487,29 @@ def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) 
         assert time.monotonic() - began < 20, "the wait outlasted the stop"
     finally:
         driver.close()
+    assert not _left_running(pids), "the runtime or a process it started was left running"
+
+
+def test_the_command_asks_its_stop_check_while_the_runtime_is_silent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command's SIGINT handler here only records the signal, as if the exception it raises
+    # had been dropped: the run must still end, by the check the stdio driver asks while it
+    # waits (well before the 60 s time limit).
+    from ctxspec.commands import suite
+    monkeypatch.setattr(suite._Stop, "came",
+                        lambda self, signum, frame: setattr(self, "signum", signum))
+    command, pids = fake_runtime(tmp_path, "silent-run")
+    silent = Path(f"{pids}.silent")
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 60
+        while not silent.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    began = time.monotonic()
+    result = CliRunner().invoke(main, ["conformance", "--stdio", command, "--case", "ROW-02"])
+    assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.output
+    assert "Aborted" in result.output and time.monotonic() - began < 30, result.output
     assert not _left_running(pids), "the runtime or a process it started was left running"
