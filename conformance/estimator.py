@@ -114,8 +114,9 @@ def _counter(texts: tuple[str, ...]) -> "_Counter":
     """One counter per set of scenario texts, shared by the estimators of one case (its
     baseline, its restarts, its Executors) and by every later run of the same scenario (the
     kill matrix runs each case again under each mutant): a count depends only on the texts
-    and the text counted, so it is computed once (issue #20). The suite's 157 sets of texts
-    take about 9 MB together."""
+    and the text counted, so it is computed once (issue #20). The suite's sets of texts (157
+    when this was written) take about 9 MB together, besides the counts each counter keeps of
+    the request texts it was asked."""
     return _Counter(texts)
 
 

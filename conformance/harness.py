@@ -434,11 +434,17 @@ def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str
     # and a worker shares a group's run-up only among its own cases (four runs per worker keep
     # the workers' loads even).
     run = -(-len(chosen) // (4 * jobs))
-    with ProcessPoolExecutor(jobs, initializer=_start_worker,
-                             initargs=(driver_spec, stdio, dict(probes))) as pool:
+    pool = ProcessPoolExecutor(jobs, initializer=_start_worker,
+                               initargs=(driver_spec, stdio, dict(probes)))
+    try:
         for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen),
                                                          chunksize=run):
             yield CaseResult(chosen[case_id], status, detail, seconds)
+    finally:
+        # Stopped (Ctrl-C, SIGTERM, a consumer that stops reading): the runs not started are
+        # dropped, not run to the end; the workers finish the cases in hand and exit, closing
+        # their runtimes.
+        pool.shutdown(cancel_futures=True)
 
 
 def load_factory(spec: str | None) -> DriverFactory:

@@ -233,6 +233,8 @@ hello = {"ok": True, "version": 1, "capabilities": ["root_loop"]}
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:
     op = json.loads(line)["op"]
+    if op == "bye" and mode == "slow-bye":
+        time.sleep(30)  # takes its time to leave
     if op == "bye":
         break
     if mode == "silent-hello" or (mode == "silent-run" and op == "run"):
@@ -513,4 +515,21 @@ def test_the_command_asks_its_stop_check_while_the_runtime_is_silent(
     result = CliRunner().invoke(main, ["conformance", "--stdio", command, "--case", "ROW-02"])
     assert isinstance(result.exception, SystemExit) and result.exit_code == 1, result.output
     assert "Aborted" in result.output and time.monotonic() - began < 30, result.output
+    assert not _left_running(pids), "the runtime or a process it started was left running"
+
+
+def test_a_stop_while_the_runtime_says_bye_still_ends_it(tmp_path: Path) -> None:
+    # Closing says bye and waits for the runtime to leave; a stop then ends the wait, and the
+    # runtime (slow to leave here) is ended all the same.
+    command, pids = fake_runtime(tmp_path, "slow-bye")
+    stopped = threading.Event()
+
+    def check() -> None:
+        if stopped.is_set():
+            raise KeyboardInterrupt
+
+    driver = StdioDriver(command, timeout=60, stop=check)
+    stopped.set()
+    with pytest.raises(KeyboardInterrupt):
+        driver.close()
     assert not _left_running(pids), "the runtime or a process it started was left running"

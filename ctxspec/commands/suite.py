@@ -88,10 +88,12 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
         _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
                      verbose, jobs, stop.check)
     finally:
-        if stdio is not None:
-            stdio.close()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        try:
+            if stdio is not None:
+                stdio.close()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def _connected(stdio: "StdioDriver") -> "DriverFactory":
