@@ -36,7 +36,7 @@ from ctxspec.conformance.driver import (
 )
 from ctxspec.conformance.probes import ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
-from ctxspec.conformance.stdio import StdioDriver
+from ctxspec.conformance.stdio import StdioDriver, Stop
 from ctxspec.conformance.trace_contract import OPTIONAL, TRACE_CONTRACT_VERSION, violations
 from ctxspec.reference.ports import ScriptExhausted
 
@@ -404,7 +404,9 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
     if stdio is None:
         factory = load_factory(driver_spec)
     else:  # one subprocess per worker, closed when the worker exits
-        connected = StdioDriver(*stdio)
+        stop = Stop()
+        stop.install()
+        connected = StdioDriver(*stdio, stop=stop.check)
         Finalize(connected, connected.close, exitpriority=10)
 
         def factory() -> StdioDriver:

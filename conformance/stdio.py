@@ -103,6 +103,33 @@ def parse_command(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+class Stop:
+    """Ctrl-C (SIGINT) and SIGTERM end a run, and the runtime's process on the way out. The
+    handler raises at once; ``check`` raises again later, for the case where the interpreter
+    dropped that first exception (raised inside a finalizer, it is only printed as ignored).
+    The command installs one, and so does each worker process of ``--jobs``: a worker told to
+    stop then leaves through its finalizers, which end its runtime."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def install(self) -> dict[int, Any]:
+        """Handle both signals here (in the main thread); the handlers replaced, to restore."""
+        return {signum: signal.signal(signum, self.came) for signum in self.SIGNALS}
+
+    def came(self, signum: int, frame: object) -> None:
+        self.signum = signum
+        self.check()
+
+    def check(self) -> None:
+        if self.signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.signum is not None:
+            raise SystemExit(128 + self.signum)
+
+
 class StdioDriver:
     """A driver behind a subprocess. It runs whole scenarios (the ports live in the other
     process), so the harness hands it each case's scenario and reads back the trace. A broken
@@ -369,4 +396,4 @@ def main(max_line: int = MAX_LINE) -> None:
 
 
 __all__ = ["MAX_LINE", "PROTOCOL", "READ_TIMEOUT", "VERSION", "ProtocolError", "StdioAnswer",
-           "StdioDriver", "StdioRequest", "parse_command", "read_lines", "serve"]
+           "StdioDriver", "StdioRequest", "Stop", "parse_command", "read_lines", "serve"]

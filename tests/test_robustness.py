@@ -31,7 +31,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
-from ctxspec.conformance.stdio import StdioDriver, read_lines, serve
+from ctxspec.conformance.stdio import StdioDriver, Stop, read_lines, serve
 from ctxspec.conformance.vectors import VECTORS
 from ctxspec.reference.ports import LogicalClock
 from ctxspec.reference.runtime.restore import restore
@@ -227,8 +227,9 @@ FAKE = '''
 import json, os, subprocess, sys, time
 mode = sys.argv[1]
 child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(120)"])
-with open(sys.argv[2], "w") as pids:
-    pids.write(f"{os.getpid()} {child.pid}")
+with open(sys.argv[2], "a") as pids:  # each runtime of a run in workers adds its own
+    pids.write(f"{os.getpid()} {child.pid} ")
+runs = 0
 hello = {"ok": True, "version": 1, "capabilities": ["root_loop"]}
 out = sys.stdout.buffer
 for line in sys.stdin.buffer:
@@ -237,7 +238,9 @@ for line in sys.stdin.buffer:
         time.sleep(30)  # takes its time to leave
     if op == "bye":
         break
-    if mode == "silent-hello" or (mode == "silent-run" and op == "run"):
+    runs += op == "run"
+    if mode == "silent-hello" or (mode == "silent-run" and op == "run") \
+            or (mode == "silent-second-run" and runs == 2):
         open(sys.argv[2] + ".silent", "w").close()  # the harness now waits on a silence
         time.sleep(120)
     answer = {"ok": True, "trace": []} if op == "run" else dict(hello)
@@ -497,9 +500,7 @@ def test_the_command_asks_its_stop_check_while_the_runtime_is_silent(
     # The command's SIGINT handler here only records the signal, as if the exception it raises
     # had been dropped: the run must still end, by the check the stdio driver asks while it
     # waits (well before the 60 s time limit).
-    from ctxspec.commands import suite
-    monkeypatch.setattr(suite._Stop, "came",
-                        lambda self, signum, frame: setattr(self, "signum", signum))
+    monkeypatch.setattr(Stop, "came", lambda self, signum, frame: setattr(self, "signum", signum))
     command, pids = fake_runtime(tmp_path, "silent-run")
     silent = Path(f"{pids}.silent")
 
@@ -533,3 +534,30 @@ def test_a_stop_while_the_runtime_says_bye_still_ends_it(tmp_path: Path) -> None
     with pytest.raises(KeyboardInterrupt):
         driver.close()
     assert not _left_running(pids), "the runtime or a process it started was left running"
+
+
+def test_stopping_a_run_in_workers_ends_every_runtime(tmp_path: Path) -> None:
+    # With --jobs 2 each worker drives its own runtime (the cases need only root_loop, which
+    # the fake declares); here each runtime answers its first run and
+    # goes silent on its second. SIGTERM to the command's process group (as a CI job's timeout
+    # sends it) must end every runtime: a worker leaves through its finalizers, which close its
+    # runtime, rather than dying with a silent runtime still running.
+    command, pids = fake_runtime(tmp_path, "silent-second-run")
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "ctxspec", "conformance", "--stdio", command, "--jobs", "2",
+         *(arg for case in ("ROW-02", "ROW-12", "ROW-13", "ROW-14") for arg in ("--case", case))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        silent, deadline = Path(f"{pids}.silent"), time.monotonic() + 60
+        while not silent.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert silent.exists(), "no worker's runtime went silent"
+        os.killpg(harness.pid, signal.SIGTERM)
+        harness.communicate(timeout=30)
+    finally:
+        if harness.poll() is None:
+            os.killpg(harness.pid, signal.SIGKILL)
+            harness.wait()
+    assert harness.returncode != 0
+    assert len(pids.read_text().split()) == 6, "the command's runtime and one per worker"
+    assert not _left_running(pids), "a runtime or a process it started was left running"

@@ -59,7 +59,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.harness import load_factory
-    from ctxspec.conformance.stdio import ProtocolError, StdioDriver, parse_command
+    from ctxspec.conformance.stdio import ProtocolError, StdioDriver, Stop, parse_command
 
     if driver_spec and stdio_command is not None:
         raise click.UsageError("give --driver or --stdio, not both")
@@ -74,8 +74,8 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
     except (ValueError, KeyError, ImportError) as error:
         raise click.UsageError(str(error).strip("'\"")) from error
     stdio: StdioDriver | None = None
-    stop = _Stop()
-    previous = {signum: signal.signal(signum, stop.came) for signum in _Stop.SIGNALS}
+    stop = Stop()
+    previous = stop.install()
     try:
         if stdio_command is not None:
             try:
@@ -99,27 +99,6 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
 def _connected(stdio: "StdioDriver") -> "DriverFactory":
     """The factory of a runtime already running: every case is sent to the same process."""
     return lambda: stdio
-
-
-class _Stop:
-    """Ctrl-C (SIGINT) and SIGTERM end the run, and the runtime's process on the way out. The
-    handler raises at once; ``check`` raises again later, for the case where the interpreter
-    dropped that first exception (raised inside a finalizer, it is only printed as ignored)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def came(self, signum: int, frame: object) -> None:
-        self.signum = signum
-        self.check()
-
-    def check(self) -> None:
-        if self.signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        if self.signum is not None:
-            raise SystemExit(128 + self.signum)
 
 
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
