@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -472,17 +473,23 @@ def test_stopping_the_harness_ends_the_runtime(tmp_path: Path, signum: int) -> N
     assert not _left_running(pids), "the runtime or a process it started was left running"
 
 
-def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) -> None:
-    # CPython drops an exception a signal handler raises inside a finalizer, so a stop can come
-    # without an exception reaching the harness. The driver asks its stop check while it waits
-    # (here the check alone says stop): the wait ends then, not at the 60 s time limit.
-    command, pids = fake_runtime(tmp_path, "silent-run")
+def stop_check() -> tuple[threading.Event, Callable[[], None]]:
+    """A stop check like the command's, with no signal: it raises once the event is set."""
     stopped = threading.Event()
 
     def check() -> None:
         if stopped.is_set():
             raise KeyboardInterrupt
 
+    return stopped, check
+
+
+def test_a_stop_whose_exception_was_dropped_still_ends_the_wait(tmp_path: Path) -> None:
+    # CPython drops an exception a signal handler raises inside a finalizer, so a stop can come
+    # without an exception reaching the harness. The driver asks its stop check while it waits
+    # (here the check alone says stop): the wait ends then, not at the 60 s time limit.
+    command, pids = fake_runtime(tmp_path, "silent-run")
+    stopped, check = stop_check()
     driver = StdioDriver(command, timeout=60, stop=check)
     try:
         threading.Timer(0.5, stopped.set).start()
@@ -523,12 +530,7 @@ def test_a_stop_while_the_runtime_says_bye_still_ends_it(tmp_path: Path) -> None
     # Closing says bye and waits for the runtime to leave; a stop then ends the wait, and the
     # runtime (slow to leave here) is ended all the same.
     command, pids = fake_runtime(tmp_path, "slow-bye")
-    stopped = threading.Event()
-
-    def check() -> None:
-        if stopped.is_set():
-            raise KeyboardInterrupt
-
+    stopped, check = stop_check()
     driver = StdioDriver(command, timeout=60, stop=check)
     stopped.set()
     with pytest.raises(KeyboardInterrupt):
