@@ -114,10 +114,16 @@ class Stop:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self._replaced: dict[int, Any] = {}
 
-    def install(self) -> dict[int, Any]:
-        """Handle both signals here (in the main thread); the handlers replaced, to restore."""
-        return {signum: signal.signal(signum, self.came) for signum in self.SIGNALS}
+    def install(self) -> None:
+        """Handle both signals here (in the main thread)."""
+        self._replaced = {signum: signal.signal(signum, self.came) for signum in self.SIGNALS}
+
+    def restore(self) -> None:
+        """Give both signals back to the handlers ``install`` replaced."""
+        for signum, handler in self._replaced.items():
+            signal.signal(signum, handler)
 
     def came(self, signum: int, frame: object) -> None:
         self.signum = signum
@@ -140,10 +146,11 @@ class StdioDriver:
         self.command = command if isinstance(command, str) else shlex.join(command)
         self.timeout, self.max_line = timeout, max_line
         self.stop = stop
-        """Called every STOP_CHECK seconds of a wait for an answer; it raises to end the wait.
-        The command line's check that a stop signal came: the exception a signal handler
-        raises is dropped when it lands in a finalizer (a generator collected just then), and
-        the harness would otherwise wait out the whole time limit on a silent runtime."""
+        """Called on every pass of a wait for an answer, at least every STOP_CHECK seconds; it
+        raises to end the wait. The command line's check that a stop signal came: the
+        exception a signal handler raises is dropped when it lands in a finalizer (a generator
+        collected just then), and the harness would otherwise wait out the whole time limit on
+        a silent runtime."""
         self.broken: str | None = None
         self._waiting = False
         """A request is out and its answer not read (an interrupt came in between): the

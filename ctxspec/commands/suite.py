@@ -3,7 +3,6 @@ runtime's compatibility report) and ``ctxspec mutants`` (the kill matrix of the 
 runtimes)."""
 
 import json
-import signal
 import sys
 import time
 from collections import Counter
@@ -75,7 +74,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
         raise click.UsageError(str(error).strip("'\"")) from error
     stdio: StdioDriver | None = None
     stop = Stop()
-    previous = stop.install()
+    stop.install()
     try:
         if stdio_command is not None:
             try:
@@ -92,8 +91,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
             if stdio is not None:
                 stdio.close()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            stop.restore()
 
 
 def _connected(stdio: "StdioDriver") -> "DriverFactory":
@@ -104,7 +102,7 @@ def _connected(stdio: "StdioDriver") -> "DriverFactory":
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool, jobs: int | None, stopped: Callable[[], None]) -> None:
+                 verbose: bool, jobs: int | None, stop: Callable[[], None]) -> None:
     from ctxspec.conformance.harness import (
         SUITE_VERSION,
         confirm_capabilities,
@@ -126,7 +124,7 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         stdio=None if stdio is None else (stdio.command, stdio.timeout, stdio.max_line),
         probes=probes)
     for result in suite:
-        stopped()  # a stop whose exception was dropped ends the run here, between cases
+        stop()  # a stop whose exception was dropped ends the run here, between cases
         results.append(result)
         if not as_json:
             _echo_result(result, len(results), len(cases), verbose)
