@@ -187,9 +187,6 @@ class _Counter:
         return total
 
 
-__all__ = ["FREE", "OPAQUE", "PIECE", "ContentEstimator", "scenario_texts"]
-
-
 class CharEstimator:
     """One token per character, no overhead: a deterministic estimator scenarios can inject so
     every runtime is measured alike."""
@@ -212,3 +209,7 @@ def estimator_for(scenario: "Scenario", agent: "AgentDoc") -> TokenEstimator:
     if agent.estimator == "content":
         return ContentEstimator(scenario_texts(scenario.model_dump(mode="json", by_alias=True)))
     return ESTIMATORS[agent.estimator]()
+
+
+__all__ = ["ESTIMATORS", "FREE", "OPAQUE", "PIECE", "CharEstimator", "ContentEstimator",
+           "estimator_for", "scenario_texts"]

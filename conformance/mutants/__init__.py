@@ -221,12 +221,8 @@ def _reader(original: Callable[..., Any], wrongs: list[tuple[str, Callable[..., 
         except BaseException:
             touched.update(mutant_id for mutant_id, _ in pending)
             raise
-        for mutant_id, wrong in pending:
-            try:
-                alike = values.alike(wrong(*args, **kwargs), answer)
-            except Exception:
-                alike = False
-            if not alike:
+        for mutant_id, wrong in pending:  # the arguments as they are: nothing changes them
+            if not _answers_alike(wrong, (args, kwargs), answer, frozen=True):
                 touched.add(mutant_id)
         return answer
     return compared
