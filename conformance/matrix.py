@@ -1,22 +1,23 @@
-"""The hook matrix (issue #22): the rules of §2, §3, §8 and §11 that apply at several points,
-pinned at every point from one table rather than case by case.
+"""The hook matrix (issues #22, #30): the rules of §1, §2, §3, §8, §10 and §11 that apply at
+several points, pinned at every point from one table of the design's rules
+(``conformance/hook_rules.py``) rather than case by case, and never from the reference's
+branches.
 
 Its dimensions: every hook point that can deny or modify (§3's table: the model request and
 response, a tool call's arguments and result; §8: a compaction call's request and response)
-× the hook's decision (allow, allow with a valid patch — "modify" —, deny) × the role the hook
-acts in (the root role, or an Executor the Planner delegated to) × how the Run ends (it
-succeeds, fails, stops or times out). The Run's ending follows from the other three (a deny of
-a model call or of a compaction call fails the role; §11 says which failures end the whole
-invocation, Q77), except for the rows that stop the Run or let its deadline pass while the
-actor's tool runs, with the point's hook allowing (§3: an allow never skips the stop or the
-deadline).
+× the hook's decision (allow, modify — an allow with a valid patch —, deny, fail — the handler
+fails) × the kind of call the actor makes (a tool, a Planner's ``delegate``, the runtime's
+``result.read``) × where the item's patch lands (the actor's private context, or a Run-level
+shared field) × the role the hook acts in (the root role, or an Executor the Planner delegated
+to) × how the Run ends. The ending follows from the rule row; the rows that stop the Run or let
+its deadline pass while the actor's tool runs, with the point's hook allowing, are the only
+ones that set it (§3: an allow never skips the stop or the deadline).
 
-Every case runs the same Session: the *actor* (the root role, or the Executor) asks for tool
-``t`` (its answer text ``RAW-DECISION``), ``t`` returns a result large enough that the actor's
-next request reaches the compaction trigger, the actor then answers ``final words``. The
-expectations are derived by hand from the rules below (``_ending``, ``_tools``,
-``_actor_requests``, ``_compacts``, ``_check_decision``), never from a run; each
-case carries its coordinate, which ``ctxspec trace --matrix CTX-…`` shows per requirement.
+Every expectation below (``_ending``, ``_tools``, ``_actor_requests``, ``_compacts`` and the
+checks) reads the point's :class:`~ctxspec.conformance.hook_rules.Rule` — its write, whether the
+guarded action runs, what becomes of the actor — and the kind of call's row; each case carries
+its coordinate, which ``ctxspec trace --matrix CTX-…`` shows per requirement. The Sessions are
+in ``conformance/matrix_sessions.py``.
 """
 
 from collections.abc import Mapping
@@ -28,7 +29,6 @@ from ctxspec.conformance.case import (
     COMPACTING,
     Case,
     Trace,
-    base,
     endings,
     equal,
     expect,
@@ -37,49 +37,38 @@ from ctxspec.conformance.case import (
     requests,
     result_facts,
 )
+from ctxspec.conformance.hook_rules import (
+    CALL,
+    CALLS,
+    DECISIONS,
+    POINTS,
+    RULE,
+    SCOPES,
+    SHARED_WRITES,
+    Rule,
+    applicable,
+)
+from ctxspec.conformance.matrix_sessions import (
+    DECISION,
+    PRE_CALL,
+    RAW,
+    SHARED_NEW,
+    SHARED_OLD,
+    item,
+    ordinal,
+    scenario,
+)
 
-POINTS = ("model.pre_request", "model.post_response", "tool.pre_call", "tool.post_call",
-          "compaction.pre_request", "compaction.post_response")
-DECISIONS = ("allow", "modify", "deny")
 ROLES = ("root", "executor")
 ENDINGS = ("succeeded", "failed", "stopped", "timed_out")
 DIMENSIONS: Mapping[str, tuple[str, ...]] = {"point": POINTS, "decision": DECISIONS,
-                                             "role": ROLES, "ending": ENDINGS}
+                                             "role": ROLES, "ending": ENDINGS, "call": CALLS,
+                                             "scope": SCOPES}
 """The matrix's dimensions, in the order a coordinate lists them."""
 
 SHORT = {"model.pre_request": "MPRE", "model.post_response": "MPOST", "tool.pre_call": "TPRE",
          "tool.post_call": "TPOST", "compaction.pre_request": "CPRE",
          "compaction.post_response": "CPOST"}
-
-BIG = "RAW-RESULT " + "r" * 3600
-"""t's result: W = 5000, O = 400, S = 100 give B = 4500 and the trigger floor(0.8 × B) =
-3600; the actor's second request (its prompt, its hand-over or question, RAW-DECISION with its
-call and these 3611 characters) is over 3600 and compacts, while a result a hook replaced or
-denied leaves it far below."""
-
-FIRST = {"root": {"model.pre_request": 1, "model.post_response": 1, "tool.pre_call": 1,
-                  "tool.post_call": 1},
-         "executor": {"model.pre_request": 2, "model.post_response": 2, "tool.pre_call": 2,
-                      "tool.post_call": 1}}
-"""The ordinal of the actor's first invocation of a point. For an Executor the Planner's
-first request, its delegating answer and its ``delegate`` call's pre-call chain come first; the
-Executor's own tool ``t`` settles before the delegation's post-call chain, so its post-call
-chain is the point's first."""
-
-MODIFY: Mapping[str, dict[str, Any]] = {
-    "model.pre_request": {"context_patch": [{"target": "last", "field": "text",
-                                             "operation": "append_annotation",
-                                             "value": "NOTE-PRE"}]},
-    "model.post_response": {"payload_patch": [{"path": "text", "value": "PATCHED-DECISION"}]},
-    "tool.pre_call": {"payload_patch": [{"path": "arguments.path", "value": "b"}]},
-    "tool.post_call": {"payload_patch": [{"path": "result", "value": "PATCHED-RESULT"}]},
-    "compaction.pre_request": {"context_patch": [{"target": "last", "field": "text",
-                                                  "operation": "append_annotation",
-                                                  "value": "NOTE-COMPACT"}]},
-    "compaction.post_response": {"payload_patch": [{"path": "summary",
-                                                    "value": "PATCHED-SUMMARY"}]},
-}
-"""What a "modify" item writes at each point: a valid patch of a registered field."""
 
 
 @dataclass(frozen=True)
@@ -90,75 +79,59 @@ class Point:
     decision: str
     role: str
     ending: str
+    call: str = "tool"
+    scope: str = "private"
 
     @property
     def id(self) -> str:
+        suffix = ("" if self.call == "tool" else f"-{self.call.upper().replace('_', '')}") + \
+            ("" if self.scope == "private" else "-SHARED")
         return (f"HM-{SHORT[self.point]}-{self.decision.upper()}-{self.role.upper()}-"
-                f"{self.ending.upper()}")
+                f"{self.ending.upper()}{suffix}")
+
+    @property
+    def rule(self) -> Rule:
+        return RULE[(self.point, self.decision)]
 
     def coordinate(self) -> dict[str, str]:
         return {"point": self.point, "decision": self.decision, "role": self.role,
-                "ending": self.ending}
+                "ending": self.ending, "call": self.call, "scope": self.scope}
 
 
-def _ending(point: str, decision: str, role: str) -> str:
-    """§3, §11, Q75, Q77: how the Run ends when the hook at ``point`` decides ``decision``.
-    A denied model call leaves its role without an answer (HOOK_DENIED): the root's Run fails,
-    an Executor's failure is its delegation's error result and the Planner goes on. A denied
-    compaction call fails the compaction, which ends the whole invocation in either role. A
-    denied tool call is feedback the actor reads and goes on."""
-    if decision != "deny" or point.startswith("tool."):
-        return "succeeded"
-    if point.startswith("compaction."):
+def _ending(rule: Rule, role: str) -> str:
+    """§3, §11, Q75, Q77: a role with no answer fails — the root's Run, or only an Executor's
+    delegation (its error is the Planner's result and the Planner goes on); a failed
+    compaction ends the whole invocation in either role."""
+    if rule.actor == "invocation_fails" or (rule.actor == "fails" and role == "root"):
         return "failed"
-    return "failed" if role == "root" else "succeeded"
+    return "succeeded"
 
 
 TABLE: tuple[Point, ...] = (
-    *(Point(point, decision, role, _ending(point, decision, role))
-      for point, decision, role in product(POINTS, DECISIONS, ROLES)),
+    *(Point(point, decision, "root", _ending(RULE[(point, decision)], "root"), call, scope)
+      for call, point, decision, scope in product(CALLS, POINTS, DECISIONS, SCOPES)
+      if applicable(point, decision, scope)),
+    *(Point(point, decision, "executor", _ending(RULE[(point, decision)], "executor"))
+      for point, decision in product(POINTS, DECISIONS)),
     *(Point(point, "allow", role, ending)
       for point, role, ending in product(POINTS, ROLES, ("stopped", "timed_out"))),
 )
-"""The matrix's points: every point × decision × role with the ending it leads to, and every
-point × role with an allowing hook while the Run stops or times out."""
+"""The matrix's points: every kind of call × point × decision × scope the rules apply to, in
+the root role; every point × decision for an Executor's tool; and every point × role with an
+allowing hook while the Run stops or times out."""
 
 
-# --- the Session --------------------------------------------------------------------------------
+# --- the Session ------------------------------------------------------------------------------
 
 
-def _item(point: Point) -> dict[str, Any]:
-    if point.decision == "modify":
-        return dict(MODIFY[point.point])
-    return {"decision": point.decision}
-
-
-def _ordinal(point: Point) -> int | None:
-    """The chain the item answers: the actor's first at a model or tool point; the first
-    chunk's at compaction.pre_request; every chunk's at compaction.post_response, so that a
-    modified summary is the one the business request receives."""
-    if point.point == "compaction.post_response" and point.decision == "modify":
-        return None
-    return FIRST[point.role].get(point.point, 1)
-
-
-def scenario(point: Point) -> dict[str, Any]:
-    decision = {"text": "RAW-DECISION", "tool_calls": [{"name": "t",
-                                                        "arguments": {"path": "a"}}]}
-    actor = [decision, {"text": "final words"}]
-    if point.role == "root":
-        document = base(window=5000, tools=[{"name": "t"}])
-        document["model"] = {"business": actor}
-    else:
-        document = base(window=5000, executor={"tools": [{"name": "t"}]})
-        document["model"] = {"business": [
-            {"text": "", "tool_calls": [{"name": "delegate", "arguments": {"task": "do it"}}]},
-            {"text": "planner done"}], "executor": actor}
-    document["model"]["compaction"] = [{"text": f"ZSUM{n}"} for n in range(1, 6)]
-    document["steps"] = [{"ask": "go"}, {"advance": True}]
-    document["tools"] = {"t": [{"text": BIG}]}
-    document["hooks"] = [{"point": point.point, "ordinal": _ordinal(point),
-                          "items": [_item(point)]}]
+def _scenario(point: Point) -> dict[str, Any]:
+    document = scenario(point.call, point.role, shared=point.scope == "shared")
+    subject = CALL[point.call].subject
+    document["hooks"] = [{"point": point.point,
+                          "ordinal": ordinal(point.point, point.decision, point.call,
+                                             point.role, subject),
+                          "items": [item(point.point, point.decision, point.call,
+                                         point.scope)]}]
     if point.ending == "stopped":  # the stop arrives while t runs
         document["triggers"] = [{"on": {"tool": "t", "ordinal": 1}, "do": {"stop": True}}]
     if point.ending == "timed_out":  # one tick per model call and tool run: t spends the last
@@ -166,58 +139,76 @@ def scenario(point: Point) -> dict[str, Any]:
     return document
 
 
-# --- the expectations -----------------------------------------------------------------------------
+# --- the expectations, from the rule row --------------------------------------------------------
 
 
-def _tool_result(request: dict[str, Any], what: str) -> dict[str, Any]:
-    results = [m for m in request["view"]["messages"] if m["role"] == "tool"]
-    equal(len(results), 1, f"tool results in {what}")
-    return dict(results[0])
+def _subject_runs(point: Point) -> bool:
+    """The subject call runs unless the actor's model call is denied (no answer proposes it)
+    or its own pre-call chain denies it (the rule's ``runs``)."""
+    if point.point.startswith("model.") and point.decision == "deny":
+        return False
+    return point.point != "tool.pre_call" or point.rule.runs
+
+
+def subject_write(point: Point) -> str:
+    """How the subject's own record is written: a shared-scope edit writes the shared field,
+    never the subject, so the subject is appended as produced (a deny still marks it)."""
+    if point.scope == "shared" and point.decision != "deny":
+        return "append"
+    return point.rule.write
 
 
 def _tools(point: Point) -> list[tuple[str, dict[str, Any]]]:
-    """§3: a pre-call deny runs nothing; a pre-call patch runs t with the patched argument;
-    a denied model answer's call never runs; a stop or the deadline comes while t runs."""
-    if point.decision == "deny" and point.point in ("model.pre_request", "model.post_response",
-                                                    "tool.pre_call"):
-        return []
-    if point.point == "tool.pre_call" and point.decision == "modify":
-        return [("t", {"path": "b"})]
-    return [("t", {"path": "a"})]
+    """The tools executed, with their effective arguments: the Session's tools before the
+    subject; the subject, with the pre-call modify's arguments, when it runs. A delegation is
+    an Executor execution, not a tool, and the Executor of a ``delegate`` call runs none."""
+    before: list[tuple[str, dict[str, Any]]] = \
+        [("dump", {})] if point.call == "result_read" else []
+    if point.call == "delegate" or not _subject_runs(point):
+        return before
+    proposed = DECISION["tool" if point.role == "executor" else point.call]["arguments"]
+    arguments: dict[str, Any] = dict(proposed) if isinstance(proposed, dict) else {}
+    if point.point == "tool.pre_call" and subject_write(point) == "hook_change":
+        name, value = PRE_CALL["tool" if point.role == "executor" else point.call]
+        arguments[name] = value
+    name = "t" if point.role == "executor" else CALL[point.call].tool
+    return [*before, (name, arguments)]
 
 
 def _actor_requests(point: Point) -> int:
-    """The actor's business requests: none after a pre-request deny, one when its answer is
-    denied, its compaction fails, or the Run stops or times out while t runs; else two."""
+    """The actor's business requests: the subject's k-th and those before it when a denied
+    request is never sent (k − 1), a denied answer ends it (k), or the Run stops or times out
+    while the subject runs (k); all but the last, compacting one when the compaction fails;
+    else all of them."""
+    kind = CALL["tool" if point.role == "executor" else point.call]
+    k = 1 if point.role == "executor" else kind.subject
     if point.ending in ("stopped", "timed_out"):
-        return 1
+        return k
     if point.decision == "deny" and point.point == "model.pre_request":
-        return 0
-    if point.decision == "deny" and point.point in ("model.post_response",
-                                                    "compaction.pre_request",
-                                                    "compaction.post_response"):
-        return 1
-    return 2
+        return k - 1
+    if point.decision == "deny" and point.point == "model.post_response":
+        return k
+    if point.rule.actor == "invocation_fails":
+        return kind.business_requests - 1
+    return kind.business_requests
 
 
 def _compacts(point: Point) -> bool:
-    """The actor's second request compacts when t's big result reaches it: not when there is
-    no second request, nor when a hook replaced or denied that result or denied the call. A
-    denied compaction response was a compaction request sent; a denied compaction request
-    was never sent (§3)."""
-    if point.ending in ("stopped", "timed_out"):
+    """The actor's last request compacts when the subject's result reaches it as produced:
+    not when the subject never ran, nor when a post-call hook replaced or denied its result;
+    and a compaction request is sent unless its own pre-request chain denied it (§3)."""
+    if point.ending in ("stopped", "timed_out") or not _subject_runs(point):
         return False
-    if point.decision == "deny":
-        return point.point == "compaction.post_response"
-    return not (point.decision == "modify" and point.point == "tool.post_call")
+    if point.point == "tool.post_call" and subject_write(point) != "append":
+        return False
+    return not (point.point == "compaction.pre_request" and not point.rule.runs)
 
 
 def _run_ending(point: Point) -> tuple[str, str | None]:
     if point.ending != "failed":
         return point.ending, None
-    if point.point.startswith("compaction."):
-        return "failed", "COMPACTION_FAILED"
-    return "failed", "HOOK_DENIED"
+    return "failed", "COMPACTION_FAILED" if point.rule.actor == "invocation_fails" \
+        else "HOOK_DENIED"
 
 
 def _check_shape(point: Point, trace: Trace) -> list[dict[str, Any]]:
@@ -240,43 +231,123 @@ def _check_shape(point: Point, trace: Trace) -> list[dict[str, Any]]:
         planner = [r for r in requests(trace, "business") if r["role"] == "root"]
         # The Planner asks once, and again with the delegation's result unless the Executor's
         # failure ended the whole invocation or the Run stopped or timed out (§11).
-        asked_again = point.ending == "succeeded"
-        equal(len(planner), 2 if asked_again else 1, "the Planner's business requests")
+        equal(len(planner), 2 if point.ending == "succeeded" else 1,
+              "the Planner's business requests")
+    if point.call == "delegate":
+        executor = [r for r in requests(trace, "business") if r["role"] == "executor"]
+        equal(len(executor), 1 if _subject_runs(point) else 0,
+              "the Executor's business requests")
     return actor
 
 
-def _check_decision(point: Point, trace: Trace, actor: list[dict[str, Any]]) -> None:
-    """What the decision itself must show, by point (§2, §3, §8)."""
+def _subject_result(point: Point, trace: Trace, actor: list[dict[str, Any]]
+                    ) -> dict[str, Any]:
+    """The tool result answering the subject call in the actor's next request."""
+    request = actor[CALL["tool" if point.role == "executor" else point.call].subject]
+    results = [m for m in request["view"]["messages"] if m["role"] == "tool"]
+    expect(bool(results), f"the {point.role}'s request after the subject call has no tool "
+           "result")
+    return dict(results[-1])
+
+
+MARK = {"model.pre_request": "NOTE-PRE", "model.post_response": "PATCHED-DECISION",
+        "tool.post_call": "PATCHED-RESULT", "compaction.pre_request": "NOTE-COMPACT",
+        "compaction.post_response": "PATCHED-SUMMARY"}
+"""What a private modify's edit shows in the requests it reaches (matrix_sessions.MODIFY)."""
+
+
+def _raw(point: Point) -> str | None:
+    """A word of what a private edit or a deny replaced, which no request may show."""
+    if point.point == "model.post_response":
+        return "RAW-DECISION"
+    if point.point == "tool.post_call":
+        return RAW["tool" if point.role == "executor" else point.call]
+    return "ZSUM" if point.point == "compaction.post_response" else None
+
+
+def _check_hook_change(point: Point, trace: Trace) -> None:
+    """§1, §3: the effective value reaches its consumers, the raw one none of them."""
     everything = [request_text(r) for r in requests(trace)]
-    if point.decision == "modify":
-        mark = {"model.pre_request": "NOTE-PRE", "model.post_response": "PATCHED-DECISION",
-                "tool.post_call": "PATCHED-RESULT", "compaction.pre_request": "NOTE-COMPACT",
-                "compaction.post_response": "PATCHED-SUMMARY"}.get(point.point)
-        raw = {"model.post_response": "RAW-DECISION", "tool.post_call": "RAW-RESULT",
-               "compaction.post_response": "ZSUM"}.get(point.point)
-        if mark is not None:  # the effective value reaches its consumers
-            expect(any(mark in text for text in everything), f"no request shows {mark!r}")
-        if raw is not None:  # and the raw one none of them
-            expect(not any(raw in text for text in everything),
-                   f"a request shows the raw {raw!r} a hook replaced")
+    if point.point == "tool.pre_call" and point.call == "delegate":
+        # The Executor's hand-over is the effective task, never the model's proposal.
+        [executor] = [r for r in requests(trace, "business") if r["role"] == "executor"]
+        expect("do it differently" in request_text(executor),
+               "the Executor was handed the task the pre-call hook replaced")
         return
-    if point.decision == "deny" and point.point in ("tool.pre_call", "tool.post_call"):
+    mark = MARK.get(point.point)
+    if mark is not None:
+        expect(any(mark in text for text in everything), f"no request shows {mark!r}")
+    raw = _raw(point)
+    if raw is not None:
+        expect(not any(raw in text for text in everything),
+               f"a request shows the raw {raw!r} a hook replaced")
+
+
+def _check_runtime_mark(point: Point, trace: Trace, actor: list[dict[str, Any]]) -> None:
+    """§2, §3: a deny's explicit denied state stands in for what it withheld."""
+    everything = [request_text(r) for r in requests(trace)]
+    if point.point.startswith("tool."):
         stage = "pre" if point.point == "tool.pre_call" else "post"
-        denied = result_facts(_tool_result(actor[1], f"the {point.role}'s second request"),
-                              "t's result")
+        denied = result_facts(_subject_result(point, trace, actor), "the subject's result")
         equal((denied.get("status"), denied.get("stage"), denied.get("executed")),
-              ("denied", stage, stage == "post"), "the denied state the actor receives")
-        expect(not any("RAW-RESULT" in text for text in everything),
+              ("denied", stage, stage == "post"), f"the denied state the {point.role} receives")
+    raw = _raw(point)
+    if raw is not None and point.point == "tool.post_call":
+        expect(not any(raw in text for text in everything),
                "a request shows the result a post-call hook denied")
+    if point.point == "model.post_response":
+        later = everything[_actor_requests(point):] if point.role == "root" else everything
+        expect(not any("RAW-DECISION" in text for text in later[1:]),
+               "a later request shows the denied answer")
+
+
+def _check_decision(point: Point, trace: Trace, actor: list[dict[str, Any]]) -> None:
+    """What the decision itself must show, read from the rule's write (and, for a shared
+    scope, the shared field's value in the next request of its consumer, §3 "共享字段与私有
+    context 使用各自 revision")."""
+    if point.scope == "shared":
+        _check_shared(point, trace)
+    write = subject_write(point)
+    if write == "hook_change":
+        _check_hook_change(point, trace)
+    if write == "runtime_mark" or (point.decision == "deny" and point.scope == "shared"
+                                   and point.point.startswith("tool.")):
+        _check_runtime_mark(point, trace, actor)
     if point.decision == "deny" and point.point.startswith("model.") \
             and point.role == "executor":
-        answer = result_facts(_tool_result(requests(trace, "business")[-1],
-                                           "the Planner's second request"), "delegate's result")
+        answer = result_facts(_subject_planner_result(trace), "delegate's result")
         equal((answer.get("status"), answer.get("code")), ("error", "HOOK_DENIED"),
               "the delegation's error")
-    if point.decision == "deny" and point.point == "model.post_response":
-        expect(not any("RAW-DECISION" in text for text in everything[1:]),
-               "a later request shows the denied answer")
+
+
+def _check_shared(point: Point, trace: Trace) -> None:
+    """§3: a shared field a pre-stage hook of its consumer changed is the value every request
+    sent after that decision reads — the request itself when it is rebuilt — never the old
+    one; a post-stage hook changes only the response not yet delivered (§3 "响应后置阶段只允许
+    修改本次尚未交付的有效响应"), so its shared patch is invalid and an allow fails open; a deny
+    commits nothing. Whether a compaction summarised the field is the compaction's business:
+    only its value is read, wherever it appears."""
+    decided = next(i for i, e in enumerate(trace) if e["kind"] == "hook_decided")
+    after = [request_text(e) for e in trace[decided:] if e["kind"] == "model_request"]
+    written = point.decision == "modify" and SHARED_WRITES[point.point] == "written"
+    if written:
+        expect(any(SHARED_NEW in text for text in after),
+               f"no request after the hook's decision shows the shared field as it wrote it "
+               f"({SHARED_NEW!r})")
+        expect(not any(SHARED_OLD in text for text in after),
+               f"a request after the hook's decision shows the shared field's old value "
+               f"({SHARED_OLD!r})")
+    else:
+        expect(not any(SHARED_NEW in request_text(r) for r in requests(trace)),
+               "a request shows the shared field a "
+               f"{'denied' if point.decision == 'deny' else 'post-stage'} item patched")
+
+
+def _subject_planner_result(trace: Trace) -> dict[str, Any]:
+    results = [m for m in requests(trace, "business")[-1]["view"]["messages"]
+               if m["role"] == "tool"]
+    equal(len(results), 1, "tool results in the Planner's second request")
+    return dict(results[0])
 
 
 def _check(point: Point) -> Any:
@@ -286,42 +357,60 @@ def _check(point: Point) -> Any:
     return check
 
 
+REQUIREMENTS: Mapping[tuple[str, str], tuple[str, ...]] = {
+    **{(p, "allow"): ("CTX-3.61",) for p in POINTS},
+    **{(p, "fail"): ("CTX-3.61", "CTX-8.21") for p in POINTS},
+    ("model.pre_request", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-3.14"),
+    ("model.post_response", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-3.16", "CTX-2.34"),
+    ("tool.pre_call", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-3.15", "CTX-3.57"),
+    ("tool.post_call", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-3.16", "CTX-1.10"),
+    ("compaction.pre_request", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-8.20"),
+    ("compaction.post_response", "modify"): ("CTX-3.69", "CTX-2.31", "CTX-8.20", "CTX-8.70"),
+    ("model.pre_request", "deny"): ("CTX-3.18", "CTX-3.60"),
+    ("model.post_response", "deny"): ("CTX-3.18", "CTX-2.35"),
+    ("tool.pre_call", "deny"): ("CTX-3.18", "CTX-3.70"),
+    ("tool.post_call", "deny"): ("CTX-3.18", "CTX-3.71"),
+    ("compaction.pre_request", "deny"): ("CTX-3.18", "CTX-8.22", "CTX-11.2", "CTX-11.11"),
+    ("compaction.post_response", "deny"): ("CTX-3.18", "CTX-8.22", "CTX-11.2", "CTX-11.11"),
+}
+"""The requirements a point × decision pins: the rule the row follows."""
+
+
 def _requirements(point: Point) -> tuple[str, ...]:
-    """The requirements a point pins: the decision's rule at that point, and for an ending the
-    rule that decides it."""
+    """The rule's requirements; for an ending the rule that decides it; a delegation's and a
+    read's result rules; a shared field's own revision."""
     if point.ending == "stopped":
         return ("CTX-11.5", "CTX-11.13", "CTX-3.93")
     if point.ending == "timed_out":
         return ("CTX-8.72", "CTX-11.13", "CTX-3.93")
-    compaction = point.point.startswith("compaction.")
-    if point.decision == "allow":
-        return ("CTX-3.61", "CTX-8.20") if compaction else ("CTX-3.61",)
-    if point.decision == "modify":
-        by_point = {"model.pre_request": ("CTX-3.14",), "model.post_response":
-                    ("CTX-3.16", "CTX-2.34"), "tool.pre_call": ("CTX-3.15", "CTX-3.57"),
-                    "tool.post_call": ("CTX-3.16",), "compaction.pre_request": ("CTX-8.20",),
-                    "compaction.post_response": ("CTX-8.20", "CTX-8.70")}
-        return ("CTX-3.69", "CTX-2.31", *by_point[point.point])
-    if compaction:
-        return ("CTX-3.18", "CTX-8.22", "CTX-11.2", "CTX-11.11")
-    by_point = {"model.pre_request": ("CTX-3.60",), "model.post_response": ("CTX-2.35",),
-                "tool.pre_call": ("CTX-3.70",), "tool.post_call": ("CTX-3.71",)}
-    return ("CTX-3.18", *by_point[point.point])
+    extra = {"tool": (), "delegate": ("CTX-10.14",), "result_read": ("CTX-6.18",)}[point.call]
+    shared = ("CTX-3.80", "CTX-3.75") if point.scope == "shared" else ()
+    return (*REQUIREMENTS[(point.point, point.decision)], *extra, *shared)
 
 
 def _needs(point: Point) -> frozenset[str]:
     needs = {"hooks", "final_answers"} | set(COMPACTING)
-    if point.role == "executor":
+    if point.role == "executor" or point.call == "delegate":
         needs.add("planner_executor")
+    if point.scope == "shared":
+        needs.add("shared_scopes")
     if point.ending == "stopped":
         needs |= {"stop", "triggers"}
     return frozenset(needs)
 
 
+def _title(point: Point) -> str:
+    call = {"tool": "a tool call", "delegate": "a delegate call",
+            "result_read": "a result.read"}[point.call]
+    scope = ", patching a shared field" if point.scope == "shared" else ""
+    return (f"{point.point} {point.decision} on {call} in the {point.role} role{scope}: the Run "
+            f"{point.ending.replace('_', ' ')}")
+
+
 HOOK_MATRIX: tuple[Case, ...] = tuple(
-    Case(point.id, f"{point.point} {point.decision} in the {point.role} role: the Run "
-         f"{point.ending.replace('_', ' ')}", "hook matrix", _requirements(point),
-         scenario(point), _check(point), _needs(point), matrix=point.coordinate())
+    Case(point.id, _title(point), "hook matrix", _requirements(point), _scenario(point),
+         _check(point), _needs(point), matrix=point.coordinate())
     for point in TABLE)
 
-__all__ = ["DIMENSIONS", "HOOK_MATRIX", "TABLE", "Point"]
+__all__ = ["DIMENSIONS", "ENDINGS", "HOOK_MATRIX", "ROLES", "SHORT", "TABLE", "Point",
+           "subject_write"]

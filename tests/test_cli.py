@@ -145,14 +145,15 @@ def test_trace_shows_which_points_of_the_hook_matrix_pin_a_requirement() -> None
     code, output = run("trace", "--matrix", "CTX-3.18")
     assert code == 0, output
     lines = output.splitlines()
-    assert lines[1] == "hook matrix: 12 of 144 points pinned (point × decision × role × ending)"
+    assert lines[1] == ("hook matrix: 39 of 1152 points pinned "
+                        "(point × decision × role × ending × call × scope)")
     [deny] = [line for line in lines if line.startswith("TPRE deny")]
     # root succeeded, failed, stopped, timed_out; then the Executor's four endings
     assert deny.split()[2:] == ["✓", "·", "·", "·", "✓", "·", "·", "·"]
     assert "HM-TPRE-DENY-EXECUTOR-SUCCEEDED" in lines[-1]
     code, output = run("trace", "--section", "3")
     [row] = [line for line in output.splitlines() if line.startswith("CTX-3.18 ")]
-    assert "hook matrix (12 points; --matrix CTX-3.18)" in row and "HM-" not in row
+    assert "hook matrix (39 points; --matrix CTX-3.18)" in row and "HM-" not in row
     code, output = run("trace", "--matrix", "CTX-99.1")
     assert code != 0 and "no requirement CTX-99.1" in output
 

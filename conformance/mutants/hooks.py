@@ -10,6 +10,7 @@ from ctxspec.reference import hooks, registry
 from ctxspec.reference.contracts import HookDecision
 from ctxspec.reference.runtime import context_manager
 from ctxspec.reference.runtime.batch import ToolBatch
+from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.context_manager import ContextManager, settled_member
 
 
@@ -91,6 +92,12 @@ def _edit_overwrites(original: Callable[..., Any]) -> Callable[..., Any]:
     return deliver
 
 
+def _stale_chunk(original: Callable[..., Any]) -> Callable[..., Any]:
+    def as_sent(self: Any, run: Any, episode: Any, plan: Any, request: Any) -> Any:
+        return request  # the chunk is sent as planned, whatever its pre-request chain changed
+    return as_sent
+
+
 MUTANTS = (
     Mutant("PAYLOAD-WINS",
            "when payload_patch and context_patch disagree on a field, the payload's value wins "
@@ -126,4 +133,9 @@ MUTANTS = (
            "a tool post-call edit is written into the result's record instead of as a change "
            "of it (§1: raw records are never overwritten; the edit is a mutation, marked)",
            (Patch(ContextManager, "prepare_batch_delivery", _edit_overwrites),)),
+    Mutant("CHUNK-SENT-AS-PLANNED",
+           "a compaction request is sent with its material as the episode planned it: its own "
+           "pre-request redaction never reaches the compaction model (§3: a change of the "
+           "current call's field is in the payload not yet sent)",
+           (Patch(CompactionService, "as_sent", _stale_chunk, reads_only=True),)),
 )

@@ -1,7 +1,9 @@
-"""Conformance cases for what a call returns (§1, §3, §6, §10): every result — a tool's, or the
-answer of the Executor a Planner's ``delegate`` call ran — goes through the same post-call
-chain, and what that chain decides is a change of the result's record, never an overwrite:
-the raw stays for audit, the model sees the effective text with a mark naming its source.
+"""Conformance cases for what a call returns and what a request sends (§1, §3, §6, §8, §10):
+every result — a tool's, or the answer of the Executor a Planner's ``delegate`` call ran —
+goes through the same post-call chain, and what that chain decides is a change of the result's
+record, never an overwrite: the raw stays for audit, the model sees the effective text with a
+mark naming its source; and what a request's own pre-request hook changed is in what it sends,
+a compaction request's material included.
 
 Each rule is its own case, needing only what it reads: the delegation's redaction and deny
 read the Planner's next request; the tool edit's mark reads what the provider receives; the raw
@@ -11,6 +13,7 @@ kept for audit reads the history API.
 from typing import Any
 
 from ctxspec.conformance.case import (
+    COMPACTING,
     Case,
     Trace,
     base,
@@ -25,6 +28,7 @@ from ctxspec.conformance.case import (
     result_facts,
     result_ref,
 )
+from ctxspec.conformance.matrix_sessions import scenario
 
 # --- §3, §10: an Executor's answer goes through the delegate call's post-call chain -------------
 
@@ -155,6 +159,32 @@ def _redacted_read_check(trace: Trace) -> None:
            "a request carries the body a post-call hook replaced")
 
 
+# --- §3, §8: a compaction request's own pre-request redaction is in the material it sends --------
+
+
+def _redacted_chunk_scenario() -> dict[str, Any]:
+    """The hook matrix's tool Session (``matrix_sessions``): t's 3611-character result brings
+    the second request over the trigger; the compaction request's pre-request hook replaces
+    that result's text before it is summarised."""
+    document = scenario("tool", "root")
+    document["hooks"] = [{"point": "compaction.pre_request", "ordinal": 1, "items": [
+        {"context_patch": [{"target": "last", "field": "text", "value": "REDACTED-MATERIAL"}]}]}]
+    return document
+
+
+def _redacted_chunk_check(trace: Trace) -> None:
+    # §3 "若修改当前调用的对应字段，必须同步反映到尚未发送的 effective payload", §8 "从已提交有效
+    # 上下文及修改版本生成摘要材料": the compaction request carries the redacted text, never the
+    # result the hook replaced; the business request after it does not either.
+    [compaction] = requests(trace, "compaction")
+    expect("REDACTED-MATERIAL" in request_text(compaction),
+           "the compaction request does not carry its pre-request hook's change")
+    expect(all("RAW-RESULT" not in request_text(r) for r in requests(trace)[1:]),
+           "a request after the compaction request's pre-request redaction carries the text "
+           "it replaced")
+    equal(endings(trace), [(1, "succeeded", None)], "Run endings")
+
+
 AUDIT = {"kind": "audit", "bodies": True}
 
 CASES: tuple[Case, ...] = (
@@ -179,4 +209,7 @@ CASES: tuple[Case, ...] = (
     Case("S6-REPLACED-BODY-UNREAD", "result.read refuses the raw body behind a result a "
          "post-call hook replaced", "§6", ("CTX-6.18", "CTX-1.11"), _redacted_read_scenario(),
          _redacted_read_check, frozenset({"hooks"})),
+    Case("S8-CHUNK-REDACTION-SENT", "a compaction request's pre-request redaction of its "
+         "material is what the compaction model receives", "§8", ("CTX-8.20", "CTX-3.69"),
+         _redacted_chunk_scenario(), _redacted_chunk_check, frozenset({"hooks", *COMPACTING})),
 )

@@ -64,16 +64,16 @@ def trace_command(as_json: bool, summary: bool, only_section: int | None,
 
 def _print_matrix(row: catalogue.TraceRow) -> None:
     """A requirement's hook matrix as a grid — a row per hook point and decision, a column per
-    role and ending, "✓" where a case pins that point, "·" where none does — then the cases."""
+    role and ending, "✓" where a case pins that point for some kind of call and scope, "·"
+    where none does — then the cases."""
     from ctxspec.conformance.matrix import DIMENSIONS, SHORT
 
-    cells = {(p["point"], p["decision"], p["role"], p["ending"]): p["case"]
-             for p in row.matrix}
+    cells = {(p["point"], p["decision"], p["role"], p["ending"]) for p in row.matrix}
     space = 1
     for values in DIMENSIONS.values():
         space *= len(values)
     click.echo(f"{row.id} {row.status}: {row.statement}")
-    click.echo(f"hook matrix: {len(cells)} of {space} points pinned "
+    click.echo(f"hook matrix: {len(row.matrix)} of {space} points pinned "
                f"({' × '.join(DIMENSIONS)})")
     if not cells:
         return
@@ -86,7 +86,7 @@ def _print_matrix(row: catalogue.TraceRow) -> None:
                      for role, ending in columns]
             click.echo(f"{SHORT[point] + ' ' + decision:<14}" + "".join(
                 f"{mark:>10}" for mark in marks))
-    click.echo("pinned by: " + ", ".join(sorted(cells.values())))
+    click.echo("pinned by: " + ", ".join(sorted(p["case"] for p in row.matrix)))
 
 
 def _pinned_by(row: catalogue.TraceRow) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
+from ctxspec.reference.chunk_material import with_current_material
 from ctxspec.reference.compaction import (
     ChunkProgress,
     CompactionPlan,
@@ -25,9 +26,11 @@ from ctxspec.reference.compaction import (
     complete_episode,
     fail_episode,
     fits_window,
+    material_key,
     next_step,
     plan_compaction,
     start_episode,
+    transcript,
 )
 from ctxspec.reference.contracts import (
     CompactionEpisode,
@@ -395,21 +398,12 @@ class CompactionService:
         if facts.get("refused") is not None:
             self.fail(run, episode, "the provider refused a compaction request")
             return None
-        if first == 1:  # an attempt already sent passed these checks and its pre-request chain
-            if not fits_window(plan, request, self.s.estimator):
-                self.fail(run, episode, "a compaction request would not fit")
-                return None
-            pre = facts.get("pre")
-            if pre is None:  # a committed pre-request decision is reused, never asked again
-                def decided(chain: ChainOutcome | None) -> list[Write]:
-                    facts["pre"] = "denied" if chain is not None and chain.blocked else "allowed"
-                    return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
-                self.pipeline.run_hooks("compaction.pre_request", run, {"purpose": "compaction"},
-                                        None, None, extra=decided)
-                pre = facts.get("pre")
-            if pre == "denied":
-                self.fail(run, episode, "a hook denied a compaction request")
-                return None
+        if first == 1 and not self.pre_request(run, episode, plan, request, facts):
+            return None
+        request = self.as_sent(run, episode, plan, request)
+        if not fits_window(plan, request, self.s.estimator):
+            self.fail(run, episode, "a compaction request would not fit")
+            return None
         sent = ModelView(tuple(ViewMessage(
             role=MessageRole(m.role), kind=ViewKind.SYSTEM_PROMPT if m.role == "system"
             else ViewKind.PROMPT, text=m.text) for m in request.messages))
@@ -441,6 +435,45 @@ class CompactionService:
                 return None
         self.fail(run, episode, "a compaction chunk failed")
         return None
+
+    def pre_request(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+                    request: CompactionRequest, facts: dict[str, JSON]) -> bool:
+        """Before a chunk's first attempt: the planned request fits, and its pre-request chain
+        allows it (a committed decision reused, never asked again); False when the episode
+        failed on the way. An attempt already sent passed both."""
+        if not fits_window(plan, request, self.s.estimator):
+            self.fail(run, episode, "a compaction request would not fit")
+            return False
+        pre = facts.get("pre")
+        if pre is None:
+            def decided(chain: ChainOutcome | None) -> list[Write]:
+                facts["pre"] = "denied" if chain is not None and chain.blocked else "allowed"
+                return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+            self.pipeline.run_hooks("compaction.pre_request", run, {"purpose": "compaction"},
+                                    None, None, extra=decided)
+            pre = facts.get("pre")
+        if pre == "denied":
+            self.fail(run, episode, "a hook denied a compaction request")
+            return False
+        return True
+
+    def as_sent(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
+                request: CompactionRequest) -> CompactionRequest:
+        """The chunk's request with its material as the records stand after its pre-request
+        chain (``chunk_material``): a redaction that chain committed is what the compaction
+        model reads, never the text it replaced (§3, §8; Q259). The same request again for
+        every attempt, unless a record changed between them."""
+        ordinal = episode.chunk_cursor + 1
+        previous = self.s.store.text(episode.accumulated_summary_ref) \
+            if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None else None
+        current = self.context.materialize(run, ())
+        if isinstance(current, UnsettledBatch):
+            raise AssertionError("an episode runs between batches")
+        texts = {material_key(m): transcript(m) for m in current.messages}
+        rebuilt = with_current_material(plan, ordinal, texts).request(ordinal, previous)
+        if rebuilt.purpose_key != request.purpose_key:
+            raise AssertionError("the chunk's request keeps its purpose_key")
+        return rebuilt
 
     def halted_before_chunk_attempt(self, run: RunState, attempt: int, first: int) -> bool:
         """Every attempt of a chunk, its first too, is under the Run's stop and deadline: a
