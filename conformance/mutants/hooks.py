@@ -56,6 +56,16 @@ def _context_side_dropped(original: Callable[..., Any]) -> Callable[..., Any]:
     return payload_path
 
 
+def _private_revision(original: Callable[..., Any]) -> Callable[..., Any]:
+    def revision(self: Any, run: Any) -> int | None:
+        if original(self, run) is None:
+            return None
+        # The hook is told the role's private head as the shared scope's revision too.
+        head: int = self.s.contexts[run.context_id].head.revision
+        return head
+    return revision
+
+
 MUTANTS = (
     Mutant("PAYLOAD-WINS",
            "when payload_patch and context_patch disagree on a field, the payload's value wins "
@@ -83,4 +93,10 @@ MUTANTS = (
            "never reaches the handler (§3: the registry maps the field to the payload)",
            (Patch(registry.FieldRegistry, "payload_path_of_context",
                   _context_side_dropped),)),
+    Mutant("SHARED-BASE-IS-PRIVATE",
+           "a hook is given the role's private revision as the shared scope's, so a change to "
+           "an untouched shared field with the base it was given is refused "
+           "CONTEXT_REVISION_CONFLICT and dropped (§3: shared fields and private contexts use "
+           "their own revisions; an untouched field is relocated onto the new head)",
+           (Patch(ContextManager, "shared_revision", _private_revision, reads_only=True),)),
 )
