@@ -204,7 +204,10 @@ def _reply(item: HookItemDoc, context: HookContext) -> HookReply:
                                 f"this {context.point} call")
         ops.append(ContextOp(target, patch.field.replace("{call_id}", call),
                              PatchOperationKind(patch.operation), patch.value))
-    base = context.revision if item.stale_base else None
     scopes = {patch.scope for patch in item.context_patch}  # one, checked when read
-    return HookReply(item.decision, payload, tuple(ops), base, item.fails,
-                     scopes.pop() if scopes else "own")
+    scope = scopes.pop() if scopes else "own"
+    # A stale item names the revision its chain started from — of the scope it patches: the
+    # shared scope has revisions of its own (§3 "共享字段与私有 context 使用各自 revision").
+    base = (context.shared_revision if scope == "shared" else context.revision) \
+        if item.stale_base else None
+    return HookReply(item.decision, payload, tuple(ops), base, item.fails, scope)

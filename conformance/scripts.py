@@ -198,7 +198,7 @@ class HookItemDoc(Doc):
     fails: bool = False
     stale_base: bool = Field(default=False, description=(
         "patch against the revision the chain started from, ignoring what earlier items of the "
-        "same chain committed"))
+        "same chain committed — of the scope the item patches (the shared scope has its own)"))
 
     @model_validator(mode="after")
     def _one_scope(self) -> "HookItemDoc":

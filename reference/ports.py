@@ -176,18 +176,25 @@ class HookReply:
 
 @dataclass(frozen=True)
 class HookContext:
-    """What a hook item reads: the point, the payload, the stable ids it may address."""
+    """What a hook item reads: the point, the payload, the stable ids it may address, and the
+    head revision of each scope it may write — each scope its own (§3 "共享字段与私有 context
+    使用各自 revision"), so a patch of a shared field names the shared scope's revision as its
+    base, never the role's private one."""
 
     point: HookPoint
     payload: Mapping[str, JSON]
     context_id: UUID | None
     revision: int | None
+    """The head revision of the role's own (private) context."""
     call_id: UUID | None
     record_id: UUID | None
     ordinal: int
     """The n-th invocation of this hook point in the Run (1-based)."""
     records: Mapping[str, UUID] = field(default_factory=dict)
     """Named stable record ids a script may address (e.g. "system_prompt", "question")."""
+    shared_revision: int | None = None
+    """The head revision of the Run's shared scope, given only to a role that is one of its
+    authorised consumers (None: no shared scope, or the role may not read it, §3 作用域)."""
 
 
 class HookPort(Protocol):

@@ -109,6 +109,12 @@ def _unseen_at_freeze(original: Callable[..., Any]) -> Callable[..., Any]:
     return stopped
 
 
+def _episode_after_stop(original: Callable[..., Any]) -> Callable[..., Any]:
+    def stopped(self: Any, run: Any) -> bool:
+        return False  # the stop is seen only inside the episode, after it has started
+    return stopped
+
+
 def _remember_material(original: Callable[..., Any]) -> Callable[..., Any]:
     def compact(self: Any, run: Any, operation_id: Any, view: Any, material: Any, target: int,
                 *rest: Any) -> Any:
@@ -164,6 +170,11 @@ MUTANTS = (
             Patch(NodeDriver, "stopped_or_out_of_time", _stop_unseen_while_fitting),
             # Nor is it seen between the episode and the freeze: only after the request.
             Patch(NodeDriver, "stopped_before_freeze", _unseen_at_freeze))),
+    Mutant("EPISODE-AFTER-STOP",
+           "a stop that arrives while a business request is prepared is not checked before its "
+           "compaction: an episode is planned and started, then the Run ends stopped (§11: a "
+           "stop during preparation starts no new compaction)",
+           (Patch(NodeDriver, "stopped_before_compaction", _episode_after_stop),)),
     Mutant("EPISODE-MATERIAL-REREAD",
            "a takeover resumes a running episode on the records as they are now instead of "
            "the material it started with, so a correction made meanwhile makes the summary of "

@@ -96,6 +96,14 @@ def _stale_chunk(original: Callable[..., Any]) -> Callable[..., Any]:
     def as_sent(self: Any, run: Any, episode: Any, plan: Any, request: Any) -> Any:
         return request  # the chunk is sent as planned, whatever its pre-request chain changed
     return as_sent
+def _private_revision(original: Callable[..., Any]) -> Callable[..., Any]:
+    def revision(self: Any, run: Any) -> int | None:
+        if original(self, run) is None:
+            return None
+        # The hook is told the role's private head as the shared scope's revision too.
+        head: int = self.s.contexts[run.context_id].head.revision
+        return head
+    return revision
 
 
 MUTANTS = (
@@ -138,4 +146,10 @@ MUTANTS = (
            "pre-request redaction never reaches the compaction model (§3: a change of the "
            "current call's field is in the payload not yet sent)",
            (Patch(CompactionService, "as_sent", _stale_chunk, reads_only=True),)),
+    Mutant("SHARED-BASE-IS-PRIVATE",
+           "a hook is given the role's private revision as the shared scope's, so a change to "
+           "an untouched shared field with the base it was given is refused "
+           "CONTEXT_REVISION_CONFLICT and dropped (§3: shared fields and private contexts use "
+           "their own revisions; an untouched field is relocated onto the new head)",
+           (Patch(ContextManager, "shared_revision", _private_revision, reads_only=True),)),
 )

@@ -107,6 +107,49 @@ def _deadline_check(trace: Trace) -> None:
     equal(endings(trace), [(1, "succeeded", None), (2, "timed_out", None)], "Run endings")
 
 
+# --- §11: a stop while a request is prepared starts no compaction ------------------------------
+
+
+def _stop_preparing_scenario(executor: bool = False) -> dict[str, Any]:
+    """W = 5000, O = 400, S = 100: B = 4500 and the trigger floor(0.8 × 4500) = 3600. The acting
+    role (the root, or with ``executor`` an Executor the root delegates to) calls t, whose
+    3600-character result alone brings its next request to I ≥ 3600: that request compacts.
+    Every business request asks a model.pre_request chain, which allows; the stop arrives while
+    the compacting request's chain runs — the 2nd chain asked (the root's requests 1 and 2),
+    or the 3rd (the root's request 1, the Executor's 1 and 2)."""
+    document = base(window=5000, **({"executor": {"tools": [{"name": "t"}]}} if executor
+                                    else {"tools": [{"name": "t"}]}))
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    acting = [{"text": "", "tool_calls": [{"name": "t"}]}, {"text": "done"}]
+    document["model"] = {"business": acting, "compaction": [{"text": "SUMMARY"}]}
+    if executor:
+        document["model"]["business"] = [{"text": "", "tool_calls": [
+            {"name": "delegate", "arguments": {"task": "do it"}}]}, {"text": "done"}]
+        document["model"]["executor"] = acting
+    document["tools"] = {"t": [{"text": "r" * 3600}]}
+    document["hooks"] = [{"point": "model.pre_request", "items": [{"decision": "allow"}]}]
+    document["triggers"] = [{"on": {"moment": "hook", "ordinal": 3 if executor else 2},
+                             "do": {"stop": True}}]
+    return document
+
+
+def _stop_preparing_check(roles: list[str]) -> Any:
+    def check(trace: Trace) -> None:
+        # §11, a stop during preparation: "不启动新的压缩或业务 Attempt". The stop came while the
+        # request that would compact was prepared (its pre-request chain ran, and its allow
+        # skips no stop, §3). No episode starts — no compaction request and no compaction
+        # event —, the request is never sent, and the Run ends stopped; nothing asks the
+        # Planner again (an Executor's stop is its Run's). Q260
+        equal([(e["point"], e["stage"]) for e in of(trace, "hook_called")],
+              [("model.pre_request", "pre")] * (len(roles) + 1), "hook chains asked")
+        equal(len(requests(trace, "compaction")), 0, "compaction requests")
+        equal(of(trace, "compaction"), [], "compaction episode events")
+        equal([r["role"] for r in requests(trace, "business")], roles,
+              "roles of the business requests sent")
+        equal(endings(trace), [(1, "stopped", None)], "Run endings")
+    return check
+
+
 # --- §11: an output-format error is corrected by a business Loop --------------------------------
 
 
@@ -215,6 +258,15 @@ CASES: tuple[Case, ...] = (
          COMPACTING | {"triggers", "stop"}),
     Case("S11-DEADLINE-DURING-COMPACTION", "the deadline during compaction starts no Attempt",
          "§11", ("CTX-11.5",), _deadline_scenario(), _deadline_check, COMPACTING),
+    Case("S11-STOP-DURING-PREPARATION", "a stop while a request that would compact is "
+         "prepared starts no compaction episode", "§11", ("CTX-11.5", "CTX-8.7"),
+         _stop_preparing_scenario(), _stop_preparing_check(["root"]),
+         COMPACTING | {"moments", "triggers", "stop", "hooks"}),
+    Case("S11-STOP-DURING-PREPARATION-EXECUTOR", "a stop while an Executor's request that "
+         "would compact is prepared starts no compaction episode", "§11",
+         ("CTX-11.5", "CTX-8.7"), _stop_preparing_scenario(executor=True),
+         _stop_preparing_check(["root", "executor"]),
+         COMPACTING | {"moments", "triggers", "stop", "hooks", "planner_executor"}),
     Case("S11-FORMAT-ERROR", "a call to a missing tool is fixed by a business Loop that counts",
          "§11", ("CTX-11.9",), _format_scenario(), _format_check),
     Case("S11-LOOPS-SHARED", "an Executor's Loops spend the Run's shared Loop budget", "§11",

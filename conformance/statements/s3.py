@@ -481,6 +481,47 @@ def _cross_scope_check(trace: Trace) -> None:
           ["budget: 5"], "the shared budget in request 2")
 
 
+# --- §3: a shared field's base revision is the shared scope's own -----------------------------
+
+
+def _shared_revision_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "t"}], shared=[
+        {"name": "budget", "text": "budget: 5", "consumers": ["root"]},
+        {"name": "due", "text": "due: friday", "consumers": ["root"]}])
+    document["steps"] = [{"ask": "go"}, {"advance": True}]
+    document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
+                                      {"text": "done"}]}
+    document["tools"] = {"t": [{"text": "r"}]}
+    # By the second request the root's private context has gained records and revisions (the
+    # question, its decision, the tool result) while the shared scope has none since it opened.
+    # Item 1 changes the shared budget; item 2 read the shared scope as the chain started and
+    # changes the due date, which nobody touched since.
+    document["hooks"] = [{"point": "model.pre_request", "ordinal": 2, "items": [
+        {"context_patch": [{"target": "shared:budget", "field": "text", "value": "budget: 3",
+                            "scope": "shared"}]},
+        {"stale_base": True, "context_patch": [{"target": "shared:due", "field": "text",
+                                                "value": "due: monday", "scope": "shared"}]}]}]
+    return document
+
+
+def _shared_revision_check(trace: Trace) -> None:
+    # §3 "共享字段与私有 context 使用各自 revision": item 2's base is a revision of the shared
+    # scope, however many revisions the root's private context has. Since that base only
+    # item 1's change to the budget was committed; the due date and the consumers'
+    # authorisation are unchanged, so the change is relocated onto the new head ("可把同一已
+    # 验证变更重新定位到最新 manifest"): valid, no CONTEXT_REVISION_CONFLICT. The root, an
+    # authorised consumer, reads both changed fields in the request the chain precedes; the
+    # first request, sent before, has the registered values. Q261
+    equal([(d["chain_position"], d["patch_valid"], d["diagnostics"])
+           for d in of(trace, "hook_decided")], [(0, True, []), (1, True, [])],
+          "(chain position, patch valid, diagnostics) per item")
+    first, second = requests(trace, "business")
+    equal([text for _, kind, text in lines(first) if kind == "shared"],
+          ["budget: 5", "due: friday"], "the shared fields in request 1")
+    equal([text for _, kind, text in lines(second) if kind == "shared"],
+          ["budget: 3", "due: monday"], "the shared fields in request 2")
+
+
 CASES: tuple[Case, ...] = (
     Case("S3-HOOK-ASKED-ONCE", "a hook chain is asked once; saving its change asks none again",
          "§3", ("CTX-3.2", "CTX-3.12"), _asked_once_scenario(), _asked_once_check,
@@ -516,5 +557,9 @@ CASES: tuple[Case, ...] = (
          frozenset({"planner_executor", "retention", "history_api"})),
     Case("S3-CROSS-SCOPE-WHOLE", "an item spanning a private and a shared scope commits whole "
          "or not at all", "§3", ("CTX-3.81",), _cross_scope_scenario(), _cross_scope_check,
+         frozenset({"hooks", "shared_scopes"})),
+    Case("S3-SHARED-OWN-REVISION", "a shared field's patch is checked against the shared "
+         "scope's revision, not the role's private one", "§3", ("CTX-3.80", "CTX-3.82"),
+         _shared_revision_scenario(), _shared_revision_check,
          frozenset({"hooks", "shared_scopes"})),
 )

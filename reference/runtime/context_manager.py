@@ -321,6 +321,17 @@ class ContextManager:
                             tuple(raw.record_id for raw in records),
                             tuple(f.text for f in self.s.agent.shared))
 
+    def shared_revision(self, run: RunState) -> int | None:
+        """The head revision of the Run's shared scope, for a role that is one of its
+        authorised consumers: the base a hook's shared-scope patch is checked against, which
+        is the shared scope's own, not the role's private revision (§3 "共享字段与私有 context
+        使用各自 revision"). None when the Run has no shared scope or the role may not read
+        it.  CTX-3.80"""
+        shared_id = (run.parent or run).shared_context_id
+        if shared_id is None or not self.s.contexts[shared_id].scope.may_read(run.role):
+            return None
+        return self.s.contexts[shared_id].head.revision
+
     def shared_messages(self, run: RunState) -> tuple[ViewMessage, ...]:
         """The shared fields this role may read, at the shared scope's current revision; a
         request already frozen keeps what it had (CTX-3.75, CTX-3.87)."""

@@ -242,6 +242,14 @@ class NodeDriver:
         attempt starts (§11 "不启动新的压缩或业务 Attempt").  CTX-11.5"""
         return self.stopped_or_out_of_time(run)
 
+    def stopped_before_compaction(self, run: RunState) -> bool:
+        """A stop (or the deadline) that came while the request was prepared — its pre-request
+        hooks ran — starts no compaction episode: nothing is planned or asked, the Run ends
+        (§11 "不启动新的压缩或业务 Attempt"; §8: the episode is under
+        the Run's cancellation and deadline). The same for an Executor, whose Run's stop it
+        reads.  CTX-11.5, CTX-8.7"""
+        return self.stopped_or_out_of_time(run)
+
     def loops_taken(self, run: RunState) -> int:
         """The Run's shared Loop budget spent: the business Loops of its root role and of every
         Executor execution it delegated (§11: a Loop "占 Run 共享 Loop"; root Loop exhaustion
@@ -323,6 +331,8 @@ class NodeDriver:
                       self.figures(split.input_tokens, fixed=split.fixed_tokens))
             return None
         if decision == "compact":
+            if self.stopped_before_compaction(run):
+                return None
             if verdict.summary_target is None or verdict.summary_default_cap is None:
                 raise AssertionError("a compact decision has a summary target and its cap")
             floor = useful_chunk_floor(verdict.summary_target, verdict.summary_default_cap)

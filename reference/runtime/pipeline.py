@@ -210,7 +210,8 @@ class InvocationPipeline:
         # into the payload the runtime goes on with (§3; CTX-3.7).
         context = HookContext(point, copy.deepcopy(payload), run.context_id,
                               state.head.revision, call_id, record_id,
-                              self.s.ordinal(f"hook:{point}"), named)
+                              self.s.ordinal(f"hook:{point}"), named,
+                              self.context.shared_revision(run))
         marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
                         "stage": stage, "loops": run.loops}
         if self.s.store.checkpoint(run.run_id, "hook") == marker:
