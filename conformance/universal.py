@@ -415,7 +415,7 @@ def _deadline(context: _Context) -> Iterator[Violation]:
             if ticks[current] > limit:
                 what = "model request" if kind == "model_request" else "tool run"
                 yield Violation("U-AFTER-DEADLINE", position, numbers.get(position),
-                                f"the Run's {ticks[current]}th call (a {what}) is past its "
+                                f"the Run's call {ticks[current]} (a {what}) is past its "
                                 f"deadline of {limit} ticks")
 
 
