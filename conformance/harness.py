@@ -16,7 +16,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -34,10 +34,11 @@ from ctxspec.conformance.driver import (
     ReferenceDriver,
     run_scenario,
 )
-from ctxspec.conformance.probes import ProbeResult, probe
+from ctxspec.conformance.probes import PROBES, ProbeResult, probe
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver, Stop
 from ctxspec.conformance.trace_contract import OPTIONAL, TRACE_CONTRACT_VERSION, violations
+from ctxspec.conformance.universal import Findings, check, summary
 from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
@@ -59,6 +60,9 @@ class ReportLine(BaseModel):
     status: Status
     detail: str
     seconds: float = Field(ge=0)
+    universal: dict[str, int] = Field(default_factory=dict, description=(
+        "violations of the universal checks in the case's traces, by invariant "
+        "(docs/conformance.md \"Universal checks\"); empty when none"))
 
 
 @dataclass(frozen=True)
@@ -67,17 +71,20 @@ class CaseResult:
     status: Status
     detail: str
     seconds: float
+    universal: Findings = field(default_factory=Findings)
+    """The universal checks' findings on the case's traces (its own and its baseline's)."""
 
     def to_json(self) -> dict[str, object]:
         """The case's entry in ``--json`` output: its report line without the run's context."""
         return self.report_line("").model_dump(
-            include={"id", "title", "source", "requirements", "status", "detail"})
+            include={"id", "title", "source", "requirements", "status", "detail", "universal"})
 
     def report_line(self, driver: str) -> ReportLine:
         return ReportLine(suite_version=SUITE_VERSION, driver=driver, id=self.case.id,
                           title=self.case.title, source=self.case.source,
                           requirements=list(self.case.requirements), status=self.status,
-                          detail=self.detail, seconds=round(self.seconds, 6))
+                          detail=self.detail, seconds=round(self.seconds, 6),
+                          universal=self.universal.counts())
 
 
 def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | None = None,
@@ -114,11 +121,47 @@ def _write_atomically(path: Path, text: str) -> None:
 def scenario_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]) -> Trace:
     """Run a scenario on a driver and read its neutral trace back as plain JSON — exactly what
     a driver in another language would send."""
+    return scenario_run(driver, scenario)[0]
+
+
+def scenario_run(driver: Driver | StdioDriver, scenario: Mapping[str, Any]
+                 ) -> tuple[Trace, tuple[int, ...] | None]:
+    """:func:`scenario_trace`, with the trace's length each time the harness performed a stop
+    step (what U-AFTER-STOP reads); None over stdio, where the steps run in the other
+    process."""
     if isinstance(driver, StdioDriver):  # the ports live in the other process
-        return driver.run_document(dict(scenario))
-    run_scenario(parse_scenario(scenario), lambda: driver)
+        return driver.run_document(dict(scenario)), None
+    marked = _StopMarks(driver)
+    run_scenario(parse_scenario(scenario), lambda: cast(Driver, marked))
     trace: Trace = json.loads(json.dumps(driver.trace(), default=str))
-    return trace
+    return trace, None if marked.marks is None else tuple(marked.marks)
+
+
+class _StopMarks:
+    """A driver as the harness hands it the steps, noting the length of its trace each time
+    it is told to stop (None once a trace could not be read then: a workflow's, say)."""
+
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
+        self.marks: list[int] | None = []
+
+    def stop(self) -> None:
+        if self.marks is not None:
+            try:
+                self.marks.append(len(self._driver.trace()))
+            except Exception:  # no trace to read while it runs: when the stop came is unknown
+                self.marks = None
+        self._driver.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._driver, name)
+
+
+def judged_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]
+                 ) -> tuple[Trace, Findings]:
+    """A scenario's trace and the universal checks' findings on it (probes use it)."""
+    trace, stops = scenario_run(driver, scenario)
+    return trace, check(trace, scenario, stops)
 
 
 class SharedRuns:
@@ -146,7 +189,7 @@ class SharedRuns:
                          for document in (None if case.refusal else case.scenario, case.baseline)
                          if document is not None and (key := self._key(document)) is not None)
         self.shared = {key for key, count in needed.items() if count > 1}
-        self._kept: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self._kept: dict[str, tuple[str, tuple[str, ...], Findings]] = {}
         self._splits: dict[int, tuple[Mapping[str, Any], tuple[str, str] | None]] = {}
         self.crashes: dict[str, dict[str, Mapping[str, Any]]] = {}
         """Crashed documents' ``crash`` by their document without it, then by the crash's own
@@ -157,7 +200,7 @@ class SharedRuns:
                 self.crashes.setdefault(split[0], {})[split[1]] = case.scenario["crash"]
         self._later: dict[str, dict[str, LaterTrace]] = {}
         """By group, the traces the driver's ``crashed_runs`` has not computed yet."""
-        self._crashed: dict[tuple[str, str], tuple[str, tuple[str, ...]] | None] = {}
+        self._crashed: dict[tuple[str, str], tuple[str, tuple[str, ...], Findings] | None] = {}
 
     def _key(self, document: Mapping[str, Any]) -> str | None:
         """The document's canonical JSON, computed once per document object (the same
@@ -176,19 +219,26 @@ class SharedRuns:
               ) -> tuple[Trace, tuple[str, ...]]:
         """The trace of ``scenario`` (run on ``driver``, else on a fresh one, unless kept) and
         its trace-contract violations."""
+        trace, found, _ = self.judged(scenario, driver)
+        return trace, found
+
+    def judged(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
+               ) -> tuple[Trace, tuple[str, ...], Findings]:
+        """:meth:`trace`, and the universal checks' findings on it (judged once per run)."""
         crashed = self._crashed_run(scenario, driver)
         if crashed is not None:
             return crashed
         key = self._key(scenario)
         kept = self._kept.get(key) if key in self.shared else None
         if kept is None:
-            fresh = scenario_trace(self.factory() if driver is None else driver, scenario)
+            fresh, stops = scenario_run(self.factory() if driver is None else driver, scenario)
             found = tuple(violations(fresh))
+            findings = check(fresh, scenario, stops)
             if key is None or key not in self.shared:
-                return fresh, found
-            kept = self._kept[key] = (json.dumps(fresh), found)
+                return fresh, found, findings
+            kept = self._kept[key] = (json.dumps(fresh), found, findings)
         trace: Trace = json.loads(kept[0])
-        return trace, kept[1]
+        return trace, kept[1], kept[2]
 
     def _split(self, document: Mapping[str, Any]) -> tuple[str, str] | None:
         """A document's JSON without its ``crash``, and its crash's JSON ("" without one), once
@@ -211,7 +261,7 @@ class SharedRuns:
         return split
 
     def _crashed_run(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None
-                     ) -> tuple[Trace, tuple[str, ...]] | None:
+                     ) -> tuple[Trace, tuple[str, ...], Findings] | None:
         """A document of a group of crashed documents several cases need (a crashed one, or
         the uncrashed one they share), through the driver's optional ``crashed_runs`` (the
         group's run-up once, conformance/crash_runup.py); None where the driver does not
@@ -236,13 +286,15 @@ class SharedRuns:
                 computed = later()
             except Exception:  # the ability broke: this document runs from scratch
                 computed = None
+            # When the harness's stops came is not known for a trace computed this way.
             self._crashed[split] = None if computed is None else (
-                json.dumps(computed), tuple(violations(computed)))
+                json.dumps(computed), tuple(violations(computed)),
+                check(computed, scenario, None))
         kept = self._crashed.get(split)
         if kept is None:
             return None
         trace: Trace = json.loads(kept[0])
-        return trace, kept[1]
+        return trace, kept[1], kept[2]
 
     def _run_crashes(self, document: Mapping[str, Any], crashes: Mapping[str, Mapping[str, Any]],
                      driver: Driver | StdioDriver) -> dict[str, LaterTrace]:
@@ -300,8 +352,9 @@ def _judge(case: Case, runs: SharedRuns, driver: Driver | StdioDriver,
     if case.refusal is not None:
         return _expect_refusal(case, driver, result)
     try:
-        baseline, broken = (None, ()) if case.baseline is None else runs.trace(case.baseline)
-        trace, found = runs.trace(case.scenario, driver)
+        baseline, broken, before = (None, (), Findings()) if case.baseline is None \
+            else runs.judged(case.baseline)
+        trace, found, findings = runs.judged(case.scenario, driver)
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
         # behaviour observed (an extra model, tool or summary call), not a broken driver.
@@ -313,6 +366,35 @@ def _judge(case: Case, runs: SharedRuns, driver: Driver | StdioDriver,
     contract = _contract("the trace", found) or _contract("the baseline's trace", broken)
     if contract:
         return result("failed", contract)
+    own = _own_check(case, trace, baseline, result)
+    return _with_universal(own, findings, before)
+
+
+UNIVERSAL_FAILURE = "the trace breaks a universal check (docs/conformance.md \"Universal checks\")"
+"""The first line of the detail of a case that failed on a universal check alone."""
+
+
+def _with_universal(own: CaseResult, findings: Findings, before: Findings) -> CaseResult:
+    """A case's own verdict, failed as well by any universal violation in its trace or its
+    baseline's (each named with its invariant, request and evidence)."""
+    merged = Findings(findings.violations + before.violations, findings.skipped)
+    if not merged.violations:
+        return replace(own, universal=merged)
+    said = [text for text in (summary(findings),
+                              before.violations and "the baseline's trace: " + summary(before))
+            if text]
+    if own.status == "passed":
+        detail = UNIVERSAL_FAILURE + "\n" + "\n".join(said)
+    else:
+        detail = own.detail + "\nand " + UNIVERSAL_FAILURE.replace("the trace", "it") + ":\n" \
+            + "\n".join(said)
+    return replace(own, status="failed" if own.status == "passed" else own.status,
+                   detail=detail, universal=merged)
+
+
+def _own_check(case: Case, trace: Trace, baseline: Trace | None,
+               result: Callable[[Status, str], CaseResult]) -> CaseResult:
+    """The case's own predicate (and comparison with its baseline) on the trace."""
     try:
         case.check(trace)
         if case.compare is not None and baseline is not None:
@@ -378,9 +460,24 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
 
 
 def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
-    """Probe every capability the driver declares (conformance/probes.py)."""
-    return probe(declared(factory().capabilities),
-                 lambda scenario: scenario_trace(factory(), scenario))
+    """Probe every capability the driver declares (conformance/probes.py). The universal
+    checks judge each probe's trace too: a violation is added to that probe's result (its
+    status stays what its sign says) and counted in the report."""
+    seen: dict[int, Findings] = {}
+
+    def trace_of(scenario: Mapping[str, Any]) -> Trace:
+        trace, seen[id(scenario)] = judged_trace(factory(), scenario)
+        return trace
+
+    results = probe(declared(factory().capabilities), trace_of)
+    for each in PROBES:
+        findings = seen.get(id(each.scenario))
+        if each.capability in results and findings is not None and findings.violations:
+            result = results[each.capability]
+            results[each.capability] = replace(result, universal=findings, detail=(
+                f"{result.detail}; " if result.detail else "") + "its probe's trace breaks a "
+                "universal check: " + "; ".join(map(str, findings.violations[:3])))
+    return results
 
 
 def run_suite(cases: Iterable[Case], factory: DriverFactory,
@@ -417,10 +514,10 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
                    runs=SharedRuns(factory, suite))
 
 
-def _run_in_worker(case_id: str) -> tuple[str, Status, str, float]:
+def _run_in_worker(case_id: str) -> tuple[str, Status, str, float, Findings]:
     result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"],
                       _WORKER["runs"])
-    return case_id, result.status, result.detail, result.seconds
+    return case_id, result.status, result.detail, result.seconds, result.universal
 
 
 def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str | None,
@@ -439,9 +536,9 @@ def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str
     pool = ProcessPoolExecutor(jobs, initializer=_start_worker,
                                initargs=(driver_spec, stdio, dict(probes)))
     try:
-        for case_id, status, detail, seconds in pool.map(_run_in_worker, list(chosen),
-                                                         chunksize=run):
-            yield CaseResult(chosen[case_id], status, detail, seconds)
+        for case_id, status, detail, seconds, universal in pool.map(
+                _run_in_worker, list(chosen), chunksize=run):
+            yield CaseResult(chosen[case_id], status, detail, seconds, universal)
     finally:
         # Stopped (Ctrl-C, SIGTERM, a consumer that stops reading): the runs not started are
         # dropped, not run to the end; the workers finish the cases in hand and exit, closing

@@ -15,6 +15,7 @@ from ctxspec.conformance.capabilities import COARSE, HOOK_POINTS
 from ctxspec.conformance.case import Trace, base, of, requests
 from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.sessions import boundary
+from ctxspec.conformance.universal import Findings
 
 ProbeStatus = Literal["confirmed", "not_confirmed", "not_probed"]
 
@@ -35,9 +36,12 @@ class ProbeResult:
     capability: str
     status: ProbeStatus
     detail: str
+    universal: Findings = field(default_factory=Findings)
+    """The universal checks' findings on the probe's trace (conformance/universal.py)."""
 
-    def to_json(self) -> dict[str, str]:
-        return {"capability": self.capability, "status": self.status, "detail": self.detail}
+    def to_json(self) -> dict[str, object]:
+        return {"capability": self.capability, "status": self.status, "detail": self.detail,
+                "universal": self.universal.counts()}
 
 
 def _session(*steps: Mapping[str, Any], answers: Sequence[Mapping[str, Any]] = ({"text": "hi"},),

@@ -31,6 +31,7 @@ from ctxspec.conformance.driver import CAPABILITIES, ReferenceDriver
 from ctxspec.conformance.harness import run_case, run_suite, scenario_trace
 from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
+from ctxspec.conformance.universal import INVARIANTS
 from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
 from ctxspec.reference.runtime.node_driver import NodeDriver
 
@@ -223,7 +224,12 @@ def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass(
     assert report["summary"] == {"passed": len(chosen), "failed": 0, "unsupported": 0,
                                  "error": 0}
     assert set(report["cases"][0]) == {"id", "title", "source", "requirements", "status",
-                                       "detail"}
+                                       "detail", "universal"}
+    # The universal checks, counted per invariant over every case and probe: none on the
+    # reference, each with its requirement and the design's sentence.
+    assert [(u["id"], u["violations"]) for u in report["universal"]] == [
+        (i.id, 0) for i in INVARIANTS]
+    assert all(u["requirements"] and u["sentence"] for u in report["universal"])
     lines = [json.loads(line) for line in report_file.read_text("utf-8").splitlines()]
     assert [(line["id"], line["status"]) for line in lines] == [
         (c.id, "passed") for c in chosen]
@@ -255,9 +261,16 @@ def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_p
     assert [line.split()[:8] for line in lines[header + 1:header + 3]] == [
         ["§12", "row", "4", "2", "2", "0", "0", "0"],
         ["§12", "row", "2", "1", "0", "1", "0", "0"]]
-    assert lines[header + 3].startswith("3 cases in ") and lines[header + 3].endswith(
+    # Then the universal checks, one row per invariant with its violations (none here).
+    universal = header + 3
+    assert lines[universal].split() == ["universal", "check", "requirement", "violations",
+                                        "in", "skipped"]
+    assert [line.split()[0] for line in lines[universal + 1:universal + 1 + len(INVARIANTS)]] \
+        == [i.id for i in INVARIANTS]
+    last = universal + 1 + len(INVARIANTS)
+    assert lines[last].startswith("3 cases in ") and lines[last].endswith(
         "2 passed, 1 failed, 0 unsupported, 0 error")
-    assert len(lines) == header + 4  # passed cases get no line of their own without --verbose
+    assert len(lines) == last + 1  # passed cases get no line of their own without --verbose
 
 
 @pytest.mark.parametrize("driver", [

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from ctxspec.cli import main
 from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import CaseResult, run_case
+from ctxspec.conformance.harness import UNIVERSAL_FAILURE, CaseResult, run_case
 from ctxspec.conformance.mutants import Mutant, Reach, all_mutants, judge, reach_of
 
 MUTANTS = all_mutants()
@@ -102,8 +102,23 @@ CATCHER = {
     "TAKEOVER-PROPOSES-EFFECTIVE": "CRASH-HOOK-PRE-CALL-MODIFY-HOOK_DECIDED",
     "SHARED-BASE-IS-PRIVATE": "S3-SHARED-OWN-REVISION",
     "EPISODE-AFTER-STOP": "S11-STOP-DURING-PREPARATION",
+    "ORPHAN-AFTER-CUT": "ROW-20",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
+
+
+UNIVERSAL = {"ORPHAN-AFTER-CUT": "U-PAIRED"}
+"""Mutants whose catcher is a case about something else: there only a universal check
+(conformance/universal.py) catches the bug, the case's own check holding."""
+
+
+@pytest.mark.parametrize("mutant_id", sorted(UNIVERSAL))
+def test_a_universal_mutant_is_caught_by_its_invariant_alone(mutant_id: str) -> None:
+    mutant = next(m for m in MUTANTS if m.id == mutant_id)
+    (result,) = judge(mutant, by_id([CATCHER[mutant_id]])).results
+    assert result.status == "failed"
+    assert result.detail.startswith(UNIVERSAL_FAILURE), result.detail  # its own check held
+    assert set(result.universal.counts()) == {UNIVERSAL[mutant_id]}, result.detail
 
 
 def test_there_are_at_least_twenty_mutants_each_with_its_catcher() -> None:

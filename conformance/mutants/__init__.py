@@ -24,6 +24,7 @@ from ctxspec.conformance.driver import Driver, ReferenceDriver
 from ctxspec.conformance.harness import CaseResult, SharedRuns, run_case
 from ctxspec.conformance.mutants import values
 from ctxspec.conformance.stdio import StdioDriver
+from ctxspec.conformance.universal import Findings
 
 
 @dataclass(frozen=True)
@@ -177,15 +178,15 @@ class _ReachingRuns(SharedRuns):
         self.touched = touched
         self.by_document: dict[str, set[str]] = {}
 
-    def trace(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
-              ) -> tuple[Trace, tuple[str, ...]]:
+    def judged(self, scenario: Mapping[str, Any], driver: Driver | StdioDriver | None = None
+               ) -> tuple[Trace, tuple[str, ...], Findings]:
         split = self._split(scenario)
         keys = {key for key in (self._key(scenario), None if split is None else split[0])
                 if key is not None}
         before = set(self.touched)
         self.touched.clear()
         try:
-            return super().trace(scenario, driver)
+            return super().judged(scenario, driver)
         finally:
             for key in keys:
                 self.by_document.setdefault(key, set()).update(self.touched)
@@ -294,11 +295,12 @@ def all_mutants() -> tuple[Mutant, ...]:
         paths,
         ports,
         recovery,
+        universal,
         workflow,
     )
     return (*history.MUTANTS, *budget.MUTANTS, *compaction.MUTANTS, *hooks.MUTANTS,
             *recovery.MUTANTS, *access.MUTANTS, *ports.MUTANTS, *workflow.MUTANTS,
-            *paths.MUTANTS, *adapter.MUTANTS)
+            *paths.MUTANTS, *adapter.MUTANTS, *universal.MUTANTS)
 
 
 __all__ = ["Mutant", "Patch", "Reach", "Verdict", "all_mutants", "applied", "judge", "reach_of"]

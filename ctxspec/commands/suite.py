@@ -104,7 +104,6 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
                  verbose: bool, jobs: int | None, stop: Callable[[], None]) -> None:
     from ctxspec.conformance.harness import (
-        SUITE_VERSION,
         confirm_capabilities,
         run_suite,
         run_suite_in_processes,
@@ -132,7 +131,6 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         click.echo("\r" + " " * 60 + "\r", nl=False, err=True)
     if stdio is not None:
         stdio.close()  # before the reports: the runtime's exit is part of the run
-    summary = Counter(r.status for r in results)
     total = time.perf_counter() - began
     try:
         write_reports(results, driver_spec or "reference", jsonl=jsonl, junit=junit)
@@ -143,18 +141,33 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         write_page(html_file, lambda: write_report_page(html_file, results,
                                                          driver_spec or "reference", probes,
                                                          total))
+    _print(results, probes, driver_spec, as_json, total)
+
+
+def _print(results: Sequence["CaseResult"], probes: Mapping[str, "ProbeResult"],
+           driver_spec: str | None, as_json: bool, total: float) -> None:
+    """The run's outcome on stdout — JSON, or the tables and the summary line — and its exit
+    code: 1 when a case failed or erred, or a probe's trace broke a universal check."""
+    from ctxspec.conformance.harness import SUITE_VERSION
+    from ctxspec.conformance.universal import table, tally
+    summary = Counter(r.status for r in results)
+    universal = tally([*((f"probe {p.capability}", p.universal) for p in probes.values()),
+                       *((r.case.id, r.universal) for r in results)])
     if as_json:
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
             "probes": [p.to_json() for p in probes.values()],
             "cases": [r.to_json() for r in results],
+            "universal": universal,
             "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
                                                        "error")}}, ensure_ascii=False))
     else:
         click.echo(_grouped(results))
+        click.echo(table(universal))
         click.echo(f"{len(results)} cases in {total:.2f} s: " + ", ".join(
             f"{summary.get(s, 0)} {s}" for s in ("passed", "failed", "unsupported", "error")))
-    if summary.get("failed") or summary.get("error"):
+    if summary.get("failed") or summary.get("error") \
+            or any(p.universal.violations for p in probes.values()):
         sys.exit(1)
 
 
