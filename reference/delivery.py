@@ -69,6 +69,8 @@ from ctxspec.reference.delivery_book import (
     Frozen,
     InputManifest,
     WriteSet,
+    book_index,
+    derive,
     empty_book,
 )
 
@@ -168,18 +170,29 @@ def carry(delivery: UserInputDelivery, *, successor_id: UUID
 
 def user_input(book: DeliveryBook, input_id: UUID) -> UserInput:
     """The UserInput with this id (KeyError if the Session has none).  CTX-1.3"""
-    for received in book.inputs:
-        if received.input_id == input_id:
-            return received
-    raise KeyError(input_id)
+    at = book_index(book).input_at.get(input_id)
+    if at is None or at >= len(book.inputs):
+        raise KeyError(input_id)
+    return book.inputs[at]
 
 
 def delivery(book: DeliveryBook, delivery_id: UUID) -> UserInputDelivery:
     """The current state of one delivery (KeyError if unknown).  CTX-2.9"""
-    for known in book.deliveries:
-        if known.delivery_id == delivery_id:
-            return known
-    raise KeyError(delivery_id)
+    at = book_index(book).delivery_at.get(delivery_id)
+    if at is None or at >= len(book.deliveries):
+        raise KeyError(delivery_id)
+    return book.deliveries[at]
+
+
+def deliveries_to(book: DeliveryBook, run_id: UUID | None) -> tuple[UserInputDelivery, ...]:
+    """Every delivery whose target is this Run (None: waiting for the next question), in
+    creation order, found through the book's index (the time of the Run's own deliveries).
+    CTX-2.22"""
+    places = book_index(book).by_target.get(run_id, ())
+    size = len(book.deliveries)
+    found = sorted({at for at in places if at < size})
+    return tuple(book.deliveries[at] for at in found
+                 if book.deliveries[at].target_run_id == run_id)
 
 
 def active_run(book: DeliveryBook) -> UUID | None:
@@ -187,14 +200,20 @@ def active_run(book: DeliveryBook) -> UUID | None:
     return book.active_run_id
 
 
-def _seq_of(book: DeliveryBook) -> dict[UUID, int]:
-    return {received.input_id: received.input_seq for received in book.inputs}
+def inputs_of_run(book: DeliveryBook, run_id: UUID) -> tuple[UserInput, ...]:
+    """The inputs with a delivery to this Run (bound, claimed, delivered or carried from it),
+    in receive order, in the time of the Run's own deliveries.  CTX-2.22, CTX-5.1"""
+    ids = {d.input_id for d in deliveries_to(book, run_id)}
+    return tuple(sorted((user_input(book, i) for i in ids), key=lambda u: u.input_seq))
+
+
+def _seq(book: DeliveryBook, input_id: UUID) -> int:
+    return user_input(book, input_id).input_seq
 
 
 def _in_receive_order(book: DeliveryBook,
                       deliveries: Sequence[UserInputDelivery]) -> tuple[UserInputDelivery, ...]:
-    seq = _seq_of(book)
-    return tuple(sorted(deliveries, key=lambda d: seq[d.input_id]))
+    return tuple(sorted(deliveries, key=lambda d: _seq(book, d.input_id)))
 
 
 def _require_run(book: DeliveryBook, run_id: UUID) -> None:
@@ -207,25 +226,27 @@ def pending_inputs(book: DeliveryBook, run_id: UUID | None) -> tuple[UUID, ...]:
     ``run_id=None``, the inputs waiting for the next question.  CTX-5.29, CTX-5.23"""
     if run_id is not None:
         _require_run(book, run_id)
-    waiting = [d for d in book.deliveries
-               if d.state is DeliveryState.PENDING and d.target_run_id == run_id]
+    waiting = [d for d in deliveries_to(book, run_id) if d.state is DeliveryState.PENDING]
     return tuple(d.input_id for d in _in_receive_order(book, waiting))
 
 
 def frozen_inputs(book: DeliveryBook, operation_id: UUID) -> InputManifest | None:
     """The input manifest T_FREEZE fixed for this Operation (None if it was never frozen):
     what every retry of the Operation must send.  CTX-5.31, CTX-5.32"""
-    for manifest in book.manifests:
-        if manifest.operation_id == operation_id:
-            return manifest
-    return None
+    at = book_index(book).manifest_at.get(operation_id)
+    return book.manifests[at] if at is not None and at < len(book.manifests) else None
+
+
+def _manifests_of(book: DeliveryBook, run_id: UUID) -> list[InputManifest]:
+    size = len(book.manifests)
+    return [book.manifests[at] for at in book_index(book).manifests_of.get(run_id, ())
+            if at < size]
 
 
 def delivered_inputs(book: DeliveryBook, run_id: UUID) -> tuple[UUID, ...]:
     """The input ids delivered to this Run, in receive order.  CTX-5.17"""
     _require_run(book, run_id)
-    done = [d for d in book.deliveries
-            if d.state is DeliveryState.DELIVERED and d.target_run_id == run_id]
+    done = [d for d in deliveries_to(book, run_id) if d.state is DeliveryState.DELIVERED]
     return tuple(d.input_id for d in _in_receive_order(book, done))
 
 
@@ -233,7 +254,9 @@ def deliveries_of(book: DeliveryBook, input_id: UUID) -> tuple[UserInputDelivery
     """Every delivery of one input, oldest first (its binding and hand-over record).
     CTX-2.22"""
     user_input(book, input_id)
-    return tuple(d for d in book.deliveries if d.input_id == input_id)
+    size = len(book.deliveries)
+    return tuple(book.deliveries[at] for at in book_index(book).by_input.get(input_id, ())
+                 if at < size)
 
 
 def live_delivery(book: DeliveryBook, input_id: UUID) -> UserInputDelivery | None:
@@ -273,24 +296,31 @@ def to_carry(book: DeliveryBook, run_id: UUID) -> tuple[UserInputDelivery, ...]:
     deliveries, in receive order (finalize needs one new delivery id for each).  CTX-5.14,
     CTX-5.30, CTX-11.6"""
     _require_run(book, run_id)
-    kinds = {received.input_id: received.kind for received in book.inputs}
-    live = [d for d in book.deliveries if d.target_run_id == run_id and d.state in LIVE_STATES
-            and kinds[d.input_id] is InputKind.SUPPLEMENT]
+    live = [d for d in deliveries_to(book, run_id) if d.state in LIVE_STATES
+            and user_input(book, d.input_id).kind is InputKind.SUPPLEMENT]
     return _in_receive_order(book, live)
 
 
 # --- the Session's book: the named commits -------------------------------------------------
 
 
-def _replace(deliveries: tuple[UserInputDelivery, ...],
+def _replace(book: DeliveryBook,
              changed: Sequence[UserInputDelivery]) -> tuple[UserInputDelivery, ...]:
-    by_id = {d.delivery_id: d for d in changed}
-    return tuple(by_id.get(d.delivery_id, d) for d in deliveries)
+    """The book's deliveries with each changed one at its place (the time of the copy and of
+    the changes, not a Python step per delivery)."""
+    if not changed:
+        return book.deliveries
+    at = book_index(book).delivery_at
+    replaced = list(book.deliveries)
+    for known in changed:
+        replaced[at[known.delivery_id]] = known
+    return tuple(replaced)
 
 
 def _unused_delivery_ids(book: DeliveryBook, ids: Sequence[UUID]) -> DeliveryRejected | None:
-    used = {d.delivery_id for d in book.deliveries}
-    if len(set(ids)) != len(ids) or used & set(ids):
+    used = book_index(book).delivery_at
+    if len(set(ids)) != len(ids) or any(
+            used.get(i, len(book.deliveries)) < len(book.deliveries) for i in ids):
         return DeliveryRejected(DeliveryRejectCode.DUPLICATE_DELIVERY_ID,
                                 "new delivery ids must be distinct and unused in the Session")
     return None
@@ -313,7 +343,7 @@ def _input_refused(book: DeliveryBook, received: UserInput,
         return DeliveryRejected(DeliveryRejectCode.SESSION_MISMATCH,
                                 f"input {received.input_id} belongs to Session "
                                 f"{received.session_id}, not {book.session_id}")
-    if any(known.input_id == received.input_id for known in book.inputs):
+    if book_index(book).input_at.get(received.input_id, len(book.inputs)) < len(book.inputs):
         return DeliveryRejected(DeliveryRejectCode.DUPLICATE_INPUT_ID,
                                 f"input {received.input_id} is already registered")
     expected_seq = book.inputs[-1].input_seq + 1 if book.inputs else 1
@@ -383,8 +413,7 @@ def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
         if refused is not None:
             return refused
         target = run_id
-        waiting = [d for d in book.deliveries
-                   if d.state is DeliveryState.PENDING and d.target_run_id is None]
+        waiting = [d for d in deliveries_to(book, None) if d.state is DeliveryState.PENDING]
         for pending in _in_receive_order(book, waiting):
             bound.append(_ok(bind(pending, run_id=run_id)))
     else:
@@ -397,13 +426,11 @@ def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
         delivery_id=delivery_id, input_id=received.input_id, target_run_id=target,
         operation_id=None, previous_delivery_id=None, state=DeliveryState.PENDING,
         context_seq=None, first_output_receipt_ref=None, delivered_at=None)
-    new_book = DeliveryBook(
-        session_id=book.session_id,
-        inputs=(*book.inputs, received),
-        deliveries=(*_replace(book.deliveries, bound), created),
+    new_book = derive(
+        book, inputs=(*book.inputs, received),
+        deliveries=(*_replace(book, bound), created), changed=bound,
         run_ids=(*book.run_ids, run_id) if run_id is not None else book.run_ids,
-        active_run_id=run_id if run_id is not None else book.active_run_id,
-        manifests=book.manifests)
+        active_run_id=run_id, keep_active=run_id is None)
     return new_book, WriteSet(inputs=(received,), inserted=(created,), updated=tuple(bound))
 
 
@@ -429,9 +456,10 @@ def freeze(book: DeliveryBook, *, run_id: UUID, operation_id: UUID,
         return DeliveryRejected(DeliveryRejectCode.OPERATION_ALREADY_FROZEN,
                                 f"Operation {operation_id} was frozen with Run {existing.run_id} "
                                 f"and cutoff {existing.input_cutoff}; a retry reuses them")
-    seq = _seq_of(book)
-    question_seq = next(r.input_seq for r in book.inputs
-                        if r.kind is InputKind.QUESTION and r.origin_run_id == run_id)
+    question_seq = min(user_input(book, d.input_id).input_seq
+                       for d in deliveries_to(book, run_id)
+                       if user_input(book, d.input_id).kind is InputKind.QUESTION
+                       and user_input(book, d.input_id).origin_run_id == run_id)
     if input_cutoff > book.inputs[-1].input_seq:
         return DeliveryRejected(DeliveryRejectCode.CUTOFF_AHEAD_OF_INPUTS,
                                 f"cutoff {input_cutoff} is beyond the last received input_seq "
@@ -440,30 +468,29 @@ def freeze(book: DeliveryBook, *, run_id: UUID, operation_id: UUID,
         return DeliveryRejected(DeliveryRejectCode.CUTOFF_BEFORE_QUESTION,
                                 f"cutoff {input_cutoff} is before the Run's question "
                                 f"(input_seq {question_seq})")
-    earlier = max((m.input_cutoff for m in book.manifests if m.run_id == run_id), default=0)
+    earlier = max((m.input_cutoff for m in _manifests_of(book, run_id)), default=0)
     if input_cutoff < earlier:
         return DeliveryRejected(DeliveryRejectCode.CUTOFF_REGRESSED,
                                 f"cutoff {input_cutoff} is below the Run's earlier cutoff "
                                 f"{earlier}")
 
-    candidates = [d for d in book.deliveries if d.state is DeliveryState.PENDING
-                  and d.target_run_id == run_id and seq[d.input_id] <= input_cutoff]
+    candidates = [d for d in deliveries_to(book, run_id) if d.state is DeliveryState.PENDING
+                  and _seq(book, d.input_id) <= input_cutoff]
     claimed: list[UserInputDelivery] = []
     for pending in _in_receive_order(book, candidates):
         claimed.append(_ok(claim(pending, run_id=run_id, operation_id=operation_id)))
-    deliveries = _replace(book.deliveries, claimed)
-    in_request = [d for d in deliveries if d.target_run_id == run_id
-                  and d.state in (DeliveryState.CLAIMED, DeliveryState.DELIVERED)
-                  and seq[d.input_id] <= input_cutoff]
+    deliveries = _replace(book, claimed)
+    now = {d.delivery_id: d for d in claimed}
+    in_request = [d for d in (now.get(d.delivery_id, d) for d in deliveries_to(book, run_id))
+                  if d.state in (DeliveryState.CLAIMED, DeliveryState.DELIVERED)
+                  and _seq(book, d.input_id) <= input_cutoff]
     manifest = InputManifest(
         operation_id=operation_id, run_id=run_id, input_cutoff=input_cutoff,
         input_ids=tuple(d.input_id for d in _in_receive_order(book, in_request)),
         claimed_input_ids=tuple(d.input_id for d in claimed),
         claimed_delivery_ids=tuple(d.delivery_id for d in claimed))
-    new_book = DeliveryBook(
-        session_id=book.session_id, inputs=book.inputs, deliveries=deliveries,
-        run_ids=book.run_ids, active_run_id=book.active_run_id,
-        manifests=(*book.manifests, manifest))
+    new_book = derive(book, deliveries=deliveries, changed=claimed,
+                      manifests=(*book.manifests, manifest))
     return new_book, WriteSet(updated=tuple(claimed), manifest=manifest), manifest
 
 
@@ -491,10 +518,7 @@ def first_output(book: DeliveryBook, *, operation_id: UUID, receipt_ref: Payload
                                    delivered_at=delivered_at)))
     if not changed:
         return book, WriteSet()
-    new_book = DeliveryBook(
-        session_id=book.session_id, inputs=book.inputs,
-        deliveries=_replace(book.deliveries, changed), run_ids=book.run_ids,
-        active_run_id=book.active_run_id, manifests=book.manifests)
+    new_book = derive(book, deliveries=_replace(book, changed), changed=changed)
     return new_book, WriteSet(updated=tuple(changed))
 
 
@@ -525,17 +549,16 @@ def finalize(book: DeliveryBook, *, run_id: UUID,
         old, new = _ok(carry(live, successor_id=successor_id))
         carried.append(old)
         successors.append(new)
-    new_book = DeliveryBook(
-        session_id=book.session_id, inputs=book.inputs,
-        deliveries=(*_replace(book.deliveries, carried), *successors), run_ids=book.run_ids,
-        active_run_id=None, manifests=book.manifests)
+    new_book = derive(book, deliveries=(*_replace(book, carried), *successors),
+                      changed=carried, active_run_id=None, keep_active=False)
     return new_book, WriteSet(inserted=tuple(successors), updated=tuple(carried))
 
 
 __all__ = [
     "LIVE_STATES", "Applied", "DeliveryBook", "DeliveryRejectCode", "DeliveryRejected", "Frozen",
     "InputManifest", "WriteSet", "active_run", "app_input", "bind", "carry", "claim", "deliver",
-    "delivered_inputs", "deliveries_of", "delivery", "delivery_chain", "empty_book", "finalize",
-    "first_output", "freeze", "frozen_inputs", "last_delivered_run", "live_delivery",
-    "pending_inputs", "receive_position", "to_carry", "user_input",
+    "delivered_inputs", "deliveries_of", "deliveries_to", "delivery", "delivery_chain",
+    "empty_book", "finalize", "first_output", "freeze", "frozen_inputs", "inputs_of_run",
+    "last_delivered_run", "live_delivery", "pending_inputs", "receive_position", "to_carry",
+    "user_input",
 ]

@@ -4,7 +4,7 @@ fixes, the WriteSet of one RuntimeCommit and the DeliveryRejected of a broken ru
 the transitions are reference/delivery.py's, which re-exports these names.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Self
 from uuid import UUID
@@ -98,6 +98,90 @@ class DeliveryBook:
     run_ids: tuple[UUID, ...] = ()
     active_run_id: UUID | None = None
     manifests: tuple[InputManifest, ...] = ()
+    index: "BookIndex | None" = field(default=None, compare=False, repr=False, hash=False)
+    """Where each input, delivery and manifest sits (:func:`book_index`): derived from the
+    other fields, never part of the value (Q320)."""
+
+
+@dataclass(slots=True, eq=False)
+class BookIndex:
+    """Positions in the tuples of a lineage of books (Q320): each id to its place, each input
+    and each target Run to the places of its deliveries, each Run to its manifests. A book
+    derived from the lineage's newest book (``inputs`` / ``deliveries`` / ``manifests`` are that
+    book's own tuples) extends it in the time of what changed; an older book reads only the
+    positions below its own lengths, which the lineage never changes (tuples only grow, and a
+    replaced delivery keeps its id and input). A position listed under a target is checked
+    against the delivery there, since a binding moves a delivery to its Run."""
+
+    inputs: tuple[UserInput, ...]
+    deliveries: tuple[UserInputDelivery, ...]
+    manifests: tuple[InputManifest, ...]
+    input_at: dict[UUID, int]
+    delivery_at: dict[UUID, int]
+    by_input: dict[UUID, list[int]]
+    by_target: dict[UUID | None, list[int]]
+    manifests_of: dict[UUID, list[int]]
+    manifest_at: dict[UUID, int]
+
+    def add(self, inputs: tuple[UserInput, ...], deliveries: tuple[UserInputDelivery, ...],
+            manifests: tuple[InputManifest, ...]) -> None:
+        """Index what follows the positions already indexed, and become these tuples'."""
+        for at in range(len(self.inputs), len(inputs)):
+            self.input_at[inputs[at].input_id] = at
+        for at in range(len(self.deliveries), len(deliveries)):
+            known = deliveries[at]
+            self.delivery_at[known.delivery_id] = at
+            self.by_input.setdefault(known.input_id, []).append(at)
+            self.by_target.setdefault(known.target_run_id, []).append(at)
+        for at in range(len(self.manifests), len(manifests)):
+            self.manifests_of.setdefault(manifests[at].run_id, []).append(at)
+            self.manifest_at[manifests[at].operation_id] = at
+        self.inputs, self.deliveries, self.manifests = inputs, deliveries, manifests
+
+    def moved(self, changed: "tuple[UserInputDelivery, ...] | list[UserInputDelivery]") -> None:
+        """List a changed delivery under its (new) target Run too."""
+        for known in changed:
+            at = self.delivery_at[known.delivery_id]
+            places = self.by_target.setdefault(known.target_run_id, [])
+            if not places or places[-1] != at:
+                places.append(at)
+
+
+def book_index(book: DeliveryBook) -> BookIndex:
+    """The book's index, built once from its tuples when it has none (a book constructed
+    directly, as a restore does). The index is a cache of the value's own fields: building it
+    changes nothing a caller can observe."""
+    if book.index is None:
+        index = BookIndex((), (), (), {}, {}, {}, {}, {}, {})
+        index.add(book.inputs, book.deliveries, book.manifests)
+        object.__setattr__(book, "index", index)
+        return index
+    return book.index
+
+
+def derive(book: DeliveryBook, *, inputs: tuple[UserInput, ...] | None = None,
+           deliveries: tuple[UserInputDelivery, ...] | None = None,
+           changed: "tuple[UserInputDelivery, ...] | list[UserInputDelivery]" = (),
+           run_ids: tuple[UUID, ...] | None = None, active_run_id: UUID | None = None,
+           keep_active: bool = True,
+           manifests: tuple[InputManifest, ...] | None = None) -> DeliveryBook:
+    """The next book of a transition: ``book`` with the given fields, its index extended by
+    what was appended and what ``changed`` when ``book`` is its lineage's newest, else left to
+    be built when first asked (a second book derived from the same parent, Q320)."""
+    new = DeliveryBook(
+        session_id=book.session_id,
+        inputs=book.inputs if inputs is None else inputs,
+        deliveries=book.deliveries if deliveries is None else deliveries,
+        run_ids=book.run_ids if run_ids is None else run_ids,
+        active_run_id=book.active_run_id if keep_active else active_run_id,
+        manifests=book.manifests if manifests is None else manifests)
+    index = book.index
+    if index is not None and index.inputs is book.inputs \
+            and index.deliveries is book.deliveries and index.manifests is book.manifests:
+        index.add(new.inputs, new.deliveries, new.manifests)
+        index.moved(changed)
+        object.__setattr__(new, "index", index)
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,5 +209,6 @@ def empty_book(session_id: UUID) -> DeliveryBook:
     return DeliveryBook(session_id=session_id)
 
 
-__all__ = ["LIVE_STATES", "Applied", "DeliveryBook", "DeliveryRejectCode", "DeliveryRejected",
-           "Frozen", "InputManifest", "WriteSet", "empty_book"]
+__all__ = ["LIVE_STATES", "Applied", "BookIndex", "DeliveryBook", "DeliveryRejectCode",
+           "DeliveryRejected", "Frozen", "InputManifest", "WriteSet", "book_index", "derive",
+           "empty_book"]

@@ -29,7 +29,7 @@ produces, one open batch, and the set of input ids already shown.
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Final, Protocol
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
@@ -121,7 +121,20 @@ def select_history(ended: Sequence[EndedRun],
 
 
 def terminal_marker(run: EndedRun) -> ViewMessage:
-    """The explicit end state of a Run, a system fact; it never pretends to be an answer."""
+    """The explicit end state of a Run, a system fact; it never pretends to be an answer.
+    Made once per EndedRun value (a function of its fields), so a Run kept ended by its
+    repository is not marked again on every request (Q321)."""
+    kept: ViewMessage | None = run.__dict__.get(_MARKER_MEMO)
+    if kept is None:
+        kept = run.__dict__[_MARKER_MEMO] = _marker(run)
+    return kept
+
+
+_MARKER_MEMO: Final = "_terminal_marker"
+_INPUT_MEMO: Final = "_input_message"
+
+
+def _marker(run: EndedRun) -> ViewMessage:
     final = not (run.final_answer is None or run.final_answer.incomplete)
     if final:
         text = f"[run {run.run_no} ended: {run.status.value}]"
@@ -200,8 +213,13 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
     for run in older:
         for occurrence in source.user_inputs(run):
             messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
-        if run.final_answer is not None:
-            _repair_ended((run.final_answer,), call_states, messages, run.run_id)
+        answer = run.final_answer
+        if answer is not None and answer.record.message_kind == "assistant" and not (
+                answer.incomplete or answer.denied or answer.tool_calls) \
+                and answer.record.run_id == run.run_id:
+            messages.append(answer.view_message(run.run_id))  # what the repair would emit
+        elif answer is not None:
+            _repair_ended((answer,), call_states, messages, run.run_id)
         messages.append(terminal_marker(run))
     for run in recent:
         start = len(messages)
@@ -229,7 +247,13 @@ def _repair_ended(records: Iterable[EffectiveRecord], call_states: Mapping[UUID,
 
 
 def _input_message(occurrence: InputOccurrence, run: EndedRun) -> ViewMessage:
-    return ViewMessage(role=MessageRole.USER, kind=ViewKind.USER_REF, text=occurrence.text,
-                       input_id=occurrence.input_id, source_run_id=run.run_id)
+    """An older Run's input as a view message, made once per occurrence value and Run."""
+    kept: tuple[UUID, ViewMessage] | None = occurrence.__dict__.get(_INPUT_MEMO)
+    if kept is not None and kept[0] == run.run_id:
+        return kept[1]
+    message = ViewMessage(role=MessageRole.USER, kind=ViewKind.USER_REF, text=occurrence.text,
+                          input_id=occurrence.input_id, source_run_id=run.run_id)
+    occurrence.__dict__[_INPUT_MEMO] = (run.run_id, message)
+    return message
 
 

@@ -284,9 +284,21 @@ class FrozenRequestBinding:
 
 
 def view_hash(view: ModelView) -> str:
-    data = _UNICODE.encode([[material_key(m), content_hash(m)] for m in view.messages]
-                           ).encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """The hash of a view: SHA-256 of the JSON list of each message's ``[material key,
+    content hash]``. Each message keeps its item once made, so a request hashes only the
+    messages it made itself (those of ended Runs it shares with the previous request are kept
+    with their revisions, Q321); the bytes hashed are the JSON list's, whatever was kept."""
+    digest = hashlib.sha256(b"[")
+    first = True
+    for message in view.messages:
+        item: str | None = getattr(message, "_digest", None)
+        if item is None:
+            item = _UNICODE.encode([material_key(message), content_hash(message)])
+            object.__setattr__(message, "_digest", item)
+        digest.update((item if first else ", " + item).encode("utf-8", "surrogatepass"))
+        first = False
+    digest.update(b"]")
+    return "sha256:" + digest.hexdigest()
 
 
 def bind_frozen_request(view: ModelView, source_revisions: Mapping[UUID, int],

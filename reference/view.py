@@ -162,14 +162,18 @@ _VIEW_MEMO: Final = "_view_message"
 
 
 class _KeptRendering:
-    """Slots for what a view message keeps once made: its rendering (:func:`render_request`)
-    and the prompt message it is counted as (:func:`estimation_request`). Both are functions
-    of its own fields, so they are no fields (equality, hashing, copies and serialisation
-    ignore them). A warm request of an unchanged history renders nothing again (issue #20)."""
+    """Slots for what a view message keeps once made: its rendering (:func:`render_request`),
+    the prompt message it is counted as (:func:`estimation_request`) and its view-hash item.
+    All are functions of its own fields, so they are no fields (equality, hashing, copies and
+    serialisation ignore them). A warm request of an unchanged history renders nothing again
+    (issue #20)."""
 
-    __slots__ = ("_prompt", "_rendered")
+    __slots__ = ("_digest", "_prompt", "_rendered")
     _rendered: "RenderedMessage | None"
     _prompt: PromptMessage | None
+    _digest: str | None
+    """Its item of a view hash (``snapshots.view_hash``): its material key and content hash
+    as JSON, made once per message (Q321)."""
 
 
 @dataclass(frozen=True, slots=True)

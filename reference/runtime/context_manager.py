@@ -116,8 +116,7 @@ class ContextManager:
         state = self.s.contexts[run.context_id]
         shown = {raw.record.origin_input_id for raw in state.records
                  if raw.record.message_kind == "user_ref"}
-        bound = [u for u in self.s.book.inputs if u.input_seq <= cutoff and any(
-            d.target_run_id == run.run_id for d in dl.deliveries_of(self.s.book, u.input_id))]
+        bound = [u for u in dl.inputs_of_run(self.s.book, run.run_id) if u.input_seq <= cutoff]
         delta = self.append_inputs(run, [u for u in bound if u.input_id not in shown])
         return ContextDraft(tuple(ProtectedInput(u.input_id, u.input_seq,
                                                  self.s.texts[u.input_id]) for u in bound), delta)
@@ -159,8 +158,7 @@ class ContextManager:
                 protected_input_ids={p.input_id for p in protected})
         # A placeholder states its call's real Operation state; a call with none never
         # started (§6: the projection never changes a state, Q69).
-        states = {UUID(op.purpose_key.split(":", 1)[1]): op.state
-                  for op in self.s.operations.values() if op.purpose is OperationPurpose.TOOL}
+        states = self.s.operations.tool_states
         return self.projector.project(
             ended_runs=self.repository.ended_runs(run.run_no), source=self.repository,
             current_run_id=run.run_id,

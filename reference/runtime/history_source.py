@@ -35,6 +35,7 @@ from uuid import UUID
 
 from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
+    InputKind,
     MessageRole,
     Run,
     RunStatus,
@@ -60,22 +61,51 @@ class StoredHistory(ContextRepository):
         self.store = store
         self.session_id = session_id
         self.page_size = page_size
+        self._ended: dict[UUID, EndedRun] = {}
+        """Each ended Run as it is projected (its final answer): fixed once the Run ended."""
+        self._inputs: dict[UUID, tuple[_Received, ...]] = {}
+        """Each ended Run's inputs (id, seq, kind, original text): fixed once it ended."""
+        self._placed: dict[UUID, InputPlacement] = {}
+        """Placements that can no longer change: an input delivered (at most once, CTX-5.17)."""
+        self._occurrences: dict[UUID, InputOccurrence] = {}
+        """An ended Run's input with a placement that can no longer change, kept as one value
+        (the projection keeps its view message with it)."""
 
     # --- what the projection is given ------------------------------------------------------
 
     def ended_runs(self, before_run_no: int) -> list[EndedRun]:
         """The Session's Runs ended before ``before_run_no``, by run_no, each with its final
-        answer (see the module docstring).  CTX-4.3, CTX-4.12, CTX-4.13"""
+        answer (see the module docstring).  CTX-4.3, CTX-4.12, CTX-4.13
+
+        One query lists them; a Run seen ended before is answered from what was kept when it
+        was first read (an ended Run's records, inputs and final answer never change), so a
+        request reads the store at most twice here however many Runs ended (Q321)."""
         statuses = sorted(status.value for status in TERMINAL_RUN_STATUSES)
-        rows = self.store.query(
-            "SELECT doc FROM runs WHERE session_id = ? AND run_no < ? AND status IN "
-            f"({', '.join('?' for _ in statuses)}) ORDER BY run_no",
-            (str(self.session_id), before_run_no, *statuses))
+        rows = self._ended_rows(before_run_no, statuses)
         ended = []
         for row in rows:
-            run = Run.model_validate_json(row["doc"])
-            ended.append(EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run)))
+            known = self._ended.get(UUID(row["run_id"]))
+            if known is None:
+                run = Run.model_validate_json(row["doc"])
+                known = EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run))
+                self._ended[run.run_id] = known
+            ended.append(known)
         return ended
+
+    def _ended_rows(self, before_run_no: int, statuses: list[str]) -> list[dict[str, str]]:
+        """The ended Runs' ids, with the document of those not kept yet (fetched in a second
+        query only when there are any)."""
+        rows = self.store.query(
+            "SELECT run_id FROM runs WHERE session_id = ? AND run_no < ? AND status IN "
+            f"({', '.join('?' for _ in statuses)}) ORDER BY run_no",
+            (str(self.session_id), before_run_no, *statuses))
+        new = [row["run_id"] for row in rows if UUID(row["run_id"]) not in self._ended]
+        docs: dict[str, str] = {}
+        if new:
+            docs = {row["run_id"]: row["doc"] for row in self.store.query(
+                f"SELECT run_id, doc FROM runs WHERE run_id IN ({', '.join('?' for _ in new)})",
+                tuple(new))}
+        return [{"run_id": row["run_id"], "doc": docs.get(row["run_id"], "")} for row in rows]
 
     def final_answer(self, run: Run) -> EffectiveRecord | None:
         """The effective final answer of a succeeded Run, else None."""
@@ -120,21 +150,38 @@ class StoredHistory(ContextRepository):
 
     def user_inputs(self, run: EndedRun) -> Iterator[InputOccurrence]:
         """Every input received during, bound to or carried to ``run``, by input_seq."""
+        received = self._inputs.get(run.run_id)
+        if received is None:
+            received = self._read_inputs(run.run_id)
+            if run.status in TERMINAL_RUN_STATUSES:
+                self._inputs[run.run_id] = received
+        for input_id, input_seq, kind, text in received:
+            known = self._occurrences.get(input_id)
+            if known is None:
+                known = InputOccurrence(input_id, input_seq, kind, text, self.placement(input_id))
+                if input_id in self._placed:  # it never moves again: the same value
+                    self._occurrences[input_id] = known
+            yield known
+
+    def _read_inputs(self, run_id: UUID) -> "tuple[_Received, ...]":
         rows = self.store.query(
             "SELECT doc FROM user_inputs WHERE session_id = ? AND (origin_run_id = ? OR "
             "input_id IN (SELECT input_id FROM deliveries WHERE target_run_id = ?)) "
-            "ORDER BY input_seq", (str(self.session_id), str(run.run_id), str(run.run_id)))
-        for row in rows:
-            received = UserInput.model_validate_json(row["doc"])
-            yield InputOccurrence(received.input_id, received.input_seq, received.kind,
-                                  self.store.text(received.body_ref),
-                                  self.placement(received.input_id))
+            "ORDER BY input_seq", (str(self.session_id), str(run_id), str(run_id)))
+        found = [UserInput.model_validate_json(row["doc"]) for row in rows]
+        return tuple((u.input_id, u.input_seq, u.kind, self.store.text(u.body_ref))
+                     for u in found)
 
     def root_records(self, run: EndedRun) -> Iterator[EffectiveRecord]:
         """The root role's effective records of ``run`` by context_seq, one page at a time."""
         return self.current_records(run.run_id)
 
     def placement(self, input_id: UUID) -> InputPlacement:
+        """Where the input's body belongs; kept once it was delivered (it never moves
+        again), so a request asks the store only about inputs not delivered yet."""
+        known = self._placed.get(input_id)
+        if known is not None:
+            return known
         row = self.store.query(
             "SELECT origin_run_id, (SELECT target_run_id FROM deliveries AS d WHERE "
             "d.input_id = i.input_id AND d.state = 'delivered' ORDER BY d.rowid DESC LIMIT 1) "
@@ -142,8 +189,15 @@ class StoredHistory(ContextRepository):
         if not row:
             raise KeyError(f"no user input {input_id}")
         origin, delivered = row[0]["origin_run_id"], row[0]["delivered_run_id"]
-        return InputPlacement(None if origin is None else UUID(origin),
-                              None if delivered is None else UUID(delivered))
+        placed = InputPlacement(None if origin is None else UUID(origin),
+                                None if delivered is None else UUID(delivered))
+        if delivered is not None:
+            self._placed[input_id] = placed
+        return placed
+
+
+_Received = tuple[UUID, int, InputKind, str]
+"""An input as an ended Run lists it: id, input_seq, kind and original text."""
 
 
 __all__ = ["StoredHistory"]

@@ -217,10 +217,8 @@ class ReferenceRuntime:
                           new=True)
         # The question, with the carried supplements bound to it in receive order, is a fact of
         # its Run from the start: a Run stopped before its first request still shows it (§4).
-        self.session.put_delta(self.context.append_inputs(run, [
-            u for u in self.session.book.inputs if any(
-                d.target_run_id == run_id
-                for d in dl.deliveries_of(self.session.book, u.input_id))]))
+        self.session.put_delta(self.context.append_inputs(
+            run, dl.inputs_of_run(self.session.book, run_id)))
         if self.session.agent.shared:
             scope = self.context.open_shared_scope(run)
             self.session.put_delta(scope)

@@ -61,6 +61,7 @@ from ctxspec.reference.runtime.context_writes import (
     ModelFreezeWriteSet,
 )
 from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
+from ctxspec.reference.runtime.operations import OperationTable
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
     CommitFailed,
@@ -316,7 +317,7 @@ class SessionState:
         self.ordinals: dict[str, int] = {}
         self.store = store
         self.coordinator = coordinator
-        self.operations = facts.operations
+        self.operations = OperationTable(facts.operations)
         self.tasks = facts.tasks
         """Executor executions (each a NodeTask with its own RoleContext)."""
         self.pending = PendingCommit()
