@@ -129,6 +129,7 @@ class _Counter:
         when it is one of these, found by one hash instead of a scan."""
         self.texts = texts
         self.cache: dict[str, int] = {}
+        self.substrings: _Substrings | None = None
 
     def count(self, text: str) -> int:
         known = self.cache.get(text)
@@ -167,7 +168,18 @@ class _Counter:
 
     def _pieces(self, gap: str) -> int:
         """Characters of ``gap`` in runs of at least PIECE that are part of a scenario text,
-        taken greedily from the left, each as long as it goes."""
+        taken greedily from the left, each as long as it goes: in the time of ``gap`` through
+        the automaton of ``joined`` (:class:`_Substrings`), built on first use when ``joined``
+        is at most SAM_LIMIT characters; beyond that by searching ``joined`` (Q322)."""
+        if len(gap) < PIECE:
+            return 0
+        if len(self.joined) <= SAM_LIMIT:
+            if self.substrings is None:
+                self.substrings = _Substrings(self.joined)
+            return _greedy(self.substrings.longest_from(gap))
+        return self._pieces_by_search(gap)
+
+    def _pieces_by_search(self, gap: str) -> int:
         total, at = 0, 0
         grams = self.grams
         while at + PIECE <= len(gap):
@@ -185,6 +197,83 @@ class _Counter:
             total += longest
             at += longest
         return total
+
+
+SAM_LIMIT = 1 << 21
+"""The longest ``joined`` (in characters) counted through a suffix automaton: about 2 states
+and 3 transitions a character, some 300 MB at the limit; a longer one is searched (Q322)."""
+
+
+def _greedy(longest: list[int]) -> int:
+    """The greedy left-to-right runs: at each position the longest run starting there if it
+    is at least PIECE long (then on from its end), else the next position."""
+    total, at = 0, 0
+    while at + PIECE <= len(longest):
+        run = longest[at]
+        if run >= PIECE:
+            total += run
+            at += run
+        else:
+            at += 1
+    return total
+
+
+class _Substrings:
+    """The suffix automaton of the reversed ``joined``: reading a text backwards through it
+    gives, at each position, the length of the longest run starting there that occurs in
+    ``joined`` (matching statistics) in time linear in the text."""
+
+    def __init__(self, joined: str) -> None:
+        self.next: list[dict[str, int]] = [{}]
+        self.link: list[int] = [-1]
+        self.length: list[int] = [0]
+        last = 0
+        for char in reversed(joined):
+            last = self._extend(last, char)
+
+    def _extend(self, last: int, char: str) -> int:
+        nxt, link, length = self.next, self.link, self.length
+        current = len(length)
+        nxt.append({})
+        link.append(0)
+        length.append(length[last] + 1)
+        state = last
+        while state != -1 and char not in nxt[state]:
+            nxt[state][char] = current
+            state = link[state]
+        if state != -1:
+            target = nxt[state][char]
+            if length[state] + 1 == length[target]:
+                link[current] = target
+            else:
+                clone = len(length)
+                nxt.append(dict(nxt[target]))
+                link.append(link[target])
+                length.append(length[state] + 1)
+                while state != -1 and nxt[state].get(char) == target:
+                    nxt[state][char] = clone
+                    state = link[state]
+                link[target] = link[current] = clone
+        return current
+
+    def longest_from(self, text: str) -> list[int]:
+        """For each position of ``text``, the longest run starting there found in
+        ``joined``."""
+        nxt, link, length = self.next, self.link, self.length
+        found = [0] * len(text)
+        state, matched = 0, 0
+        for at in range(len(text) - 1, -1, -1):
+            char = text[at]
+            while state and char not in nxt[state]:
+                state = link[state]
+                matched = length[state]
+            step = nxt[state].get(char)
+            if step is None:
+                state, matched = 0, 0
+            else:
+                state, matched = step, matched + 1
+            found[at] = matched
+        return found
 
 
 class CharEstimator:
