@@ -34,6 +34,7 @@ from ctxspec.conformance.documents import (
     validation_problems,
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.linear_trace import TraceFormatError, events_of, linear
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
 from ctxspec.limits import shown
 from ctxspec.reference.errors import ErrorCode
@@ -73,7 +74,8 @@ class StdioAnswer(BaseModel):
     ok: bool
     version: int | None = None
     capabilities: list[str] | None = None
-    trace: list[dict[str, Any]] | None = None
+    trace: list[dict[str, Any]] | dict[str, Any] | None = Field(default=None, description=(
+        "with op run: the trace, a list of events or its linear form (trace_format 2)"))
     error: str | None = None
     code: ErrorCode | None = Field(default=None, description=(
         "with ok false: the code of the closed set, where one applies (SCENARIO_INVALID, "
@@ -260,7 +262,10 @@ class StdioDriver:
             raise ProtocolError(f"the runtime failed the scenario: {code}{answer.error}")
         if answer.trace is None:
             raise ProtocolError("a run answer has no trace list")
-        return answer.trace
+        try:
+            return events_of(answer.trace)
+        except TraceFormatError as error:
+            raise ProtocolError(f"the runtime's linear trace is malformed: {error}") from None
 
     def close(self) -> None:
         """Say bye, close its input and reap it; one that does not leave is killed. A runtime
@@ -375,10 +380,11 @@ def _write(out: IO[str], answer: dict[str, Any]) -> None:
     out.flush()
 
 
-def _reference_trace(document: dict[str, Any]) -> list[dict[str, Any]]:
+def _reference_trace(document: dict[str, Any]) -> dict[str, Any]:
+    """The reference's trace in its linear form (each message once; a harness expands it)."""
     driver = ReferenceDriver()
     run_scenario(parse_scenario(document), lambda: driver)
-    trace: list[dict[str, Any]] = json.loads(json.dumps(driver.trace(), default=str))
+    trace: dict[str, Any] = json.loads(json.dumps(linear(driver.trace()), default=str))
     return trace
 
 

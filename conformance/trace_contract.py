@@ -12,7 +12,10 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.config import JsonDict
 
-TRACE_CONTRACT_VERSION = "1"
+TRACE_CONTRACT_VERSION = "2"
+"""2: a trace may also come in its linear form (``trace_format`` 2, conformance/linear_trace.py:
+each message once, each request referring to its messages); the events, once expanded, are
+version 1's, and a plain list of events (whole views) is still accepted."""
 
 
 class _Event(BaseModel):
@@ -329,13 +332,25 @@ def trace_schema() -> dict[str, Any]:
         definitions[model.__name__] = schema
         branches.append({"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
                          "then": {"$ref": f"#/$defs/{model.__name__}"}})
+    events = {"type": "array",
+              "items": {"type": "object", "required": ["kind"],
+                        "properties": {"kind": {"type": "string"}}, "allOf": branches}}
+    definitions["LinearTrace"] = {
+        "type": "object", "required": ["trace_format", "messages", "events"],
+        "description": "The linear form: each message once; a model_request's view and "
+                       "rendered carry message_refs (indexes into messages and "
+                       "rendered_messages) in place of messages. Expanded, it is the list.",
+        "properties": {"trace_format": {"const": 2},
+                       "messages": {"type": "array", "items": {"type": "object"}},
+                       "rendered_messages": {"type": "array", "items": {"type": "object"}},
+                       "events": {"type": "array", "items": {"type": "object",
+                                                            "required": ["kind"]}}}}
     return {"title": f"ctxspec trace, contract version {TRACE_CONTRACT_VERSION}",
             "description": "The neutral trace a driver returns: the events and fields the "
-                           "conformance cases read (docs/implementing-a-driver.md §3). Other "
+                           "conformance cases read (docs/implementing-a-driver.md §3), as a "
+                           "list of events or in the linear form (LinearTrace). Other "
                            "kinds and fields are allowed and ignored.",
-            "type": "array",
-            "items": {"type": "object", "required": ["kind"],
-                      "properties": {"kind": {"type": "string"}}, "allOf": branches},
+            "anyOf": [events, {"$ref": "#/$defs/LinearTrace"}],
             "$defs": definitions}
 
 

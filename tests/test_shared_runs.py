@@ -115,7 +115,7 @@ def test_a_kept_baseline_that_breaks_the_trace_contract_fails_every_case_sharing
     cases = [c for c in CRASH_MATRIX if c.id.startswith("CRASH-TOOLS-SESSION_OPENED")]
     results = list(run_suite(cases, MissingWhenUncrashed))
     assert [r.status for r in results] == ["failed", "failed"]
-    assert all(r.detail.startswith("the baseline's trace breaks the trace contract v1")
+    assert all(r.detail.startswith("the baseline's trace breaks the trace contract v2")
                for r in results)
 
 
@@ -138,4 +138,4 @@ def test_a_shared_scenario_whose_trace_breaks_the_contract_fails_every_case_need
     [row] = by_id(["ROW-02"])
     results = list(run_suite([row, replace(row, id="ROW-02-AGAIN")], Missing))
     assert [r.status for r in results] == ["failed", "failed"]
-    assert all(r.detail.startswith("the trace breaks the trace contract v1") for r in results)
+    assert all(r.detail.startswith("the trace breaks the trace contract v2") for r in results)

@@ -50,7 +50,7 @@ def test_the_harness_reports_a_contract_violation_before_judging() -> None:
 
     result = run_case(BY_ID["ROW-02"], Missing)
     assert result.status == "failed"
-    assert "breaks the trace contract v1" in result.detail
+    assert "breaks the trace contract v2" in result.detail
     assert "(model_request) attempt: Field required" in result.detail
     assert len(result.detail.splitlines()) <= 25
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # the conformance package is imported by the command only
 
 @click.command("replay")
 @click.argument("scenario_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the neutral trace as JSON.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the neutral trace as JSON, in its linear form (trace format 2).")
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the timeline as one self-contained HTML page.")
 def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -> None:
@@ -44,8 +45,9 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
     if html_file is not None:
         from ctxspec.conformance.replay_page import write_replay_page
         write_page(html_file, lambda: write_replay_page(html_file, scenario, driver.trace()))
-    if as_json:
-        click.echo(json.dumps(driver.trace(), indent=2, ensure_ascii=False))
+    if as_json:  # the linear form: each message once (conformance/linear_trace.py)
+        from ctxspec.conformance.linear_trace import linear
+        click.echo(json.dumps(linear(driver.trace()), indent=1, ensure_ascii=False))
         return
     click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
     for line in timeline(driver.trace()):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 from uuid import UUID
 
-from ctxspec.reference.view import ModelView, RenderedRequest
+from ctxspec.reference.view import ModelView, RenderedMessage, RenderedRequest, ViewMessage
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,12 @@ class Trace:
         return [e for e in self.of(ModelRequestSent) if purpose in (None, e.purpose)]
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [_jsonable(event) for event in self.events]
+        """The events as JSON-ready objects. A message object several requests send (the
+        messages of ended Runs are kept with their revisions) is converted once and its dict
+        shared by those requests, so the expanded trace holds each message once in memory
+        (issue #35); readers treat the trace as read-only."""
+        shared: dict[int, Any] = {}
+        return [_jsonable(event, shared) for event in self.events]
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -354,12 +359,22 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 without a call (issue #20)."""
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any, shared: dict[int, Any]) -> Any:
     """One pass over an event: what ``asdict`` then a JSON conversion would give, without
-    ``asdict``'s deep copy of every leaf (a fifth of a conformance case, issue #20)."""
+    ``asdict``'s deep copy of every leaf (a fifth of a conformance case, issue #20). A view or
+    rendered message met again (by identity) is given the dict made the first time."""
     kind = type(value)
     if kind in _PLAIN:
         return value
+    if kind in _SHARED:
+        known = shared.get(id(value))
+        if known is None:
+            known = shared[id(value)] = _converted(value, kind, shared)
+        return known
+    return _converted(value, kind, shared)
+
+
+def _converted(value: Any, kind: type, shared: dict[int, Any]) -> Any:
     names = _FIELDS.get(kind)
     if names is None:
         if isinstance(value, str | int | float | bool):
@@ -367,12 +382,13 @@ def _jsonable(value: Any) -> Any:
         if is_dataclass(value) and not isinstance(value, type):
             names = _FIELDS[kind] = tuple(f.name for f in fields(value))
     if names is not None:
-        return {name: item if type(item := getattr(value, name)) in _PLAIN else _jsonable(item)
-                for name in names}
+        return {name: item if type(item := getattr(value, name)) in _PLAIN
+                else _jsonable(item, shared) for name in names}
     if isinstance(value, dict):
-        return {str(k): v if type(v) in _PLAIN else _jsonable(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN else _jsonable(v, shared)
+                for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [v if type(v) in _PLAIN else _jsonable(v) for v in value]
+        return [v if type(v) in _PLAIN else _jsonable(v, shared) for v in value]
     if isinstance(value, UUID):
         return str(value)
     if hasattr(value, "value"):
@@ -380,6 +396,10 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json")
     return value
+
+
+_SHARED = frozenset({ViewMessage, RenderedMessage})
+"""The values converted once per trace and shared wherever they recur."""
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
