@@ -9,8 +9,11 @@ before a model validates it.
 """
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
@@ -38,6 +41,32 @@ class Doc(BaseModel):
     conformance/scripts.py): frozen, and refusing a field it does not define."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file, at most ``limit`` (DocumentError past it): a FIFO, a
+    device or a socket is refused before anything is read, since reading one may never end
+    (opened without blocking, so a FIFO with no writer does not hang the open either; issue
+    #35). OSError for a file that cannot be opened."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a device or socket")
+            raise DocumentError(f"not a regular file ({kind}): only files are read")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(descriptor, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    if size > limit:
+        raise DocumentError(f"larger than {limit} bytes")
+    return b"".join(chunks)
 
 
 def _refuse_constant(name: str) -> object:

@@ -21,6 +21,7 @@ from ctxspec.conformance.scenario import (
     HistoryReadDoc,
     NodeDoc,
     Scenario,
+    ScenarioError,
     ScriptedHooks,
     ScriptedModel,
     ScriptedMoments,
@@ -30,6 +31,7 @@ from ctxspec.conformance.scenario import (
     WorkflowDoc,
     WriteDoc,
 )
+from ctxspec.limits import shown
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.contracts import PayloadRef
 from ctxspec.reference.ports import (
@@ -289,12 +291,14 @@ class ReferenceDriver:
     def write(self, write: WriteDoc) -> None:
         """An independent writer's correction (capability ``writer``), committed at once."""
         written = self.store.count("mutations")
-
-        def resend() -> None:  # a write the dead runtime never committed is made again
-            if self.store.count("mutations") == written:
+        def once(again: bool = False) -> None:  # nothing behind a target: the scenario's fault
+            if again and self.store.count("mutations") != written:
+                return  # only a write the dead runtime never committed is made again
+            try:
                 self._runtime().write(write.target, write.field, write.value)
-        self._outermost(lambda: self._runtime().write(write.target, write.field, write.value),
-                        resend)
+            except ValueError as error:
+                raise ScenarioError(f"scenario.steps: write: {shown(str(error))}") from None
+        self._outermost(once, lambda: once(again=True))
 
     def stop(self) -> None:
         if self.workflow_control is not None:
@@ -306,8 +310,7 @@ class ReferenceDriver:
         self._outermost(lambda: self._runtime().advance(), lambda: self._runtime().advance())
 
     def trace(self) -> list[dict[str, Any]]:
-        """The neutral trace; a restart or a refused commit also names the design's phase its
-        commit stands for (conformance/phases.py)."""
+        """The neutral trace; a restart or a refused commit names its commit's phase too."""
         events = self.raw_trace().to_json()
         phase_of = {commit: phase for phase, commit in self.phase_commits.items()}
         for event in events:
@@ -474,13 +477,11 @@ def _agent_config(agent: AgentDoc) -> AgentConfig:
     if executor is not None and not any(t.name == DELEGATE_TOOL for t in tools):
         tools += (ToolSpec(DELEGATE_TOOL, DELEGATE_SCHEMA),)
     return AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(), tools=tools,
-                       executor=executor,
-                       shared=tuple(SharedField(f.name, f.text, f.consumers)
-                                    for f in agent.shared),
+                       executor=executor, shared=tuple(SharedField(f.name, f.text, f.consumers)
+                                                       for f in agent.shared),
                        recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
                        run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
-                       tool_quota=agent.tool_quota,
-                       persistent_sandbox=agent.persistent_sandbox,
+                       tool_quota=agent.tool_quota, persistent_sandbox=agent.persistent_sandbox,
                        audit_readers=agent.audit_readers,
                        custom_compaction_prompt=agent.custom_compaction_prompt)
 
@@ -517,8 +518,7 @@ class SessionsDriver(Driver, Protocol):
     def new_session(self) -> None: ...
 
 
-LaterTrace = Callable[[], list[dict[str, Any]] | None]
-"""A trace computed when asked for (None: the run is not shared)."""
+LaterTrace = Callable[[], list[dict[str, Any]] | None]  # computed when asked (None: not shared)
 
 
 class CrashRunsDriver(Driver, Protocol):

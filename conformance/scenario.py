@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from uuid import UUID
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -23,6 +24,7 @@ from ctxspec.conformance.documents import (
     ScenarioError,
     json_document,
     json_problem,
+    read_regular,
     validation_problems,
 )
 from ctxspec.conformance.phases import PHASES
@@ -46,7 +48,7 @@ from ctxspec.conformance.scripts import (
     ToolResultDoc,
     UsageDoc,
 )
-from ctxspec.limits import MAX_DOCUMENT_BYTES
+from ctxspec.limits import MAX_DOCUMENT_BYTES, shown
 from ctxspec.reference.budget import BudgetConfig
 from ctxspec.reference.commits import COMMIT_NAMES
 from ctxspec.reference.ports import HookPoint, ToolSpec
@@ -197,6 +199,20 @@ class WriteDoc(Doc):
                         "last")
     field: str = Field(min_length=1, description="a registered field of the record, e.g. text")
     value: Any
+
+    @model_validator(mode="after")
+    def _known_target(self) -> "WriteDoc":
+        if self.target not in WRITE_TARGETS:
+            try:
+                UUID(self.target)
+            except ValueError:
+                raise ValueError(f"target: a record id or one of {', '.join(WRITE_TARGETS)} "
+                                 f"(got {shown(self.target)})") from None
+        return self
+
+
+WRITE_TARGETS = ("question", "first_assistant", "last")
+"""The records a writer step may name instead of an id."""
 
 
 class StepDoc(Doc):
@@ -355,12 +371,11 @@ def parse_scenario(document: Mapping[str, Any] | str | bytes) -> Scenario:
 
 def load_scenario(path: Path) -> Scenario:
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_DOCUMENT_BYTES + 1)
+        data = read_regular(path, MAX_DOCUMENT_BYTES)
     except OSError as error:
         raise ScenarioError(f"{path}: {error.strerror}") from None
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise ScenarioError(f"{path}: larger than {MAX_DOCUMENT_BYTES} bytes")
+    except DocumentError as error:
+        raise ScenarioError(f"{path}: {error}") from None
     return parse_scenario(data)
 
 

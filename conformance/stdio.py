@@ -36,6 +36,7 @@ from ctxspec.conformance.documents import (
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.linear_trace import TraceFormatError, events_of, linear
 from ctxspec.conformance.scenario import ScenarioError, parse_scenario
+from ctxspec.conformance.stdio_process import descendants, end_all, start, write_within
 from ctxspec.limits import shown
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.ports import ScriptExhausted
@@ -158,9 +159,13 @@ class StdioDriver:
         """A request is out and its answer not read (an interrupt came in between): the
         exchange is out of step, so closing kills rather than says bye."""
         self._buffer = bytearray()
-        # A session of its own: ending it ends whatever the command started, too.
-        self.process = subprocess.Popen(parse_command(command), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, start_new_session=True)
+        # A session of its own: ending it ends whatever the command started, too; and it
+        # ends if the harness is killed (conformance/stdio_process.py).
+        self.process = start(parse_command(command))
+        self.escaped: list[int] = []
+        self._family: list[int] = []
+        """The runtime's descendants listed when it was asked to leave (see close)."""
+        """Processes of the runtime that had left its session when it was ended (reported)."""
         try:
             hello = self._ask({"op": "hello"})
             if hello.version != VERSION:
@@ -192,12 +197,10 @@ class StdioDriver:
         # ASCII, as the server answers: valid UTF-8 whatever the scenario's text holds.
         line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message}) + "\n"
         self._waiting = True
-        try:
-            stdin.write(line.encode("ascii"))
-            stdin.flush()
-        except OSError as error:
-            raise ProtocolError(f"{self.command!r} stopped reading ({error.strerror}; exit "
-                                f"code {self.process.poll()})") from None
+        problem = write_within(self.process, line.encode("ascii"), self.timeout, self.stop,
+                               STOP_CHECK)
+        if problem is not None:
+            raise ProtocolError(f"{self.command!r} {problem}")
         answer = self._answer(self._read_line())
         self._waiting = False
         return answer
@@ -274,6 +277,8 @@ class StdioDriver:
         if self.broken is not None or self._waiting:
             self.kill()
             return
+        # Listed before bye: once the runtime has left, what it started is no longer its own.
+        self._family = descendants(self.process.pid)
         try:  # a stop that comes while it says bye still ends the runtime
             if self.process.poll() is None:
                 with contextlib.suppress(ProtocolError, OSError):  # it may already be gone
@@ -289,12 +294,15 @@ class StdioDriver:
             self.kill()
 
     def kill(self) -> None:
-        """End the runtime and every process of its session, then reap it."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.process.kill()
-        self.process.wait()
+        """End the runtime and every process of its session, then reap it; a process of
+        the runtime that had left its session is ended too, and reported on stderr."""
+        escaped = [pid for pid in end_all(self.process, self._family)
+                   if pid not in self.escaped]
+        self._family = []
+        if escaped:
+            self.escaped += escaped
+            print(f"ctxspec: {self.command!r} left {len(escaped)} process(es) outside its "
+                  f"session ({', '.join(map(str, escaped))}); ended them", file=sys.stderr)
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError):

@@ -30,6 +30,7 @@ from ctxspec.conformance.documents import (
     DocumentError,
     json_document,
     json_problem,
+    read_regular,
     validation_problems,
 )
 from ctxspec.conformance.harness import SUITE_VERSION, DriverFactory, scenario_trace
@@ -266,11 +267,7 @@ def replay(directory: Path, factory: DriverFactory,
 
 def _replay_one(path: Path, factory: DriverFactory) -> Replayed:
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_DOCUMENT_BYTES + 1)
-        if len(data) > MAX_DOCUMENT_BYTES:
-            raise DocumentError(f"larger than {MAX_DOCUMENT_BYTES} bytes")
-        document = read_vector(data)
+        document = read_vector(read_regular(path, MAX_DOCUMENT_BYTES))
     except OSError as failure:
         return Replayed(path.name, "unread", f"not readable: {failure.strerror}")
     except DocumentError as failure:

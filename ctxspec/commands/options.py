@@ -123,6 +123,27 @@ def writable(folder: Path, option: str) -> None:
                                "to")
 
 
+def folder_of(path: Path, option: str) -> Path:
+    """The folder a file an option names will be written in, resolved; a path through a loop
+    of symbolic links is a usage error (exit 2), never a traceback (issue #35)."""
+    try:
+        return path.resolve().parent
+    except (RuntimeError, OSError) as error:  # Python 3.11 raises RuntimeError on a loop
+        raise click.UsageError(f"{option}: {str(path)!r} goes through a loop of symbolic "
+                               f"links ({type(error).__name__})") from None
+
+
+def out_folder(path: Path, option: str) -> None:
+    """A folder an option names to write into: an existing folder this user can write to, or
+    a new one in such a folder; a file, a dangling link or a loop of symbolic links there is a
+    usage error (exit 2)."""
+    if os.path.lexists(path) and not path.is_dir():
+        what = "a loop of symbolic links or a dangling link" if path.is_symlink() and not \
+            path.exists() else "not a folder"
+        raise click.UsageError(f"{option}: {str(path)!r} is {what}")
+    writable(path if path.is_dir() else folder_of(path, option), option)
+
+
 def write_page(path: Path, write: Callable[[], None]) -> None:
     """A page that cannot be written is said, with the reason, not raised (exit 1)."""
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ctxspec import catalogue, schemas
-from ctxspec.commands.options import writable
+from ctxspec.commands.options import out_folder
 
 # --- schemas -----------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def schemas_command(check: bool, out: Path | None) -> None:
         click.echo(f"{len(schemas.published_schemas())} schemas match the models")
         return
     if out is not None:
-        writable(out.parent if not out.is_dir() else out, "--out")
+        out_folder(out, "--out")
     try:
         written = schemas.write(directory)
     except OSError as error:

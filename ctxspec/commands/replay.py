@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxspec.commands.options import Count, writable, write_page
+from ctxspec.commands.options import Count, folder_of, writable, write_page
 from ctxspec.reference.budget import ConfigurationError, resolve_budget
 
 if TYPE_CHECKING:  # the conformance package is imported by the command only
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the conformance package is imported by the command only
 def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -> None:
     """Run a scenario on the reference runtime and print what happened, request by request."""
     if html_file is not None:
-        writable(html_file.resolve().parent, "--html")
+        writable(folder_of(html_file, "--html"), "--html")
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
     from ctxspec.conformance.timeline import timeline

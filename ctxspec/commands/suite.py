@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ctxspec.commands.options import Count, Jobs, Seconds, workers_for, writable, write_page
+from ctxspec.commands.options import (
+    Count,
+    Jobs,
+    Seconds,
+    folder_of,
+    workers_for,
+    writable,
+    write_page,
+)
 
 if TYPE_CHECKING:  # the harness is imported by the commands only
     from ctxspec.conformance.case import Case
@@ -64,7 +72,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
         raise click.UsageError("give --driver or --stdio, not both")
     for option, path in (("--report", jsonl), ("--junit", junit), ("--html", html_file)):
         if path is not None:
-            writable(path.resolve().parent, option)
+            writable(folder_of(path, option), option)
     try:  # every argument is checked before a runtime is started
         factory = load_factory(driver_spec)
         cases = by_id(case_ids or None)

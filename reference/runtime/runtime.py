@@ -60,6 +60,7 @@ from ctxspec.reference.runtime.session import (
 )
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
+    RuntimeStopped,
     Store,
     Write,
     checkpoint_write,
@@ -194,10 +195,17 @@ class ReferenceRuntime:
 
     def advance(self) -> None:
         """Run the active Run until it ends (continuing a restored Run where it stopped)."""
+        self._running()
         self.driver.advance()
+
+    def _running(self) -> None:
+        """A runtime that stopped at a failed commit takes no stimulus (RuntimeStopped)."""
+        if self.session.stopped_at is not None:
+            raise RuntimeStopped(self.session.stopped_at)
 
     def ask(self, text: str) -> UUID:
         """A question: APP-INPUT creates its Run and binds waiting supplements (§2, §5)."""
+        self._running()
         self.session.require_agent()
         if self.session.active_run is not None:
             raise RuntimeError("a Run is active; a new question waits until it ends")
@@ -229,6 +237,7 @@ class ReferenceRuntime:
 
     def supplement(self, text: str) -> UUID:
         """A supplement: another UserInput, never a Run (§2, §5)."""
+        self._running()
         self.session.require_agent()
         run = self.session.active_run
         received = self._input(InputKind.SUPPLEMENT, text, run.run_id if run else None)
@@ -256,6 +265,7 @@ class ReferenceRuntime:
         ContextMutation and revision (source ``user:writer``), committed at once. Whatever runs
         meanwhile sees it only through the committed facts — a compaction's switch CAS
         included. ``target`` is a record id or ``question``, ``first_assistant``, ``last``."""
+        self._running()
         run = self.session.active_run
         if run is None:
             raise RuntimeError("an independent write needs an active Run")
@@ -264,6 +274,7 @@ class ReferenceRuntime:
 
     def stop(self) -> None:
         """The user stops the active Run: no new compaction or business attempt starts (§11)."""
+        self._running()
         run = self.session.active_run
         if run is not None and not run.stop_requested:
             run.stop_requested = True

@@ -321,6 +321,8 @@ class SessionState:
         self.tasks = facts.tasks
         """Executor executions (each a NodeTask with its own RoleContext)."""
         self.pending = PendingCommit()
+        self.stopped_at: str | None = None
+        """The commit that failed, after which this runtime takes no stimulus."""
         """The facts changed since the previous commit, each put there by the step that
         changed it: the next named commit writes them (no comparison with the store)."""
         self.committed_runs = facts.committed_runs
@@ -377,6 +379,7 @@ class SessionState:
             # stops on it: nothing goes on with values the store does not have, and it is never
             # taken for a hook failure (CTX-3.90, CTX-3.91, CTX-10.28).
             self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
+            self.stopped_at = name
             raise
         self.committed_runs.update((r.run_id, r) for r in committed_runs(all_writes))
         if hit:

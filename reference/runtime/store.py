@@ -451,6 +451,17 @@ class CommitFailed(RuntimeError):
         self.cause = cause
 
 
+class RuntimeStopped(RuntimeError):
+    """A stimulus given to a runtime that stopped at a failed commit (docs/architecture.md: a
+    refused commit stops the runtime): nothing goes on with values the store does not have; a
+    runtime restored from the store continues the Session (docs/recovery.md)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the runtime stopped at the failed commit {name!r}; restore the "
+                         "Session from the store to go on")
+        self.name = name
+
+
 @dataclass
 class CommitCoordinator:
     """The only writer of the store's facts: each named RuntimeCommit (T_FREEZE, T_FIRST_OUTPUT,
@@ -502,6 +513,7 @@ __all__ = [
     "TABLES",
     "CommitCoordinator",
     "CommitFailed",
+    "RuntimeStopped",
     "SqlValue",
     "Store",
     "StoredRevision",
