@@ -481,8 +481,8 @@ def _valid_hello(line: bytes) -> bool:
     return (answer.get("ok") is True and type(answer.get("version")) is int
             and answer.get("version") == 1 and isinstance(caps, list)
             and all(isinstance(c, str) and not re.search("[\ud800-\udfff]", c) for c in caps)
-            and (trace is None or (isinstance(trace, list)
-                                   and all(isinstance(e, dict) for e in trace)))
+            and (trace is None or isinstance(trace, dict)  # the linear form (trace format 2)
+                 or (isinstance(trace, list) and all(isinstance(e, dict) for e in trace)))
             and answer.get("exhausted") in (None, True, False))
 
 
