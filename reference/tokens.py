@@ -80,8 +80,16 @@ Accuracy = Literal["tokenizer", "estimated"]
 # --------------------------------------------------------------------------------------------
 
 
+class _KeptSize:
+    """A slot for the conservative size a prompt message keeps once counted
+    (:class:`ByteEstimator`): a function of its own fields, so no field (issue #35)."""
+
+    __slots__ = ("_bytes",)
+    _bytes: int | None
+
+
 @dataclass(frozen=True, slots=True)
-class PromptMessage:
+class PromptMessage(_KeptSize):
     """One chat message of a request to be estimated (§7: the whole final request).
 
     A slotted dataclass rather than a pydantic model, as :class:`~ctxspec.reference.view.
@@ -216,8 +224,12 @@ class ByteEstimator:
     def estimate(self, request: EstimationRequest) -> TokenEstimate:
         """Estimate the whole ``request`` from UTF-8 byte counts (§7, §8)."""
         tokens = REQUEST_OVERHEAD
-        for message in request.messages:
-            tokens += utf8_length(message.role) + utf8_length(message.text) + MESSAGE_OVERHEAD
+        for message in request.messages:  # a message kept with its view is counted once
+            size: int | None = getattr(message, "_bytes", None)
+            if size is None:
+                size = utf8_length(message.role) + utf8_length(message.text) + MESSAGE_OVERHEAD
+                object.__setattr__(message, "_bytes", size)
+            tokens += size
         for schema in request.tool_schemas:
             tokens += utf8_length(schema) + TOOL_SCHEMA_OVERHEAD
         return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)

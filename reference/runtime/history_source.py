@@ -61,8 +61,9 @@ class StoredHistory(ContextRepository):
         self.store = store
         self.session_id = session_id
         self.page_size = page_size
-        self._ended: dict[UUID, EndedRun] = {}
-        """Each ended Run as it is projected (its final answer): fixed once the Run ended."""
+        self._ended: dict[str, EndedRun] = {}
+        """Each ended Run (by its id as stored) as it is projected (its final answer): fixed
+        once the Run ended."""
         self._inputs: dict[UUID, tuple[_Received, ...]] = {}
         """Each ended Run's inputs (id, seq, kind, original text): fixed once it ended."""
         self._placed: dict[UUID, InputPlacement] = {}
@@ -84,11 +85,11 @@ class StoredHistory(ContextRepository):
         rows = self._ended_rows(before_run_no, statuses)
         ended = []
         for row in rows:
-            known = self._ended.get(UUID(row["run_id"]))
+            known = self._ended.get(row["run_id"])
             if known is None:
                 run = Run.model_validate_json(row["doc"])
                 known = EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run))
-                self._ended[run.run_id] = known
+                self._ended[row["run_id"]] = known
             ended.append(known)
         return ended
 
@@ -99,7 +100,7 @@ class StoredHistory(ContextRepository):
             "SELECT run_id FROM runs WHERE session_id = ? AND run_no < ? AND status IN "
             f"({', '.join('?' for _ in statuses)}) ORDER BY run_no",
             (str(self.session_id), before_run_no, *statuses))
-        new = [row["run_id"] for row in rows if UUID(row["run_id"]) not in self._ended]
+        new = [row["run_id"] for row in rows if row["run_id"] not in self._ended]
         docs: dict[str, str] = {}
         if new:
             docs = {row["run_id"]: row["doc"] for row in self.store.query(
