@@ -1,0 +1,210 @@
+"""The oracle at production scale beside LangGraph (issue #35).
+
+Run: ``python3 tests/benchmarks/bench_long_session.py [--sizes 50 200 1000]`` with the
+``langchain`` extra installed (langchain, langgraph and its SQLite checkpointer).
+
+Both sides replay the generated Session of ``long_session.n_run_session``: N Runs, each a
+question, four tool Loops (one ``read`` call each, a short result) and a final answer — five
+model requests a Run. ctxspec: the reference runtime through its Driver, the scenario's
+scripted model and tool, recent_runs = 2, nothing compacted, on an in-memory store.
+LangGraph: ``langchain.agents.create_agent`` with a scripted chat model answering the same
+texts and tool calls, the same ``read`` tool, and ``SqliteSaver`` on a file, one
+``invoke`` per Run on one thread id (it sends the whole history every time).
+
+Each measurement runs in a fresh child process (peak RSS is the child's ``ru_maxrss``), and
+the sizes are interleaved: for each N, ctxspec then LangGraph, in one run. Figures:
+
+- ``total``: wall time of the N Runs (the scenario read and the agent built before it);
+- ``last 10``: wall time of the last two Runs (their ten requests);
+- ``per message``: a Run's time divided by the messages its five requests sent, at Run 100
+  and at the last Run (ctxspec; the issue's "within 2x after dividing by what it sends");
+- ``stored``: bytes of the store (ctxspec: the SQLite image; LangGraph: the checkpoint file);
+- ``trace``: bytes of ``ctxspec replay --json``'s document (the linear trace) for ctxspec.
+
+``--extra`` also runs the two other shapes of the issue on ctxspec: one question with 50,000
+supplements and 5,000 short Runs. LangGraph is given ``--langgraph-seconds`` (default 600)
+per size; a size it does not finish in that time is reported with the Runs it reached.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, cast
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks.long_session import (  # noqa: E402
+    LOOPS,
+    n_run_session,
+    short_runs_session,
+    supplement_session,
+)
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child_ours(kind: str, n: int) -> dict[str, Any]:
+    from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+    from ctxspec.conformance.linear_trace import linear
+    from ctxspec.conformance.scenario import Scenario
+
+    document = {"runs": n_run_session, "supplements": supplement_session,
+                "short": short_runs_session}[kind](n)
+    scenario = Scenario.model_validate(document)
+    ends: list[float] = []
+
+    class Timed(ReferenceDriver):
+        def advance(self) -> None:
+            super().advance()
+            ends.append(time.perf_counter())
+
+    driver = Timed()
+    start = time.perf_counter()
+    run_scenario(scenario, lambda: driver)
+    total = time.perf_counter() - start
+    trace = driver.trace()
+    per_run: list[int] = []
+    for event in trace:
+        if event["kind"] == "run_ended" or not per_run:
+            per_run.append(0)
+        if event["kind"] == "model_request":
+            per_run[-1] += len(event["view"]["messages"])
+    marks = [start, *ends]
+    run_times = [b - a for a, b in itertools.pairwise(marks)]
+    result: dict[str, Any] = {
+        "total_s": total, "last10_s": sum(run_times[-2:]) if kind == "runs" else None,
+        "stored_bytes": len(driver.store.db.conn.serialize()),
+        "trace_bytes": len(json.dumps(linear(trace), indent=1, ensure_ascii=False)),
+        "peak_mb": _peak_mb()}
+    if kind == "runs" and n >= 100:
+        result["us_per_message_run100"] = 1e6 * run_times[99] / per_run[99]
+        result["us_per_message_last"] = 1e6 * run_times[-1] / per_run[len(run_times) - 1]
+    return result
+
+
+def child_langgraph(n: int, seconds: float) -> dict[str, Any]:
+    from langchain.agents import create_agent
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    document = n_run_session(n)
+    answers = iter(document["model"]["business"])
+    results = iter(document["tools"]["read"])
+    calls = iter(range(10**9))
+
+    class Scripted(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **_: Any) -> "Scripted":
+            return self
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None,
+                      run_manager: Any = None, **_: Any) -> ChatResult:
+            answer = next(answers)
+            message = AIMessage(content=answer["text"], tool_calls=[
+                {"name": c["name"], "args": c["arguments"], "id": f"call-{next(calls)}"}
+                for c in answer.get("tool_calls", [])])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file of the project."""
+        return str(next(results)["text"])
+
+    folder = tempfile.mkdtemp(prefix="bench-langgraph-")
+    path = os.path.join(folder, "checkpoints.sqlite")
+    connection = sqlite3.connect(path, check_same_thread=False)
+    agent = create_agent(Scripted(), tools=[read], checkpointer=SqliteSaver(connection),
+                         system_prompt=document["agent"]["system_prompt"])
+    questions = [step["ask"] for step in document["steps"] if "ask" in step]
+    config: Any = {"configurable": {"thread_id": "session"}, "recursion_limit": 4 * LOOPS + 8}
+    ends: list[float] = []
+    start = time.perf_counter()
+    for question in questions:
+        agent.invoke(cast(Any, {"messages": [{"role": "user", "content": question}]}), config)
+        ends.append(time.perf_counter())
+        if ends[-1] - start > seconds:
+            break
+    total = time.perf_counter() - start
+    connection.close()
+    marks = [start, *ends]
+    run_times = [b - a for a, b in itertools.pairwise(marks)]
+    stored = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+    for name in os.listdir(folder):
+        os.remove(os.path.join(folder, name))
+    os.rmdir(folder)
+    return {"total_s": total, "last10_s": sum(run_times[-2:]), "stored_bytes": stored,
+            "trace_bytes": None, "peak_mb": _peak_mb(), "runs_done": len(ends)}
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
+                          text=True, check=False, cwd=ROOT)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:]}
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def _mb(value: Any) -> str:
+    return "—" if value is None else f"{value / 1e6:,.1f} MB"
+
+
+def _row(name: str, n: int, f: dict[str, Any]) -> str:
+    if "error" in f:
+        return f"| {name} | {n:,} | error: {f['error']} |"
+    reached = f.get("runs_done")
+    runs = f"{n:,}" if reached in (None, n) else f"{n:,} (reached {reached:,})"
+    per = (f" | {f['us_per_message_run100']:.1f} → {f['us_per_message_last']:.1f} µs"
+           if "us_per_message_last" in f else " | —")
+    last = "—" if f["last10_s"] is None else f"{f['last10_s']:.2f} s"
+    return (f"| {name} | {runs} | {f['total_s']:.1f} s | {last} | {f['peak_mb']:.0f} MB | "
+            f"{_mb(f['stored_bytes'])} | {_mb(f['trace_bytes'])}{per} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 1000])
+    parser.add_argument("--langgraph-seconds", type=float, default=600.0)
+    parser.add_argument("--no-langgraph", action="store_true")
+    parser.add_argument("--extra", action="store_true",
+                        help="also 50,000 supplements and 5,000 short Runs (ctxspec)")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        side, kind, n = args.child[0], args.child[1], int(args.child[2])
+        figures = child_ours(kind, n) if side == "ours" else child_langgraph(
+            n, float(args.child[3]))
+        print(json.dumps(figures))
+        return
+    print("| side | Runs | total | last 10 requests | peak RSS | stored | trace "
+          "| per message sent (Run 100 → last) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n in args.sizes:
+        print(_row("ctxspec", n, _child(["ours", "runs", str(n)])), flush=True)
+        if not args.no_langgraph:
+            print(_row("LangGraph + SqliteSaver", n, _child(
+                ["langgraph", "runs", str(n), str(args.langgraph_seconds)])), flush=True)
+    if args.extra:
+        for kind, n in (("supplements", 50_000), ("short", 5_000)):
+            print(_row(f"ctxspec, {kind}", n, _child(["ours", kind, str(n)])), flush=True)
+
+
+if __name__ == "__main__":
+    main()
