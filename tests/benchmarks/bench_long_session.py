@@ -41,7 +41,6 @@ from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-
 from tests.benchmarks.long_session import (  # noqa: E402
     LOOPS,
     n_run_session,
@@ -49,15 +48,26 @@ from tests.benchmarks.long_session import (  # noqa: E402
     supplement_session,
 )
 
+CODE = os.environ.get("BENCH_CODE")
+"""A checkout whose ctxspec the ``ours`` child measures instead of this one (``--before``)."""
+if CODE:
+    sys.path.insert(0, CODE)
+
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child_ours(kind: str, n: int) -> dict[str, Any]:
+    import importlib
+
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
-    from ctxspec.conformance.linear_trace import linear
     from ctxspec.conformance.scenario import Scenario
+
+    try:
+        form: Any = importlib.import_module("ctxspec.conformance.linear_trace").linear
+    except ImportError:  # a checkout from before the linear trace: its trace as it wrote it
+        form = list
 
     document = {"runs": n_run_session, "supplements": supplement_session,
                 "short": short_runs_session}[kind](n)
@@ -85,7 +95,7 @@ def child_ours(kind: str, n: int) -> dict[str, Any]:
     result: dict[str, Any] = {
         "total_s": total, "last10_s": sum(run_times[-2:]) if kind == "runs" else None,
         "stored_bytes": len(driver.store.db.conn.serialize()),
-        "trace_bytes": len(json.dumps(linear(trace), indent=1, ensure_ascii=False)),
+        "trace_bytes": len(json.dumps(form(trace), indent=1, ensure_ascii=False)),
         "peak_mb": _peak_mb()}
     if kind == "runs" and n >= 100:
         result["us_per_message_run100"] = 1e6 * run_times[99] / per_run[99]
@@ -153,9 +163,13 @@ def child_langgraph(n: int, seconds: float) -> dict[str, Any]:
             "trace_bytes": None, "peak_mb": _peak_mb(), "runs_done": len(ends)}
 
 
-def _child(args: list[str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
-                          text=True, check=False, cwd=ROOT)
+def _child(args: list[str], code: str | None = None, limit: float = 1800) -> dict[str, Any]:
+    env = {**os.environ, **({"BENCH_CODE": code} if code else {})}
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True,
+                              text=True, check=False, cwd=ROOT, env=env, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish within {limit:g} s"}
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:]}
     figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -185,6 +199,10 @@ def main() -> None:
     parser.add_argument("--no-langgraph", action="store_true")
     parser.add_argument("--extra", action="store_true",
                         help="also 50,000 supplements and 5,000 short Runs (ctxspec)")
+    parser.add_argument("--before", metavar="CHECKOUT",
+                        help="also measure the ctxspec of this checkout (interleaved)")
+    parser.add_argument("--before-sizes", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--before-seconds", type=float, default=600.0)
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -196,7 +214,12 @@ def main() -> None:
     print("| side | Runs | total | last 10 requests | peak RSS | stored | trace "
           "| per message sent (Run 100 → last) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    if args.before:
+        print(f"(before: {args.before})")
     for n in args.sizes:
+        if args.before and n in args.before_sizes:
+            print(_row("ctxspec before", n, _child(["ours", "runs", str(n)], args.before,
+                                                   args.before_seconds)), flush=True)
         print(_row("ctxspec", n, _child(["ours", "runs", str(n)])), flush=True)
         if not args.no_langgraph:
             print(_row("LangGraph + SqliteSaver", n, _child(
