@@ -6,10 +6,12 @@ request's whole view in every ``model_request`` event, so a long Session's trace
 square of its length. The linear form keeps the same events with, in place of each
 ``view.messages`` and ``rendered.messages`` list, a ``message_refs`` list of indexes into the
 document's ``messages`` (view messages) and ``rendered_messages`` (messages as the provider
-receives them). Reading it back (:func:`expanded`) gives the expanded events exactly: equal
-messages share one entry, and nothing else changes. ``ctxspec replay --json`` writes it, and a
-runtime over stdio may answer with it or with whole views (docs/stdio-protocol.md);
-:func:`events_of` accepts both.
+receives them), after the first ``shared_prefix`` refs of the previous model_request's same
+list (a request repeats the start of the one before it: the history of ended Runs), so each
+request writes only what it adds. Reading it back (:func:`expanded`) gives the expanded events
+exactly: equal messages share one entry, and nothing else changes. ``ctxspec replay --json``
+writes it, and a runtime over stdio may answer with it or with whole views
+(docs/stdio-protocol.md); :func:`events_of` accepts both.
 """
 
 import json
@@ -48,9 +50,24 @@ class _Table:
         return known
 
 
+def _common_prefix(left: list[int], right: list[int]) -> int:
+    """The length of the longest common prefix, by halving with list comparisons (C speed)."""
+    low, high = 0, min(len(left), len(right))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if left[low:middle] == right[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def linear(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The linear document of a trace's events (each message once)."""
+    """The linear document of a trace's events (each message once; a request's refs that
+    repeat the start of the previous request's are written as their count, ``shared_prefix``,
+    so the document grows with what each request adds)."""
     tables = {name: _Table() for _, name in _LISTS}
+    previous: dict[str, list[int]] = {name: [] for _, name in _LISTS}
     out: list[dict[str, Any]] = []
     for event in events:
         if event.get("kind") != "model_request":
@@ -61,8 +78,10 @@ def linear(events: list[dict[str, Any]]) -> dict[str, Any]:
             part = event.get(field)
             if isinstance(part, Mapping) and isinstance(part.get("messages"), list):
                 refs = [tables[name].ref(m) for m in part["messages"]]
+                shared = _common_prefix(previous[name], refs)
+                previous[name] = refs
                 event[field] = {**{k: v for k, v in part.items() if k != "messages"},
-                                "message_refs": refs}
+                                "shared_prefix": shared, "message_refs": refs[shared:]}
         out.append(event)
     return {"trace_format": LINEAR_TRACE_FORMAT, "messages": tables["messages"].rows,
             "rendered_messages": tables["rendered_messages"].rows, "events": out}
@@ -82,10 +101,12 @@ def expanded(document: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(rows, list):
             raise TraceFormatError(f"{name}: a list of messages is required")
         tables[name] = rows
-    return [_expanded_event(event, at, tables) for at, event in enumerate(events)]
+    previous: dict[str, list[int]] = {name: [] for _, name in _LISTS}
+    return [_expanded_event(event, at, tables, previous) for at, event in enumerate(events)]
 
 
-def _expanded_event(event: Any, at: int, tables: Mapping[str, list[Any]]) -> Any:
+def _expanded_event(event: Any, at: int, tables: Mapping[str, list[Any]],
+                    previous: dict[str, list[int]]) -> Any:
     if not isinstance(event, dict) or event.get("kind") != "model_request":
         return event
     event = dict(event)
@@ -93,12 +114,17 @@ def _expanded_event(event: Any, at: int, tables: Mapping[str, list[Any]]) -> Any
         part = event.get(field)
         if not isinstance(part, Mapping) or "message_refs" not in part:
             continue
-        refs, rows = part["message_refs"], tables[name]
+        refs, rows, shared = part["message_refs"], tables[name], part.get("shared_prefix", 0)
         if not isinstance(refs, list) or not all(
                 type(r) is int and 0 <= r < len(rows) for r in refs):
             raise TraceFormatError(f"events[{at}].{field}.message_refs: each an index into "
                                    f"{name} (0 to {len(rows) - 1})")
-        event[field] = {**{k: v for k, v in part.items() if k != "message_refs"},
+        if type(shared) is not int or not 0 <= shared <= len(previous[name]):
+            raise TraceFormatError(f"events[{at}].{field}.shared_prefix: a count of the "
+                                   f"previous request's refs (0 to {len(previous[name])})")
+        refs = previous[name] = [*previous[name][:shared], *refs]
+        event[field] = {**{k: v for k, v in part.items()
+                           if k not in ("message_refs", "shared_prefix")},
                         "messages": [rows[r] for r in refs]}
     return event
 

@@ -338,7 +338,8 @@ def trace_schema() -> dict[str, Any]:
     definitions["LinearTrace"] = {
         "type": "object", "required": ["trace_format", "messages", "events"],
         "description": "The linear form: each message once; a model_request's view and "
-                       "rendered carry message_refs (indexes into messages and "
+                       "rendered carry shared_prefix (refs repeated from the previous "
+                       "model_request's) and message_refs (indexes into messages and "
                        "rendered_messages) in place of messages. Expanded, it is the list.",
         "properties": {"trace_format": {"const": 2},
                        "messages": {"type": "array", "items": {"type": "object"}},

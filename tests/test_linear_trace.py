@@ -39,6 +39,8 @@ def test_linear_trace_grows_linearly() -> None:
     expanded_ratio = len(json.dumps(large)) / len(json.dumps(small))
     linear_ratio = len(json.dumps(linear(large))) / len(json.dumps(linear(small)))
     assert linear_ratio < 2.6 < expanded_ratio
+    later = [e for e in linear(large)["events"] if e["kind"] == "model_request"][-1]
+    assert later["view"]["shared_prefix"] > len(later["view"]["message_refs"])
 
 
 def test_whole_views_are_still_accepted_and_bad_refs_refused() -> None:
@@ -48,6 +50,10 @@ def test_whole_views_are_still_accepted_and_bad_refs_refused() -> None:
     at = next(i for i, e in enumerate(document["events"]) if e["kind"] == "model_request")
     document["events"][at]["view"]["message_refs"] = [10**6]
     with pytest.raises(TraceFormatError, match=rf"events\[{at}\]\.view\.message_refs"):
+        expanded(document)
+    document = linear(events)
+    document["events"][at]["view"]["shared_prefix"] = 5  # the first request has no previous
+    with pytest.raises(TraceFormatError, match=rf"events\[{at}\]\.view\.shared_prefix"):
         expanded(document)
     with pytest.raises(TraceFormatError, match="trace_format"):
         expanded({"trace_format": 1, "events": []})
