@@ -30,6 +30,7 @@ Decisions (where the design leaves the stored form open):
   includes it, so the head's watermark covers every stored record.
 """
 
+import itertools
 from collections.abc import Iterator, Mapping
 from uuid import UUID
 
@@ -68,6 +69,8 @@ class StoredHistory(ContextRepository):
         """Each ended Run's inputs (id, seq, kind, original text): fixed once it ended."""
         self._placed: dict[UUID, InputPlacement] = {}
         """Placements that can no longer change: an input delivered (at most once, CTX-5.17)."""
+        self._records: dict[UUID, list[EffectiveRecord]] = {}
+        """The root records of the last KEPT_RUNS ended Runs read whole (the recent Runs)."""
         self._occurrences: dict[UUID, InputOccurrence] = {}
         """An ended Run's input with a placement that can no longer change, kept as one value
         (the projection keeps its view message with it)."""
@@ -174,8 +177,27 @@ class StoredHistory(ContextRepository):
                      for u in found)
 
     def root_records(self, run: EndedRun) -> Iterator[EffectiveRecord]:
-        """The root role's effective records of ``run`` by context_seq, one page at a time."""
-        return self.current_records(run.run_id)
+        """The root role's effective records of ``run`` by context_seq, one page at a time.
+        An ended Run's records never change, so the last few read (the recent Runs every
+        request shows) are kept while they are small, and reused (with the view messages they
+        keep) instead of being read and made again (Q321); a large Run is streamed."""
+        kept = self._records.get(run.run_id)
+        if kept is not None:
+            return iter(kept)
+        records: list[EffectiveRecord] = []
+        for record in self.current_records(run.run_id):
+            records.append(record)
+            if len(records) > KEPT_RUN_RECORDS:
+                return itertools.chain(records, self.current_records_after(run.run_id,
+                                                                           len(records)))
+        self._records[run.run_id] = records
+        while len(self._records) > KEPT_RUNS:
+            del self._records[next(iter(self._records))]
+        return iter(records)
+
+    def current_records_after(self, run_id: UUID, skip: int) -> Iterator[EffectiveRecord]:
+        """The Run's records after its first ``skip`` (a large Run, streamed on)."""
+        return itertools.islice(self.current_records(run_id), skip, None)
 
     def placement(self, input_id: UUID) -> InputPlacement:
         """Where the input's body belongs; kept once it was delivered (it never moves
@@ -196,6 +218,11 @@ class StoredHistory(ContextRepository):
             self._placed[input_id] = placed
         return placed
 
+
+KEPT_RUNS = 4
+"""How many ended Runs' records are kept (recent_runs = 2 reads two per request)."""
+KEPT_RUN_RECORDS = 2000
+"""A Run with more root records than this is streamed page by page each time (CTX-4.23)."""
 
 _Received = tuple[UUID, int, InputKind, str]
 """An input as an ended Run lists it: id, input_seq, kind and original text."""
