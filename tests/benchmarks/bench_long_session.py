@@ -208,6 +208,8 @@ def main() -> None:
                         help="also measure the ctxspec of this checkout (interleaved)")
     parser.add_argument("--before-sizes", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--before-seconds", type=float, default=600.0)
+    parser.add_argument("--extra-seconds", type=float, default=600.0,
+                        help="the time an --extra shape is given before it is reported unfinished")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -231,7 +233,8 @@ def main() -> None:
                 ["langgraph", "runs", str(n), str(args.langgraph_seconds)])), flush=True)
     if args.extra:
         for kind, n in (("supplements", 50_000), ("short", 5_000)):
-            print(_row(f"ctxspec, {kind}", n, _child(["ours", kind, str(n)])), flush=True)
+            print(_row(f"ctxspec, {kind}", n, _child(["ours", kind, str(n)],
+                                                    limit=args.extra_seconds)), flush=True)
 
 
 if __name__ == "__main__":
