@@ -50,7 +50,21 @@ def _target_missing_at_call(document: Mapping[str, Any], problem: str) -> bool:
     return "does not exist at this" in problem and "ScenarioError" in problem
 
 
-KNOWN_OPEN = (_target_missing_at_call,)
+ISSUE_30_OPEN = (
+    "it skipped the tool.post_call chain",  # (1) a delegation's result skips the post-call chain
+    "it overwrote the record instead of appending",  # (2) a post-call edit overwrites its record
+    "its revision was checked against the role's private one",  # (3) shared vs private revision
+    "started a compaction episode after it was stopped",  # (4) an episode after a stop
+)
+"""Issue #30's reference defects the widened model finds, open on this branch until their
+fixes are merged from main (each then leaves this list)."""
+
+
+def _issue_30_open(document: Mapping[str, Any], problem: str) -> bool:
+    return any(known in problem for known in ISSUE_30_OPEN)
+
+
+KNOWN_OPEN = (_target_missing_at_call, _issue_30_open)
 """Examples that hit these are discarded (and counted in the table), never passed: a known
 open defect (it goes when its fix lands) and a scenario the generator could not know was
 invalid."""
