@@ -62,8 +62,9 @@ FIRST = {"root": {"model.pre_request": 1, "model.post_response": 1, "tool.pre_ca
          "executor": {"model.pre_request": 2, "model.post_response": 2, "tool.pre_call": 2,
                       "tool.post_call": 1}}
 """The ordinal of the actor's first invocation of a point. For an Executor the Planner's
-first request, its delegating answer and its ``delegate`` call come first (a delegation has no
-post-call chain: its result is the Executor's answer)."""
+first request, its delegating answer and its ``delegate`` call's pre-call chain come first; the
+Executor's own tool ``t`` settles before the delegation's post-call chain, so its post-call
+chain is the point's first."""
 
 MODIFY: Mapping[str, dict[str, Any]] = {
     "model.pre_request": {"context_patch": [{"target": "last", "field": "text",

@@ -3,12 +3,14 @@
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+from uuid import UUID
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import hooks, registry
 from ctxspec.reference.contracts import HookDecision
 from ctxspec.reference.runtime import context_manager
-from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.batch import ToolBatch
+from ctxspec.reference.runtime.context_manager import ContextManager, settled_member
 
 
 def _payload_wins(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,6 +58,39 @@ def _context_side_dropped(original: Callable[..., Any]) -> Callable[..., Any]:
     return payload_path
 
 
+def _delegate_shortcut(original: Callable[..., Any]) -> Callable[..., Any]:
+    def delegated(self: Any, run: Any, position: Any, call_id: UUID, arguments: Any) -> Any:
+        key = str(call_id)
+
+        def settle(text: str) -> Any:  # the Executor's answer settles the member as it is
+            position.done[key] = settled_member({"text": text})
+            return position.writes()
+
+        def begin(context_id: UUID) -> Any:
+            position.delegated[key] = str(context_id)
+            return position.writes()
+        running = position.delegated.get(key)
+        handed = self.delegate(run, call_id, arguments, begin, settle,
+                               UUID(running) if isinstance(running, str) else None)
+        return "ended" if handed is None else position.done[key]
+    return delegated
+
+
+def _edit_overwrites(original: Callable[..., Any]) -> Callable[..., Any]:
+    def deliver(self: Any, run: Any, results: Any) -> Any:
+        folded = []
+        for call_id, member in results:
+            content, changes = member["raw"], []
+            for change in member["changes"]:
+                if "content" in change:  # the hook's edit is written as the record itself
+                    content = change["content"]
+                else:
+                    changes.append(change)
+            folded.append((call_id, settled_member(content, changes)))
+        return original(self, run, folded)
+    return deliver
+
+
 MUTANTS = (
     Mutant("PAYLOAD-WINS",
            "when payload_patch and context_patch disagree on a field, the payload's value wins "
@@ -83,4 +118,12 @@ MUTANTS = (
            "never reaches the handler (§3: the registry maps the field to the payload)",
            (Patch(registry.FieldRegistry, "payload_path_of_context",
                   _context_side_dropped),)),
+    Mutant("DELEGATE-SKIPS-POST-CALL",
+           "an Executor's answer settles the delegate call as it is, its post-call chain never "
+           "asked (§3: a response's raw result is saved, then the post-hook effective one)",
+           (Patch(ToolBatch, "delegated", _delegate_shortcut),)),
+    Mutant("TOOL-EDIT-OVERWRITES",
+           "a tool post-call edit is written into the result's record instead of as a change "
+           "of it (§1: raw records are never overwritten; the edit is a mutation, marked)",
+           (Patch(ContextManager, "prepare_batch_delivery", _edit_overwrites),)),
 )

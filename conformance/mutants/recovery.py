@@ -10,6 +10,7 @@ from ctxspec.reference import delivery
 from ctxspec.reference.contracts import EpisodeStatus, MessageRole
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
+from ctxspec.reference.runtime.context_manager import settled_member
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.runtime.session import SessionState
 from ctxspec.reference.runtime.store import CommitFailed
@@ -56,7 +57,7 @@ def _post_call_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
               unprocessed: Any = None) -> None:
         # A call whose raw result was saved counts as settled: its raw result is reused as
         # the effective one and the post-call chain is never asked.
-        reused = {**(settled or {}), **{key: {"text": raw["text"]}
+        reused = {**(settled or {}), **{key: settled_member({"text": raw["text"]})
                                          for key, raw in (unprocessed or {}).items()}}
         original(self, run, decision_id, call_ids, reused, started, hooked, delegations, {})
     return batch

@@ -5,6 +5,7 @@ from ctxspec.conformance.case import Case
 from ctxspec.conformance.statements import (
     moments,
     paths,
+    results,
     s1,
     s2,
     s3,
@@ -24,6 +25,6 @@ STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.
                                 *s6.CASES, *s7.CASES, *s8.CASES, *s8_summary.CASES,
                                 *s9.CASES, *s10.CASES,
                                 *s11.CASES, *workflow.CASES, *paths.CASES,
-                                *moments.CASES)
+                                *moments.CASES, *results.CASES)
 
 __all__ = ["STATEMENTS"]

@@ -37,6 +37,7 @@ from ctxspec.reference.protocol import (
     structured_error,
 )
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.context_manager import settled_member
 from ctxspec.reference.runtime.session import (
     DELEGATE_TOOL,
     RunState,
@@ -130,9 +131,9 @@ class ToolBatch:
         if started == key and not self.s.agent.retry_unknown_tools:
             # It started before the crash and its result was never saved: its external
             # effect is unknown; never reported as a success (§10).
-            unknown: dict[str, JSON] = {"text": structured_error(
+            unknown = settled_member({"text": structured_error(
                 ErrorCode.UNKNOWN_OUTCOME, "the call started before a takeover and its result "
-                "was never saved; whether it took effect is unknown")}
+                "was never saved; whether it took effect is unknown")})
             position.done[key] = unknown
             return unknown
         return None
@@ -163,10 +164,10 @@ class ToolBatch:
         problems = self.pipeline.argument_problems(run, call.name, arguments, malformed) \
             if verdict == "execute" else ()
         if problems:  # a format error: the business role's next Loop corrects it (Q82)
-            return {"text": structured_error(
-                "INVALID_ARGUMENTS", f"{call.name} was not run: {'; '.join(problems)}")}
+            return settled_member({"text": structured_error(
+                "INVALID_ARGUMENTS", f"{call.name} was not run: {'; '.join(problems)}")})
         if verdict != "execute":
-            return {"text": refusal(verdict, call.name, blocked)}
+            return settled_member({"text": refusal(verdict, call.name, blocked)})
         if call.name == DELEGATE_TOOL and run.parent is None and self.s.agent.executor:
             return self.delegated(run, position, call_id, arguments)
         self.pipeline.run_tool(run, call_id, call.name, arguments, proposed,
@@ -236,11 +237,14 @@ class ToolBatch:
     def delegated(self, run: RunState, position: "Position", call_id: UUID,
                   arguments: Mapping[str, JSON]) -> dict[str, JSON] | Literal["ended"]:
         """A Planner's ``delegate`` call: its Executor execution, started or taken up again,
-        its start and its end committed with the batch's position."""
+        its start and its end committed with the batch's position; the Executor's answer is
+        the call's raw result, which goes through the post-call chain like any tool's (§3
+        "保存 raw_result，再提交 Hook 后有效结果", §10 "每个并行能力调用或 Executor 分别保存原始
+        结果及后处理进度")."""
         key = str(call_id)
 
         def settle(text: str) -> list[Write]:
-            position.done[key] = {"text": text}
+            position.raws[key] = {"text": text}
             return position.writes()
 
         def begin(context_id: UUID) -> list[Write]:
@@ -249,7 +253,10 @@ class ToolBatch:
         running = position.delegated.get(key)
         handed = self.delegate(run, call_id, arguments, begin, settle,
                                UUID(running) if isinstance(running, str) else None)
-        return "ended" if handed is None else {"text": handed}
+        if handed is None:
+            return "ended"
+        return self.pipeline.post_call(run, position.decision_id, call_id, position.raws,
+                                       position.done, position.writes)
 
     def delegate(self, planner: RunState, call_id: UUID, arguments: Mapping[str, JSON],
                   begin: Callable[[UUID], Sequence[Write]],

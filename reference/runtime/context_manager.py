@@ -41,6 +41,7 @@ from ctxspec.reference.contracts import (
     UserInput,
 )
 from ctxspec.reference.effective import (
+    Committed,
     FieldChange,
     RawRecord,
     RevisionConflict,
@@ -71,7 +72,7 @@ from ctxspec.reference.protocol import (
     UnsettledBatch,
     bounded_preview,
 )
-from ctxspec.reference.registry import JSON
+from ctxspec.reference.registry import ABSENT, JSON
 from ctxspec.reference.repository import ContextRepository
 from ctxspec.reference.runtime.context_writes import (
     NO_DELTA,
@@ -252,12 +253,44 @@ class ContextManager:
                    ) -> ContextDelta:
         """A settled batch's feedback: its results appended in action order, whatever order
         the calls completed in, so context_seq follows the action order too (§2, §10:
-        "按固定动作顺序提交父角色反馈"). CTX-2.28"""
+        "按固定动作顺序提交父角色反馈"). Each result is appended as it was produced (its raw
+        content) and what its post-call chain decided follows as changes of that record, each
+        its own mutation and revision (:func:`settled_member`), so the raw stays for audit and
+        the view marks the edit (§1 "Hook 可以修改有效上下文，通过追加变更和版本关联体现", §6
+        "按变更和来源标记重建"). CTX-2.28, CTX-1.9"""
         delta = NO_DELTA
-        for call_id, content in results:
-            delta = self.append(run, MessageRole.TOOL, "tool_result", content, call_id=call_id,
+        for call_id, member in results:
+            raw, changes = member.get("raw"), member.get("changes")
+            if not isinstance(raw, dict) or not isinstance(changes, list):
+                raise AssertionError("a settled member has its raw content and its changes")
+            delta = self.append(run, MessageRole.TOOL, "tool_result", raw, call_id=call_id,
                                 after=delta)
+            for change in changes:
+                delta = delta.then(self.result_change(run, delta.record_id, change, delta))
         return delta
+
+    def result_change(self, run: RunState, record_id: UUID, change: JSON,
+                      after: ContextDelta) -> ContextDelta:
+        """One decided change of an appended tool result: a hook's edit (its text, and its
+        preview's range when either is bounded) or the runtime's deny mark, on the head."""
+        state = after.state(run.context_id, self.s.contexts[run.context_id])
+        if not isinstance(change, dict) or not isinstance(ref := change.get("ref"), str):
+            raise AssertionError("a result change names its source")
+        raw = state.record(record_id)
+        old: Mapping[str, JSON] = raw.content if raw is not None else {}
+        if isinstance(denied := change.get("denied"), dict):
+            fields = [FieldChange(record_id, "denied", denied, ())]
+        elif isinstance(content := change.get("content"), dict):
+            fields = [FieldChange(record_id, key, content.get(key, ABSENT), ("result",))
+                      for key in ("text", "truncation") if content.get(key) != old.get(key)]
+        else:
+            raise AssertionError("a result change carries an edit or a deny mark")
+        committed = commit_changes(
+            state, fields, [], base_revision=state.head.revision, mutation_id=self.s.new_id(),
+            source_kind=MutationSourceKind(str(change.get("source", "runtime"))), source_ref=ref)
+        if not isinstance(committed, Committed):
+            raise AssertionError("a change of a record appended in the same step cannot conflict")
+        return ContextDelta(((run.context_id, committed.state),))
 
     def result_content(self, text: str) -> dict[str, JSON]:
         """A large result becomes a bounded preview with its range and result_ref; the whole
@@ -398,6 +431,16 @@ class ContextManager:
         if isinstance(committed, RevisionConflict):
             raise RuntimeError(f"CONTEXT_REVISION_CONFLICT: {committed.reason}")
         return ContextDelta(((run.context_id, committed.state),))
+
+
+def settled_member(raw: Mapping[str, JSON], changes: Sequence[JSON] = ()) -> dict[str, JSON]:
+    """A batch member's settled result as the batch's position keeps it (§3, §10): the raw
+    content its tool_result record is appended with, and the changes its post-call chain
+    decided, in order — a hook's edit ``{"source": "hook", "ref": <hook invocation>,
+    "content": {...}}`` or the runtime's deny mark ``{"source": "runtime", "ref":
+    "denied:<hook invocation>", "denied": {...}}``. A result the runtime wrote itself (a
+    refusal, an error, an unknown outcome) has no changes."""
+    return {"raw": dict(raw), "changes": list(changes)}
 
 
 class _HandoverOnly:

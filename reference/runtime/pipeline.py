@@ -20,11 +20,12 @@ from uuid import UUID
 from ctxspec.reference.contracts import (
     OperationPurpose,
     OperationState,
-    PayloadRef,
 )
+from ctxspec.reference.effective import effective_records
 from ctxspec.reference.hooks import (
     BudgetRoom,
     ChainOutcome,
+    ChangeSet,
     HookCall,
     denial_feedback,
 )
@@ -47,7 +48,7 @@ from ctxspec.reference.protocol import (
 )
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
-from ctxspec.reference.runtime.context_manager import ContextManager
+from ctxspec.reference.runtime.context_manager import ContextManager, settled_member
 from ctxspec.reference.runtime.session import (
     READ_TOOL,
     RunState,
@@ -141,28 +142,31 @@ class InvocationPipeline:
     def read_result(self, run: RunState, arguments: Mapping[str, JSON]) -> ToolOutcome:
         """``result.read``: characters [from, to) of a body whose preview this role was shown,
         read from its blob; it becomes a new tool result by the same rules as any (§6 "模型后续
-        通过 result.read 读取的内容成为新的工具结果"). A reference the role's records do not carry
-        is refused, never guessed.  CTX-6.18"""
+        通过 result.read 读取的内容成为新的工具结果"). A reference the role's effective records do
+        not carry is refused, never guessed: a body a post-call hook replaced or denied stays
+        for audit, never for the model (§1, §3).  CTX-6.18"""
         digest, start, end = (arguments.get(k) for k in ("result_ref", "from", "to"))
-        refs = [ref for raw in self.s.contexts[run.context_id].records
-                if isinstance(cut := raw.content.get("truncation"), dict)
-                and isinstance(ref := cut.get("result_ref"), dict)
-                and ref.get("digest") == digest]
+        refs = [record.truncation.result_ref
+                for record in effective_records(self.s.contexts[run.context_id])
+                if record.truncation is not None and record.truncation.result_ref.digest == digest]
         if not refs or not isinstance(start, int) or not isinstance(end, int) \
                 or not 0 <= start <= end:
             return ToolOutcome("", "no stored result with that result_ref and range 0 <= from "
                                "<= to for this role")
-        body = self.s.store.text(PayloadRef.model_validate(refs[0]))
+        body = self.s.store.text(refs[0])
         return ToolOutcome(read_range(body, start, min(end, len(body))))
 
     def post_call(self, run: RunState, decision_id: UUID, call_id: UUID,
                    raws: dict[str, JSON], done: dict[str, JSON],
                    position: Callable[..., list[Write]]) -> dict[str, JSON]:
-        """The post-call chain on a settled call's raw result, its outcome committed with the
-        decision (HOOK_DECISION) as the member's effective result: the hook's change, or — on a
-        deny — a feedback that the call ran and its result is withheld (§3, §6). A takeover
+        """The post-call chain on a settled call's raw result — a tool's, or the answer of the
+        Executor a ``delegate`` call ran (§3 "保存 raw_result，再提交 Hook 后有效结果", §10
+        "每个并行能力调用或 Executor 分别保存原始结果及后处理进度") —, its outcome committed with
+        the decision (HOOK_DECISION) as the member's settled result: the raw content and, as
+        changes of its record, each hook's edit or — on a deny — the runtime's mark that the
+        call ran and its result is withheld (§1, §3, §6; :func:`settled_member`). A takeover
         after the raw save comes here too, so neither a change nor a deny is bypassed (§10).
-        CTX-10.9"""
+        CTX-10.9, CTX-1.9"""
         key = str(call_id)
         saved = raws[key]
         if not isinstance(saved, dict) or not isinstance(saved.get("text"), str):
@@ -170,17 +174,14 @@ class InvocationPipeline:
         raw_text = str(saved["text"])
 
         def after_post(chain: ChainOutcome | None) -> list[Write]:
-            if chain is None:
-                final = raw_text
-            elif chain.blocked:
-                final = denial_feedback("post", chain.items[-1].invocation.hook_invocation_id, {})
-            else:
-                changed = chain.payload.get("result")
-                final = changed if isinstance(changed, str) else raw_text
-            done[key] = self.context.result_content(final)
-            self.s.keep_body(final)
+            changes, final = result_changes(chain, raw_text, self.context.result_content)
+            done[key] = settled_member(self.context.result_content(raw_text), changes)
+            for text in {raw_text, final}:
+                self.s.keep_body(text)
             raws.pop(key, None)
-            operation = self.s.operations.get(UUID(str(saved["operation_id"])))
+            operation_id = saved.get("operation_id")
+            operation = self.s.operations.get(UUID(operation_id)) \
+                if isinstance(operation_id, str) else None
             if operation is not None:  # the tool Operation gets its effective result
                 settled = operation.model_copy(
                     update={"effective_result_ref": self.s.ref(final)})
@@ -194,7 +195,7 @@ class InvocationPipeline:
             after_post(None)
         content = done[key]
         if not isinstance(content, dict):
-            raise AssertionError("a settled member has its result content")
+            raise AssertionError("a settled member has its result")
         return content
 
     def ask_hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
@@ -248,8 +249,7 @@ class InvocationPipeline:
             self.s.trace.add(tr.HookDecided(
                 point, inv.chain_position, inv.decision.value, inv.patch_valid,
                 tuple(d.code for d in inv.diagnostics),
-                tuple(f"{c.field_key}={json.dumps(c.value, ensure_ascii=False, default=str)}"
-                      for _, c in item.changes.context_changes)))
+                changes_shown(item.changes)))
         return chain
 
 
@@ -282,6 +282,38 @@ class InvocationPipeline:
         raws[str(call_id)] = {"text": text, "operation_id": str(tool_operation)}
         self.s.commit("TOOL_SETTLED", position())
         self.s.moments.at("raw_saved")
+
+
+def changes_shown(changes: ChangeSet) -> tuple[str, ...]:
+    """An item's changes as the trace lists them, ``field=value``: the context fields it
+    writes, then the payload fields no context field expresses (a request parameter, a tool's
+    result before its record exists), so no change a hook made goes unlisted (§3, §6)."""
+    return (*(f"{c.field_key}={json.dumps(c.value, ensure_ascii=False, default=str)}"
+              for _, c in changes.context_changes),
+            *(f"{path}={json.dumps(value, ensure_ascii=False, default=str)}"
+              for path, value, _ in changes.payload_only))
+
+
+def result_changes(chain: ChainOutcome | None, raw_text: str,
+                   content: Callable[[str], dict[str, JSON]]) -> tuple[list[JSON], str]:
+    """What a post-call chain decided on a raw result, as changes of its record in the order
+    its items committed them, and the effective text: each item whose edit changed the
+    result, then a deny's mark (§3 "合法 deny … 必须阻止执行或交付")."""
+    changes: list[JSON] = []
+    current = raw_text
+    for item in chain.items if chain is not None else ():
+        edited = item.payload.get("result")
+        if isinstance(edited, str) and edited != current:
+            current = edited
+            changes.append({"source": "hook", "ref": str(item.invocation.hook_invocation_id),
+                            "content": content(edited)})
+    if chain is not None and chain.blocked:
+        hook_id = chain.items[-1].invocation.hook_invocation_id
+        denial = denial_feedback("post", hook_id, {})
+        changes.append({"source": "runtime", "ref": f"denied:{hook_id}",
+                        "denied": json.loads(denial)})
+        return changes, denial
+    return changes, current
 
 
 def artifact_text(artifact: Artifact) -> str:

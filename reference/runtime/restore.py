@@ -195,9 +195,13 @@ def _restore_executions(store: Store, facts: StoredFacts, planner: RunState,
     """The Planner's Executor executions: those its open batch started and has not settled go
     on where they stood (§10); the Loops of all the others still count against the Run's shared
     Loop budget (§11)."""
-    delegated, settled = loop.get("delegated"), loop.get("settled")
+    delegated, settled, raws = loop.get("delegated"), loop.get("settled"), loop.get("raw")
     if loop.get("stage") == "batch" and isinstance(delegated, dict):
-        _restore_running_executions(store, facts, planner, delegated, settled)
+        # An execution whose answer was saved (its member's raw result, waiting for its
+        # post-call chain) or settled is over: it is never taken up again (§10).
+        over = {*(settled if isinstance(settled, dict) else {}),
+                *(raws if isinstance(raws, dict) else {})}
+        _restore_running_executions(store, facts, planner, delegated, over)
     running = {loop_key(task, "loop") for task in facts.tasks if task.parent is planner}
     finished = 0
     for name, doc in store.checkpoints_of(planner.run_id).items():
@@ -208,11 +212,11 @@ def _restore_executions(store: Store, facts: StoredFacts, planner: RunState,
 
 
 def _restore_running_executions(store: Store, facts: StoredFacts, planner: RunState,
-                                delegated: dict[str, JSON], settled: JSON) -> None:
-    """Each execution of the open batch not settled yet: its NodeTask with its private
+                                delegated: dict[str, JSON], over: set[str]) -> None:
+    """Each execution of the open batch not over yet: its NodeTask with its private
     context, its hand-over (its own first records) and its loop checkpoint."""
     for call_id, context in delegated.items():
-        if not isinstance(context, str) or (isinstance(settled, dict) and call_id in settled):
+        if not isinstance(context, str) or call_id in over:
             continue
         context_id = UUID(context)
         state = _context(store, context_id)
