@@ -230,8 +230,9 @@ def _effects(document: Mapping[str, Any], trace: Trace, fired: Iterable[tuple[st
                 found["compaction T capped by the provider limit"] += \
                     event["max_output_tokens"] == agent.get("provider_output_limit")
     for item, decided in decided_items(document.get("hooks", ()), trace):
-        found["shared field changed by a hook"] += item == SHARED_ITEM \
-            and decided["decision"] == "allow" and bool(decided["changes"])
+        shared = item.get("context_patch") == SHARED_ITEM["context_patch"]
+        found["shared field changed by a hook"] += shared and decided["decision"] == "allow" \
+            and bool(decided["changes"])
     for on, what in fired:
         found["stop during a hook chain"] += on == "moment hook" and what == "stop"
         found["writer corrected a record"] += what == "write"

@@ -11,6 +11,7 @@ rests on is quoted beside it. The trace is read as the contract publishes it
 §8 F and T), is used when present to pin T exactly, and bounds are checked without it.
 """
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +21,14 @@ from typing import Any
 Trace = list[dict[str, Any]]
 Expect = Callable[[bool, str], None]
 
-JUDGE_BUDGETS_ACROSS_TAKEOVER = False
-"""Issue #34 (open): whether a Run's Loop, tool quota, attempt and deadline counts are judged
-over a takeover too (§10 "执行权、版本检查、剩余额度和 deadline 一起参与恢复，不能在接管后重新获
-得完整预算"). Off until #34's fix lands: a count broken in a Run that was taken over is then
-noted (``Notes.regained``), not failed, so main stays green; the same counts in Runs without a
-takeover are always judged. docs/models.md has the minimal counterexample."""
+JUDGE_BUDGETS_ACROSS_TAKEOVER = os.environ.get("CTXSPEC_JUDGE_BUDGETS_ACROSS_TAKEOVER") == "1"
+"""Issue #34 (open), off unless ``CTXSPEC_JUDGE_BUDGETS_ACROSS_TAKEOVER=1``: whether a Run's
+Loop, tool quota, attempt and deadline counts are judged over a takeover too (§10
+"执行权、版本检查、剩余额度和 deadline 一起参与恢复，不能在接管后重新获得完整预算").
+Off until #34's fix lands: a count broken in a Run that was taken over is then noted
+(``Notes.regained``), not failed, so main stays green; the same counts in Runs without a
+takeover are always judged. The crashed-twin comparison (models/driver_twin.py) notes a Run
+its twin ends timed_out the same way. docs/models.md has the minimal counterexample."""
 
 SUMMARY_CAP = 8192
 """A = 8192, the default summary target cap (§8 "A = 8192 # 默认摘要目标上限")."""
@@ -217,7 +220,8 @@ def check_hook_changes(expect: Expect, hooks: Sequence[Mapping[str, Any]],
     Hook 后有效结果及版本"): a valid allow with a patch at a post point lists its change. A
     shared field has its own revision (§3 "共享字段与私有 context 使用各自 revision"; "若目标记
     录的相关字段和授权语义均未变化，可把同一已验证变更重新定位到最新 manifest"): an item changing it
-    on the base it was given never meets CONTEXT_REVISION_CONFLICT while nothing else did."""
+    on the base it was given — its chain's, or the head — never meets
+    CONTEXT_REVISION_CONFLICT while nothing else changed it (only one item a chain does)."""
     for item, decided in decided_items(hooks, trace):
         patched = bool(item.get("payload_patch") or item.get("context_patch"))
         if decided["point"] in POST_POINTS and decided["decision"] == "allow" \
@@ -226,7 +230,7 @@ def check_hook_changes(expect: Expect, hooks: Sequence[Mapping[str, Any]],
                    f"a {decided['point']} edit was applied but lists no change: it overwrote "
                    f"the record instead of appending a ContextMutation")
         shared = [p for p in item.get("context_patch", ()) if p.get("scope") == "shared"]
-        if shared and not item.get("stale_base") and not item.get("fails"):
+        if shared and not item.get("fails"):
             expect("CONTEXT_REVISION_CONFLICT" not in (decided.get("diagnostics") or ()),
                    "a shared field's change on the base it was given met "
                    "CONTEXT_REVISION_CONFLICT: its revision was checked against the role's "

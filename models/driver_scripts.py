@@ -257,7 +257,7 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
         return _aimed(draw, document, *aimed)
     crash = draw(CRASHES if focus == "crashes" else st.one_of(CRASHES, st.none()),
                  label="crash")
-    if crash is not None and focus in ("mixed", "crashes", "limits"):
+    if crash is not None and focus in ("mixed", "crashes", "limits", "budgets"):
         document["crash"] = crash
     return document
 

@@ -74,27 +74,33 @@ def widen_agent(draw: st.DrawFn, agent: dict[str, Any], focus: str) -> None:
             agent[name] = drawn
     if agent.get("max_output") is None:
         agent.pop("max_output", None)
-    if draw(st.integers(0, 3)) == 1:
+    if draw(st.integers(0, 1 if often or focus == "hooks" else 3)) == 1:
         consumers = ["root", "executor"] if "executor" in agent else ["root"]
         agent["shared"] = [{"name": SHARED, "text": "budget: 5", "consumers": consumers}]
 
 
 SHARED_ITEM = {"context_patch": [{"target": f"shared:{SHARED}", "field": "text",
                                   "value": "budget: 9", "scope": "shared"}]}
-"""A pre-request item changing the shared field on the base it was given: the private and the
-shared revisions are counted apart (§3), so it never meets CONTEXT_REVISION_CONFLICT when
-nothing else changed the field."""
+"""A pre-request item changing the shared field. The private and the shared revisions are
+counted apart (§3), so it never meets CONTEXT_REVISION_CONFLICT while nothing else changed the
+field — on the current head, or on the base its chain started from (``stale_base``) after an
+earlier item of the chain moved the role's private revision on."""
+PRIVATE_EDIT = {"context_patch": [{"target": "last", "field": "text",
+                                   "value": "an edited record"}]}
 
 
 def shared_hooks(agent: dict[str, Any]) -> st.SearchStrategy[list[dict[str, Any]]]:
-    """A model.pre_request hook changing the shared field, when the Agent registers one; its
-    chains may come after private edits have moved the role's own revision on."""
+    """A model.pre_request hook changing the shared field, when the Agent registers one, after
+    a private edit or not, on its chain's base or the head."""
     if not agent.get("shared"):
         return st.just([])
-    return st.lists(st.builds(lambda ordinal: {
-        "point": "model.pre_request", "items": [SHARED_ITEM],
+    item = st.sampled_from([SHARED_ITEM, {**SHARED_ITEM, "stale_base": True}])
+    items = st.builds(lambda edit, shared: [PRIVATE_EDIT, shared] if edit else [shared],
+                      st.booleans(), item)
+    return st.lists(st.builds(lambda ordinal, chain: {
+        "point": "model.pre_request", "items": chain,
         **({"ordinal": ordinal} if ordinal else {})},
-        st.one_of(st.none(), st.integers(1, 3))), max_size=1)
+        st.one_of(st.none(), st.integers(1, 3)), items), min_size=1, max_size=1)
 
 
 LONG_ANSWERS = st.builds(lambda n, usage: {
@@ -138,6 +144,6 @@ def stops_focus(draw: st.DrawFn, document: dict[str, Any]) -> None:
                          for name, results in document["tools"].items()}
 
 
-__all__ = ["HOOK_STOPS", "LONG_ANSWERS", "ODD_ANSWERS", "PROMPTS", "RATIOS", "SETTINGS",
-           "SHARED", "SHARED_ITEM", "WRITE", "WRITER_TRIGGERS", "odd_ratio", "shared_hooks",
-           "stops_focus", "widen_agent"]
+__all__ = ["HOOK_STOPS", "LONG_ANSWERS", "ODD_ANSWERS", "PRIVATE_EDIT", "PROMPTS", "RATIOS",
+           "SETTINGS", "SHARED", "SHARED_ITEM", "WRITE", "WRITER_TRIGGERS", "odd_ratio",
+           "shared_hooks", "stops_focus", "widen_agent"]

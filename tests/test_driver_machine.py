@@ -51,8 +51,6 @@ def _target_missing_at_call(document: Mapping[str, Any], problem: str) -> bool:
 
 
 ISSUE_30_OPEN = (
-    "it skipped the tool.post_call chain",  # (1) a delegation's result skips the post-call chain
-    "it overwrote the record instead of appending",  # (2) a post-call edit overwrites its record
     "its revision was checked against the role's private one",  # (3) shared vs private revision
     "started a compaction episode after it was stopped",  # (4) an episode after a stop
 )
