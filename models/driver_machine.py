@@ -74,7 +74,6 @@ from ctxspec.conformance.scenario import (
 )
 from ctxspec.models.driver_coverage import coverage
 from ctxspec.models.driver_judge import DriverViolation, Judge, Trace
-from ctxspec.models.driver_rules import JUDGE_BUDGETS_ACROSS_TAKEOVER
 from ctxspec.models.driver_scripts import BODIES, NAME, setups
 from ctxspec.models.driver_twin import comparable, compare, player
 from ctxspec.reference.ports import ModelCall, ModelOutcome, ToolOutcome
@@ -273,11 +272,8 @@ class DriverMachine(RuleBasedStateMachine):
                                                for s in self.judge.performed()] or NO_STEPS}
             difference = compare(twin, trace, player(type(self).factory, endless_ports))
             type(self).reached["crashed Session compared with its twin"] += 1
-            if difference is not None and difference[1] and not JUDGE_BUDGETS_ACROSS_TAKEOVER:
-                type(self).reached["deadline regained after a takeover (issue #34, not "
-                                   "judged)"] += 1
-            elif difference is not None:
-                self._save(difference[0])
+            if difference is not None:
+                self._save(difference)
         type(self).reached["budget regained after a takeover (issue #34, not judged)"] += \
             len(self.judge.notes.regained)
         type(self).reached.update(coverage(
@@ -371,8 +367,8 @@ def replay_checked(document: Mapping[str, Any],
         judged()
     if comparable(document, trace):
         difference = compare(document, trace, player(factory, endless_ports))
-        if difference is not None and (JUDGE_BUDGETS_ACROSS_TAKEOVER or not difference[1]):
-            raise DriverViolation(difference[0])
+        if difference is not None:
+            raise DriverViolation(difference)
     return trace
 
 

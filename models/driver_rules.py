@@ -27,8 +27,7 @@ Loop, tool quota, attempt and deadline counts are judged over a takeover too (§
 "执行权、版本检查、剩余额度和 deadline 一起参与恢复，不能在接管后重新获得完整预算").
 Off until #34's fix lands: a count broken in a Run that was taken over is then noted
 (``Notes.regained``), not failed, so main stays green; the same counts in Runs without a
-takeover are always judged. The crashed-twin comparison (models/driver_twin.py) notes a Run
-its twin ends timed_out the same way. docs/models.md has the minimal counterexample."""
+takeover are always judged (docs/models.md)."""
 
 SUMMARY_CAP = 8192
 """A = 8192, the default summary target cap (§8 "A = 8192 # 默认摘要目标上限")."""
@@ -105,8 +104,14 @@ def _target(expect: Expect, budget: Budget, trace: Trace, position: int,
                 else min(SUMMARY_CAP, budget.input_budget // 4))
     expect(0 < sent <= min(caps), f"a compaction chunk may answer {sent} tokens; T is at most "
                                   f"{min(caps)} (§8 P, C and the Agent's target)")
+    # The episode's own decision: the one before its first event. A resumed episode keeps its
+    # chunk parameters (§8 "材料的覆盖区间、分块参数和完成游标已持久化，恢复沿用同一 Episode"),
+    # whatever a takeover's later evaluation says.
     role = request.get("role", "root")
-    decision = next((e for e in reversed(trace[:position]) if e["kind"] == "budget_decision"
+    episode = request["purpose_key"].split(":")[1] if ":" in request["purpose_key"] else None
+    first = next((i for i, e in enumerate(trace[:position]) if e["kind"] == "compaction"
+                  and e["episode_id"] == episode), position)
+    decision = next((e for e in reversed(trace[:first]) if e["kind"] == "budget_decision"
                      and e.get("role", "root") == role and e["decision"] == "compact"), None)
     if decision is not None:
         wanted = summary_target(budget, decision["fixed_tokens"])

@@ -76,30 +76,16 @@ def endings_once(trace: Trace) -> Trace:
             or last[e["run_id"]] == i]
 
 
-def compare(document: Mapping[str, Any], crashed: Trace, play: Play) -> tuple[str, bool] | None:
-    """The first difference between the crashed Session and its twin, or None; with whether
-    it is a deadline the takeover gave back (a Run the twin ends ``timed_out`` goes on in the
-    crashed Session: issue #34, judged only under JUDGE_BUDGETS_ACROSS_TAKEOVER)."""
+def compare(document: Mapping[str, Any], crashed: Trace, play: Play) -> str | None:
+    """The first difference between the crashed Session and its twin, or None."""
     plain = {key: value for key, value in document.items() if key != "crash"}
     mine, twin = outcome(endings_once(crashed)), outcome(play(plain))
     for what, value in mine.items():
         if value != twin[what]:
             return (f"crashed at {document['crash']}, the Session differs from the same "
                     f"Session without the crash in its {what}: {_short(value)} against "
-                    f"{_short(twin[what])}", _regained(document, mine, twin))
+                    f"{_short(twin[what])}")
     return None
-
-
-def _regained(document: Mapping[str, Any], mine: Mapping[str, object],
-              twin: Mapping[str, object]) -> bool:
-    """Whether the Sessions differ only from a Run the twin timed out on."""
-    if not document["agent"].get("run_deadline"):
-        return False
-    ours, theirs = mine["Run endings"], twin["Run endings"]
-    assert isinstance(ours, list) and isinstance(theirs, list)
-    first = next((i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b),
-                 min(len(ours), len(theirs)))
-    return first < len(theirs) and theirs[first][1] == "timed_out"
 
 
 def _short(value: object) -> str:

@@ -215,3 +215,11 @@ def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     assert endings(trace) == [(1, "failed", "COMPACTION_FAILED")]
     ended = next(e for e in trace if e["kind"] == "run_ended")
     assert "a useful chunk carries at least 100" in ended["message"]
+
+
+def test_the_issue_30_defects_the_widened_model_found_stay_fixed() -> None:
+    # Found by the widened model on the reference before issue #30's fixes: a Planner read a
+    # delegation's result that no tool.post_call chain had seen (§3, §10), and a tool.post_call
+    # edit overwrote its record, listing no change (§1). Both replay clean now.
+    for name in ("issue30-1-delegate-post-call.json", "issue30-2-post-call-overwrite.json"):
+        replay_checked(json.loads((DEFECTS / name).read_text("utf-8")), ReferenceDriver)
