@@ -21,6 +21,7 @@ from ctxspec.models.driver_rules import (
     check_no_episode_after_stop,
     check_post_call_chain,
 )
+from ctxspec.models.driver_twin import inside_a_request
 
 Trace = list[dict[str, Any]]
 OUTPUT_KINDS = ("text", "partial")
@@ -215,7 +216,8 @@ class Judge:
         check_counts(self.expect, agent, trace, run_of, self.notes)
         check_no_episode_after_stop(self.expect, trace, self.step_of, during, stops)
         check_hook_changes(self.expect, hooks, trace)
-        check_post_call_chain(self.expect, hooks, trace, self._crash_at() in HOOK_DROPPED)
+        check_post_call_chain(self.expect, hooks, trace, self._crash_at() in HOOK_DROPPED,
+                              any("write" in t["do"] for t in self.document.get("triggers", ())))
 
     def _crash_at(self) -> tuple[str, str] | None:
         """The planned crash's (phase, moment), a refused commit counted as dying before it (it
@@ -258,8 +260,9 @@ class Judge:
         # A commit the store refused is rolled back whole: as if the process died before it.
         when = None if crash is None else crash.get("when", "after")
         phase = None if crash is None else crash.get("phase") or PHASE_OF.get(crash["commit"])
-        lost = restart is not None and crash is not None and (
+        lost = restart is not None and crash is not None and ((
             phase, "before" if when == "fails" else when) in LOST_ANSWER
+            or inside_a_request(self.document, phase))
         if not again:
             return
         self.expect(lost and len(again) == 1 and set(again.values()) == {2},

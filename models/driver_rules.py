@@ -247,14 +247,20 @@ REDACTION = {"payload_patch": [{"path": "result", "value": REDACTED}]}
 
 
 def check_post_call_chain(expect: Expect, hooks: Sequence[Mapping[str, Any]], trace: Trace,
-                          dropped: bool) -> None:
+                          dropped: bool, writes: bool) -> None:
     """Every result a call delivers goes through the post-call chain, an Executor's too (§3
     "模型/工具响应 | 保存 raw_result，再提交 Hook 后有效结果及版本"; §10 "每个并行能力调用或
     Executor 分别保存原始结果及后处理进度"): when the only tool.post_call hook redacts every
     result, every ordinary result of a call that ran — a tool's or a delegation's — reads
-    redacted. ``dropped``: a hook running at the crash was dropped (Q50), so one may not."""
+    redacted. ``dropped``: a hook running at the crash was dropped (Q50), so one may not;
+    ``writes``: an independent writer may correct a record afterwards."""
     post = [h for h in hooks if h["point"] == "tool.post_call"]
-    if dropped or post != [{"point": "tool.post_call", "items": [REDACTION]}]:
+    # A later change of a tool's record may stand over it: a pre-request item editing the
+    # newest record, or a writer (a post-response item edits the answer, a pre-call item the
+    # call).
+    edits = writes or any(item.get("context_patch") for h in hooks for item in h["items"]
+                          if h["point"] in ("model.pre_request", "compaction.pre_request"))
+    if dropped or edits or post != [{"point": "tool.post_call", "items": [REDACTION]}]:
         return
     ran = {e["call_id"] for e in trace if e["kind"] == "tool_executed" and e["outcome"] == "ok"}
     for event in trace:

@@ -21,6 +21,7 @@ from ctxspec.models.driver_rules import REDACTION
 from ctxspec.models.driver_settings import (
     ODD_ANSWERS,
     WRITER_TRIGGERS,
+    keep_valid,
     shared_hooks,
     stops_focus,
     widen_agent,
@@ -254,7 +255,10 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
     if focus == "stops":
         stops_focus(draw, document)
     if aimed is not None:
-        return _aimed(draw, document, *aimed)
+        document = _aimed(draw, document, *aimed)
+        keep_valid(agent)
+        return document
+    keep_valid(agent)
     crash = draw(CRASHES if focus == "crashes" else st.one_of(CRASHES, st.none()),
                  label="crash")
     if crash is not None and focus in ("mixed", "crashes", "limits", "budgets"):

@@ -14,6 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from ctxspec.models.driver_rules import budget_of
+
 SHARED = "budget"
 """The Run-level shared field a Session may register (§3 "共享字段与私有 context 使用各自
 revision")."""
@@ -77,6 +79,15 @@ def widen_agent(draw: st.DrawFn, agent: dict[str, Any], focus: str) -> None:
     if draw(st.integers(0, 1 if often or focus == "hooks" else 3)) == 1:
         consumers = ["root", "executor"] if "executor" in agent else ["root"]
         agent["shared"] = [{"name": SHARED, "text": "budget: 5", "consumers": consumers}]
+
+
+def keep_valid(agent: dict[str, Any]) -> None:
+    """Keep B = W − O − S positive (§7 "必须大于 0"; a B of 0 is refused at configure, so
+    the scenario would be invalid): an explicit O too large for the default S shrinks to
+    leave a B of 1."""
+    budget = budget_of(agent)
+    if budget.input_budget < 1:
+        agent["output_reserve"] = budget.window - budget.margin - 1
 
 
 SHARED_ITEM = {"context_patch": [{"target": f"shared:{SHARED}", "field": "text",
@@ -145,5 +156,5 @@ def stops_focus(draw: st.DrawFn, document: dict[str, Any]) -> None:
 
 
 __all__ = ["HOOK_STOPS", "LONG_ANSWERS", "ODD_ANSWERS", "PRIVATE_EDIT", "PROMPTS", "RATIOS",
-           "SETTINGS", "SHARED", "SHARED_ITEM", "WRITE", "WRITER_TRIGGERS", "odd_ratio",
-           "shared_hooks", "stops_focus", "widen_agent"]
+           "SETTINGS", "SHARED", "SHARED_ITEM", "WRITE", "WRITER_TRIGGERS", "keep_valid",
+           "odd_ratio", "shared_hooks", "stops_focus", "widen_agent"]

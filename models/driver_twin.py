@@ -30,6 +30,15 @@ Play = Callable[[Mapping[str, Any]], Trace]
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+def inside_a_request(document: Mapping[str, Any], phase: str | None) -> bool:
+    """Whether an input_accepted crash may come while a model request is in flight: a
+    trigger's supplement arrives just before a request's answer (conformance/crash_matrix.py
+    INSIDE_A_TOOL is the same for a tool), so dying at it loses that answer too."""
+    return phase == "input_accepted" and any(
+        t["on"].get("purpose") is not None and "supplement" in t["do"]
+        for t in document.get("triggers", ()))
+
+
 def comparable(document: Mapping[str, Any], trace: Trace) -> bool:
     """Whether the design fixes the crashed Session's outcome as its twin's."""
     crash = document.get("crash")
@@ -41,7 +50,7 @@ def comparable(document: Mapping[str, Any], trace: Trace) -> bool:
     if (phase, when) in UNKNOWN_TOOL | HOOK_DROPPED:
         return False
     triggers = document.get("triggers", ())
-    if (phase, when) in LOST_ANSWER:
+    if (phase, when) in LOST_ANSWER or inside_a_request(document, phase):
         return not triggers and not document["agent"].get("run_deadline")
     # A moment passed again by the takeover counts again; a tool or a request does not.
     return not any("moment" in t["on"] for t in triggers)
@@ -109,4 +118,5 @@ def player(factory: Callable[[], Driver],
     return play
 
 
-__all__ = ["Play", "comparable", "compare", "endings_once", "outcome", "player"]
+__all__ = ["Play", "comparable", "compare", "endings_once", "inside_a_request", "outcome",
+           "player"]

@@ -62,7 +62,17 @@ def _issue_30_open(document: Mapping[str, Any], problem: str) -> bool:
     return any(known in problem for known in ISSUE_30_OPEN)
 
 
-KNOWN_OPEN = (_target_missing_at_call, _issue_30_open)
+def _takeover_widens_cutoff(document: Mapping[str, Any], problem: str) -> bool:
+    """Found by the widened model (docs/models.md, finding 5; open, reported on issue #30): a
+    supplement arriving during a compaction, then a takeover before the business request is
+    frozen — the request is sent with a later input cutoff than its uncrashed twin's (§5
+    "本次 prepare_context 固定 input_cutoff，压缩、重物化及最终冻结沿用同一水位")."""
+    return "without the crash in its requests sent" in problem and any(
+        t["on"].get("purpose") == "compaction" and "supplement" in t["do"]
+        for t in document.get("triggers", ()))
+
+
+KNOWN_OPEN = (_target_missing_at_call, _issue_30_open, _takeover_widens_cutoff)
 """Examples that hit these are discarded (and counted in the table), never passed: a known
 open defect (it goes when its fix lands) and a scenario the generator could not know was
 invalid."""
