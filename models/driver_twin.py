@@ -28,10 +28,11 @@ Play = Callable[[Mapping[str, Any]], Trace]
 """Plays a whole scenario document on a fresh driver and returns its trace (as JSON)."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_CUT_ID = re.compile(r"(?m)(?<![0-9A-Za-z])[0-9a-f]{1,8}(?:-[0-9a-f]{0,12}){1,4}$"
-                     r"|^(?:[0-9a-f]{0,12}-){1,4}[0-9a-f]{0,12}(?![0-9A-Za-z])")
+_CUT_ID = re.compile(r"(?m)(?<![0-9A-Za-z])[0-9a-f][0-9a-f-]{0,35}$"
+                     r"|^[0-9a-f-]{0,35}[0-9a-f](?![0-9A-Za-z])")
 """The two halves of an identifier a chunk's character range cut apart (the end of one piece,
-the start of the next): masked like a whole one."""
+the start of the next): masked like a whole one. A hex word that merely ends or starts a line
+is masked as well, on both sides alike, so no difference is made up."""
 
 
 def _masked(text: str) -> str:
