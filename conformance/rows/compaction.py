@@ -2,7 +2,6 @@
 triggers compaction, a supplement during it, a request still over the window after the summary,
 and an old summary over a modified record (§7, §8, §9). Each case stands beside its check."""
 
-from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
@@ -15,7 +14,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.sessions import boundary, corrected_summary
+from ctxspec.conformance.sessions import boundary, corrected_summary, supplement_during_compaction
 
 # --- §12 row 4: the 80% boundary, both sides ----------------------------------------------------
 
@@ -81,8 +80,10 @@ def _within_window(trace: Trace) -> None:
 
 
 def _row5_check(trace: Trace) -> None:
+    # Run 2's question (1597) brings I to the trigger (3600): Run 1's two texts are summarised,
+    # and the request sent after shows the summary and the question itself, verbatim — the
+    # question is never material of the summary request.
     business = requests(trace, "business")[-1]
-    expect(business["snapshot_id"] is not None, "the request after compaction names no snapshot")
     equal(lines(business), [("system", "system_prompt", "sys"),
                             ("system", "summary", "SUMMARY"),
                             ("user", "user_ref", "Q" * 1597)], "the request after compaction")
@@ -94,24 +95,28 @@ def _row5_check(trace: Trace) -> None:
 
 ROW_05 = Case(
     "ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
-    ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-1.7", "CTX-5.8",
-     "CTX-8.11"), boundary(1597), _row5_check,
+    ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-5.8"), boundary(1597),
+    _row5_check, frozenset({"estimator_injection", "compaction_summary"}))
+
+
+def _row5_snapshot_check(trace: Trace) -> None:
+    # §9: the summary of Run 1 is committed as a snapshot before the request that uses it: the
+    # request after compaction (its third, after Run 1's and the summary request) names it; the
+    # request before compaction names none.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
+          "requests")
+    before, after = requests(trace, "business")
+    equal(before["snapshot_id"], None, "the snapshot of Run 1's request")
+    expect(after["snapshot_id"] is not None, "the request after compaction names no snapshot")
+
+
+ROW_05_SNAPSHOT = Case(
+    "ROW-05-SNAPSHOT", "the request after the compaction a new question triggers names its "
+    "snapshot", "§12 row 5", ("CTX-1.7", "CTX-8.11"), boundary(1597), _row5_snapshot_check,
     frozenset({"estimator_injection", "compaction"}))
 
 
 # --- §12 row 6: a supplement during compaction ------------------------------------------------
-
-
-def _row6_scenario() -> dict[str, Any]:
-    document = boundary(1597)
-    document["agent"]["tools"] = [{"name": "look"}]
-    document["model"]["business"] = [{"text": "b" * 1000},
-                                     {"text": "", "tool_calls": [{"name": "look"}]},
-                                     {"text": "done"}]
-    document["tools"] = {"look": [{"text": "seen"}]}
-    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
-                             "do": {"supplement": "late words"}}]
-    return document
 
 
 def _row6_check(trace: Trace) -> None:
@@ -128,7 +133,7 @@ def _row6_check(trace: Trace) -> None:
 
 ROW_06 = Case(
     "ROW-06", "a supplement during compaction joins the next request", "§12 row 6",
-    ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), _row6_scenario(), _row6_check,
+    ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), supplement_during_compaction(), _row6_check,
     frozenset({"estimator_injection", "compaction", "triggers"}))
 
 

@@ -59,7 +59,8 @@ DIVERGENCES = {
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
     "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
     "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
-    "ROW-04-AT": _COUNT, "ROW-04-FLOOR": _COUNT,
+    "ROW-04-AT": _COUNT, "ROW-04-FLOOR": _COUNT, "ROW-05": _COUNT, "S8-SUMMARY-FAILS": _COUNT,
+    "S8-SUMMARY-RETRIED": _COUNT, "S11-COMPACTION-FAILED": _COUNT,
     "S7-USAGE-TINY": _COUNT + " With the provider's tiny usage it still does not, where the "
                               "design summarises on its own estimate.",
     "S7-USAGE-HUGE": "The provider's reported usage (usage_metadata.total_tokens) triggers "

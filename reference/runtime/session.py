@@ -173,6 +173,14 @@ class AgentConfig:
     """The audit callers the Agent's owner authorised to read its Sessions' history (§1, §11
     "经授权的审计"); an audit caller names itself and is refused unless granted here."""
 
+    def __post_init__(self) -> None:
+        # An Agent built without an id gets one of its own configuration, so two Agents
+        # configured differently are never taken for one (a takeover refuses the other's
+        # Session, issue #34); the same configuration keeps the same id across processes.
+        if self.agent_id == DEFAULT_AGENT_ID:
+            object.__setattr__(self, "agent_id", uuidlib.uuid5(
+                uuidlib.NAMESPACE_URL, f"ctxspec:agent:{self!r}"))
+
 
 @dataclass
 class RunState:
@@ -202,6 +210,9 @@ class RunState:
     last_model_operation_id: UUID | None = None
     resume_attempt: int = 1
     """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
+    cutoff: int | None = None
+    """The input cutoff the role's current request was prepared with (§5: kept through its
+    compaction, re-materialisation and freeze, and committed with each of their positions)."""
     resume_partial: bool = False
     """Whether the last stored failed attempt had shown a partial output."""
     finished_executor_loops: int = 0
