@@ -367,7 +367,13 @@ def _after_stop(context: _Context) -> Iterator[Violation]:
             stopped |= running
             marks.pop(0)
         kind = event.get("kind")
-        if kind == "client_event" and event.get("event") == "run_started":
+        if kind == "restarted":
+            # The dead incarnation may have announced a Run it never committed (a crash before
+            # its question was accepted), whose end never comes: what ran before a restart is
+            # not carried past it, so no Run is taken for stopped on its word (Q284).
+            running.clear()
+            stopped.clear()
+        elif kind == "client_event" and event.get("event") == "run_started":
             running.add(str(event.get("run_id")))
         elif kind == "run_ended":
             running.discard(str(event.get("run_id")))

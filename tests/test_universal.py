@@ -163,6 +163,19 @@ def test_nothing_is_sent_after_the_users_stop() -> None:
     assert "U-AFTER-STOP" not in dict(check(trace, {"steps": [{"advance": True}]}).skipped)
 
 
+def test_a_run_a_dead_incarnation_announced_is_not_taken_for_stopped() -> None:
+    # A crash before the question was accepted: the dead incarnation announced Run r1, which
+    # never existed; the restarted one runs r2 to its end, and a stop comes while no Run runs
+    # (event 5): r3's request breaks no rule (the false alarm of Q284). A stop while r3 runs
+    # (event 6) still catches r3's request.
+    restarted: Event = {"kind": "restarted", "commit": "APP-INPUT", "occurrence": 1,
+                        "when": "before"}
+    trace = [started("r1"), restarted, started("r2"), request(QUESTION), ended("r2"),
+             started("r3"), request(QUESTION), ended("r3", status="stopped")]
+    assert check(trace, stops=(5,)).violations == ()
+    assert found(check(trace, stops=(6,))) == [("U-AFTER-STOP", 1)]
+
+
 def test_a_run_makes_no_call_past_its_deadline() -> None:
     scenario = {"agent": {"run_deadline": 2}}
     two = [started(), request(QUESTION), tool(), ended(status="timed_out")]
