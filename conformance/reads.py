@@ -30,6 +30,10 @@ class Reads:
 
     def __init__(self) -> None:
         self.paths: set[str] = set()
+        self.missing: list[str] = []
+        """The paths a check looked up and the trace lacked, in the order it asked."""
+        self.nulls: list[str] = []
+        """The paths a check read whose value was null, in the order it read them."""
 
     def wrap(self, value: Any, path: str = "") -> Any:
         """``value`` (a trace, an event, a list or a dict inside one) with its reads noted."""
@@ -87,10 +91,15 @@ class _Watched(dict[str, Any]):
         return self._path
 
     def _read(self, key: str) -> Any:
+        path = f"{self._path}.{key}" if self._path else key
+        if key not in self:
+            self._reads.missing.append(path)
         value = super().__getitem__(key)
         if key != "kind":
-            self._reads.paths.add(f"{self._path}.{key}" if self._path else key)
-        return self._reads.wrap(value, f"{self._path}.{key}" if self._path else key)
+            self._reads.paths.add(path)
+        if value is None:
+            self._reads.nulls.append(path)
+        return self._reads.wrap(value, path)
 
     def __getitem__(self, key: str) -> Any:
         return self._read(key)

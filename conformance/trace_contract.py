@@ -7,7 +7,7 @@ Extra fields and event kinds the contract does not name are allowed (and ignored
 contract names must be there, with ``null`` where it says a value may be absent.
 """
 
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.config import JsonDict
@@ -291,6 +291,36 @@ EVENTS: dict[str, type[_Event]] = {
 """The events the contract names, by kind."""
 
 
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The contract model a field's annotation holds (inside a list or an optional), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_of(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def field_status(kind: str, path: str) -> str | None:
+    """``required`` or ``optional`` for a field of an event of ``kind`` at a dotted ``path``
+    (lists walked through: ``view.messages.modified_by``), None where the contract names no
+    such field. A path inside a field the contract types as free JSON (``rendered``) has that
+    field's status."""
+    model: type[BaseModel] | None = EVENTS.get(kind)
+    status = "required"
+    for name in path.split(".") if path else ():
+        if model is None:
+            return status  # inside a free JSON value: as the value itself
+        info = model.model_fields.get(name)
+        if info is None:
+            return None
+        if not info.is_required():
+            status = "optional"
+        model = _model_of(info.annotation)
+    return status if model is None or path else "required"
+
+
 def violations(trace: Any, limit: int = 5) -> list[str]:
     """What in ``trace`` breaks the contract, at most ``limit`` items, each ``event <index>
     (<kind>) <field path>: <rule>``; empty when it holds."""
@@ -339,4 +369,5 @@ def trace_schema() -> dict[str, Any]:
             "$defs": definitions}
 
 
-__all__ = ["EVENTS", "OPTIONAL", "TRACE_CONTRACT_VERSION", "trace_schema", "violations"]
+__all__ = ["EVENTS", "OPTIONAL", "TRACE_CONTRACT_VERSION", "field_status", "trace_schema",
+           "violations"]
