@@ -11,11 +11,11 @@ null field of the trace explains is the suite's ``error``.
 """
 
 import functools
-import re
 
 from ctxspec.catalogue import load_catalogue
 from ctxspec.conformance.case import Case, CaseFailure, Trace
 from ctxspec.conformance.reads import Reads
+from ctxspec.conformance.trace_fields import contract_field
 
 Verdict = tuple[str, str]
 """(status, detail) of a case's own check: ``passed``, ``failed`` or ``error``."""
@@ -114,17 +114,6 @@ def named(path: str) -> bool:
     return field_status(*contract_field(path)) is not None
 
 
-_QUALIFIER = re.compile(r"\[[^\]]*\]")
-
-
-def contract_field(path: str) -> tuple[str, str]:
-    """(event kind, field) of a read path (conformance/reads.py): qualifiers dropped, so
-    ``model_request[business].view.messages[assistant].modified_by`` is
-    ``("model_request", "view.messages.modified_by")``."""
-    kind, _, rest = _QUALIFIER.sub("", path).partition(".")
-    return kind, rest
-
-
 def contract_words(path: str) -> str:
     """What the trace contract says of the field at ``path``: required or optional."""
     from ctxspec.conformance.trace_contract import field_status
@@ -134,5 +123,5 @@ def contract_words(path: str) -> str:
             "(spec/schemas/Trace.json)")
 
 
-__all__ = ["USER_STOPS", "Verdict", "contract_field", "contract_words", "driver_field",
+__all__ = ["USER_STOPS", "Verdict", "contract_words", "driver_field",
            "named", "own_check", "passes_on", "rule"]
