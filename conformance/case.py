@@ -8,7 +8,7 @@ and written in ``rows/`` (§12 rows), ``worked_examples.py``, ``bad_input.py``, 
 import difflib
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -127,6 +127,15 @@ def result_facts(message: dict[str, Any], what: str) -> dict[str, Any]:
                           "denial or error it stands for, docs/implementing-a-driver.md); its "
                           f"text is {message.get('text')!r}")
     return facts
+
+
+def exactly(count: int, events: Sequence[T], what: str) -> list[T]:
+    """``events`` when there are ``count`` of them, to unpack; otherwise a failure naming
+    ``what`` and how many the trace shows (an empty trace, an extra request), never a
+    ``ValueError`` of the unpacking that would read as the suite's fault."""
+    if len(events) != count:
+        raise CaseFailure(f"{what}: expected {count}, the trace shows {len(events)}")
+    return list(events)
 
 
 def the(events: Iterable[T], missing: str) -> T:

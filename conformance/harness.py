@@ -8,7 +8,6 @@ The trace is read back as plain JSON (a round trip through ``json``), so a case 
 a driver in another language would send.
 """
 
-import functools
 import importlib
 import json
 import time
@@ -24,9 +23,8 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxspec.catalogue import load_catalogue
 from ctxspec.conformance.capabilities import declared
-from ctxspec.conformance.cases import Case, CaseFailure, Trace
+from ctxspec.conformance.cases import Case, Trace
 from ctxspec.conformance.driver import (
     CrashRunsDriver,
     Driver,
@@ -34,11 +32,12 @@ from ctxspec.conformance.driver import (
     ReferenceDriver,
     run_scenario,
 )
-from ctxspec.conformance.probes import PROBES, ProbeResult, probe
+from ctxspec.conformance.probes import ProbeResult, probe, probes_for
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver, Stop
-from ctxspec.conformance.trace_contract import OPTIONAL, TRACE_CONTRACT_VERSION, violations
+from ctxspec.conformance.trace_contract import TRACE_CONTRACT_VERSION, violations
 from ctxspec.conformance.universal import Findings, check, summary
+from ctxspec.conformance.verdicts import own_check, passes_on, rule
 from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
@@ -276,7 +275,8 @@ class SharedRuns:
                 self._later[split[0]] = self._run_crashes(
                     {k: v for k, v in scenario.items() if k != "crash"}, crashes,
                     self.factory() if driver is None else driver)
-            except Exception:
+            except BaseException as failure:
+                passes_on(failure)
                 if not split[1]:  # the uncrashed run itself broke: this case reports it
                     raise
                 return None
@@ -284,7 +284,8 @@ class SharedRuns:
         if later is not None:  # called once; its trace kept for the cases that share it
             try:
                 computed = later()
-            except Exception:  # the ability broke: this document runs from scratch
+            except BaseException as failure:  # the ability broke: it runs from scratch
+                passes_on(failure)
                 computed = None
             # When the harness's stops came is not known for a trace computed this way.
             self._crashed[split] = None if computed is None else (
@@ -326,14 +327,14 @@ def run_case(case: Case, factory: DriverFactory,
 
     try:
         driver = factory()
-    except Exception as failure:  # the driver could not even be built
+    except BaseException as failure:  # the driver could not even be built
+        passes_on(failure)
         return result("error", f"driver factory failed: {failure!r}")
     missing = sorted(case.needs - declared(driver.capabilities))
     if missing:
         return result("unsupported", f"the driver lacks {', '.join(missing)}")
-    # A crash at any phase is confirmed by the crash_points probe (one crash and a restart).
-    probed = sorted({"crash_points" if need.startswith("crash:") else need
-                     for need in case.needs})
+    # A crash at a phase is confirmed by that phase's probe (conformance/probes.py).
+    probed = sorted(case.needs)
     unconfirmed = [need for need in probed if probes is not None
                    and need in probes and probes[need].status == "not_confirmed"]
     if runs is None or runs.factory is not factory:
@@ -361,7 +362,8 @@ def _judge(case: Case, runs: SharedRuns, driver: Driver | StdioDriver,
         return result("failed", f"{rule(case)}\nthe runtime made a call the scenario does not "
                                 f"script: "
                                 f"{exhausted}")
-    except Exception:
+    except BaseException as failure:  # the driver broke (an asyncio.CancelledError, say)
+        passes_on(failure)
         return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
     contract = _contract("the trace", found) or _contract("the baseline's trace", broken)
     if contract:
@@ -394,32 +396,10 @@ def _with_universal(own: CaseResult, findings: Findings, before: Findings) -> Ca
 
 def _own_check(case: Case, trace: Trace, baseline: Trace | None,
                result: Callable[[Status, str], CaseResult]) -> CaseResult:
-    """The case's own predicate (and comparison with its baseline) on the trace."""
-    try:
-        case.check(trace)
-        if case.compare is not None and baseline is not None:
-            case.compare(trace, baseline)
-    except CaseFailure as failure:
-        return result("failed", f"{rule(case)}\n{failure}")
-    except (IndexError, StopIteration) as failure:
-        # The trace holds every field the case reads (the contract held), so what is missing
-        # is an event the case looks for: the runtime did not do something.
-        return result("failed", f"{rule(case)}\nan event the case looks for is not in the "
-                                f"trace ({type(failure).__name__} in the case's reading)")
-    except KeyError as failure:
-        if failure.args and failure.args[0] in OPTIONAL:
-            return result("failed", f"{rule(case)}\nthe trace lacks the field "
-                                    f"{failure.args[0]!r} of a model_request, which this case "
-                                    f"reads (optional in the trace contract)")
-        return _suite_fault(failure, result)
-    except Exception as failure:  # the case's own predicate broke: the suite's fault
-        return _suite_fault(failure, result)
-    return result("passed", "")
-
-
-def _suite_fault(failure: Exception, result: Callable[[Status, str], CaseResult]) -> CaseResult:
-    return result("error", f"the case's own check raised {failure!r}: a fault of the suite, "
-                           f"not of the driver — please report it")
+    """The case's own predicate (and comparison with its baseline) on the trace; a failure a
+    field of the driver's trace explains is the driver's (conformance/verdicts.py)."""
+    status, detail = own_check(case, trace, baseline)
+    return result(cast(Status, status), detail)
 
 
 def _contract(name: str, found: Sequence[str]) -> str:
@@ -431,27 +411,13 @@ def _contract(name: str, found: Sequence[str]) -> str:
     return ""
 
 
-def rule(case: Case) -> str:
-    """The rule a case holds a runtime to: its first requirement's ID and English
-    statement (spec/requirements.toml), or its source."""
-    for requirement in case.requirements:
-        statement = _statements().get(requirement)
-        if statement is not None:
-            return f"{requirement}: {statement}"
-    return f"{case.source}: {case.title}"
-
-
-@functools.cache
-def _statements() -> dict[str, str]:
-    return {r.id: r.statement for r in load_catalogue()}
-
-
 def _expect_refusal(case: Case, driver: Driver | StdioDriver,
                     result: Callable[[Status, str], CaseResult]) -> CaseResult:
     """Bad input: the driver must refuse the scenario naming the documented code."""
     try:
         scenario_trace(driver, case.scenario)
-    except Exception as refused:
+    except BaseException as refused:
+        passes_on(refused)
         if case.refusal is not None and case.refusal in str(refused):
             return result("passed", "")
         return result("failed", f"{rule(case)}\nrefused without {case.refusal}: {refused}")
@@ -469,8 +435,9 @@ def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
         trace, seen[id(scenario)] = judged_trace(factory(), scenario)
         return trace
 
-    results = probe(declared(factory().capabilities), trace_of)
-    for each in PROBES:
+    chosen = probes_for(declared(factory().capabilities))
+    results = probe(declared(factory().capabilities), trace_of, chosen)
+    for each in chosen:
         findings = seen.get(id(each.scenario))
         if each.capability in results and findings is not None and findings.violations:
             result = results[each.capability]
@@ -560,5 +527,5 @@ def load_factory(spec: str | None) -> DriverFactory:
 
 
 __all__ = ["SUITE_VERSION", "CaseResult", "DriverFactory", "ReportLine", "SharedRuns",
-           "confirm_capabilities", "load_factory", "run_case", "run_suite",
+           "confirm_capabilities", "load_factory", "rule", "run_case", "run_suite",
            "run_suite_in_processes", "scenario_trace", "write_reports"]

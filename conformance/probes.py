@@ -13,9 +13,10 @@ from typing import Any, Literal
 
 from ctxspec.conformance.capabilities import COARSE, HOOK_POINTS
 from ctxspec.conformance.case import Trace, base, of, requests
-from ctxspec.conformance.phases import CRASH_CAPABILITIES
+from ctxspec.conformance.phases import CRASH_CAPABILITIES, PHASES, crash_need
 from ctxspec.conformance.sessions import boundary
 from ctxspec.conformance.universal import Findings
+from ctxspec.conformance.verdicts import passes_on
 
 ProbeStatus = Literal["confirmed", "not_confirmed", "not_probed"]
 
@@ -108,6 +109,12 @@ def _hook_probe(point: str) -> Probe:
                  lambda t: any(e["point"] == point for e in of(t, "hook_decided")), needs)
 
 
+PLANNER_PROBE = _with(_session(executor={}), model={
+    "business": [{"text": "", "tool_calls": [{"name": "delegate", "arguments": {"task": "look"}}]},
+                 {"text": "done"}],
+    "executor": [{"text": "seen"}]})
+"""A Planner that delegates one task to an Executor, which answers."""
+
 PROBES: tuple[Probe, ...] = (
     Probe("root_loop", _session(), "a business request and the Run's ending",
           lambda t: bool(requests(t, "business")) and bool(of(t, "run_ended"))),
@@ -147,19 +154,11 @@ PROBES: tuple[Probe, ...] = (
           "a snapshot named by the business request after the summary",
           lambda t: any(r.get("snapshot_id") for r in requests(t, "business")),
           frozenset({"estimator_injection", "compaction_summary"})),
-    Probe("planner_executor", _with(_session(executor={}), model={
-        "business": [{"text": "", "tool_calls": [{"name": "delegate",
-                                                  "arguments": {"task": "look"}}]},
-                     {"text": "done"}],
-        "executor": [{"text": "seen"}]}),
-          "a request of the executor role",
+    Probe("planner_executor", PLANNER_PROBE, "a request of the executor role",
           lambda t: any(r["role"] == "executor" for r in requests(t))),
     Probe("crash_points", _with(_session(), crash={"phase": "request_frozen", "occurrence": 1,
                                                    "when": "after"}),
           "a restarted event", lambda t: bool(of(t, "restarted"))),
-    Probe("commit_failures", _with(_session(), crash={"phase": "request_frozen", "occurrence": 1,
-                                                      "when": "fails"}),
-          "a persistence_failed event", lambda t: bool(of(t, "persistence_failed"))),
     Probe("retention", _session({"observe_retention": True}), "a retained event",
           lambda t: bool(of(t, "retained"))),
     Probe("history_api", _session({"read_history": {"kind": "audit"}}), "a history_read event",
@@ -190,18 +189,82 @@ PROBES: tuple[Probe, ...] = (
 )
 
 
-def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trace]
-          ) -> dict[str, ProbeResult]:
+_HOOKED = ("tool.pre_call", "tool.post_call", "model.pre_request", "model.post_response")
+"""Hook points whose probe Session passes ``hook_started`` and ``hook_decided``, in the order
+a crash probe picks the first one a driver declares."""
+_PASSES: Mapping[str, str] = {
+    **dict.fromkeys(("session_opened", "input_accepted", "request_frozen", "first_output",
+                     "raw_answer_saved", "effective_result_committed", "run_finalised"),
+                    "session"),
+    **dict.fromkeys(("tool_started", "tool_settled", "batch_fed_back"), "tools"),
+    "attempt_failed": "retried", "hook_started": "hooked", "hook_decided": "hooked",
+    **dict.fromkeys(("episode_started", "chunk_answer_saved", "chunk_committed",
+                     "snapshot_published"), "compacting"),
+    **dict.fromkeys(("execution_started", "execution_ended"), "delegating")}
+"""Which small Session of a probe passes each phase (conformance/phases.py)."""
+
+
+def _passing(phase: str, declared: frozenset[str]) -> tuple[dict[str, Any], frozenset[str]]:
+    """A small Session that passes ``phase`` once at least, and the capabilities it needs."""
+    session = _PASSES[phase]
+    if session == "tools":
+        return _tool_loop(), frozenset()
+    if session == "retried":
+        return _session(answers=({"fail": "provider_error"}, {"text": "hi"})), frozenset()
+    if session == "hooked":
+        point = next((p for p in _HOOKED if f"hooks:{p}" in declared), _HOOKED[0])
+        hooks = [{"point": point, "items": [{"decision": "allow"}]}]
+        return (_with(_tool_loop() if point.startswith("tool.") else _session(), hooks=hooks),
+                frozenset({f"hooks:{point}"}))
+    if session == "compacting":
+        return boundary(2200), frozenset({"compaction_summary", "estimator_injection"})
+    if session == "delegating":
+        return PLANNER_PROBE, frozenset({"planner_executor"})
+    return _session(), frozenset()
+
+
+def crash_probe(phase: str, declared: frozenset[str]) -> Probe:
+    """``crash:<phase>``: the runtime dies just after it first passes the phase and restarts;
+    the sign is a ``restarted`` event naming that phase."""
+    scenario, needs = _passing(phase, declared)
+    return Probe(crash_need(phase), _with(scenario, crash={
+        "phase": phase, "occurrence": 1, "when": "after"}),
+        f"a restarted event at phase {phase}",
+        lambda t: any(e.get("phase") == phase for e in of(t, "restarted")), needs)
+
+
+def commit_failure_probe(declared: frozenset[str]) -> Probe:
+    """``commit_failures``: the store refuses a commit at a phase the driver declares it can
+    crash at (``request_frozen`` unless it declares others but not that one); the sign is a
+    ``persistence_failed`` event."""
+    phases = [p for p in PHASES if crash_need(p) in declared]
+    phase = "request_frozen" if not phases or "request_frozen" in phases else phases[0]
+    scenario, needs = _passing(phase, declared)
+    return Probe("commit_failures", _with(scenario, crash={
+        "phase": phase, "occurrence": 1, "when": "fails"}),
+        f"a persistence_failed event after a refused commit at phase {phase}",
+        lambda t: bool(of(t, "persistence_failed")), needs)
+
+
+def probes_for(declared: frozenset[str]) -> tuple[Probe, ...]:
+    """Every probe of the capabilities a driver declares: the fixed ones, a crash probe per
+    ``crash:<phase>`` and the commit-failure probe at a phase it declares."""
+    return (*(each for each in PROBES if each.capability in declared),
+            *(crash_probe(p, declared) for p in PHASES if crash_need(p) in declared),
+            *((commit_failure_probe(declared),) if "commit_failures" in declared else ()))
+
+
+def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trace],
+          probes: Sequence[Probe] | None = None) -> dict[str, ProbeResult]:
     """Run the probe of every declared capability; ``trace_of`` runs a scenario on a fresh
     driver and returns its trace as plain JSON. A declared name the suite has no probe for is
     ``not_probed`` (no case needs it either)."""
+    chosen = probes_for(declared) if probes is None else tuple(probes)
     results: dict[str, ProbeResult] = {
         name: ProbeResult(name, "not_probed", "the suite knows no such capability")
-        for name in sorted(declared - {each.capability for each in PROBES} - set(COARSE)
-                           - CRASH_CAPABILITIES)}
-    for each in PROBES:
-        if each.capability not in declared:
-            continue
+        for name in sorted(declared - {each.capability for each in chosen} - set(COARSE)
+                           - CRASH_CAPABILITIES - {"commit_failures"})}
+    for each in chosen:
         missing = sorted(each.needs - declared)
         if missing:
             results[each.capability] = ProbeResult(
@@ -209,7 +272,8 @@ def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trac
             continue
         try:
             shown = each.shows(trace_of(each.scenario))
-        except Exception as failure:  # the probe's own run broke: that is no confirmation
+        except BaseException as failure:  # the probe's own run broke: no confirmation
+            passes_on(failure)
             results[each.capability] = ProbeResult(
                 each.capability, "not_confirmed",
                 f"its probe scenario failed: {type(failure).__name__}: {failure}")
@@ -220,4 +284,5 @@ def probe(declared: frozenset[str], trace_of: Callable[[Mapping[str, Any]], Trac
     return results
 
 
-__all__ = ["PROBES", "Probe", "ProbeResult", "probe"]
+__all__ = ["PLANNER_PROBE", "PROBES", "Probe", "ProbeResult", "commit_failure_probe", "crash_probe",
+           "probe", "probes_for"]

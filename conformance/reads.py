@@ -30,6 +30,14 @@ class Reads:
 
     def __init__(self) -> None:
         self.paths: set[str] = set()
+        self.missing: list[str] = []
+        """The paths a check looked up and the trace lacked, in the order it asked."""
+        self.nulls: list[str] = []
+        """The paths a check read whose value was null, in the order it read them."""
+        self.looked_up: set[str] = set()
+        """The paths a check looked up by name (``event["field"]``, ``.get``): what a trace
+        must carry for the check to read it, unlike a field it only compares as part of a
+        whole event or message (``==``, ``values()``)."""
 
     def wrap(self, value: Any, path: str = "") -> Any:
         """``value`` (a trace, an event, a list or a dict inside one) with its reads noted."""
@@ -86,17 +94,28 @@ class _Watched(dict[str, Any]):
     def path(self) -> str:
         return self._path
 
-    def _read(self, key: str) -> Any:
+    def _read(self, key: str, by_name: bool = False) -> Any:
+        path = f"{self._path}.{key}" if self._path else key
+        if by_name and key != "kind":
+            self._reads.looked_up.add(path)
+        if key not in self:
+            self._reads.missing.append(path)
         value = super().__getitem__(key)
         if key != "kind":
-            self._reads.paths.add(f"{self._path}.{key}" if self._path else key)
-        return self._reads.wrap(value, f"{self._path}.{key}" if self._path else key)
+            self._reads.paths.add(path)
+        if value is None:
+            self._reads.nulls.append(path)
+        return self._reads.wrap(value, path)
 
     def __getitem__(self, key: str) -> Any:
-        return self._read(key)
+        return self._read(key, by_name=True)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._read(key) if key in self else default
+        if key not in self:
+            if key != "kind":
+                self._reads.looked_up.add(f"{self._path}.{key}" if self._path else key)
+            return default
+        return self._read(key, by_name=True)
 
     def values(self) -> Any:
         return [self._read(key) for key in self]

@@ -7,7 +7,7 @@ Extra fields and event kinds the contract does not name are allowed (and ignored
 contract names must be there, with ``null`` where it says a value may be absent.
 """
 
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.config import JsonDict
@@ -134,6 +134,9 @@ class ModelRequest(_Event):
     protected_input_ids: list[str] | None = None
     input_cutoff: int | None = None
     view_hash: str | None = None
+    operation_id: str | None = Field(default=None, description=(
+        "the request's Operation, which its budget_decision names (read by the case whose "
+        "request is never sent, S8-PROMPTS-LEAVE-NO-ROOM)"))
     rendered: dict[str, Any] | None = Field(default=None, description=(
         "what the adapter sent: messages with content, tool_calls, tool_call_id and marks as "
         "data (docs/scenarios.md); read by the cases about bounded previews and adjustments"))
@@ -148,6 +151,8 @@ class ModelUsage(_Event):
     input_tokens: int | None
     output_tokens: int | None
     input_deviation: int | None
+    cut: bool | None = Field(default=None, description=(
+        "the provider cut the answer at max_output_tokens (a finish reason of length)"))
 
 
 class ToolExecuted(_Event):
@@ -157,6 +162,8 @@ class ToolExecuted(_Event):
     effective_arguments: dict[str, Any]
     proposed_arguments: dict[str, Any]
     outcome: str
+    latency: int | None = Field(default=None, description=(
+        "the scripted latency of the call (capability tool_latency)"))
 
 
 class HookCalled(_Event):
@@ -191,14 +198,33 @@ class RunEnded(_Event):
     status: str
     error_code: str | None
     message: str | None
+    figures: dict[str, int] | None = Field(default=None, description=(
+        "a window error's numbers: fixed_input_tokens, input_tokens, input_budget, window, "
+        "output_reserve, safety_margin (capability error_figures)"))
+    final_answer: str | None = Field(default=None, description=(
+        "the answer delivered to the user: a succeeded Run's effective answer, null otherwise "
+        "(capability final_answers)"))
 
 
 class ClientEvent(_Event):
     kind: Literal["client_event"]
     run_id: str
     run_seq: int
-    event: str
+    event: Literal["run_started", "input_received", "progress", "run_ended"]
     detail: str
+    error_code: str | None = Field(default=None, description=(
+        "on run_ended: the Run's error code (capability error_figures)"))
+
+
+class BudgetDecision(_Event):
+    """The §8 decision of a request, traced when it is made — also for a request never
+    sent."""
+
+    kind: Literal["budget_decision"]
+    operation_id: str
+    decision: str = Field(description="below_trigger, compact or no_compressible_material")
+    input_tokens: int
+    summary_target: int | None = Field(description="T when the decision compacts")
 
 
 class Compaction(_Event):
@@ -221,6 +247,18 @@ class PersistenceFailed(_Event):
     error: str
 
 
+class Digest(_Event):
+    chars: int = Field(description="length in characters (Unicode code points)")
+    sha256: str = Field(description="hex SHA-256 of the UTF-8 bytes")
+
+
+class RecordBody(_Event):
+    message_kind: str
+    text: Digest
+    full_body: Digest | None = Field(description=(
+        "the full body behind a bounded preview's result_ref, null for any other record"))
+
+
 class HistoryRead(_Event):
     kind: Literal["history_read"]
     caller: str
@@ -228,6 +266,8 @@ class HistoryRead(_Event):
     allowed: bool
     message_kinds: list[str]
     refusal: str | None
+    records: list[RecordBody] | None = Field(default=None, description=(
+        "each served record when the read asks for bodies (capability history_bodies)"))
 
 
 class Retained(_Event):
@@ -288,10 +328,42 @@ fails (never errs) the cases that read them, told which field it lacks."""
 EVENTS: dict[str, type[_Event]] = {
     model.model_fields["kind"].annotation.__args__[0]: model  # type: ignore[union-attr]
     for model in (ModelRequest, ModelUsage, ToolExecuted, HookCalled, HookDecided, Delivery,
-                  RunEnded, ClientEvent, Compaction, Restarted, PersistenceFailed, HistoryRead,
-                  Retained, SessionOpened, NodeStarted, NodeEnded, CapabilityCalled,
-                  GraphStateWritten, WorkflowEnded)}
+                  RunEnded, ClientEvent, BudgetDecision, Compaction, Restarted,
+                  PersistenceFailed, HistoryRead, Retained, SessionOpened, NodeStarted,
+                  NodeEnded, CapabilityCalled, GraphStateWritten, WorkflowEnded)}
 """The events the contract names, by kind."""
+
+
+def model_of(annotation: Any) -> type[BaseModel] | None:
+    """The contract model a field's annotation holds (inside a list or an optional), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = model_of(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def field_status(kind: str, path: str) -> str | None:
+    """``required`` or ``optional`` for a field of an event of ``kind`` at a dotted ``path``
+    (lists walked through: ``view.messages.modified_by``), None where the contract names no
+    such field. A path inside a field the contract types as free JSON (``rendered``) has that
+    field's status."""
+    if kind not in EVENTS:
+        return None
+    model: type[BaseModel] | None = EVENTS[kind]
+    status = "required"
+    for name in path.split(".") if path else ():
+        if model is None:
+            return status  # inside a free JSON value: as the value itself
+        info = model.model_fields.get(name)
+        if info is None:
+            return None
+        if not info.is_required():
+            status = "optional"
+        model = model_of(info.annotation)
+    return status if model is None or path else "required"
 
 
 def violations(trace: Any, limit: int = 5) -> list[str]:
@@ -355,4 +427,6 @@ def trace_schema() -> dict[str, Any]:
             "$defs": definitions}
 
 
-__all__ = ["EVENTS", "OPTIONAL", "TRACE_CONTRACT_VERSION", "trace_schema", "violations"]
+__all__ = ["EVENTS", "OPTIONAL", "TRACE_CONTRACT_VERSION", "field_status", "model_of",
+           "trace_schema",
+           "violations"]

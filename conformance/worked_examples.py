@@ -11,6 +11,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     expect,
     lines,
     of,
@@ -93,7 +94,7 @@ def _ex7_scenario() -> dict[str, Any]:
 def _ex7_check(trace: Trace) -> None:
     # B = W − O − S = 131072 − 8192 − 1280 = 121600; the trigger is floor(0.8 × B) = 97280
     # (the design's "about 95K", 1K = 1024); the request reserves O for the output.
-    [request] = requests(trace)
+    [request] = exactly(1, requests(trace), "model requests")
     equal((request["window"], request["output_reserve"], request["safety_margin"],
            request["input_budget"], request["trigger_threshold"], request["max_output_tokens"]),
           (131072, 8192, 1280, 121600, 97280, 8192), "the request's budget")

@@ -49,6 +49,13 @@ def published_schemas() -> dict[str, dict[str, Any]]:
     from ctxspec.conformance.trace_contract import trace_schema
 
     schemas["Trace.json"] = {"$schema": JSON_SCHEMA_DIALECT, **trace_schema()}
+    from ctxspec.conformance.estimator_vectors import EstimatorVectors
+    from ctxspec.conformance.trace_fields import TraceFields
+    from ctxspec.contracts import HookRegistry
+
+    for document in (HookRegistry, TraceFields, EstimatorVectors):
+        schemas[f"{document.__name__}.json"] = {"$schema": JSON_SCHEMA_DIALECT,
+                                                **document.model_json_schema()}
     schemas["ErrorCode.json"] = {
         "$schema": JSON_SCHEMA_DIALECT,
         "title": "ErrorCode",

@@ -43,7 +43,9 @@ REPORT_LINE_CHECK = jsonschema.validators.validator_for(REPORT_LINE)(REPORT_LINE
 """Built once: ``jsonschema.validate`` checks the schema and builds a validator on every call
 (about 4 ms), and a whole-suite report has a line per case."""
 
-PROBED = declared(CAPABILITIES) - set(COARSE) - CRASH_CAPABILITIES
+PROBED = declared(CAPABILITIES) - set(COARSE)
+"""What the reference declares and probing confirms: each fine capability and each crash phase
+(crash_points declares them all, and each has its own probe)."""
 """The capabilities the reference declares as its probes see them (coarse names by their
 parts; a crash at any phase by the crash_points probe)."""
 

@@ -8,6 +8,7 @@ from ctxspec.conformance.case import (
     Trace,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -105,7 +106,7 @@ def _row5_snapshot_check(trace: Trace) -> None:
     # request before compaction names none.
     equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
           "requests")
-    before, after = requests(trace, "business")
+    before, after = exactly(2, requests(trace, "business"), "business requests")
     equal(before["snapshot_id"], None, "the snapshot of Run 1's request")
     expect(after["snapshot_id"] is not None, "the request after compaction names no snapshot")
 

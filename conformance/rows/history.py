@@ -7,6 +7,7 @@ from ctxspec.conformance.case import (
     Case,
     Trace,
     equal,
+    exactly,
     example,
     expect,
     of,
@@ -28,11 +29,11 @@ def _row24_check(trace: Trace) -> None:
     # The write tool left reports/a.md; without a persistent sandbox it is gone when the Run
     # ends, while the five records (question, decision, two results, answer) and their blobs
     # stay. Deleting the Agent leaves no record and no blob.
-    before, after = of(trace, "retained")
+    before, after = exactly(2, of(trace, "retained"), "retained events")
     equal(before["workspace_files"], [], "working files after the Run")
     equal(before["records"], 5, "records kept after the Run")
     expect(before["blobs"] > 0, "no blob kept after the Run")
-    [read] = of(trace, "history_read")
+    [read] = exactly(1, of(trace, "history_read"), "history_read events")
     equal(read["message_kinds"], ["user_ref", "assistant", "tool_result", "tool_result",
                                   "assistant"], "history after the Run")
     equal((after["records"], after["blobs"]), (0, 0), "records and blobs after deletion")

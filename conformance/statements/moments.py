@@ -14,6 +14,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     expect,
     lines,
     of,
@@ -49,7 +50,7 @@ def _late_check(where: str) -> Any:
         # §5: the first request's input cutoff was fixed when it was prepared; a supplement
         # arriving {where} is past that cutoff: the request is not enlarged with it (nor its
         # retry), and it joins the next root Loop — the second request shows it, once.
-        first, second = requests(trace, "business")
+        first, second = exactly(2, requests(trace, "business"), "business requests")
         equal(sum(text == "LATE" for _, _, text in lines(first)), 0,
               f"the supplement in the first request (it arrived {where})")
         equal(sum(text == "LATE" for _, _, text in lines(second)), 1,
@@ -73,7 +74,7 @@ def _stop_at_freeze_check(trace: Trace) -> None:
     # supplement, never delivered, moves to the next question: Run 2's one request carries it
     # as a current input (once).
     equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None)], "Run endings")
-    [request] = requests(trace)
+    [request] = exactly(1, requests(trace), "model requests")
     equal(sum(text == "and this" for _, _, text in lines(request)), 1,
           "the supplement in Run 2's request")
     equal(len(request["protected_input_ids"]), 2,

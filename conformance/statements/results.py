@@ -20,6 +20,7 @@ from ctxspec.conformance.case import (
     digest,
     endings,
     equal,
+    exactly,
     expect,
     of,
     rendered_mark,
@@ -107,14 +108,14 @@ def _edit_marked_check(trace: Trace) -> None:
     expect(bool(mark["sources"]) and all(s.split(":", 1)[0] == "hook" for s in mark["sources"]),
            f"the mark's sources name no hook: {mark['sources']}")
     expect(RAW not in request_text(request), "the raw result was sent though a hook replaced it")
-    [decided] = of(trace, "hook_decided")
+    [decided] = exactly(1, of(trace, "hook_decided"), "hook_decided events")
     expect(bool(decided["changes"]), "the post-call item's hook_decided lists no change")
 
 
 def _raw_kept_check(trace: Trace) -> None:
     # §1 "原始用户、模型和工具记录不可覆盖 … raw 则保留实际来源用于审计": the audit read of the raw
     # records serves the tool's own result, the read of the effective version the edit.
-    raw, effective = of(trace, "history_read")
+    raw, effective = exactly(2, of(trace, "history_read"), "history_read events")
     for read, text, what in ((raw, RAW, "raw"), (effective, EDITED, "effective")):
         equal(read["allowed"], True, f"the {what} audit read served")
         results = [r["text"] for r in read["records"] if r["message_kind"] == "tool_result"]
@@ -176,7 +177,7 @@ def _redacted_chunk_check(trace: Trace) -> None:
     # §3 "若修改当前调用的对应字段，必须同步反映到尚未发送的 effective payload", §8 "从已提交有效
     # 上下文及修改版本生成摘要材料": the compaction request carries the redacted text, never the
     # result the hook replaced; the business request after it does not either.
-    [compaction] = requests(trace, "compaction")
+    [compaction] = exactly(1, requests(trace, "compaction"), "compaction requests")
     expect("REDACTED-MATERIAL" in request_text(compaction),
            "the compaction request does not carry its pre-request hook's change")
     expect(all("RAW-RESULT" not in request_text(r) for r in requests(trace)[1:]),

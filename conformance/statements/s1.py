@@ -9,6 +9,7 @@ from ctxspec.conformance.case import (
     Trace,
     base,
     equal,
+    exactly,
     expect,
     lines,
     of,
@@ -40,7 +41,7 @@ def _workspace_scenario() -> dict[str, Any]:
 def _workspace_check(trace: Trace) -> None:
     # §1: workspace files are written by authorised tools and live as the sandbox policy says —
     # with persistent_sandbox the two files the shell tool wrote are still there after Run 1.
-    [retained] = of(trace, "retained")
+    [retained] = exactly(1, of(trace, "retained"), "retained events")
     equal(sorted(retained["workspace_files"]), ["checkpoints/run.json", "records/question.txt"],
           "working files kept under the persistent sandbox policy")
     # §1: raw messages and checkpoints are never in a model-writable directory, so the
@@ -137,7 +138,7 @@ def _no_scope_check(trace: Trace) -> None:
     equal([(d["decision"], d["patch_valid"], d["diagnostics"])
            for d in of(trace, "hook_decided")], [("allow", False, ["UNAUTHORISED_SCOPE"])],
           "the hook decision")
-    first, second = requests(trace, "business")
+    first, second = exactly(2, requests(trace, "business"), "business requests")
     equal([text for _, kind, text in lines(second) if kind == "assistant"], ["first"],
           "the decision in request 2")
     equal(list(second["frozen_revisions"]), list(first["frozen_revisions"]),

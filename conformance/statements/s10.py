@@ -11,6 +11,7 @@ from ctxspec.conformance.case import (
     digest,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -177,15 +178,15 @@ def _new_session_check(trace: Trace) -> None:
     # and the history API of Session 2 serves Session 2's two records (its question and its
     # answer) and none of Session 1's.
     equal([e["session"] for e in of(trace, "session_opened")], [2], "Sessions opened")
-    first, second = sessions(trace)
+    first, second = exactly(2, sessions(trace), "Sessions")
     texts = [text for _, _, text in lines(requests(first, "business")[-1])]
     expect("My name is Ada." in texts and "Hello, Ada." in texts,
            f"Session 1's Run 2 does not show Run 1 (its own history): {texts!r}")
-    [request] = requests(second)
+    [request] = exactly(1, requests(second), "model requests")
     equal(lines(request), [("system", "system_prompt", "sys"),
                            ("user", "user_ref", "What is my name?")], "Session 2's request")
     equal([status for _, status, _ in endings(second)], ["succeeded"], "Session 2's Runs")
-    [read] = of(second, "history_read")
+    [read] = exactly(1, of(second, "history_read"), "history_read events")
     equal([(r["message_kind"], r["text"], r["full_body"]) for r in read["records"]],
           [("user_ref", digest("What is my name?"), None),
            ("assistant", digest("I do not know."), None)], "Session 2's history")
@@ -214,13 +215,13 @@ def _no_memory_check(trace: Trace) -> None:
     # Session 2's request is its system prompt and its question, exactly: neither the stated
     # preference (no background guess of it into a memory) nor the file (the workspace is no
     # implicit memory across Sessions) reaches it, and no tool runs in Session 2.
-    first, second = sessions(trace)
+    first, second = exactly(2, sessions(trace), "Sessions")
     equal([r["workspace_files"] for r in of(first, "retained")], [["prefs.md"]],
           "Session 1's workspace after its Run")
     equal([r["workspace_files"] for r in of(second, "retained")], [["prefs.md"]],
           "the Agent's workspace as Session 2 opens")
     equal([e["name"] for e in of(first, "tool_executed")], ["save"], "Session 1's tools")
-    [request] = requests(second)
+    [request] = exactly(1, requests(second), "model requests")
     equal(lines(request), [("system", "system_prompt", "sys"),
                            ("user", "user_ref", "Format this snippet.")], "Session 2's request")
     equal(of(second, "tool_executed"), [], "Session 2's tools")

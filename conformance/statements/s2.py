@@ -10,6 +10,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -139,7 +140,7 @@ def _kept_context_check(trace: Trace) -> None:
     # after the takeover) freeze revisions of one and the same context. §4: the takeover adds
     # no history round: Run 2 sees Run 1 once — one question, one ending.
     equal(len(of(trace, "restarted")), 1, "restarts")
-    run1_first, run1_second, run2 = requests(trace, "business")
+    run1_first, run1_second, run2 = exactly(3, requests(trace, "business"), "business requests")
     equal(set(run1_second["frozen_revisions"]), set(run1_first["frozen_revisions"]),
           "the contexts Run 1's two loops read")
     equal(len(run1_first["frozen_revisions"]), 1, "contexts Run 1's request reads")

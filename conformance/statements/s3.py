@@ -11,6 +11,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -61,7 +62,7 @@ def _frozen_retry_check(trace: Trace) -> None:
     # Loop 2's first attempt fails before any output; attempt 2 of the same Operation sends the
     # request frozen for it — the same purpose key, view (hash and messages) and figures; the
     # gateway picks no Runs and drops no tool result of its own.
-    _, first, second = requests(trace, "business")
+    _, first, second = exactly(3, requests(trace, "business"), "business requests")
     equal((first["purpose_key"] == second["purpose_key"], first["attempt"], second["attempt"]),
           (True, 1, 2), "loop 2's attempts (same purpose key, attempts 1 and 2)")
     equal(second["view_hash"], first["view_hash"], "attempt 2's view hash")
@@ -320,7 +321,7 @@ def _annotation_check(trace: Trace) -> None:
     # and each annotation as a new system record (never a user input) with an ID of its own.
     equal([d["patch_valid"] for d in of(trace, "hook_decided")], [False, True, False, True],
           "patch validity per item")
-    first, second = requests(trace, "business")
+    first, second = exactly(2, requests(trace, "business"), "business requests")
     equal(lines(second)[:4], [*lines(first), ("assistant", "assistant", ""),
                               ("tool", "tool_result", "ok")], "the facts in request 2")
     equal(lines(second)[4:], [("system", "annotation", "the path was wrong"),
@@ -421,7 +422,7 @@ def _files_check(trace: Trace) -> None:
     # sandbox: it is still there after Run 1). Sharing the file shares none of the Executor's
     # messages: its decision, its tool result and the file's words never enter a Planner
     # request; the Planner gets the execution's answer ("noted") as its delegate result only.
-    [retained] = of(trace, "retained")
+    [retained] = exactly(1, of(trace, "retained"), "retained events")
     equal(sorted(retained["workspace_files"]), ["notes.md"], "working files after Run 1")
     root = [r for r in requests(trace, "business") if r["role"] == "root"]
     equal(len(root), 3, "Planner requests")
@@ -433,7 +434,7 @@ def _files_check(trace: Trace) -> None:
            "the Planner's delegate result lacks the execution's answer")
     # The Planner's own history read serves its records: Run 1's question, decision, delegate
     # result and answer, Run 2's question and answer — one tool result, never the Executor's.
-    [read] = of(trace, "history_read")
+    [read] = exactly(1, of(trace, "history_read"), "history_read events")
     equal((read["allowed"], read["message_kinds"].count("tool_result")), (True, 1),
           "the Planner's history read (served, tool results)")
 
@@ -515,7 +516,7 @@ def _shared_revision_check(trace: Trace) -> None:
     equal([(d["chain_position"], d["patch_valid"], d["diagnostics"])
            for d in of(trace, "hook_decided")], [(0, True, []), (1, True, [])],
           "(chain position, patch valid, diagnostics) per item")
-    first, second = requests(trace, "business")
+    first, second = exactly(2, requests(trace, "business"), "business requests")
     equal([text for _, kind, text in lines(first) if kind == "shared"],
           ["budget: 5", "due: friday"], "the shared fields in request 1")
     equal([text for _, kind, text in lines(second) if kind == "shared"],

@@ -10,6 +10,7 @@ from ctxspec.conformance.case import (
     Trace,
     base,
     equal,
+    exactly,
     expect,
     lines,
     of,
@@ -108,7 +109,7 @@ def _actual_process_check(trace: Trace) -> None:
     equal([(e["name"], e["proposed_arguments"], e["effective_arguments"])
            for e in of(trace, "tool_executed")],
           [("write", {"path": "a.md"}, {"path": "reports/a.md"})], "tools executed")
-    first, loop2, run2 = requests(trace, "business")
+    first, loop2, run2 = exactly(3, requests(trace, "business"), "business requests")
     # The next loop reads the effective revision current at its own time: a later revision
     # of the one context than the first request's, with the moved path in it.
     [context] = first["frozen_revisions"]

@@ -11,6 +11,7 @@ from ctxspec.conformance.case import (
     delivery_chains,
     endings,
     equal,
+    exactly,
     expect,
     lines,
     of,
@@ -34,7 +35,7 @@ def _retry_check(trace: Trace) -> None:
     # The supplement arrives while attempt 1 is in flight, after the request was frozen. §5:
     # a retry uses the same frozen version and input list — attempt 2 sends exactly what
     # attempt 1 did; the late supplement waits (there is no next loop: it is carried).
-    attempt1, attempt2 = requests(trace, "business")
+    attempt1, attempt2 = exactly(2, requests(trace, "business"), "business requests")
     equal((attempt1["attempt"], attempt2["attempt"]), (1, 2), "attempts")
     equal(lines(attempt2), lines(attempt1), "attempt 2's messages")
     equal(endings(trace), [(1, "succeeded", None)], "Run endings")
@@ -60,7 +61,7 @@ def _first_state(trace: Trace, text_of: dict[str, str], text: str) -> dict[str, 
 
 
 def _receipt_check(trace: Trace) -> None:
-    [request] = requests(trace, "business")
+    [request] = exactly(1, requests(trace, "business"), "business requests")
     users = [m for m in request["view"]["messages"] if m["kind"] == "user_ref"]
     # §1/§5: every input, each supplement included, is its own UserInput with its original
     # text, in receive order — "early" came before the question and keeps that place.

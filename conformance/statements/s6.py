@@ -12,6 +12,7 @@ from ctxspec.conformance.case import (
     digest,
     endings,
     equal,
+    exactly,
     example,
     expect,
     of,
@@ -115,7 +116,7 @@ def _audit_check(trace: Trace) -> None:
     [result] = [m for m in requests(trace, "business")[-1]["view"]["messages"]
                 if m["kind"] == "tool_result"]
     equal(result["text"], _TABLE[:4000], "what the model saw of the result")
-    audit, role, other = of(trace, "history_read")
+    audit, role, other = exactly(3, of(trace, "history_read"), "history_read events")
     for read, who in ((audit, "audit"), (role, "the root role")):
         equal(read["allowed"], True, f"{who}'s read served")
         equal([(r["message_kind"], r["text"], r["full_body"]) for r in read["records"]],
@@ -214,7 +215,7 @@ def _adjusted_check(trace: Trace) -> None:
     # change never passes as the model's own (§2) and the model sees the adjustment, not only
     # audit (§12) — one arguments_adjusted mark for write, naming its source, with the proposed
     # and the effective arguments, in the tool message answering write; read is unmarked.
-    [request] = requests(trace, "business")[1:]
+    [request] = exactly(1, requests(trace, "business")[1:], "business requests from the second on")
     rendered_pairing(request)
     [assistant] = [m for m in request["rendered"]["messages"] if m["tool_calls"]]
     write, _read = assistant["tool_calls"]

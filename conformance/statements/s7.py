@@ -12,6 +12,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     expect,
     lines,
     no_check,
@@ -72,7 +73,7 @@ def _budget_scenario(**agent: Any) -> dict[str, Any]:
 def _budget_check(window: int, reserve: int, margin: int, budget: int, trigger: int
                   ) -> Callable[[Trace], None]:
     def check(trace: Trace) -> None:
-        [request] = requests(trace)
+        [request] = exactly(1, requests(trace), "model requests")
         equal((request["window"], request["output_reserve"], request["safety_margin"],
                request["input_budget"], request["trigger_threshold"]),
               (window, reserve, margin, budget, trigger), "(W, O, S, B, trigger) of the request")
@@ -162,7 +163,7 @@ def _fixed_too_big_check(trace: Trace) -> None:
     # one's annotation stays. Nothing is compressible: the request goes at I = 2400.
     equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [("allow", True, []), ("allow", False, ["ITEM_DOES_NOT_FIT"])], "the items' decisions")
-    [request] = requests(trace)
+    [request] = exactly(1, requests(trace), "model requests")
     equal(lines(request), [("system", "system_prompt", "sys"),
                            ("user", "user_ref", "short question"),
                            ("system", "annotation", "N" * 2383)], "the request")

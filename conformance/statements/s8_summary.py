@@ -15,6 +15,7 @@ from ctxspec.conformance.case import (
     base,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -316,7 +317,7 @@ def _at_cap_check(trace: Trace) -> None:
            in lines(business), "the business request lacks the summary at the cap")
     equal(business["estimated_input_tokens"], 2000, "I of Run 2's business request")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
-    [read] = of(trace, "history_read")
+    [read] = exactly(1, of(trace, "history_read"), "history_read events")
     equal((read["allowed"], sorted(read["message_kinds"])),
           (True, ["assistant", "assistant", "user_ref", "user_ref"]),
           "the audit read of the raw records")

@@ -12,6 +12,7 @@ from ctxspec.conformance.case import (
     delivery_chains,
     endings,
     equal,
+    exactly,
     example,
     expect,
     lines,
@@ -44,7 +45,8 @@ def _increments_check(trace: Trace) -> None:
     material = "\n".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
     expect("a" * 1000 in material and "b" * 1000 in material, "the material lacks Run 1")
     expect("Q" * 1597 not in material, "the current question was sent to be summarised")
-    first, second = requests(trace, "business")[1:]
+    first, second = exactly(2, requests(trace, "business")[1:],
+                            "business requests from the second on")
     expect(first["snapshot_id"] is not None, "Run 2's first loop names no snapshot")
     equal(second["snapshot_id"], first["snapshot_id"], "the snapshot of Run 2's second loop")
     summary = ("system", "summary", "SUMMARY")
@@ -197,7 +199,8 @@ def _resummary_check(trace: Trace) -> None:
            "the second episode lacks the increments after the first summary")
     expect("A" * 1500 not in second and "r" * 1500 not in second,
            "the second episode summarises the first summary's records again")
-    loop3, loop4, loop5 = requests(trace, "business")[2:]
+    loop3, loop4, loop5 = exactly(3, requests(trace, "business")[2:],
+                                  "business requests from the third on")
     equal(loop4["snapshot_id"], loop3["snapshot_id"], "loop 4's snapshot (loop 3's)")
     expect(loop5["snapshot_id"] not in (None, loop3["snapshot_id"]),
            "loop 5 does not use the second episode's snapshot")
@@ -244,7 +247,8 @@ def _uncovered_check(trace: Trace) -> None:
           ["business"] * 2 + ["compaction"] * 2 + ["business"] * 3, "requests")
     equal([(d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [(True, []), (True, [])], "hook decisions")
-    loop3, loop4, loop5 = requests(trace, "business")[2:]
+    loop3, loop4, loop5 = exactly(3, requests(trace, "business")[2:],
+                                  "business requests from the third on")
     expect(loop3["snapshot_id"] is not None, "loop 3 uses no snapshot")
     equal(loop4["snapshot_id"], loop3["snapshot_id"],
           "loop 4's snapshot after an uncovered correction (loop 3's)")
@@ -285,7 +289,8 @@ def _binding_check(trace: Trace) -> None:
     # Operation: it reads the new head (the decision "c", its result "r", both supplements),
     # the same still-applicable snapshot, and binds the question and both supplements:
     # I = 1607 + "c" 1 + "r" 1 + "during" 6 + "retry" 5 = 1620.
-    first, retry, loop2 = requests(trace, "business")[1:]
+    first, retry, loop2 = exactly(3, requests(trace, "business")[1:],
+                                  "business requests from the second on")
     expect(first["snapshot_id"] is not None, "Run 2's first request names no snapshot")
     binding = ("view_hash", "frozen_revisions", "snapshot_id", "protected_input_ids",
                "input_cutoff")
@@ -362,7 +367,7 @@ def _atomic_check(trace: Trace) -> None:
     equal(lines(business), [("system", "system_prompt", "sys"),
                             ("system", "summary", "SUMMARY"),
                             ("user", "user_ref", "Q" * 1597)], "Run 2's request")
-    [read] = of(trace, "history_read")
+    [read] = exactly(1, of(trace, "history_read"), "history_read events")
     equal(read["message_kinds"], ["user_ref", "assistant", "user_ref", "assistant"],
           "records an audit read returns after Run 2")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")

@@ -14,7 +14,7 @@ independent, so cases compare node endings by node, never the order of siblings.
 import json
 from typing import Any
 
-from ctxspec.conformance.case import Case, Trace, delivery_chains, equal, expect, lines, of
+from ctxspec.conformance.case import Case, Trace, delivery_chains, equal, exactly, expect, lines, of
 from ctxspec.conformance.phases import crash_need
 
 WORKFLOW = frozenset({"workflow"})
@@ -73,7 +73,7 @@ def _writes(trace: Trace) -> list[tuple[str, Any, str]]:
 
 
 def _workflow_end(trace: Trace) -> tuple[str, dict[str, Any]]:
-    [ended] = of(trace, "workflow_ended")
+    [ended] = exactly(1, of(trace, "workflow_ended"), "workflow_ended events")
     return ended["status"], ended["state"]
 
 
@@ -124,7 +124,7 @@ def _outer_check(trace: Trace) -> None:
                            [2])], "the capability's Operation")
     # No context came into being for the refused values: the reviewer's request carries only
     # its own system prompt and the question its input mapping gave it.
-    [request] = of(trace, "model_request")
+    [request] = exactly(1, of(trace, "model_request"), "model_request events")
     equal(lines(request), [("system", "system_prompt", "Review."),
                            ("user", "user_ref", "Draft v1, polished.")], "the reviewer's request")
     expect("INJECTED" not in json.dumps([of(trace, "model_request"), _writes(trace)]),
@@ -259,7 +259,7 @@ def _inputs_check(trace: Trace) -> None:
     equal(len(inputs), 1, "inputs delivered")
     equal([states for _, states, _ in delivery_chains(trace, inputs.pop())],
           [["pending", "claimed", "delivered"]], "the question's deliveries")
-    [request] = of(trace, "model_request")
+    [request] = exactly(1, of(trace, "model_request"), "model_request events")
     equal(lines(request), [("system", "system_prompt", "Answer."),
                            ("user", "user_ref", "What is new?")], "the answerer's request")
     equal(_workflow_end(trace), ("completed", {"question": "What is new?",

@@ -38,6 +38,32 @@ def schemas_command(check: bool, out: Path | None) -> None:
     click.echo(f"wrote {len(written)} schemas to {directory}")
 
 
+# --- contracts ---------------------------------------------------------------------------
+
+
+@click.command("contracts")
+@click.option("--check", is_flag=True,
+              help="Exit 1 if spec/hooks.json or spec/trace-fields.json differs from the "
+                   "reference's registries and the cases' reads.")
+def contracts_command(check: bool) -> None:
+    """Write (or check) the contracts a driver meets as data: the hook registry
+    (spec/hooks.json, from the reference's field registries) and the trace contract field by
+    field with the cases that read each optional field (spec/trace-fields.json)."""
+    from ctxspec import contracts
+
+    spec = catalogue.package_root() / "spec"
+    if check:
+        stale = contracts.drifted(spec)
+        if stale:
+            click.echo(f"contracts differ from the reference: {', '.join(stale)}; run "
+                       "`ctxspec contracts` and commit", err=True)
+            sys.exit(1)
+        click.echo(f"{len(contracts.DOCUMENTS)} contract documents match the reference")
+        return
+    written = contracts.write(spec)
+    click.echo(f"wrote {', '.join(written)} to {spec}")
+
+
 # --- vectors -----------------------------------------------------------------------------
 
 
