@@ -32,7 +32,6 @@ never saved; a chain's argument writes applied in order."""
 
 DIVERGING = {
     "ROW-16-17": "the path the model sees",  # an edit keeps the model's call in the AIMessage
-    "ROW-18": "tools executed",  # a reviewer's non-decision fails the whole Run
     "S10-TAKEOVER-BUDGET": "business Loops",  # the run's call count is not checkpointed
 }
 """Cases LangChain fails, and a word of what the failure shows."""
@@ -104,5 +103,6 @@ def test_a_chain_becomes_one_reviewers_decision() -> None:
     # A write with no place in an edit is not sent: the call is approved as proposed.
     assert _answer([{"payload_patch": [{"path": "quota", "value": 9}]}])[0] == {
         "type": "approve"}
-    # A failed item: the reviewer has no decision to give (Q191).
-    assert _answer([{"fails": True}])[0]["type"] not in ("approve", "edit", "reject")
+    # A failed item is dropped, the call goes as the other items say (Q290).
+    assert _answer([{"fails": True}])[0] == {"type": "approve"}
+    assert _answer([{"fails": True}, {"decision": "deny"}])[0] == {"type": "reject"}

@@ -42,7 +42,9 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.exceptions import ContextOverflowError, ModelAPIError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -55,7 +57,13 @@ from ctxspec.adapters.langchain_model import (
     tool_error,
     view_of,
 )
-from ctxspec.adapters.langchain_profile import CAPABILITIES, PROFILE
+from ctxspec.adapters.langchain_profile import (
+    BEST,
+    CAPABILITIES,
+    DEFAULTS,
+    PROFILE,
+    Configuration,
+)
 from ctxspec.adapters.langchain_review import (
     POINT,
     Reviewer,
@@ -94,10 +102,14 @@ class _Run:
 
 
 class LangChainDriver:
-    """The Driver over one ``create_agent`` graph per Session."""
+    """The Driver over one ``create_agent`` graph per Session, LangChain configured as
+    ``configuration`` says (the best configuration unless told otherwise)."""
 
     capabilities = CAPABILITIES
     compat_profile = PROFILE
+
+    def __init__(self, configuration: Configuration = BEST) -> None:
+        self.configuration = configuration
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         agent = scenario.agent
@@ -131,9 +143,12 @@ class LangChainDriver:
         self.business = ScriptedChatModel(purpose="business", answer=self._answer)
         summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
-            SummarizationMiddleware(self.business, trigger=("tokens", budget.trigger_threshold),
-                                    keep=("messages", 1), token_counter=self._count,
-                                    summarizer=summariser),
+            SummarizationMiddleware(
+                self.business, trigger=("tokens", budget.trigger_threshold),
+                keep=("messages", 1), summarizer=summariser,
+                token_counter=self._count_request if self.configuration.count_whole_request
+                else self._count,
+                trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize),
             ModelRetryMiddleware(max_retries=agent.model_attempts - 1, on_failure="error",
                                  initial_delay=0.0, backoff_factor=0.0, jitter=False),
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
@@ -144,6 +159,8 @@ class LangChainDriver:
             self.reviewer = Reviewer(ports.hooks, self._event)
             middleware.append(review_middleware([tool.name for tool in agent.tools]))
         self.middleware = middleware
+        self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
+                             for tool in self._tools())
         self.crash = Crash(scenario.crash)
         self.checkpointer = InMemorySaver()
         self.graph: Any = self._build()
@@ -153,9 +170,12 @@ class LangChainDriver:
         """A graph instance over the Session's checkpointer: a fresh one after a crash, as a
         restarted process builds it (the checkpointer is the store that survives)."""
         return create_agent(
-            self.business, [make_tool(t, self._run_tool) for t in self.agent.tools],
+            self.business, self._tools(),
             system_prompt=self.agent.system_prompt, middleware=self.middleware,
             checkpointer=self.checkpointer)
+
+    def _tools(self) -> list[BaseTool]:
+        return [make_tool(t, self._run_tool) for t in self.agent.tools]
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -376,11 +396,21 @@ class LangChainDriver:
             messages=tuple(messages), tool_schemas=schemas)).tokens
 
     def _count(self, messages: Iterable[Any]) -> int:
-        """SummarizationMiddleware's token_counter: the injected estimator over the messages
-        LangChain hands it (its state's messages: no system prompt, no tool schemas)."""
+        """SummarizationMiddleware's token_counter of the defaults: the injected estimator
+        over the messages LangChain hands it (its state's messages: no system prompt, no tool
+        schemas)."""
         chosen = [m for m in messages if isinstance(m, BaseMessage)]
         return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
                                       self.rejected))
+
+    def _count_request(self, messages: Iterable[Any]) -> int:
+        """The best configuration's token_counter: what a user writes who counts the request
+        the model is sent — the system prompt and the bound tools' schemas with the messages
+        LangChain hands it (``token_counter`` is any callable over messages)."""
+        chosen = [SystemMessage(content=self.agent.system_prompt),
+                  *(m for m in messages if isinstance(m, BaseMessage))]
+        return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
+                                      self.rejected), self.schemas)
 
     # --- the scripted tools -----------------------------------------------------------------
 
@@ -464,4 +494,11 @@ class LangChainDriver:
 
 
 def make_driver() -> LangChainDriver:
-    return LangChainDriver()
+    """LangChain as a careful user following the design configures it (the best
+    configuration, ctxspec/adapters/langchain_profile.py ``BEST``)."""
+    return LangChainDriver(BEST)
+
+
+def make_default_driver() -> LangChainDriver:
+    """LangChain with its defaults wherever the design names no figure."""
+    return LangChainDriver(DEFAULTS)

@@ -2,10 +2,29 @@
 capabilities, those the adapter supplies itself, and the divergences, behaviours and source
 read (docs/compatibility/langchain.md is generated from this and a fresh run)."""
 
+from dataclasses import dataclass
 from importlib.metadata import version
 
 from ctxspec.adapters.langchain_crash import CAPABILITIES as CRASHES
-from ctxspec.conformance.compat import Finding, Profile
+from ctxspec.conformance.compat import Divergence, Finding, Profile, Setting
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """The settings of LangChain's own API in which the two configurations of the report
+    differ; every other setting is the same in both (the figures the scenario gives)."""
+
+    name: str
+    trim_tokens_to_summarize: int | None
+    """SummarizationMiddleware's cap on the material it summarises (LangChain's default
+    4000; ``None``: no cap)."""
+    count_whole_request: bool
+    """Whether SummarizationMiddleware's ``token_counter`` counts the request the model is
+    sent (system prompt and tool schemas too) or only the messages it is handed."""
+
+
+DEFAULTS = Configuration("defaults", trim_tokens_to_summarize=4000, count_whole_request=False)
+BEST = Configuration("best", trim_tokens_to_summarize=None, count_whole_request=True)
 
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
                           "usage_reports", "hooks:tool.pre_call", *CRASHES})
@@ -22,88 +41,104 @@ PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
 
 
 _SUMMARY = "langchain/agents/middleware/summarization.py"
-_NO_DELIVERY = ("LangChain has no delivery of inputs: a supplement a Run claimed and never got "
-                "an answer to stays a message of the thread, never carried once to the next "
-                "question as a new delivery (§5).")
-_WHOLE_THREAD = ("create_agent sends the thread's whole message list: no projection of the "
-                 "recent_runs last Runs and no marker of an earlier Run's terminal status "
-                 "(§4).")
-_TRIM = ("With more material than trim_tokens_to_summarize (default 4000), "
-         "SummarizationMiddleware makes no summary call and puts the fixed sentence \"Previous "
-         "conversation was too long to summarize.\" in place of the whole history (§8).")
-_NO_TARGET = ("SummarizationMiddleware has no summary target T: it either trims the material "
-              "away without a summary call or asks for a summary with no output limit (§8).")
-_COUNT = ("SummarizationMiddleware counts only the state's messages (no system prompt, no tool "
-          "schemas), so at I = threshold it sees less than the request and does not "
-          "summarise (§7).")
-_NO_PREVIEW = ("A tool's whole result goes into its ToolMessage: no bounded preview marked "
-               "truncated with a result_ref, and no result.read (§6).")
-_NO_BUDGET = ("LangChain checks no input budget B: a request whose fixed input exceeds it is "
-              "sent anyway instead of failing with CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8).")
-_NO_DEADLINE = ("LangChain has no Run deadline: ModelRetryMiddleware retries and "
-                "SummarizationMiddleware summarises whatever time the Run has left (§8, §11).")
-_WHOLE_ANSWER = ("create_agent's model node takes an answer whole: a stream broken after its "
-                 "first output is an exception like a failure before output, with no "
-                 "first-output receipt and no fragment kept marked (§5, §11).")
-
 _HITL = "langchain/agents/middleware/human_in_the_loop.py"
-_EDIT_KEPT = ("HumanInTheLoopMiddleware runs an edited call with the reviewer's arguments but "
-              "keeps the model's own call in the AIMessage the model reads next; the edit shows "
-              "only as a notice prepended to the tool's result text (§3, §6).")
-_UNCHECKED = ("HumanInTheLoopMiddleware applies a reviewer's decision as sent and checks "
-              "nothing: an edit replaces only the call's name and arguments (no context patch, "
-              "no field registry or rights, no base revision), so nothing is diagnosed where "
-              "the design voids the patch (§3).")
+_AGENT = "langchain/agents/factory.py"
+_NO_DELIVERY = Divergence(
+    "LangChain has no delivery of inputs: a supplement a Run claimed and never got an answer "
+    "to stays a message of the thread, never carried once to the next question as a new "
+    "delivery (§5).", "langchain/agents/middleware/types.py: AgentState (messages only, no "
+    "input or delivery channel)")
+_WHOLE_THREAD = Divergence(
+    "create_agent sends the thread's whole message list: no projection of the recent_runs "
+    "last Runs and no marker of an earlier Run's terminal status (§4).",
+    f"{_AGENT}: create_agent, model_node (request.messages = state['messages'])")
+_NO_TARGET = Divergence(
+    "SummarizationMiddleware gives its summary call no output limit: the summariser is "
+    "invoked with the prompt alone, so the summary target T the design derives per episode "
+    "(§8) has no place; a summariser's max_tokens is fixed when the model is built.",
+    f"{_SUMMARY}: _create_summary (self._summary_model.invoke(prompt))")
+_NO_PREVIEW = Divergence(
+    "A tool's whole result goes into its ToolMessage: no bounded preview marked truncated "
+    "with a result_ref, and no result.read (§6).",
+    "langgraph/prebuilt/tool_node.py: ToolNode._execute_tool_sync (the result becomes "
+    "ToolMessage.content)")
+_NO_BUDGET = Divergence(
+    "LangChain checks no input budget B: a request whose fixed input exceeds it is sent "
+    "anyway instead of failing with CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8).",
+    f"{_AGENT}: model_node (no budget check before the call)")
+_NO_DEADLINE = Divergence(
+    "LangChain has no Run deadline: ModelRetryMiddleware retries and SummarizationMiddleware "
+    "summarises whatever time the Run has left (§8, §11).",
+    "langchain/agents/middleware/model_retry.py: ModelRetryMiddleware.wrap_model_call")
+_WHOLE_ANSWER = Divergence(
+    "create_agent's model node takes an answer whole: a stream broken after its first output "
+    "is an exception like a failure before output, with no first-output receipt and no "
+    "fragment kept marked (§5, §11).",
+    f"{_AGENT}: model_node (model.invoke, an exception propagates)")
+_EDIT_KEPT = Divergence(
+    "HumanInTheLoopMiddleware runs an edited call with the reviewer's arguments but keeps the "
+    "model's own call in the AIMessage the model reads next; the edit shows only as a notice "
+    "prepended to the tool's result text (§3, §6).",
+    f"{_HITL}: _process_decision, wrap_tool_call, _apply_edit, _prepend_notice")
+_UNCHECKED = Divergence(
+    "HumanInTheLoopMiddleware applies a reviewer's decision as sent and checks nothing: an "
+    "edit replaces only the call's name and arguments (no context patch, no field registry or "
+    "rights, no base revision), so nothing is diagnosed where the design voids the patch (§3).",
+    f"{_HITL}: EditDecision, _process_decision, _apply_edit")
 
 DIVERGENCES = {
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
     "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
     "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
-    "ROW-04-AT": _COUNT, "ROW-04-FLOOR": _COUNT,
-    "S7-USAGE-TINY": _COUNT + " With the provider's tiny usage it still does not, where the "
-                              "design summarises on its own estimate.",
-    "S7-USAGE-HUGE": "The provider's reported usage (usage_metadata.total_tokens) triggers "
-                     "SummarizationMiddleware below the configured trigger, where the design "
-                     "keeps reported usage for audit only (§7).",
+    "S7-USAGE-HUGE": Divergence(
+        "The provider's reported usage (usage_metadata.total_tokens) triggers "
+        "SummarizationMiddleware below the configured trigger, whatever token_counter "
+        "counts, where the design keeps reported usage for audit only (§7).",
+        f"{_SUMMARY}: _should_summarize, _should_summarize_based_on_reported_tokens"),
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW, "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW,
     "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _WHOLE_ANSWER, "ROW-14": _WHOLE_ANSWER,
-    "EX8-ROW1": _TRIM, "EX8-ROW2": _TRIM, "EX8-ROW3": _TRIM, "EX8-ROW6": _TRIM,
-    "S8-TARGET-EXPLICIT": _TRIM, "S8-TARGET-PROVIDER-LIMIT": _TRIM, "S8-SOFT-TARGET": _TRIM,
-    "S8-TARGET-CAP": _TRIM, "S8-SUMMARY-CUT-AT-T": _NO_TARGET,
+    "EX8-ROW3": _NO_TARGET, "EX8-ROW6": _NO_TARGET, "S8-TARGET-EXPLICIT": _NO_TARGET,
+    "S8-TARGET-PROVIDER-LIMIT": _NO_TARGET, "S8-SOFT-TARGET": _NO_TARGET,
+    "S8-TARGET-CAP": _NO_TARGET, "S8-SUMMARY-CUT-AT-T": _NO_TARGET,
     "EX8-ROW4": _NO_BUDGET, "S8-PROTECTED-TOO-LARGE": _NO_BUDGET,
-    "S8-PROMPTS-LEAVE-NO-ROOM": "SummarizationMiddleware summarises even when the summary "
-                                "request itself leaves no room in the window, where the design "
-                                "refuses before any call (§8).",
-    "S8-ABOVE-TRIGGER-AFTER": "SummarizationMiddleware keeps a number of messages, not the "
-                              "protected inputs: the current question is summarised away with "
-                              "the history (§5, §8).",
-    "S8-CHUNK-FLOOR": "SummarizationMiddleware summarises whatever lies before its kept tail, "
-                      "however little, where the design's floor sends the request as it is "
-                      "(§8).",
+    "S8-PROMPTS-LEAVE-NO-ROOM": Divergence(
+        "SummarizationMiddleware summarises even when the summary request itself leaves no "
+        "room in the window, where the design refuses before any call (§8).",
+        f"{_SUMMARY}: before_model, _create_summary"),
+    "S8-ABOVE-TRIGGER-AFTER": Divergence(
+        "SummarizationMiddleware keeps a number of messages, not the protected inputs: the "
+        "current question is summarised away with the history (§5, §8).",
+        f"{_SUMMARY}: _determine_cutoff_index, _partition_messages"),
+    "S8-CHUNK-FLOOR": Divergence(
+        "SummarizationMiddleware summarises whatever lies before its kept tail, however "
+        "little, where the design's floor sends the request as it is (§8).",
+        f"{_SUMMARY}: before_model (any cutoff_index > 0 is summarised)"),
     "S8-DEADLINE-BETWEEN-ATTEMPTS": _NO_DEADLINE, "S11-DEADLINE-DURING-COMPACTION": _NO_DEADLINE,
-    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's id: two calls sharing one "
-                            "are one call to LangChain (ToolMessage.tool_call_id), where the "
-                            "design gives each its own call_id (§2).",
+    "S2-PROVIDER-CALL-IDS": Divergence(
+        "A tool call's identity is the provider's id: two calls sharing one are one call to "
+        "LangChain (ToolMessage.tool_call_id), where the design gives each its own call_id "
+        "(§2).", "langgraph/prebuilt/tool_node.py: ToolNode._func (results keyed by call id)"),
     "ROW-16-17": _EDIT_KEPT, "EX3-WRITE": _EDIT_KEPT,
-    "S6-ARGS-ADJUSTED-SENT": _EDIT_KEPT + " The adapter records no rendered request either.",
-    "ROW-18": "A reviewer's answer that is no decision (the hook failed) fails the whole Run "
-              "with a ValueError before any call of the batch runs, where the design drops only "
-              "the failed hook and runs the call as proposed (§3).",
+    "S6-ARGS-ADJUSTED-SENT": _EDIT_KEPT,
     "EX3-WRITE-CONFLICT": _UNCHECKED, "EX3-DENY-CONFLICT": _UNCHECKED,
     "BAD-INVALID-PATCH": _UNCHECKED, "BAD-FORBIDDEN-FIELD": _UNCHECKED,
     "BAD-UNKNOWN-TARGET": _UNCHECKED, "BAD-STALE-ALLOW": _UNCHECKED,
     "BAD-STALE-DENY": _UNCHECKED, "S3-OVERLAPPING-WRITES": _UNCHECKED,
     "S3-ALLOW-NO-GRANT": _UNCHECKED, "S3-VIEW-INDEX": _UNCHECKED,
-    "BAD-UNREGISTERED-FIELD": "A reviewer's edit may name another tool: it is not diagnosed as "
-                              "a write to an unregistered field, and a tool the agent lacks "
-                              "fails the whole Run with a ValueError (§3).",
-    "S10-TAKEOVER-BUDGET": "ModelCallLimitMiddleware's run count is an UntrackedValue, never "
-                           "checkpointed: a thread resumed after a crash starts the Run's loop "
-                           "budget afresh (§10).",
-    "S11-ARGUMENTS-SCHEMA": "A tool whose args_schema is a JSON Schema runs with arguments that "
-                            "break it: LangChain validates only pydantic schemas, where the "
-                            "design answers a format error without running the tool (§11).",
+    "BAD-UNREGISTERED-FIELD": Divergence(
+        "A reviewer's edit may name another tool: it is not diagnosed as a write to an "
+        "unregistered field, and a tool the agent lacks fails the whole Run with a ValueError "
+        "(§3).", f"{_HITL}: _apply_edit"),
+    "S10-TAKEOVER-BUDGET": Divergence(
+        "ModelCallLimitMiddleware's run count is an UntrackedValue, never checkpointed: a "
+        "thread resumed after a crash starts the Run's loop budget afresh (§10).",
+        "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState"),
+    "S11-ARGUMENTS-SCHEMA": Divergence(
+        "A tool whose args_schema is a JSON Schema runs with arguments that break it: "
+        "LangChain validates only pydantic schemas, where the design answers a format error "
+        "without running the tool (§11).",
+        "langchain_core/tools/base.py: BaseTool._parse_input"),
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
@@ -162,8 +197,10 @@ NOTES = (
     "One Session is one LangGraph thread (InMemorySaver); one Run is one stream of the graph "
     "with the question and the supplements received before it as HumanMessages whose id is "
     "the input's id.",
-    "SummarizationMiddleware: trigger ('tokens', the §7 trigger), the injected estimator as "
-    "token_counter, the compaction script as summarizer, keep ('messages', 1).",
+    "SummarizationMiddleware: trigger ('tokens', the §7 trigger), the compaction script as "
+    "summarizer, keep ('messages', 1); its token_counter is the injected estimator, over the "
+    "whole request (best) or over the messages it is handed (defaults), and "
+    "trim_tokens_to_summarize None (best) or 4000 (defaults).",
     "ModelRetryMiddleware(max_retries = model_attempts − 1, on_failure='error', no delay); "
     "ModelCallLimitMiddleware(run_limit = loop_limit, exit_behavior='error') ends the Run "
     "loop_exhausted; ToolCallLimitMiddleware(run_limit = tool_quota).",
@@ -173,7 +210,7 @@ NOTES = (
     "provider integration sends as an error flag), traced as one JSON object.",
     "tool.pre_call is HumanInTheLoopMiddleware (batched): the scenario's chain for a call is "
     "the reviewer; deny → reject (LangChain's own words), argument or name writes → edit, "
-    "otherwise approve; a failed item answers no decision; context patches and other paths "
+    "otherwise approve; a failed item is dropped (Q290); context patches and other paths "
     "have no place in an edit and are not sent (Q190-Q192).",
     "Crashes: raw_answer_saved and batch_fed_back are the model and tools nodes' checkpoints "
     "(durability='sync'); the driver abandons the stream there (before raw_answer_saved: dies "
@@ -185,6 +222,23 @@ NOTES = (
     "scopes, retention, the history API, triggers.",
 )
 
+SETTINGS = (
+    Setting("SummarizationMiddleware(trim_tokens_to_summarize=...)", "4000", "None",
+            "With more material than trim_tokens_to_summarize, SummarizationMiddleware makes "
+            "no summary call and puts the fixed sentence \"Previous conversation was too long "
+            "to summarize.\" in place of the whole history (§8).",
+            frozenset({"EX8-ROW1", "EX8-ROW2"})),
+    Setting("SummarizationMiddleware(token_counter=...)",
+            "a counter of the messages handed to it",
+            "a counter of the whole request: the system prompt and the bound tools' schemas "
+            "with the messages",
+            "SummarizationMiddleware hands its token_counter the state's messages only (no "
+            "system prompt, no tool schemas), so at I = threshold a counter of those sees less "
+            "than the request and does not summarise (§7).",
+            frozenset({"ROW-04-AT", "ROW-04-FLOOR", "S7-USAGE-TINY"})),
+)
+"""The settings the best configuration changes (``BEST``), each with the cases it fixes."""
+
 PROFILE = Profile(
     runtime="langchain",
     framework="LangChain v1 (langchain.agents.create_agent)",
@@ -194,5 +248,6 @@ PROFILE = Profile(
                                "budget; the adapter computes W, O, S, B and the §7 trigger and "
                                "passes the trigger to SummarizationMiddleware",
     },
-    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
+    divergences=DIVERGENCES, settings=SETTINGS, findings=FINDINGS, notes=NOTES,
+    defaults="ctxspec.adapters.langchain:make_default_driver",
 )

@@ -135,6 +135,11 @@ class OpenAIAgentsDriver:
     compat_profile = PROFILE
     """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
+    def __init__(self, sdk_defaults: bool = False) -> None:
+        self.sdk_defaults = sdk_defaults
+        """The SDK's defaults (``tool_not_found_behavior="raise_error"``, its fixed error
+        sentence) instead of the best configuration."""
+
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
         budget = resolve_budget(doc.budget())
@@ -154,9 +159,10 @@ class OpenAIAgentsDriver:
         self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
                                 model=self.model, model_settings=ModelSettings(
                                     max_tokens=budget.output_reserve, retry=retry))
-        self.config = RunConfig(tracing_disabled=True, call_model_input_filter=self._filter,
-                                tool_not_found_behavior="return_error_to_model",
-                                tool_error_formatter=self._tool_error)
+        self.config = RunConfig(
+            tracing_disabled=True, call_model_input_filter=self._filter,
+            tool_not_found_behavior="raise_error" if self.sdk_defaults
+            else "return_error_to_model", tool_error_formatter=self._tool_error)
         self.hooks = _Usage(self)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
@@ -299,6 +305,8 @@ class OpenAIAgentsDriver:
             code = "INVALID_ARGUMENTS"
         else:
             code = args.kind.upper()
+        if self.sdk_defaults:  # the SDK's own sentence, as with no formatter
+            return args.default_message
         detail = str(error) if error is not None else args.default_message
         self.result_facts[args.call_id] = {"status": "error", "code": code} \
             if args.kind != "approval_rejected" else {
@@ -488,5 +496,11 @@ def _root(failure: BaseException) -> BaseException:
 
 
 def make_driver() -> OpenAIAgentsDriver:
-    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load."""
+    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
+    careful user following the design configures it (the best configuration)."""
     return OpenAIAgentsDriver()
+
+
+def make_default_driver() -> OpenAIAgentsDriver:
+    """The SDK with its defaults wherever the design names no figure."""
+    return OpenAIAgentsDriver(sdk_defaults=True)

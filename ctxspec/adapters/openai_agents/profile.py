@@ -5,42 +5,55 @@ fresh run). Sources are files under the installed ``agents`` package."""
 
 from importlib.metadata import version
 
-from ctxspec.conformance.compat import Finding, Profile
+from ctxspec.conformance.compat import Divergence, Finding, Profile, Setting
 
 PACKAGES = ("openai-agents", "openai")
 
-_WHOLE_SESSION = ("The Runner sends the SQLiteSession's whole item list before the new input: "
-                  "no projection of the recent_runs last Runs, no marker of an earlier Run's "
-                  "terminal status, tool calls of older Runs kept (§4).")
-_NO_PREVIEW = ("A function tool's whole result goes into its function_call_output: no bounded "
-               "preview marked truncated with a result_ref, and no result.read (§6); the SDK's "
-               "ToolOutputTrimmer trims only older turns, without a reference.")
-_NO_RETRY_AFTER_OUTPUT = ("A stream that broke after its first output is never retried: the "
-                          "SDK's retry treats streamed output as an absolute veto, so the Run "
-                          "fails where the design retries the Attempt without the fragment "
-                          "(§11, §12 row 12).")
+_WHOLE_SESSION = Divergence(
+    "The Runner sends the SQLiteSession's whole item list before the new input: no projection "
+    "of the recent_runs last Runs, no marker of an earlier Run's terminal status, tool calls of "
+    "older Runs kept (§4).",
+    "agents/run_internal/session_persistence.py: prepare_input_with_session")
+_NO_PREVIEW = Divergence(
+    "A function tool's whole result goes into its function_call_output: no bounded preview "
+    "marked truncated with a result_ref, and no result.read (§6); the SDK's ToolOutputTrimmer "
+    "trims only older turns, without a reference.",
+    "agents/extensions/tool_output_trimmer.py: ToolOutputTrimmer.__call__")
+_NO_RETRY_AFTER_OUTPUT = Divergence(
+    "A stream that broke after its first output is never retried: the SDK's retry treats "
+    "streamed output as an absolute veto, so the Run fails where the design retries the "
+    "Attempt without the fragment (§11, §12 row 12).",
+    "agents/run_internal/model_retry.py: _evaluate_retry")
 
 DIVERGENCES = {
-    "ROW-01": _WHOLE_SESSION + " A question whose Run was stopped before its first model "
-                               "call never reaches the session at all.",
+    "ROW-01": Divergence(
+        _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
+        "call never reaches the session at all.",
+        _WHOLE_SESSION.source + "; agents/run_internal/run_loop.py: run_single_turn_streamed"),
     "ROW-02": _WHOLE_SESSION, "EX4-OLDER-RUN": _WHOLE_SESSION,
     "S4-CURRENT-RUN": _WHOLE_SESSION, "S4-RECENT-BY-ORDER": _WHOLE_SESSION,
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
     "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
-    "ROW-14": "The partial output of a broken stream reaches the client as raw stream events "
-              "and is then dropped: the Run fails with nothing kept, where the design keeps "
-              "the fragment in the context, marked incomplete (§5, §11).",
-    "S7-PROVIDER-REFUSES": "A provider's context_length_exceeded ends the Run with the "
-                           "provider's error only: the SDK knows no window and shows the user "
-                           "neither the window configuration nor the request's estimate (§7).",
-    "S8-DEADLINE-BETWEEN-ATTEMPTS": "The SDK has no Run deadline (ModelSettings.timeout bounds "
-                                    "one model call), so a retry is sent after the Run's time "
-                                    "is up (§8, §11).",
-    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's call_id: two calls of "
-                            "one response sharing an id make the SDK raise ModelBehaviorError "
-                            "and end the Run, where the design runs each under its own call_id "
-                            "(§2).",
+    "ROW-14": Divergence(
+        "The partial output of a broken stream reaches the client as raw stream events and is "
+        "then dropped: the Run fails with nothing kept, where the design keeps the fragment in "
+        "the context, marked incomplete (§5, §11).",
+        "agents/run_internal/run_loop.py: run_single_turn_streamed"),
+    "S7-PROVIDER-REFUSES": Divergence(
+        "A provider's context_length_exceeded ends the Run with the provider's error only: the "
+        "SDK knows no window and shows the user neither the window configuration nor the "
+        "request's estimate (§7).", "agents/models/openai_responses.py: OpenAIResponsesModel."
+        "get_response (the provider's BadRequestError propagates)"),
+    "S8-DEADLINE-BETWEEN-ATTEMPTS": Divergence(
+        "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
+        "is sent after the Run's time is up (§8, §11).",
+        "agents/model_settings.py: ModelSettings.timeout"),
+    "S2-PROVIDER-CALL-IDS": Divergence(
+        "A tool call's identity is the provider's call_id: two calls of one response sharing an "
+        "id make the SDK raise ModelBehaviorError and end the Run, where the design runs each "
+        "under its own call_id (§2).",
+        "agents/run_internal/tool_planning.py: _dedupe_processed_response_invocations"),
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
@@ -98,9 +111,10 @@ NOTES = (
     "A supplement that arrives while the Run works pauses it after the turn "
     "(cancel(mode='after_turn')), is staged with RunState.add_input and the Run resumed; the "
     "user's stop cancels the call in flight (immediate) or, between calls, after the turn.",
-    "Configuration used: tool_not_found_behavior='return_error_to_model' and a "
-    "tool_error_formatter answering {status: error, error: {code, detail}}; the SDK's defaults "
-    "would end the Run on a missing tool and answer errors with a fixed sentence.",
+    "Best configuration: tool_not_found_behavior='return_error_to_model' and a "
+    "tool_error_formatter answering {status: error, error: {code, detail}}; the defaults "
+    "configuration keeps the SDK's (the Run ends on a missing tool, errors answered with a "
+    "fixed sentence).",
     "The request the trace shows is the one the SDK hands the Model, read back: the "
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
@@ -117,6 +131,17 @@ NOTES = (
     "saves items, not the Run's position, so a restarted process can only start a new Run.",
 )
 
+SETTINGS = (
+    Setting("RunConfig(tool_error_formatter=...)", "None (the fixed sentence 'An error occurred "
+            "while running the tool. Please try again.')",
+            "a formatter answering {status: error, error: {code, detail}}",
+            "The default failure handler of a function tool answers every error with one fixed "
+            "sentence and no code, so the model cannot tell a business error or a format error "
+            "from another (§6, §11).",
+            frozenset({"S6-ITEM-ERROR", "S11-FORMAT-ERROR", "S11-ARGUMENTS-SCHEMA"})),
+)
+"""The settings the best configuration changes, each with the cases it fixes."""
+
 PROFILE = Profile(
     runtime="openai-agents",
     framework="OpenAI Agents SDK (agents.Runner with SQLiteSession)",
@@ -128,5 +153,6 @@ PROFILE = Profile(
                                "O, S, B and the trigger, and refuses a fixed input over B in "
                                "RunConfig.call_model_input_filter",
     },
-    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
+    divergences=DIVERGENCES, settings=SETTINGS, findings=FINDINGS, notes=NOTES,
+    defaults="ctxspec.adapters.openai_agents:make_default_driver",
 )
