@@ -106,3 +106,28 @@ def test_a_chain_becomes_one_reviewers_decision() -> None:
     # A failed item is dropped, the call goes as the other items say (Q290).
     assert _answer([{"fails": True}])[0] == {"type": "approve"}
     assert _answer([{"fails": True}, {"decision": "deny"}])[0] == {"type": "reject"}
+
+
+ALONE: dict[str, dict[str, Any]] = {"SummarizationMiddleware(trim_tokens_to_summarize=...)": {
+    "trim_tokens_to_summarize": None}, "SummarizationMiddleware(token_counter=...)": {
+    "count_whole_request": True}}
+"""Each setting of the best configuration as a change of the defaults' Configuration."""
+
+
+@pytest.mark.slow
+def test_each_setting_alone_fixes_the_cases_it_names(probes: dict[str, ProbeResult]) -> None:
+    # A default failure is the setting's, not the best configuration's as a whole: the
+    # defaults with only that setting changed pass each case the setting names (Q291).
+    from dataclasses import replace
+    from functools import partial
+
+    from ctxspec.adapters.langchain import LangChainDriver
+    from ctxspec.adapters.langchain_profile import DEFAULTS, SETTINGS
+    assert sorted(ALONE) == sorted(s.name for s in SETTINGS), "a setting without its change"
+    for setting in SETTINGS:
+        configuration = replace(DEFAULTS, **ALONE[setting.name])
+        for case in by_id(sorted(setting.cases)):
+            result = run_case(case, partial(LangChainDriver, configuration), probes)
+            assert result.status == "passed", (
+                f"{case.id} does not pass with only {setting.name} = {setting.best}: "
+                f"{result.detail}")

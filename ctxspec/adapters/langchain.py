@@ -49,6 +49,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ctxspec.adapters.langchain_crash import Crash, Died
+from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
+from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied
 from ctxspec.adapters.langchain_model import (
     PROVIDER,
     ScriptedChatModel,
@@ -141,6 +143,24 @@ class LangChainDriver:
         self.input_runs: dict[str, str | None] = {}
         """The inputs the request in flight carries that no answer has delivered yet."""
         self.business = ScriptedChatModel(purpose="business", answer=self._answer)
+        self.post_denied: set[str] = set()
+        """The calls whose result a post-call hook withheld."""
+        self.hooks: DesignHooks | None = None
+        self.reviewer: Reviewer | None = None
+        middleware = self._middleware(ports)
+        self.middleware = middleware
+        self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
+                             for tool in self._tools())
+        self.crash = Crash(scenario.crash)
+        self.checkpointer = InMemorySaver()
+        self.graph: Any = self._build()
+        self.sessions = 1
+        self.config: Any = {"configurable": {"thread_id": "session-1"}, "max_concurrency": 1}
+
+    def _middleware(self, ports: Ports) -> list[AgentMiddleware[Any, Any, Any]]:
+        """LangChain's own middleware, configured from the scenario's figures and the
+        configuration's settings, and the design's hook points where the scenario has hooks."""
+        agent, budget = self.agent, self.budget
         summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
             SummarizationMiddleware(
@@ -154,17 +174,16 @@ class LangChainDriver:
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
         if agent.tool_quota:
             middleware.append(ToolCallLimitMiddleware(run_limit=agent.tool_quota))
-        self.reviewer: Reviewer | None = None
+        if any(ports.hooks.registered(point) for point in HOOK_POINTS):
+            # First: its before_model runs before the summary's, its wrap_model_call outside the
+            # retries (a request's pre-request chain runs once, not per Attempt).
+            hooks = DesignHooks(Chain(ports.hooks, self._event), self.post_denied.add)
+            self.hooks = hooks
+            middleware.insert(0, hooks)
         if ports.hooks.registered(POINT):
             self.reviewer = Reviewer(ports.hooks, self._event)
             middleware.append(review_middleware([tool.name for tool in agent.tools]))
-        self.middleware = middleware
-        self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
-                             for tool in self._tools())
-        self.crash = Crash(scenario.crash)
-        self.checkpointer = InMemorySaver()
-        self.graph: Any = self._build()
-        self.config: Any = {"configurable": {"thread_id": "session"}, "max_concurrency": 1}
+        return middleware
 
     def _build(self) -> Any:
         """A graph instance over the Session's checkpointer: a fresh one after a crash, as a
@@ -199,6 +218,13 @@ class LangChainDriver:
     def stop(self) -> None:
         self.stop_requested = True
 
+    def new_session(self) -> None:
+        """Another Session of the same Agent: a new LangGraph thread on the same
+        checkpointer (capability ``sessions``)."""
+        self.sessions += 1
+        self.config = {**self.config, "configurable": {"thread_id": f"session-{self.sessions}"}}
+        self._event("session_opened", session=self.sessions)
+
     def advance(self) -> None:
         run = self._active()
         if run is None:
@@ -207,6 +233,8 @@ class LangChainDriver:
             self._drive(run)
         except ScriptExhausted:
             raise
+        except HookDenied as denied:
+            self._end(run, "failed", "HOOK_DENIED", str(denied))
         except ModelCallLimitExceededError as limit:
             self._end(run, "loop_exhausted", None, str(limit))
         except ContextOverflowError as refused:
@@ -215,6 +243,9 @@ class LangChainDriver:
         except Exception as failure:
             if self.exhausted is not None:
                 raise self.exhausted from failure
+            if self.stop_requested:  # the client cancelled the Run whatever the call did
+                self._end(run, "stopped", None, "stopped by the user")
+                return
             self._end(run, "failed", "MODEL_FAILED", f"{type(failure).__name__}: {failure}")
 
     def trace(self) -> list[Event]:
@@ -236,6 +267,10 @@ class LangChainDriver:
             if ending == "crashed":
                 self.graph, payload = self._build(), None  # resume the thread where it stood
                 continue
+            if ending == "input":  # a supplement arrived while the graph ran: send it now
+                new, run.sent = run.inputs[run.sent:], len(run.inputs)
+                payload = {"messages": [HumanMessage(content=self.texts[i], id=i) for i in new]}
+                continue
             pending = self.graph.get_state(self.config).interrupts
             if not pending or self.reviewer is None:
                 break
@@ -244,6 +279,11 @@ class LangChainDriver:
                 self.graph.get_state(self.config).values.get("messages", []), pending[0].value,
                 answer)
             payload = Command(resume=answer)
+        if self.hooks is not None and self.hooks.denied:
+            self.hooks.denied = False
+            self._end(run, "failed", "HOOK_DENIED",
+                      "a hook denied the model response; it was not delivered")
+            return
         messages = self.graph.get_state(self.config).values.get("messages", [])
         last = messages[-1] if messages else None
         self._end(run, "succeeded", None, None,
@@ -271,11 +311,23 @@ class LangChainDriver:
                 if mode == "updates" and self.stop_requested:
                     stream.close()
                     return "stopped"
+                if mode == "checkpoints" and self._received() and "model" in chunk.get(
+                        "next", ()):
+                    # The client stops reading before the next model call and streams again
+                    # with the new input: LangGraph appends it to the thread (capability
+                    # ``triggers``).
+                    stream.close()
+                    return "input"
         except Died:
             self._event("restarted", **self.crash.restarted())
             return "crashed"
         self._raise_exhausted()
         return "ended"
+
+    def _received(self) -> bool:
+        """Whether the running Run has inputs the graph has not been handed yet."""
+        run = self._active()
+        return run is not None and run.sent < len(run.inputs)
 
     def _raise_exhausted(self) -> None:
         if self.exhausted is not None:
@@ -286,7 +338,7 @@ class LangChainDriver:
     def _answer(self, purpose: str, messages: Sequence[BaseMessage],
                 tools: Sequence[Any]) -> AIMessage:
         view = prompt_view(messages) if purpose == "compaction" else view_of(
-            messages, self.agent.system_prompt, self.summaries, self.rejected)
+            messages, self.agent.system_prompt, self.summaries, self.rejected, self.post_denied)
         for message in view:  # the Run that received each input
             if message["kind"] == "user_ref":
                 message["source_run_id"] = self.input_runs.get(str(message["input_id"]))
@@ -401,7 +453,7 @@ class LangChainDriver:
         schemas)."""
         chosen = [m for m in messages if isinstance(m, BaseMessage)]
         return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
-                                      self.rejected))
+                                      self.rejected, self.post_denied))
 
     def _count_request(self, messages: Iterable[Any]) -> int:
         """The best configuration's token_counter: what a user writes who counts the request
@@ -410,7 +462,7 @@ class LangChainDriver:
         chosen = [SystemMessage(content=self.agent.system_prompt),
                   *(m for m in messages if isinstance(m, BaseMessage))]
         return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
-                                      self.rejected), self.schemas)
+                                      self.rejected, self.post_denied), self.schemas)
 
     # --- the scripted tools -----------------------------------------------------------------
 

@@ -107,11 +107,13 @@ def tool_error(text: str) -> ToolException:
 
 
 def view_of(messages: Sequence[BaseMessage], system_prompt: str,
-            summaries: Sequence[str], rejected: Collection[str] = ()) -> list[dict[str, Any]]:
+            summaries: Sequence[str], rejected: Collection[str] = (),
+            post_denied: Collection[str] = ()) -> list[dict[str, Any]]:
     """The request as LangChain sent it, message by message, in the trace's terms: the
     system prompt, user inputs (their message id is the input's id), the summary that
     SummarizationMiddleware put in place of the history, answers with their calls, results
-    (the calls in ``rejected`` answered by the reviewer's rejection: pre-call denials)."""
+    (the calls in ``rejected`` answered by the reviewer's rejection: pre-call denials; those
+    in ``post_denied`` withheld by a post-call hook)."""
     view: list[dict[str, Any]] = []
     for message in messages:
         text = message.text
@@ -141,6 +143,9 @@ def view_of(messages: Sequence[BaseMessage], system_prompt: str,
             entry["call_id"] = message.tool_call_id
             if message.tool_call_id in rejected:  # never ran; LangChain's words, our facts
                 entry["result_facts"] = {"status": "denied", "stage": "pre", "executed": False,
+                                         "result_delivered": False}
+            elif message.tool_call_id in post_denied:  # ran; its result withheld
+                entry["result_facts"] = {"status": "denied", "stage": "post", "executed": True,
                                          "result_delivered": False}
             elif message.status == "error":  # LangChain gives no §11 code
                 entry["result_facts"] = {"status": "error"}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 
 from ctxspec.adapters.langchain_crash import CAPABILITIES as CRASHES
+from ctxspec.adapters.langchain_hooks import CAPABILITIES as HOOKS
 from ctxspec.conformance.compat import Divergence, Finding, Profile, Setting
 
 
@@ -27,7 +28,8 @@ DEFAULTS = Configuration("defaults", trim_tokens_to_summarize=4000, count_whole_
 BEST = Configuration("best", trim_tokens_to_summarize=None, count_whole_request=True)
 
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
-                          "usage_reports", "hooks:tool.pre_call", *CRASHES})
+                          "usage_reports", "hooks:tool.pre_call", "final_answers", "triggers",
+                          "sessions", *HOOKS, *CRASHES})
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
 SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
@@ -86,7 +88,51 @@ _UNCHECKED = Divergence(
     "rights, no base revision), so nothing is diagnosed where the design voids the patch (§3).",
     f"{_HITL}: EditDecision, _process_decision, _apply_edit")
 
+_NO_FREEZE = Divergence(
+    "LangChain freezes no request: a supplement handed to the thread while the Run works "
+    "joins the very next model call (a retry, or the call after a summary, included), where "
+    "the design fixes the input cutoff once per request (§5).",
+    f"{_AGENT}: model_node (the request is built from state['messages'] at each call)")
+_MIDDLEWARE_UNCHECKED = Divergence(
+    "A middleware's state update is applied as returned: no field registry, scope, "
+    "protected-input, diagnostic or budget check on a hook's change, so an item the design "
+    "voids or refuses is kept and no diagnostic names it (§3, §7).",
+    "langgraph/graph/message.py: add_messages; langchain/agents/middleware/types.py: "
+    "AgentMiddleware.before_model, after_model, wrap_tool_call")
+_NO_READ = Divergence(
+    "LangChain has no result.read of its own: a model's call of it goes to the tools like any "
+    "other (here: none of the Agent's), so the full body behind a preview is never read back "
+    "and the Run goes on without it (§6).",
+    "langgraph/prebuilt/tool_node.py: ToolNode._func (only the bound tools run)")
+_NO_MARK = Divergence(
+    "An edit leaves no mark in what LangChain sends: a message replaced by id is "
+    "indistinguishable from the original, so no rendered request marks the change (§6).",
+    "langgraph/graph/message.py: add_messages (a message with the same id replaces the old)")
+_SUMMARY_RETRIED = Divergence(
+    "SummarizationMiddleware retries a summary call (Runnable.with_retry, 3 attempts) whatever "
+    "the user said meanwhile: after a stop a second summary request is sent (§11).",
+    f"{_SUMMARY}: SummarizationMiddleware.__init__ (with_retry), _create_summary")
+_QUESTION_SUMMARISED = Divergence(
+    "SummarizationMiddleware keeps a number of messages, not the protected inputs: the current "
+    "question is summarised away with the history (§5, §8).",
+    f"{_SUMMARY}: _determine_cutoff_index, _partition_messages")
+
 DIVERGENCES = {
+    "ROW-06": _NO_FREEZE, "S5-RETRY-FROZEN": _NO_FREEZE, "S5-FREEZE-LATE": _NO_FREEZE,
+    "S11-STOP-DURING-COMPACTION": _NO_DELIVERY, "S3-REQUEST-DENIED": _NO_DELIVERY,
+    "S2-POST-PROCESSED": _WHOLE_THREAD,
+    "ROW-15": _MIDDLEWARE_UNCHECKED, "S1-NO-SCOPE": _MIDDLEWARE_UNCHECKED,
+    "S3-POST-CALL": _MIDDLEWARE_UNCHECKED, "S3-ANNOTATIONS": _MIDDLEWARE_UNCHECKED,
+    "S7-HOOK-OVER-BUDGET": _MIDDLEWARE_UNCHECKED, "S7-HOOK-FIXED-TOO-BIG": _MIDDLEWARE_UNCHECKED,
+    "S7-HOOK-FIXED-KEPT": _QUESTION_SUMMARISED,
+    "S6-TEXT-MODIFIED-SENT": _NO_MARK, "S6-TOOL-EDIT-MARKED-SENT": _NO_MARK,
+    "S11-STOP-IN-FLIGHT-CHUNK": _SUMMARY_RETRIED, "S6-REPLACED-BODY-UNREAD": _NO_READ,
+    **{f"HM-{point}-{decision}-ROOT-{end}-RESULTREAD": _NO_READ
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST")
+       for decision, end in (("ALLOW", "SUCCEEDED"), ("MODIFY", "SUCCEEDED"),
+                             ("FAIL", "SUCCEEDED"), ("DENY", "SUCCEEDED"), ("DENY", "FAILED"))},
+    **{f"HM-{point}-ALLOW-ROOT-TIMED_OUT": _NO_DEADLINE
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST")},
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
     "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
     "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
@@ -106,10 +152,7 @@ DIVERGENCES = {
         "SummarizationMiddleware summarises even when the summary request itself leaves no "
         "room in the window, where the design refuses before any call (§8).",
         f"{_SUMMARY}: before_model, _create_summary"),
-    "S8-ABOVE-TRIGGER-AFTER": Divergence(
-        "SummarizationMiddleware keeps a number of messages, not the protected inputs: the "
-        "current question is summarised away with the history (§5, §8).",
-        f"{_SUMMARY}: _determine_cutoff_index, _partition_messages"),
+    "S8-ABOVE-TRIGGER-AFTER": _QUESTION_SUMMARISED,
     "S8-CHUNK-FLOOR": Divergence(
         "SummarizationMiddleware summarises whatever lies before its kept tail, however "
         "little, where the design's floor sends the request as it is (§8).",
@@ -216,10 +259,19 @@ NOTES = (
     "(durability='sync'); the driver abandons the stream there (before raw_answer_saved: dies "
     "in the model node once the answer arrived) and resumes the thread with input None on a "
     "fresh create_agent graph over the same InMemorySaver (Q193, Q194).",
-    "Not declared, because LangChain lacks them: the other hook points (its middleware can be "
-    "written to act there, but the patch rules of §3 would be the adapter's), the other crash "
-    "phases (no checkpoint of their own), chunked folds, snapshots, Planner/Executor, shared "
-    "scopes, retention, the history API, triggers.",
+    "Hooks (ctxspec/adapters/langchain_hooks.py): model.pre_request is a middleware's "
+    "before_model (its context patches a state update of the thread, its params writes the "
+    "request's model_settings through wrap_model_call), model.post_response its after_model "
+    "(an edit replaces the answer by id; a deny removes it and jumps to the end), "
+    "tool.post_call its wrap_tool_call (an edit or a deny replaces the ToolMessage's "
+    "content); a failed item is dropped (Q290).",
+    "A supplement received while the graph runs is handed to the thread at the next "
+    "checkpoint before a model call: the client stops reading the stream and streams again "
+    "with it (triggers); another Session is another thread_id on the same checkpointer "
+    "(sessions); run_ended carries the last AIMessage's text (final_answers).",
+    "Not declared, because LangChain lacks them: the compaction hook points (the summary "
+    "call is inside SummarizationMiddleware.before_model), chunked folds, snapshots, shared "
+    "scopes, retention, the history API, a stop inside a batch.",
 )
 
 SETTINGS = (
@@ -235,7 +287,7 @@ SETTINGS = (
             "SummarizationMiddleware hands its token_counter the state's messages only (no "
             "system prompt, no tool schemas), so at I = threshold a counter of those sees less "
             "than the request and does not summarise (§7).",
-            frozenset({"ROW-04-AT", "ROW-04-FLOOR", "S7-USAGE-TINY"})),
+            frozenset({"ROW-04-AT", "ROW-04-FLOOR", "S7-USAGE-TINY", "S8-STOP-DURING-COMPACTION"})),
 )
 """The settings the best configuration changes (``BEST``), each with the cases it fixes."""
 
