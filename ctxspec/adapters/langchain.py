@@ -49,6 +49,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ctxspec.adapters.langchain_crash import Crash, Died
+from ctxspec.adapters.langchain_executor import Executors
 from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
 from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied
 from ctxspec.adapters.langchain_model import (
@@ -143,6 +144,9 @@ class LangChainDriver:
         self.input_runs: dict[str, str | None] = {}
         """The inputs the request in flight carries that no answer has delivered yet."""
         self.business = ScriptedChatModel(purpose="business", answer=self._answer)
+        self.executors = None if agent.executor is None else Executors(
+            agent, ScriptedChatModel(purpose="executor", answer=self._answer), self._run_tool,
+            self._id, self._executor_middleware)
         self.post_denied: set[str] = set()
         """The calls whose result a post-call hook withheld."""
         self.hooks: DesignHooks | None = None
@@ -160,15 +164,9 @@ class LangChainDriver:
     def _middleware(self, ports: Ports) -> list[AgentMiddleware[Any, Any, Any]]:
         """LangChain's own middleware, configured from the scenario's figures and the
         configuration's settings, and the design's hook points where the scenario has hooks."""
-        agent, budget = self.agent, self.budget
-        summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
+        agent = self.agent
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
-            SummarizationMiddleware(
-                self.business, trigger=("tokens", budget.trigger_threshold),
-                keep=("messages", 1), summarizer=summariser,
-                token_counter=self._count_request if self.configuration.count_whole_request
-                else self._count,
-                trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize),
+            self._summarization(self.business, self.agent.system_prompt),
             ModelRetryMiddleware(max_retries=agent.model_attempts - 1, on_failure="error",
                                  initial_delay=0.0, backoff_factor=0.0, jitter=False),
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
@@ -182,7 +180,32 @@ class LangChainDriver:
             middleware.insert(0, hooks)
         if ports.hooks.registered(POINT):
             self.reviewer = Reviewer(ports.hooks, self._event)
-            middleware.append(review_middleware([tool.name for tool in agent.tools]))
+            middleware.append(review_middleware([tool.name for tool in self._tools()]))
+        return middleware
+
+    def _summarization(self, model: ScriptedChatModel, prompt: str
+                       ) -> SummarizationMiddleware[Any, Any]:
+        """SummarizationMiddleware as the configuration sets it, for a role with ``prompt``."""
+        whole = self.configuration.count_whole_request
+
+        def count(messages: Iterable[Any]) -> int:
+            return self._count_request(messages, prompt) if whole else self._count(messages)
+
+        return SummarizationMiddleware(
+            model, trigger=("tokens", self.budget.trigger_threshold), keep=("messages", 1),
+            summarizer=ScriptedChatModel(purpose="compaction", answer=self._answer),
+            token_counter=count,
+            trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize)
+
+    def _executor_middleware(self, model: ScriptedChatModel, prompt: str
+                             ) -> list[AgentMiddleware[Any, Any, Any]]:
+        """An Executor's middleware: the same summary, hooks and retries as the Planner's."""
+        middleware: list[AgentMiddleware[Any, Any, Any]] = [
+            self._summarization(model, prompt),
+            ModelRetryMiddleware(max_retries=self.agent.model_attempts - 1, on_failure="error",
+                                 initial_delay=0.0, backoff_factor=0.0, jitter=False)]
+        if self.hooks is not None:
+            middleware.insert(0, DesignHooks(self.hooks.chain, self.post_denied.add))
         return middleware
 
     def _build(self) -> Any:
@@ -194,7 +217,8 @@ class LangChainDriver:
             checkpointer=self.checkpointer)
 
     def _tools(self) -> list[BaseTool]:
-        return [make_tool(t, self._run_tool) for t in self.agent.tools]
+        own = [make_tool(t, self._run_tool) for t in self.agent.tools]
+        return own if self.executors is None else self.executors.tools(own)
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -337,8 +361,11 @@ class LangChainDriver:
 
     def _answer(self, purpose: str, messages: Sequence[BaseMessage],
                 tools: Sequence[Any]) -> AIMessage:
+        role = "executor" if purpose == "executor" else "root"
+        prompt = self.agent.system_prompt if self.executors is None or role == "root" \
+            else self.executors.doc.system_prompt
         view = prompt_view(messages) if purpose == "compaction" else view_of(
-            messages, self.agent.system_prompt, self.summaries, self.rejected, self.post_denied)
+            messages, prompt, self.summaries, self.rejected, self.post_denied)
         for message in view:  # the Run that received each input
             if message["kind"] == "user_ref":
                 message["source_run_id"] = self.input_runs.get(str(message["input_id"]))
@@ -354,14 +381,14 @@ class LangChainDriver:
             self.ordinal += 1
             key, attempt = f"{purpose}:{self.ordinal}", 1
         self.retry = self.lost = None
-        self._request(purpose, key, attempt, view, tokens)
+        self._request(purpose, key, attempt, view, tokens, role)
         if purpose == "business":
             self._claim(view)
         try:
             outcome = self.ports.model.call(ModelCall(
                 "compaction" if purpose == "compaction" else "business", uuid.UUID(self._id()), key,
                 attempt, tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view),
-                schemas, self.budget.output_reserve, self.ordinal))
+                schemas, self.budget.output_reserve, self.ordinal, role))
         except ScriptExhausted as exhausted:
             self.exhausted = exhausted
             raise
@@ -412,16 +439,17 @@ class LangChainDriver:
         return {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
 
     def _request(self, purpose: str, key: str, attempt: int, view: list[Event],
-                 tokens: int) -> None:
+                 tokens: int, role: str = "root") -> None:
         budget = self.budget
         decision = None
-        if purpose == "business":
+        if purpose != "compaction":
             compacted = any(e["kind"] == "model_request" and e["purpose"] == "compaction"
                             for e in self.events[self._last_business():])
             decision = "compact" if compacted else (
                 "below_trigger" if tokens < budget.trigger_threshold
                 else "no_compressible_material")
-        self._event("model_request", purpose=purpose, role="root", purpose_key=key,
+        self._event("model_request", purpose="business" if role == "executor" else purpose,
+                    role=role, purpose_key=key,
                     attempt=attempt, view={"messages": view}, estimated_input_tokens=tokens,
                     max_output_tokens=budget.output_reserve, window=budget.window,
                     output_reserve=budget.output_reserve, safety_margin=budget.safety_margin,
@@ -455,14 +483,15 @@ class LangChainDriver:
         return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
                                       self.rejected, self.post_denied))
 
-    def _count_request(self, messages: Iterable[Any]) -> int:
+    def _count_request(self, messages: Iterable[Any], prompt: str | None = None) -> int:
         """The best configuration's token_counter: what a user writes who counts the request
         the model is sent — the system prompt and the bound tools' schemas with the messages
         LangChain hands it (``token_counter`` is any callable over messages)."""
-        chosen = [SystemMessage(content=self.agent.system_prompt),
+        prompt = self.agent.system_prompt if prompt is None else prompt
+        chosen = [SystemMessage(content=prompt),
                   *(m for m in messages if isinstance(m, BaseMessage))]
-        return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
-                                      self.rejected, self.post_denied), self.schemas)
+        return self._estimate(view_of(chosen, prompt, self.summaries, self.rejected,
+                                      self.post_denied), self.schemas)
 
     # --- the scripted tools -----------------------------------------------------------------
 

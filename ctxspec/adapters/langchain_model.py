@@ -152,6 +152,7 @@ def view_of(messages: Sequence[BaseMessage], system_prompt: str,
         else:
             entry = _entry(message.type, "annotation", text)
             entry["body"] = text
+        entry["record_id"] = message.id  # the thread's message id: its record
         view.append(entry)
     return view
 
