@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ctxspec.conformance.reads import selected
+
 Trace = list[dict[str, Any]]
 T = TypeVar("T")
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
@@ -136,11 +138,19 @@ def the(events: Iterable[T], missing: str) -> T:
 
 
 def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
-    return [event for event in trace if event["kind"] == kind]
+    """The events of ``kind``; picking them reads which there are (conformance/reads.py)."""
+    events = [event for event in trace if event["kind"] == kind]
+    selected(trace, kind, events)
+    return events
 
 
 def requests(trace: Trace, purpose: str | None = None) -> list[dict[str, Any]]:
-    return [e for e in of(trace, "model_request") if purpose in (None, e["purpose"])]
+    """The model requests of ``purpose`` (all when None). Picking them is no read of their
+    ``purpose`` (conformance/reads.py): comparing it is."""
+    picked = [e for e in of(trace, "model_request") if purpose in (None, dict.get(e, "purpose"))]
+    if purpose is not None:
+        selected(trace, f"model_request[{purpose}]", picked)
+    return picked
 
 
 def sessions(trace: Trace) -> list[Trace]:
@@ -153,6 +163,17 @@ def sessions(trace: Trace) -> list[Trace]:
         else:
             parts[-1].append(event)
     return parts
+
+
+def taken_over(check: Callable[[Trace], None]) -> Callable[[Trace], None]:
+    """``check`` of a Session whose runtime dies once at the scenario's ``crash``: first that
+    it was taken over exactly once (one ``restarted`` event, §10) — else the check would judge
+    a Session that never crashed."""
+    def crashed(trace: Trace) -> None:
+        equal(len(of(trace, "restarted")), 1, "restarts (the scenario's one crash)")
+        check(trace)
+    crashed.__doc__ = check.__doc__
+    return crashed
 
 
 def result_ref(text: str) -> str:

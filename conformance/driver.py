@@ -42,6 +42,7 @@ from ctxspec.reference.ports import (
     ToolSpec,
 )
 from ctxspec.reference.runtime import workflow as wf
+from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
     DELEGATE_TOOL,
@@ -87,7 +88,6 @@ DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
     "type": "object", "properties": {"task": {"type": "string"},
                                      "constraints": {"type": "array"},
                                      "materials": {"type": "array"}}}}, sort_keys=True)
-
 
 
 @dataclass(frozen=True)
@@ -208,8 +208,8 @@ class ReferenceDriver:
     def _new(self, crash: CrashPlan | None) -> ReferenceRuntime:
         runtime = ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
                                    hooks=self.ports.hooks, estimator=self.ports.estimator,
-                                   clock=self.clock, seed=self.seed, store=self.store,
-                                   coordinator=self.coordinator(self.store), crash=crash)
+                                   clock=self.clock, seed=self.seed, store=self.store, crash=crash,
+                                   lease=HARNESS, coordinator=self.coordinator(self.store))
         runtime.workspace = self.agent_workspace
         runtime.moments = self.ports.moments
         return runtime
@@ -232,7 +232,7 @@ class ReferenceDriver:
         self.runtime = restore(self.store, self.agent, model=self.ports.model,
                                tools=self.ports.tools, hooks=self.ports.hooks,
                                estimator=self.ports.estimator, clock=self.clock, seed=self.seed,
-                               session_id=session_id)
+                               session_id=session_id, lease=HARNESS)
         self.runtime.workspace = self.agent_workspace
         self.runtime.moments = self.ports.moments
 
@@ -420,7 +420,7 @@ class ReferenceDriver:
                                        hooks=own.hooks, estimator=own.estimator, clock=clock,
                                        seed=f"{scenario.name}:{node.name}", store=store,
                                        crash=pending if pending and pending.occurrence > 0
-                                       else None)
+                                       else None, lease=HARNESS)
             started.append(runtime)
             return runtime
 
@@ -434,10 +434,10 @@ class ReferenceDriver:
             seed = f"{scenario.name}:{node.name}"
             runtime = ReferenceRuntime(
                 node.agent, model=own.model, tools=own.tools, hooks=own.hooks,
-                estimator=own.estimator, clock=clock, seed=seed, store=store) \
+                estimator=own.estimator, clock=clock, seed=seed, store=store, lease=HARNESS) \
                 if not sessions else restore(
                     store, node.agent, model=own.model, tools=own.tools, hooks=own.hooks,
-                    estimator=own.estimator, clock=clock, seed=seed)
+                    estimator=own.estimator, clock=clock, seed=seed, lease=HARNESS)
             return runtime, Restarted(plan.commit, plan.occurrence, plan.when)
 
         stages = tuple(tuple(_node(n) for n in stage) for stage in document.stages)

@@ -390,9 +390,12 @@ def _requirements(point: Point) -> tuple[str, ...]:
 
 def _needs(point: Point) -> frozenset[str]:
     needs = {"hooks", "final_answers"} | set(COMPACTING)
-    if point.role == "executor" or point.call == "delegate":
+    # The root's request denied ends the Run before its call is made or the denied item's
+    # patch could be read: the call's kind and the patch's scope are never seen (Q311).
+    unseen = (point.point, point.decision, point.role) == ("model.pre_request", "deny", "root")
+    if point.role == "executor" or (point.call == "delegate" and not unseen):
         needs.add("planner_executor")
-    if point.scope == "shared":
+    if point.scope == "shared" and not unseen:
         needs.add("shared_scopes")
     if point.ending == "stopped":
         needs |= {"stop", "triggers"}

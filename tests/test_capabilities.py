@@ -36,7 +36,7 @@ def test_every_case_reading_a_snapshot_needs_snapshots() -> None:
 
 
 def test_hook_points_and_a_stop_mid_batch_come_from_the_scenario() -> None:
-    assert BY_ID["ROW-07"].needs >= {"stop", "stop_mid_batch"}
+    assert BY_ID["ROW-07-PLACEHOLDERS"].needs >= {"stop", "stop_mid_batch"}
     assert "hooks:tool.pre_call" in BY_ID["ROW-21"].needs
     assert not any(need == "hooks" or need == "compaction" for c in CASES for need in c.needs
                    if c.scenario.get("hooks") or need == "compaction")

@@ -27,6 +27,7 @@ from ctxspec.reference.ports import (
     ModelOutcome,
     ToolOutcome,
 )
+from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitFailed, Store
@@ -75,7 +76,7 @@ def start(store: Store, ports: Counting, crash: CrashPlan | None, clock: Logical
           ) -> ReferenceRuntime:
     return ReferenceRuntime(_agent_config(scenario().agent), model=ports, tools=ports,
                             hooks=ports, estimator=ESTIMATORS["chars"](), clock=clock,
-                            store=store, crash=crash)
+                            store=store, crash=crash, lease=HARNESS)
 
 
 def crash_and_recover(plan: CrashPlan, tmp_path: Path) -> tuple[Counting, Store, ReferenceRuntime]:
@@ -87,7 +88,7 @@ def crash_and_recover(plan: CrashPlan, tmp_path: Path) -> tuple[Counting, Store,
         first.advance()
     del first  # abandoned mid-step: nothing of it is used again
     second = restore(store, _agent_config(scenario().agent), model=ports, tools=ports,
-                     hooks=ports, estimator=CharEstimator(), clock=clock)
+                     hooks=ports, estimator=CharEstimator(), clock=clock, lease=HARNESS)
     second.advance()
     return ports, store, second
 
@@ -178,13 +179,14 @@ def test_the_previous_owner_cannot_advance_a_taken_over_run(tmp_path: Path) -> N
         old.ask("Write the report and read my notes.")
         old.advance()
     new = restore(store, _agent_config(scenario().agent), model=ports, tools=ports, hooks=ports,
-                  estimator=CharEstimator(), clock=clock)
+                  estimator=CharEstimator(), clock=clock, lease=HARNESS)
     records = store.count("records")
-    # The old owner wakes up and tries to go on (its late result): its commit matches no row
-    # of the Run at its epoch and fails; nothing it did reaches the store.
+    # The old owner wakes up and tries to go on (its late result): its commit's owner fence
+    # finds the Session's row at a newer epoch and the whole commit is refused; nothing it did
+    # reaches the store.
     old.session.crash = None
     old.runs[next(iter(old.runs))].loops += 1  # some progress of its own to write
-    with pytest.raises(CommitFailed, match="update of 'runs' matched 0 rows"):
+    with pytest.raises(CommitFailed, match="StaleOwner: the sessions row is no longer at"):
         old.session.commit("TOOL_SETTLED", [])
     assert store.count("records") == records
     new.advance()
@@ -209,7 +211,8 @@ def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, Re
 
     def fresh() -> ReferenceRuntime:
         return ReferenceRuntime(agent, model=ports, tools=ports, hooks=ports,
-                                estimator=estimator, clock=clock, store=store, crash=plan)
+                                estimator=estimator, clock=clock, store=store, crash=plan,
+                                lease=HARNESS)
 
     runtime = fresh()
     try:
@@ -219,7 +222,7 @@ def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, Re
         runtime.advance()
     except Crash:
         runtime = restore(store, agent, model=ports, tools=ports, hooks=ports,
-                          estimator=estimator, clock=clock)
+                          estimator=estimator, clock=clock, lease=HARNESS)
         runtime.advance()
     return ports, runtime
 

@@ -18,6 +18,7 @@ from ctxspec.conformance.scenario import (
     parse_scenario,
 )
 from ctxspec.reference.ports import LogicalClock, ToolSpec
+from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.runtime import AgentConfig, ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitCoordinator, CommitFailed, Store
 
@@ -136,9 +137,9 @@ def test_a_takeover_keeps_the_compaction_policy_it_is_handed() -> None:
         window=2000, output_reserve=200, safety_margin=100))
     ports: dict[str, Any] = {"model": None, "tools": None, "hooks": NoHooks(),
                              "estimator": CharEstimator(), "clock": LogicalClock()}
-    first = ReferenceRuntime(agent, **ports)
+    first = ReferenceRuntime(agent, **ports, lease=HARNESS)
     first.ask("q")
     kept = NeverCompact()
-    assert restore(first.store, agent, **ports, policy=kept).session.policy is kept
-    default = restore(first.store, agent, **ports).session.policy
+    assert restore(first.store, agent, **ports, policy=kept, lease=HARNESS).session.policy is kept
+    default = restore(first.store, agent, **ports, lease=HARNESS).session.policy
     assert isinstance(default, DesignCompactionPolicy)

@@ -43,6 +43,7 @@ from ctxspec.reference.ports import (
     ToolOutcome,
 )
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.store import CommitCoordinator, Store
@@ -151,9 +152,11 @@ def child(name: str, database: Path, journal: Path, progress: Path, commits: Any
                                  "hooks": ScriptedHooks(scenario.hooks),
                                  "estimator": estimator_for(scenario, scenario.agent),
                                  "clock": LogicalClock()}
-        runtime = restore(store, agent, seed=name, coordinator=coordinator, **ports) \
+        # The test kills its runtimes itself: a takeover need not wait a lease out.
+        runtime = restore(store, agent, seed=name, coordinator=coordinator, lease=HARNESS,
+                          **ports) \
             if store.count("sessions") else ReferenceRuntime(
-                agent, seed=name, store=store, coordinator=coordinator, **ports)
+                agent, seed=name, store=store, coordinator=coordinator, lease=HARNESS, **ports)
         done = World.entries(progress)
         finished = {e["step"] for e in done if e["kind"] == "done"}
         began = {e["step"]: e["inputs"] for e in done if e["kind"] == "start"}

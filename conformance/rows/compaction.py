@@ -81,8 +81,10 @@ def _within_window(trace: Trace) -> None:
 
 
 def _row5_check(trace: Trace) -> None:
+    # Run 2's question (1597) brings I to the trigger (3600): Run 1's two texts are summarised,
+    # and the request sent after shows the summary and the question itself, verbatim — the
+    # question is never material of the summary request.
     business = requests(trace, "business")[-1]
-    expect(business["snapshot_id"] is not None, "the request after compaction names no snapshot")
     equal(lines(business), [("system", "system_prompt", "sys"),
                             ("system", "summary", "SUMMARY"),
                             ("user", "user_ref", "Q" * 1597)], "the request after compaction")
@@ -94,8 +96,24 @@ def _row5_check(trace: Trace) -> None:
 
 ROW_05 = Case(
     "ROW-05", "a new question that triggers compaction stays verbatim", "§12 row 5",
-    ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-1.7", "CTX-5.8",
-     "CTX-8.11"), boundary(1597), _row5_check,
+    ("CTX-4.18", "CTX-5.5", "CTX-5.7", "CTX-8.64", "CTX-9.25", "CTX-5.8"), boundary(1597),
+    _row5_check, frozenset({"estimator_injection", "compaction_summary"}))
+
+
+def _row5_snapshot_check(trace: Trace) -> None:
+    # §9: the summary of Run 1 is committed as a snapshot before the request that uses it: the
+    # request after compaction (its third, after Run 1's and the summary request) names it; the
+    # request before compaction names none.
+    equal([r["purpose"] for r in requests(trace)], ["business", "compaction", "business"],
+          "requests")
+    before, after = requests(trace, "business")
+    equal(before["snapshot_id"], None, "the snapshot of Run 1's request")
+    expect(after["snapshot_id"] is not None, "the request after compaction names no snapshot")
+
+
+ROW_05_SNAPSHOT = Case(
+    "ROW-05-SNAPSHOT", "the request after the compaction a new question triggers names its "
+    "snapshot", "§12 row 5", ("CTX-1.7", "CTX-8.11"), boundary(1597), _row5_snapshot_check,
     frozenset({"estimator_injection", "compaction"}))
 
 

@@ -13,6 +13,7 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    taken_over,
 )
 
 # --- §12 rows 9, 21-23: crashes --------------------------------------------------------------
@@ -85,18 +86,18 @@ def _saved_step_check(trace: Trace) -> None:
 ROW_21 = Case(
     "ROW-21", "a crash after the raw result is saved repeats no call", "§12 row 21",
     ("CTX-10.6", "CTX-10.7"), _crash("tool-batch-hook", "raw_answer_saved", 1, "after"),
-    _saved_step_check, frozenset({"crash_points", "hooks"}))
+    taken_over(_saved_step_check), frozenset({"crash_points", "hooks"}))
 
 
 ROW_22 = Case(
     "ROW-22", "a crash after one batch member settled reuses it", "§12 row 22",
     ("CTX-10.12", "CTX-10.15", "CTX-10.18"),
     _crash("tool-batch-hook", "tool_settled", 1, "after"),
-    _saved_step_check, frozenset({"crash_points", "hooks"}))
+    taken_over(_saved_step_check), frozenset({"crash_points", "hooks"}))
 
 
 ROW_23 = Case(
     "ROW-23", "a crash after the feedback commit appends nothing twice", "§12 row 23",
     ("CTX-10.12", "CTX-3.5", "CTX-10.20"),
     _crash("tool-batch-hook", "batch_fed_back", 1, "after"),
-    _saved_step_check, frozenset({"crash_points", "hooks"}))
+    taken_over(_saved_step_check), frozenset({"crash_points", "hooks"}))

@@ -1,5 +1,6 @@
-"""§12 rows 7 and 8 as conformance cases: the tool protocol of a Run stopped mid-batch, and a
-huge tool result (§6). Each case stands beside its scenario and check."""
+"""§12 rows 7 and 8 as conformance cases: the tool protocol over several Loops and of a Run
+stopped mid-batch, and a huge tool result (§6). Each case stands beside its scenario and
+check."""
 
 from typing import Any
 
@@ -15,7 +16,53 @@ from ctxspec.conformance.case import (
     result_ref,
 )
 
-# --- §12 row 7: tool protocol, a Run stopped mid-batch ----------------------------------------
+# --- §12 row 7: tool protocol over several Loops ----------------------------------------------
+
+
+def _loops_scenario() -> dict[str, Any]:
+    document = base(tools=[{"name": "a"}, {"name": "b"}])
+    document["steps"] = [{"ask": "do a and b, then a again"}, {"advance": True},
+                         {"ask": "what happened?"}, {"advance": True}]
+    document["model"] = {"business": [
+        {"text": "", "tool_calls": [{"name": "a"}, {"name": "b"}]},
+        {"text": "", "tool_calls": [{"name": "a"}]},
+        {"text": "all ran"}, {"text": "a, b, then a"}]}
+    document["tools"] = {"a": [{"text": "a done"}, {"text": "a again"}], "b": [{"text": "b done"}]}
+    return document
+
+
+def _loops_check(trace: Trace) -> None:
+    # §6 over several Loops and Runs: Run 1 runs a batch (a, b), then a; its third request and
+    # Run 2's request (Run 1 as recent history, §4) show each call message followed at once by
+    # one result per call, in call order, answering that call — three results, none without
+    # its call.
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+    equal([e["name"] for e in of(trace, "tool_executed")], ["a", "b", "a"], "tools executed")
+    for index in (2, 3):
+        messages = requests(trace, "business")[index]["view"]["messages"]
+        seen = []
+        for at, message in enumerate(messages):
+            calls = message["tool_calls"]
+            if calls:
+                after = messages[at + 1:at + 1 + len(calls)]
+                seen.append(([c["name"] for c in calls],
+                             [(m["kind"], m["call_id"] == c["call_id"], m["text"])
+                              for m, c in zip(after, calls, strict=False)]))
+        equal(seen, [(["a", "b"], [("tool_result", True, "a done"),
+                                   ("tool_result", True, "b done")]),
+                     (["a"], [("tool_result", True, "a again")])],
+              f"request {index + 1}: each call message, then (kind, answers that call, text) "
+              "of the messages after it")
+        equal(sum(m["kind"] == "tool_result" for m in messages), 3,
+              f"tool results in request {index + 1}")
+
+
+ROW_07 = Case(
+    "ROW-07", "every tool result keeps its call over several Loops and Runs", "§12 row 7",
+    ("CTX-6.1", "CTX-6.2", "CTX-6.3"), _loops_scenario(), _loops_check)
+
+
+# --- §12 row 7: a Run stopped mid-batch ---------------------------------------------------------
 
 
 def _row7_scenario() -> dict[str, Any]:
@@ -45,11 +92,10 @@ def _row7_check(trace: Trace) -> None:
           "results after the call (b's a placeholder: not a tool output, §6)")
 
 
-ROW_07 = Case(
-    "ROW-07", "every result has its call; a stopped batch gets placeholders", "§12 row 7",
-    ("CTX-6.1", "CTX-6.2", "CTX-6.3", "CTX-6.6", "CTX-6.10", "CTX-6.12", "CTX-10.18",
-     "CTX-10.22"), _row7_scenario(),
-    _row7_check, frozenset({"triggers", "stop"}))
+ROW_07_PLACEHOLDERS = Case(
+    "ROW-07-PLACEHOLDERS", "a batch stopped mid-way gets placeholders for the calls that never "
+    "ran", "§12 row 7", ("CTX-6.6", "CTX-6.10", "CTX-6.12", "CTX-10.18", "CTX-10.22"),
+    _row7_scenario(), _row7_check, frozenset({"triggers", "stop"}))
 
 
 # --- §12 row 8: a huge tool result ------------------------------------------------------------
@@ -90,5 +136,4 @@ def _row8_check(trace: Trace) -> None:
 ROW_08 = Case(
     "ROW-08", "a huge result is a preview; a read is a new record", "§12 row 8",
     ("CTX-6.13", "CTX-6.14", "CTX-6.15", "CTX-6.17", "CTX-6.18"), _row8_scenario(),
-    _row8_check,
-    frozenset({"estimator_injection"}))
+    _row8_check)

@@ -18,10 +18,13 @@ from ctxspec.conformance.case import (
     lines,
     of,
     requests,
+    taken_over,
 )
 from ctxspec.conformance.phases import crash_need
 
 _MOMENTS = frozenset({"moments", "triggers", "stop"})
+_SUPPLEMENTING = frozenset({"moments", "triggers"})
+"""A supplement placed at a moment: no stop in the scenario."""
 
 
 def _two_loops(**agent: Any) -> dict[str, Any]:
@@ -208,10 +211,10 @@ def _late_then_crash_check(trace: Trace) -> None:
 CASES: tuple[Case, ...] = (
     Case("S5-SUPPLEMENT-AT-FREEZE", "a supplement arriving just before the freeze waits for the "
          "next Loop", "§5", ("CTX-5.28", "CTX-5.29"), _late("freeze"), _late_check(
-             "just before the freeze"), _MOMENTS),
+             "just before the freeze"), _SUPPLEMENTING),
     Case("S5-SUPPLEMENT-AFTER-FIRST-OUTPUT", "a supplement arriving between the first output and "
          "the end of the stream waits for the next Loop", "§5", ("CTX-5.29",),
-         _late("first_output"), _late_check("after the first output"), _MOMENTS),
+         _late("first_output"), _late_check("after the first output"), _SUPPLEMENTING),
     Case("S11-STOP-AT-FREEZE", "a stop just before the freeze sends nothing; the supplement goes "
          "to the next question", "§11", ("CTX-11.5", "CTX-11.6"), _stop_at_freeze(),
          _stop_at_freeze_check, _MOMENTS),
@@ -230,6 +233,6 @@ CASES: tuple[Case, ...] = (
          _MOMENTS | COMPACTING | {"hooks"}),
     Case("S10-FROZEN-INPUTS-AFTER-TAKEOVER", "a frozen request asked again after a takeover "
          "keeps its cutoff; a supplement that arrived at the freeze waits for the next Loop",
-         "§10", ("CTX-5.28", "CTX-10.6"), _late_then_crash(), _late_then_crash_check,
-         _MOMENTS | {crash_need("first_output")}),
+         "§10", ("CTX-5.28", "CTX-10.6"), _late_then_crash(), taken_over(_late_then_crash_check),
+         _SUPPLEMENTING | {crash_need("first_output")}),
 )

@@ -25,6 +25,7 @@ from ctxspec.conformance.case import (
     request_text,
     requests,
     result_facts,
+    taken_over,
 )
 from ctxspec.conformance.sessions import boundary, hooked_executor_answer
 
@@ -490,7 +491,7 @@ CASES: tuple[Case, ...] = (
           "effective answer after a takeover", "§3", ("CTX-2.31", "CTX-3.69"),
           _executor_answer_scenario({"phase": "hook_decided", "occurrence": 2,
                                      "when": "after"}),
-          _executor_answer_check, "hooks", "planner_executor", "crash_points"),
+          taken_over(_executor_answer_check), "hooks", "planner_executor", "crash_points"),
     _case("S11-EXECUTOR-CONTEXT-ERROR", "an Executor's context error ends the whole "
           "invocation", "§11", ("CTX-11.11", "CTX-8.49"), _executor_context_error_scenario(),
           _executor_context_error_check, "planner_executor", "estimator_injection"),

@@ -14,7 +14,9 @@ from ctxspec.conformance.case import (
     equal,
     example,
     expect,
+    lines,
     of,
+    request_text,
     requests,
     result_facts,
 )
@@ -48,25 +50,57 @@ def _too_large_check(trace: Trace) -> None:
 # --- §11: a compaction that finally fails ----------------------------------------------------
 
 
-def _compaction_failed_scenario() -> dict[str, Any]:
+def _compaction_failed_scenario(history: bool = False) -> dict[str, Any]:
+    """sessions.boundary: Run 2's question brings I to the trigger and its one summary request
+    fails at each of model_attempts = 2 (keyed, so a runtime that tries less leaves a failure
+    unused). Then the history read (``history``), or Run 3: "go on" is I = 3 + 1000 + 1000 +
+    1597 + 5 = 3605 ≥ 3600, so Runs 1 and 2 are summarised — one chunk of 3597 < 4100 — into
+    "SUMMARY 2", and Run 3 is sent at 3 + 9 + 5 = 17."""
     document = boundary()
-    document["model"]["compaction"] = [{"fail": "reset"}, {"fail": "reset"}]
-    document["steps"] = [*document["steps"], {"read_history": {"kind": "role", "role": "root"}}]
+    document["model"]["compaction"] = [{"fail": "reset", "run": 2, "request": 1},
+                                       {"fail": "reset", "run": 2, "request": 1, "attempt": 2}]
+    if history:
+        document["steps"] = [*document["steps"],
+                             {"read_history": {"kind": "role", "role": "root"}}]
+        return document
+    document["steps"] = [*document["steps"], {"ask": "go on"}, {"advance": True}]
+    document["model"]["compaction"].append({"text": "SUMMARY 2", "run": 3, "request": 1})
     return document
 
 
-def _compaction_failed_check(trace: Trace) -> None:
-    # The one chunk's summary request fails (as often as a runtime retries it: the script has
-    # a failure for each of model_attempts = 2), so the compaction finally fails. Run 2 ends
-    # COMPACTION_FAILED without a business request; the original context stays — the history
-    # is still Run 1's question and answer and Run 2's question, with no summary.
+def _finally_failed(trace: Trace) -> None:
+    # The one chunk's summary request fails as often as the runtime tries it, so the
+    # compaction finally fails: Run 2 ends COMPACTION_FAILED and sends no business request —
+    # no request after its first summary request but that request's retry.
     sent = requests(trace)
     equal([r["purpose"] for r in sent[:2]], ["business", "compaction"], "requests")
-    equal({(r["purpose"], r["purpose_key"]) for r in sent[2:]} - {
-        (sent[1]["purpose"], sent[1]["purpose_key"])}, set(),
-          "requests after the first summary request (other than its retry)")
-    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "COMPACTION_FAILED")],
+    run2 = [r for r in sent[2:] if r["purpose_key"] == sent[1]["purpose_key"]]
+    equal([r["attempt"] for r in run2], list(range(2, 2 + len(run2))),
+          "attempts of Run 2's summary request after the first")
+    equal(endings(trace)[:2], [(1, "succeeded", None), (2, "failed", "COMPACTION_FAILED")],
           "Run endings")
+
+
+def _compaction_failed_check(trace: Trace) -> None:
+    # The original context stays (§11): the next request that shows it — Run 3's summary
+    # request — carries Run 1's question and answer and Run 2's question verbatim, nothing of
+    # them deleted or replaced by the failure; Run 3 then goes on with its own summary.
+    _finally_failed(trace)
+    business = requests(trace, "business")
+    equal(len(business), 2, "business requests (Run 1's and Run 3's: none of Run 2)")
+    material = request_text(requests(trace, "compaction")[-1])
+    for text in ("a" * 1000, "b" * 1000, "Q" * 1597):
+        expect(text in material, f"Run 3's summary request lacks {text[:1]!r} × {len(text)} "
+               "of the context kept after the failed compaction")
+    expect(("system", "summary", "SUMMARY 2") in lines(business[-1]),
+           "Run 3's request lacks its summary")
+    equal(endings(trace)[2], (3, "succeeded", None), "Run 3's ending")
+
+
+def _compaction_failed_history_check(trace: Trace) -> None:
+    # The same failure; the history API then serves the original records — Run 1's question
+    # and answer and Run 2's question, with no summary.
+    _finally_failed(trace)
     equal([r["message_kinds"] for r in of(trace, "history_read")],
           [["user_ref", "assistant", "user_ref"]], "the history after the failed compaction")
 
@@ -252,7 +286,11 @@ CASES: tuple[Case, ...] = (
          frozenset({"estimator_injection", "history_api"})),
     Case("S11-COMPACTION-FAILED", "a finally failed compaction ends the Run, context kept",
          "§11", ("CTX-11.2", "CTX-11.3"), _compaction_failed_scenario(),
-         _compaction_failed_check, COMPACTING | {"history_api"}),
+         _compaction_failed_check, COMPACTING),
+    Case("S11-COMPACTION-FAILED-HISTORY", "after a finally failed compaction the history API "
+         "serves the original records", "§11", ("CTX-11.3",),
+         _compaction_failed_scenario(history=True), _compaction_failed_history_check,
+         COMPACTING | {"history_api"}),
     Case("S11-STOP-DURING-COMPACTION", "a stop during compaction starts nothing new", "§11",
          ("CTX-11.5", "CTX-11.6"), _stop_scenario(), _stop_check,
          COMPACTING | {"triggers", "stop"}),

@@ -277,10 +277,10 @@ CASES: tuple[Case, ...] = (
     Case("S6-ITEM-ERROR", "one item's failure is a structured error of its own result; the "
          "others are kept", "§6", ("CTX-6.5",), _item_error_scenario(), _item_error_check),
     Case("S6-PREVIEW-STAYS", "a bounded preview stays marked as partial, in history too", "§6",
-         ("CTX-6.20",), _preview_scenario(), _preview_check, frozenset({"estimator_injection"})),
+         ("CTX-6.20",), _preview_scenario(), _preview_check),
     Case("S6-AUDIT-FULL-BODY", "the unread full body behind a preview is readable by audit",
          "§6", ("CTX-6.19",), _audit_scenario(), _audit_check,
-         frozenset({"estimator_injection", "history_api", "history_bodies"})),
+         frozenset({"history_api", "history_bodies"})),
     Case("S6-PREVIEW-MARKED-SENT", "a truncated preview is marked, with its range and "
          "result_ref, in what the provider receives, and counted in I", "§6",
          ("CTX-6.14", "CTX-6.15", "CTX-6.21"), _sent_preview_scenario(), _sent_preview_check,
@@ -295,5 +295,5 @@ CASES: tuple[Case, ...] = (
          frozenset({"hooks", "estimator_injection"})),
     Case("S6-RESULT-READ", "result.read answers the stored range behind a result_ref, and "
          "refuses a reference the role was never shown", "§6", ("CTX-6.18", "CTX-6.19"),
-         _read_scenario(), _read_check, frozenset({"estimator_injection"})),
+         _read_scenario(), _read_check),
 )

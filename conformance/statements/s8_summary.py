@@ -203,6 +203,54 @@ S8_CHUNK_LAST_ATTEMPT = Case(
     episode_failed([(1, 1), (2, 1), (2, 2)]), COMPACTING)
 
 
+# --- the same rules with one summary request: no chunked fold needed --------------------------
+
+
+def _one_summary(attempts: int, *answers: dict[str, Any]) -> dict[str, Any]:
+    """sessions.boundary (Run 2 at the trigger, Run 1 summarised in one request) with the
+    role's ``attempts`` and the summary requests answering ``answers``."""
+    document = boundary(model_attempts=attempts)
+    document["model"]["compaction"] = list(answers)
+    return document
+
+
+def _summary_fails_check(trace: Trace) -> None:
+    # model_attempts = 1 and the one summary request fails: that is its final attempt, so the
+    # compaction fails, no summary is pretended and Run 2 ends COMPACTION_FAILED without a
+    # business request of its own (§8, §11).
+    equal([(r["purpose"], r["attempt"]) for r in requests(trace)],
+          [("business", 1), ("compaction", 1)], "(purpose, attempt) of the requests")
+    equal(endings(trace), [(1, "succeeded", None), (2, "failed", "COMPACTION_FAILED")],
+          "Run endings")
+
+
+S8_SUMMARY_FAILS = Case(
+    "S8-SUMMARY-FAILS", "a summary request whose last attempt fails fails the compaction and "
+    "the Run", "§8", ("CTX-8.75", "CTX-8.9"),
+    _one_summary(1, {"fail": "reset"}), _summary_fails_check, COMPACTING)
+
+
+def _summary_retried_check(trace: Trace) -> None:
+    # model_attempts = 2: the summary request's attempt 1 fails, so the same Operation is asked
+    # again — the same purpose_key, attempt 2 — and its "SUMMARY" is what Run 2's request
+    # shows in place of Run 1; both Runs succeed.
+    sent = requests(trace)
+    equal([(r["purpose"], r["attempt"]) for r in sent],
+          [("business", 1), ("compaction", 1), ("compaction", 2), ("business", 1)],
+          "(purpose, attempt) of the requests")
+    equal(sent[1]["purpose_key"], sent[2]["purpose_key"], "the purpose_key of both attempts")
+    expect(("system", "summary", "SUMMARY") in lines(sent[3]),
+           "Run 2's request lacks the summary of the second attempt")
+    equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+S8_SUMMARY_RETRIED = Case(
+    "S8-SUMMARY-RETRIED", "a failed summary attempt is retried as the next attempt of the same "
+    "purpose key", "§8", ("CTX-8.2", "CTX-8.75"),
+    _one_summary(2, {"fail": "reset"}, {"text": "SUMMARY"}), _summary_retried_check,
+    COMPACTING)
+
+
 # --- after a compaction still above the trigger ------------------------------------------------
 
 
@@ -499,6 +547,7 @@ S8_SUMMARY_CUT_AT_T = Case(
 CASES: tuple[Case, ...] = (
     S8_TARGET_EXPLICIT, S8_TARGET_PROVIDER_LIMIT, S8_SOFT_TARGET, S8_TARGET_CAP,
     S8_PROTECTED_TOO_LARGE, S8_CHUNK_RETRIED, S8_CHUNK_ONE_ATTEMPT, S8_CHUNK_LAST_ATTEMPT,
+    S8_SUMMARY_FAILS, S8_SUMMARY_RETRIED,
     S8_ABOVE_TRIGGER_AFTER, S8_SUMMARY_AT_CAP, S8_MATERIAL_ORDER, S8_OVERSIZE_RECORD,
     S8_CHUNK_FLOOR, S8_PROMPTS_LEAVE_NO_ROOM, S8_SUMMARY_CUT_AT_T,
 )

@@ -9,6 +9,7 @@ from ctxspec.conformance.case import (
     Case,
     Trace,
     base,
+    delivery_chains,
     endings,
     equal,
     example,
@@ -330,6 +331,11 @@ def _concurrent_check(trace: Trace) -> None:
     equal(len(requests(trace, "business")), 4, "business requests (all Run 1's)")
     equal(endings(trace), [(1, "succeeded", None), (2, "failed", "CONTEXT_WINDOW_EXCEEDED")],
           "Run endings")
+    # The supplement (the third input) was received during the episode and never sent: §5
+    # carries it to the next question — its delivery ends carried, a new one continues it.
+    late = list(dict.fromkeys(e["input_id"] for e in of(trace, "delivery")))[2]
+    equal([(states, previous is None) for _, states, previous in delivery_chains(trace, late)],
+          [(["pending", "carried"], True), (["pending"], False)], "the supplement's deliveries")
 
 
 # --- the summary's coverage takes effect with its pointer, never before ------------------------

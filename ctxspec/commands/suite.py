@@ -22,6 +22,25 @@ if TYPE_CHECKING:  # the harness is imported by the commands only
 # --- conformance -------------------------------------------------------------------------
 
 
+def _list_cases(cases: Sequence["Case"], as_json: bool) -> None:
+    """Each case's ID, source, rule (its title: the one rule it checks), requirement IDs and
+    the capabilities it needs — a row's cases share its source (§12 row 7: ROW-07,
+    ROW-07-PLACEHOLDERS)."""
+    listed = [{"id": case.id, "source": case.source, "rule": case.title,
+               "requirements": list(case.requirements), "capabilities": sorted(case.needs)}
+              for case in cases]
+    if as_json:
+        click.echo(json.dumps({"cases": listed}, ensure_ascii=False, indent=1))
+        return
+    width = max(len(case["id"]) for case in listed)
+    source = max(len(case["source"]) for case in listed)
+    click.echo(f"{'case':<{width}}  {'source':<{source}}  rule  [requirements]  needs")
+    for case in listed:
+        needs = ", ".join(case["capabilities"]) or "-"
+        click.echo(f"{case['id']:<{width}}  {case['source']:<{source}}  {case['rule']}  "
+                   f"[{', '.join(case['requirements'])}]  needs {needs}")
+
+
 @click.command("conformance")
 @click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The driver to test (default: the reference runtime).")
@@ -49,16 +68,26 @@ if TYPE_CHECKING:  # the harness is imported by the commands only
               help="Run the cases in this many worker processes, each with its own driver "
               "(with --stdio, its own runtime subprocess); auto: one per core, at most one "
               "per 100 cases; 1: in this process.")
+@click.option("--list", "list_only", is_flag=True, help="List the cases (or the --case ones): "
+              "each one's ID, source, rule, requirement IDs and the capabilities it needs; "
+              "with --json as JSON. Runs nothing.")
 def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         stdio_timeout: float, stdio_max_line: int,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
                         junit: Path | None, html_file: Path | None, verbose: bool,
-                        jobs: int | None) -> None:
+                        jobs: int | None, list_only: bool) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.harness import load_factory
     from ctxspec.conformance.stdio import ProtocolError, StdioDriver, Stop, parse_command
+
+    if list_only:
+        try:
+            _list_cases(by_id(case_ids or None), as_json)
+        except KeyError as error:
+            raise click.UsageError(str(error).strip("'\"")) from error
+        return
 
     if driver_spec and stdio_command is not None:
         raise click.UsageError("give --driver or --stdio, not both")

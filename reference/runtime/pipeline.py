@@ -263,10 +263,16 @@ class InvocationPipeline:
         chain makes the effective one (§3 "保存 raw_result，再提交 Hook 后有效结果"), so a
         takeover after this commit goes on with that chain, never with the raw result (§10,
         §12 "原始结果保存后宕机")."""
-        self.s.commit("TOOL_STARTED", position(started=str(call_id)))
-        self.s.clock.tick()
+        # The Run's tool quota is spent when the call starts, in the commit that says it
+        # started: a takeover after it never regains the call (§10 "剩余额度…一起参与恢复").
         owner = run.parent or run
         owner.tool_calls_made += 1
+        try:
+            self.s.commit("TOOL_STARTED", position(started=str(call_id)))
+        except BaseException:
+            owner.tool_calls_made -= 1  # not started: nothing of it is stored
+            raise
+        self.s.clock.tick()
         outcome = self.read_result(run, arguments) if name == READ_TOOL else \
             self.s.tools.run(name, arguments, self.s.ordinal(f"tool:{name}"))
         self.s.trace.add(tr.ToolExecuted(call_id, name, arguments, dict(proposed),

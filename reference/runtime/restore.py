@@ -38,6 +38,7 @@ from ctxspec.reference.policy import CompactionPolicy, DesignCompactionPolicy
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.ownership import Lease, OwnerAlive, Ownership
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.session import (
     EPOCH,
@@ -66,21 +67,38 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             crash: CrashPlan | None = None,
             coordinator: CommitCoordinator | None = None,
             session_id: UUID | None = None,
-            policy: CompactionPolicy | None = None) -> ReferenceRuntime:
-    """A new runtime on ``store`` that continues its Session from the stored facts: the
-    Session ``session_id``, or the store's only Session when it is None. Nothing of the
-    store's other Sessions is read into it, and a Session of another Agent than ``agent`` is
-    refused (``AccessDenied``). ``policy``: the CompactionPolicy the runtime was built with (the
-design's default when None), like every other port handed in again (Q222)."""
-    session_id = _session_of(store, agent, session_id)
-    incarnation = _incarnation(store, session_id)
-    facts = _stored_facts(store, session_id)
+            policy: CompactionPolicy | None = None,
+            lease: Lease | None = None) -> ReferenceRuntime:
+    """A new runtime on ``store`` that takes its Session over and continues it from the
+    stored facts: the Session ``session_id``, or the store's only Session when it is None.
+    Nothing of the store's other Sessions is read into it, and a Session of another Agent than
+    ``agent`` is refused (``AccessDenied``). ``policy``: the CompactionPolicy the runtime was
+    built with (the design's default when None), like every other port handed in again (Q222).
+
+    The facts are read in one read transaction; the takeover is refused while the previous
+    owner's lease runs (``OwnerAlive``; ``lease`` is this owner's, 30 s when None), and its
+    first commit (TAKEOVER) claims the Session fenced on the epoch and commit sequence it
+    read: an owner that committed after the read makes the takeover fail (``CommitFailed``)
+    rather than go on from stale facts (§10; ``ownership.py``)."""
+    lease = lease or Lease()
+    with store.reading():
+        session_id = _session_of(store, agent, session_id)
+        row = store.session_owner(session_id)
+        if row is None or row["owner_epoch"] is None:
+            raise ValueError(f"Session {session_id} has no owner row to take over from")
+        if not lease.expired(row["lease_until"]):
+            raise OwnerAlive(session_id, str(row["owner_id"]), int(row["lease_until"]))
+        incarnation = _incarnation(store, session_id)
+        facts = _stored_facts(store, session_id)
     session = SessionState(
         agent, resolved_budget(agent), model=model, tools=tools, hooks=hooks,
         estimator=estimator, clock=clock, policy=policy or DesignCompactionPolicy(), store=store,
         coordinator=coordinator or CommitCoordinator(store),
         seed=None if seed is None else f"{seed}:takeover:{incarnation}", crash=crash,
         stored=facts)
+    epoch = int(row["owner_epoch"])
+    session.ownership = Ownership(session.owner_id(), epoch + 1, int(row["commit_seq"]), lease,
+                                  claimed_from=epoch)
     for state in session.runs.values():
         if state.status is RunStatus.RUNNING:  # taken over: the owner epoch moves on
             state.pointer = replace(state.pointer, lease_epoch=state.pointer.lease_epoch + 1)
@@ -229,8 +247,12 @@ def _restore_running_executions(store: Store, facts: StoredFacts, planner: RunSt
                         handover=handover)
         checkpoint = store.checkpoint(planner.run_id, loop_key(task, "loop"))
         if isinstance(checkpoint, dict):
-            count = checkpoint.get("loops")
+            count, made = checkpoint.get("loops"), checkpoint.get("tool_calls_made")
             task.loops = count if isinstance(count, int) else 0
+            # The Run's quota as the execution's last commit left it: a call it started after
+            # the Planner's last commit is spent too (§10, §11).
+            if isinstance(made, int):
+                planner.tool_calls_made = max(planner.tool_calls_made, made)
             facts.resume[context_id] = checkpoint
         role_context = store.role_context(context_id)
         if role_context is not None:

@@ -40,6 +40,7 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.node_driver import NodeDriver
+from ctxspec.reference.runtime.ownership import Lease, Ownership
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.session import (
     DELEGATE_TOOL,
@@ -83,9 +84,11 @@ class ReferenceRuntime:
                  seed: str | None = None, store: Store | None = None,
                  coordinator: CommitCoordinator | None = None,
                  policy: CompactionPolicy | None = None,
-                 crash: CrashPlan | None = None, session: SessionState | None = None) -> None:
-        """A new Session of ``agent`` on ``store`` — or, given ``session`` (a Session restored
-        from a store, :func:`restore.restore`), that Session."""
+                 crash: CrashPlan | None = None, session: SessionState | None = None,
+                 lease: Lease | None = None) -> None:
+        """A new Session of ``agent`` on ``store``, owned by this runtime under ``lease`` (30 s
+        of wall-clock time when None) — or, given ``session`` (a Session restored from a
+        store, :func:`restore.restore`), that Session."""
         restored = session is not None
         if session is None:
             store = store or Store()
@@ -94,6 +97,8 @@ class ReferenceRuntime:
                                    policy=policy or DesignCompactionPolicy(), store=store,
                                    coordinator=coordinator or CommitCoordinator(store),
                                    seed=seed, crash=crash)
+            session.ownership = Ownership(session.owner_id(), 1, 0, lease or Lease(),
+                                          opened=False)
         self.session = session
         self.context = ContextManager(session)
         self.pipeline = InvocationPipeline(session, self.context)
@@ -106,7 +111,9 @@ class ReferenceRuntime:
                 {"system_prompt": agent.system_prompt, "recent_runs": agent.recent_runs,
                  "loop_limit": agent.loop_limit, "window": session.budget.window},
                 sort_keys=True)),
-            insert("sessions", session_id=session.session_id, agent_id=agent.agent_id)])
+            insert("sessions", **session.ownership.opening_row(session.session_id,
+                                                               agent.agent_id))])
+        session.ownership.opened_by_first_commit()
 
     # --- the Session's facts, as the driver and the tests read them ---------------------------
 

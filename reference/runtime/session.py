@@ -61,6 +61,7 @@ from ctxspec.reference.runtime.context_writes import (
     ModelFreezeWriteSet,
 )
 from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
+from ctxspec.reference.runtime.ownership import Lease, Ownership
 from ctxspec.reference.runtime.store import (
     CommitCoordinator,
     CommitFailed,
@@ -71,7 +72,6 @@ from ctxspec.reference.runtime.store import (
     insert_doc,
     record_write,
     revision_write,
-    update,
     update_doc,
 )
 from ctxspec.reference.snapshots import (
@@ -284,8 +284,9 @@ class SessionState:
                  tools: ToolPort, hooks: HookPort, estimator: TokenEstimator, clock: Clock,
                  policy: CompactionPolicy, store: Store, coordinator: CommitCoordinator,
                  seed: str | None, crash: CrashPlan | None,
-                 stored: StoredFacts | None = None) -> None:
-        """A new Session, or — given ``stored`` — the stored one a takeover continues."""
+                 stored: StoredFacts | None = None, ownership: Ownership | None = None) -> None:
+        """A new Session, or — given ``stored`` — the stored one a takeover continues, held
+        by ``ownership`` (a new owner with the default lease when None)."""
         self.agent = agent
         self.budget = budget
         self.model, self.tools, self.hooks = model, tools, hooks
@@ -323,7 +324,9 @@ class SessionState:
         """The facts changed since the previous commit, each put there by the step that
         changed it: the next named commit writes them (no comparison with the store)."""
         self.committed_runs = facts.committed_runs
-        """The last committed version of each Run: the owner guard's expected epoch."""
+        """The last committed version of each Run."""
+        self.ownership = ownership or Ownership(self.owner_id(), 1, 0, Lease(), opened=False)
+        """This runtime's hold on the Session: every guarded commit is fenced by its epoch."""
         self.crash = crash
         self.commit_counts: dict[str, int] = {}
         self.resume = facts.resume
@@ -333,6 +336,11 @@ class SessionState:
     def new_id(self) -> UUID:
         self.counter += 1
         return uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"ctxspec:{self.seed}:{self.counter}")
+
+    def owner_id(self) -> UUID:
+        """This incarnation's owner id, apart from the id counter (so owning changes no other
+        identity)."""
+        return uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"ctxspec:{self.seed}:owner")
 
     def time(self) -> datetime:
         return EPOCH + timedelta(seconds=self.clock.now())
@@ -378,6 +386,7 @@ class SessionState:
             self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
             raise
         self.committed_runs.update((r.run_id, r) for r in committed_runs(all_writes))
+        self.ownership.committed(guarded)
         if hit:
             raise Crash(f"after {name} #{count}")
 
@@ -386,22 +395,18 @@ class SessionState:
         return self.commit_counts.get(name, 0)
 
     def owner_guard(self) -> list[Write]:
-        """A takeover moved the owner epoch on: a commit of the previous owner of the active
-        Run matches no row and fails, so its late result can never advance the Run
-        (CTX-10.23, CTX-10.24)."""
-        run = self.active_run
-        stored = None if run is None else self.committed_runs.get(run.run_id)
-        if run is None or stored is None:
-            return []
-        # Sets the status it already has: the write matters only for its WHERE clause.
-        return [update("runs", ("run_id", "owner_epoch"), run_id=run.run_id,
-                       owner_epoch=stored.owner_epoch, status=stored.status)]
+        """The owner fence of this commit (``ownership.py``): a takeover moved the Session's
+        epoch on, so a commit of the previous owner — of a Run in flight, a finalising one,
+        or of an idle Session — matches no row and is refused whole, and its late result can
+        never advance a Run (CTX-10.23, CTX-10.24)."""
+        return self.ownership.fence(self.session_id)
 
     def checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
         """The root loop's position, committed with the step that reached it (§10: where the
         role is, which operation, what is settled; never copies of messages)."""
         return checkpoint_write(run.run_id, loop_key(run, "loop"), {
-            "stage": stage, "loops": run.loops, "tool_calls_made": run.tool_calls_made,
+            "stage": stage, "loops": run.loops,
+            "tool_calls_made": (run.parent or run).tool_calls_made,
             "tick": self.clock.now(), **facts})
 
     def put_context(self, context_id: UUID, state: ContextState, *, new: bool = False

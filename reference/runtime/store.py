@@ -32,6 +32,7 @@ UUIDs, JSON columns TEXT, tables STRICT. A file store runs in WAL mode with
 ``synchronous=FULL``: a commit that returned is on disk.
 """
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -134,18 +135,30 @@ class Store:
             self.stored_blobs = set()
             return
         self.db = sqlite_utils.Database(self.path)
+        # The busy timeout first: several processes may open one new file at once, and each
+        # waits for the others' locks instead of failing on them (issue #34).
+        self.db.conn.execute("PRAGMA busy_timeout=10000")
         self.db.conn.execute("PRAGMA journal_mode=WAL")
         self.db.conn.execute("PRAGMA synchronous=FULL")
-        self.db.conn.execute("PRAGMA busy_timeout=10000")
         self.create_schema()
 
     def create_schema(self) -> None:
         """Create every table and index if missing (idempotent). A new, empty database gets
-        the schema as one script in one transaction (one fsync for a file store), copied from
-        :func:`schema_script`; an existing one is brought up to it table by table."""
-        if self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
-            self.db.conn.executescript("BEGIN;\n" + ";\n".join(schema_script()) + ";\nCOMMIT;")
-        else:
+        the schema in one transaction (one fsync for a file store), copied from
+        :func:`schema_script`; an existing one is brought up to it table by table. The
+        emptiness is read inside the write transaction (BEGIN IMMEDIATE), so of several
+        processes opening one new file exactly one creates the schema and the others find it."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            empty = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+            for statement in schema_script() if empty else ():
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+        if not empty:
             build_schema(self.db)
 
     def close(self) -> None:
@@ -221,6 +234,24 @@ class Store:
             raise KeyError(f"no agent {agent_id}")
         config: JSON = None if row["config"] is None else json.loads(row["config"])
         return config
+
+    def session_owner(self, session_id: UUID) -> dict[str, Any] | None:
+        """The Session's owner row: owner_id, owner_epoch, commit_seq, lease_until."""
+        return self._one("SELECT owner_id, owner_epoch, commit_seq, lease_until FROM sessions "
+                         "WHERE session_id = ?", (str(session_id),))
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """One read transaction: every query inside it sees the same committed state, however
+        many commits other connections make meanwhile (a takeover's facts, §10)."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            raise RuntimeError("a read transaction of its own; another is open")
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
 
     def session_agent(self, session_id: UUID) -> UUID | None:
         row = self._one("SELECT agent_id FROM sessions WHERE session_id = ?", (str(session_id),))

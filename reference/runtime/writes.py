@@ -133,7 +133,7 @@ def decode_overrides(text: str) -> dict[UUID, dict[str, Override]]:
 
 # --- writes ---------------------------------------------------------------------------------
 
-WriteKind = Literal["insert", "update", "upsert", "ensure", "delete", "sweep"]
+WriteKind = Literal["insert", "update", "upsert", "ensure", "delete", "sweep", "fence"]
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,10 @@ class Write:
       columns (which are part of ``row``); no such row fails the whole commit;
     - ``upsert``: insert, or update the row whose ``key`` (a primary or unique key) exists;
     - ``ensure``: insert unless a row with the same ``key`` (default: the primary key) exists,
-      for content-addressed rows (blobs) written in the commit that points at them.
+      for content-addressed rows (blobs) written in the commit that points at them;
+    - ``fence``: sets the given columns of the one row whose ``key`` columns have the values
+      ``expect`` gives (which may differ from the new ones); no such row fails the whole
+      commit with :class:`StaleOwner` (an owner's epoch fence, ``ownership.py``).
 
     Values are converted by :func:`sql_value`.
     """
@@ -154,6 +157,17 @@ class Write:
     kind: WriteKind
     row: Mapping[str, object]
     key: tuple[str, ...] = ()
+    expect: Mapping[str, object] | None = None
+
+
+class StaleOwner(LookupError):
+    """A commit's owner fence matched no row: another owner has taken the Session over since
+    this one last committed, so nothing of this commit is written (§10)."""
+
+
+def fence(table: str, expect: Mapping[str, object], **row: object) -> Write:
+    """Set ``row``'s columns of the one row that still has the values of ``expect``."""
+    return Write(table, "fence", row, tuple(expect), dict(expect))
 
 
 def insert(table: str, **row: object) -> Write:
@@ -329,6 +343,14 @@ def apply_write(conn: sqlite3.Connection, write: Write) -> None:
         return
     sql, order = _statement(write.table, write.kind, tuple(write.row), write.key)
     row = write.row
+    if write.kind == "fence" and write.expect is not None:
+        cursor = conn.execute(sql, [*(sql_value(row[c]) for c in write.row),
+                                    *(sql_value(write.expect[k]) for k in write.key)])
+        if cursor.rowcount != 1:
+            raise StaleOwner(f"the {write.table} row is no longer at "
+                             f"{ {k: str(v) for k, v in write.expect.items()} }: another owner "
+                             "took the Session over, so this owner's commit is refused")
+        return
     cursor = conn.execute(sql, [sql_value(row[c]) for c in order])
     if write.kind == "update" and cursor.rowcount != 1:
         raise LookupError(f"update of {write.table!r} matched {cursor.rowcount} rows for "
@@ -354,6 +376,12 @@ def _statement(table: str, kind: WriteKind, columns: tuple[str, ...], key: tuple
     marks = ", ".join("?" for _ in columns)
     if kind == "insert":
         return f"INSERT INTO [{table}] ({names}) VALUES ({marks})", columns
+    if kind == "fence":
+        sets = ", ".join(f"[{c}] = ?" for c in columns)
+        where = " AND ".join(f"[{k}] = ?" for k in key)
+        if any(k not in spec.columns for k in key) or not key:
+            raise ValueError(f"a fence of {table!r} names unknown key columns {key}")
+        return f"UPDATE [{table}] SET {sets} WHERE {where}", columns + key
     if kind == "delete":  # every row matching all the given columns
         where = " AND ".join(f"[{c}] = ?" for c in columns)
         return f"DELETE FROM [{table}] WHERE {where}", columns

@@ -1,0 +1,88 @@
+"""One rule per case, gated only on what that rule needs (issue #31): each case's rule and
+capabilities are listed, and a case fails here when it needs a capability of which no check
+of the case reads anything (docs/open-questions.md Q310 to Q312: a check reads what it looks up
+in the reference's trace, conformance/reads.py; each capability's trace paths are
+``EVIDENCE`` in conformance/capabilities.py)."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ctxspec.cli import main
+from ctxspec.conformance.capabilities import evidence, unread
+from ctxspec.conformance.case import Case, no_check
+from ctxspec.conformance.cases import CASES
+from ctxspec.conformance.harness import SharedRuns, load_factory
+from ctxspec.conformance.reads import read_paths
+
+JUDGED = [case for case in CASES if case.refusal is None]
+
+
+@pytest.fixture(scope="module")
+def runs() -> SharedRuns:
+    return SharedRuns(load_factory(None), JUDGED)
+
+
+def reads_of(case: Case, runs: SharedRuns) -> set[str]:
+    trace = runs.trace(case.scenario)[0]
+    paths = set() if case.check is no_check else read_paths(case.check, trace)
+    if case.compare is not None and case.baseline is not None:
+        paths |= read_paths(case.compare, trace, runs.trace(case.baseline)[0])
+    return paths
+
+
+def test_every_case_reads_each_capability_it_needs(runs: SharedRuns) -> None:
+    listed, unused = [], []
+    for case in JUDGED:
+        paths = reads_of(case, runs)
+        listed.append(f"{case.id}: {case.title} — needs {', '.join(sorted(case.needs))}")
+        missing = unread(case, paths)
+        if missing:
+            unused.append(f"{case.id} ({case.title}) needs {', '.join(missing)}, which none of "
+                          f"its checks reads")
+    assert len(listed) == len(JUDGED)
+    assert not unused, "\n".join(unused)
+
+
+def test_a_needed_capability_never_read_is_caught() -> None:
+    # ROW-07 over several Loops reads no placeholder: declaring stop_mid_batch would be unread.
+    case = next(c for c in CASES if c.id == "ROW-07")
+    paths = read_paths(case.check, SharedRuns(load_factory(None)).trace(case.scenario)[0])
+    bundled = Case(case.id, case.title, case.source, case.requirements, case.scenario,
+                   case.check, case.needs | {"stop_mid_batch", "history_api"})
+    assert unread(bundled, paths) == ["history_api", "stop_mid_batch"]
+    assert evidence(bundled, "history_api") == ("history_read*",)
+
+
+@pytest.mark.parametrize(("case_id", "needs"), [
+    ("ROW-07", set()),
+    ("ROW-07-PLACEHOLDERS", {"stop", "stop_mid_batch", "triggers"}),
+    ("ROW-05", {"compaction_summary", "estimator_injection"}),
+    ("ROW-05-SNAPSHOT", {"compaction_summary", "compaction_snapshots", "estimator_injection"}),
+    ("S11-COMPACTION-FAILED", {"compaction_summary", "estimator_injection"}),
+    ("S11-COMPACTION-FAILED-HISTORY", {"compaction_summary", "estimator_injection",
+                                       "history_api"}),
+    ("S8-SUMMARY-FAILS", {"compaction_summary", "estimator_injection"}),
+    ("S8-SUMMARY-RETRIED", {"compaction_summary", "estimator_injection"}),
+])
+def test_the_split_cases_need_only_their_rule(case_id: str, needs: set[str]) -> None:
+    case = next(c for c in CASES if c.id == case_id)
+    assert case.needs == needs
+
+
+def test_the_list_publishes_each_case_rule_and_capabilities() -> None:
+    table = CliRunner().invoke(main, ["conformance", "--list"])
+    assert table.exit_code == 0, table.output
+    assert "ROW-07-PLACEHOLDERS" in table.output
+    listed = CliRunner().invoke(main, ["conformance", "--list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    cases = json.loads(listed.output)["cases"]
+    assert [c["id"] for c in cases] == [c.id for c in CASES]
+    row7 = next(c for c in cases if c["id"] == "ROW-07-PLACEHOLDERS")
+    assert row7 == {"id": "ROW-07-PLACEHOLDERS", "source": "§12 row 7",
+                    "rule": "a batch stopped mid-way gets placeholders for the calls that never "
+                            "ran",
+                    "requirements": ["CTX-6.6", "CTX-6.10", "CTX-6.12", "CTX-10.18",
+                                     "CTX-10.22"],
+                    "capabilities": ["stop", "stop_mid_batch", "triggers"]}
