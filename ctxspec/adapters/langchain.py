@@ -43,6 +43,7 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.exceptions import ContextOverflowError, ModelAPIError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -191,10 +192,14 @@ class LangChainDriver:
         def count(messages: Iterable[Any]) -> int:
             return self._count_request(messages, prompt) if whole else self._count(messages)
 
+        summariser: Any = ScriptedChatModel(purpose="compaction", answer=self._answer)
+        if self.configuration.summary_attempts:
+            summariser = summariser.with_retry(
+                stop_after_attempt=self.agent.model_attempts,
+                retry_if_exception_type=(ModelAPIError,)) | StrOutputParser()
         return SummarizationMiddleware(
             model, trigger=("tokens", self.budget.trigger_threshold), keep=("messages", 1),
-            summarizer=ScriptedChatModel(purpose="compaction", answer=self._answer),
-            token_counter=count,
+            summarizer=summariser, token_counter=count,
             trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize)
 
     def _executor_middleware(self, model: ScriptedChatModel, prompt: str
@@ -270,7 +275,11 @@ class LangChainDriver:
             if self.stop_requested:  # the client cancelled the Run whatever the call did
                 self._end(run, "stopped", None, "stopped by the user")
                 return
-            self._end(run, "failed", "MODEL_FAILED", f"{type(failure).__name__}: {failure}")
+            # An exception out of SummarizationMiddleware's node is the summary's failure: the
+            # last call made was a summary call (LangChain raises it unchanged, Q292).
+            code = "COMPACTION_FAILED" if self._last_purpose() == "compaction" \
+                else "MODEL_FAILED"
+            self._end(run, "failed", code, f"{type(failure).__name__}: {failure}")
 
     def trace(self) -> list[Event]:
         return self.events
@@ -457,6 +466,10 @@ class LangChainDriver:
                     trigger_threshold=budget.trigger_threshold, snapshot_id=None,
                     view_hash=hashlib.sha256(json.dumps(view, sort_keys=True).encode()
                                              ).hexdigest())
+
+    def _last_purpose(self) -> str | None:
+        return next((str(e["purpose"]) for e in reversed(self.events)
+                     if e["kind"] == "model_request"), None)
 
     def _last_business(self) -> int:
         for index in range(len(self.events) - 1, -1, -1):
