@@ -29,7 +29,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
@@ -52,9 +51,10 @@ from langgraph.types import Command
 from ctxspec.adapters.langchain_crash import Crash, Died
 from ctxspec.adapters.langchain_executor import Executors
 from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
-from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied
+from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied, TrimBeforeModel
 from ctxspec.adapters.langchain_model import (
     PROVIDER,
+    Run,
     ScriptedChatModel,
     make_tool,
     prompt_view,
@@ -66,6 +66,7 @@ from ctxspec.adapters.langchain_profile import (
     CAPABILITIES,
     DEFAULTS,
     PROFILE,
+    TRIM,
     Configuration,
 )
 from ctxspec.adapters.langchain_review import (
@@ -93,18 +94,6 @@ ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assi
                           "tool": "tool"}
 
 
-@dataclass
-class _Run:
-    no: int
-    run_id: str
-    inputs: list[str] = field(default_factory=list)
-    """Its inputs' ids in receive order: the question, then supplements."""
-    sent: int = 0
-    """How many of its inputs were handed to the graph."""
-    status: str = "running"
-    seq: int = 0
-
-
 class LangChainDriver:
     """The Driver over one ``create_agent`` graph per Session, LangChain configured as
     ``configuration`` says (the best configuration unless told otherwise)."""
@@ -123,7 +112,7 @@ class LangChainDriver:
         self.budget, self.ports, self.agent = budget, ports, agent
         self.name, self.minted = scenario.name, 0
         self.events: list[Event] = []
-        self.runs: list[_Run] = []
+        self.runs: list[Run] = []
         self.texts: dict[str, str] = {}
         self.waiting: list[str] = []
         """Supplements received while no Run runs: the next question's."""
@@ -167,7 +156,9 @@ class LangChainDriver:
         configuration's settings, and the design's hook points where the scenario has hooks."""
         agent = self.agent
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
-            self._summarization(self.business, self.agent.system_prompt),
+            TrimBeforeModel(self.budget.trigger_threshold, self._count)
+            if self.configuration.trim_before_model
+            else self._summarization(self.business, self.agent.system_prompt),
             ModelRetryMiddleware(max_retries=agent.model_attempts - 1, on_failure="error",
                                  initial_delay=0.0, backoff_factor=0.0, jitter=False),
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
@@ -228,7 +219,7 @@ class LangChainDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = _Run(len(self.runs) + 1, self._id())
+        run = Run(len(self.runs) + 1, self._id())
         self.runs.append(run)
         self._client(run, "run_started", f"run {run.no}")
         self.stop_requested = False
@@ -286,7 +277,7 @@ class LangChainDriver:
 
     # --- the Run: one invoke, resumed after each pause before the model ---------------------
 
-    def _drive(self, run: _Run) -> None:
+    def _drive(self, run: Run) -> None:
         """The Run is one stream of the graph, resumed after each review (``Command(resume=
         ...)``) and, after a crash, on a fresh graph instance from the last checkpoint."""
         new = run.inputs[run.sent:]
@@ -525,7 +516,7 @@ class LangChainDriver:
 
     # --- bookkeeping --------------------------------------------------------------------------
 
-    def _receive(self, text: str, run: _Run | None) -> str:
+    def _receive(self, text: str, run: Run | None) -> str:
         input_id = self._id()
         self.texts[input_id] = text
         self.input_runs[input_id] = None if run is None else run.run_id
@@ -556,7 +547,7 @@ class LangChainDriver:
             self._delivery(input_id, delivery_id, "delivered", target)
         self.claimed = []
 
-    def _end(self, run: _Run, status: str, code: str | None, message: str | None,
+    def _end(self, run: Run, status: str, code: str | None, message: str | None,
              final: str | None = None) -> None:
         run.status = status
         # Inputs received while the stream ran never reached it: the client sends them with
@@ -569,10 +560,10 @@ class LangChainDriver:
                     final_answer=final if status == "succeeded" else None)
         self._client(run, "run_ended", status)
 
-    def _active(self) -> _Run | None:
+    def _active(self) -> Run | None:
         return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
 
-    def _client(self, run: _Run, event: str, detail: str) -> None:
+    def _client(self, run: Run, event: str, detail: str) -> None:
         run.seq += 1
         self._event("client_event", run_id=run.run_id, run_seq=run.seq, event=event,
                     detail=detail)
@@ -591,6 +582,12 @@ def make_driver() -> LangChainDriver:
     """LangChain as a careful user following the design configures it (the best
     configuration, ctxspec/adapters/langchain_profile.py ``BEST``)."""
     return LangChainDriver(BEST)
+
+
+def make_trim_driver() -> LangChainDriver:
+    """LangChain with a ``trim_messages`` pre-model hook in place of the summary (the bug
+    corpus's path, tests/real_bugs/)."""
+    return LangChainDriver(TRIM)
 
 
 def make_default_driver() -> LangChainDriver:

@@ -39,6 +39,7 @@ from langchain_core.messages import (
     RemoveMessage,
     SystemMessage,
     ToolMessage,
+    trim_messages,
 )
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
@@ -208,4 +209,23 @@ class DesignHooks(AgentMiddleware[Any, Any, Any]):
         return result.model_copy(update={"content": edited["result"]})
 
 
-__all__ = ["CAPABILITIES", "DENIED_RESULT", "POINTS", "Chain", "DesignHooks", "HookDenied"]
+class TrimBeforeModel(AgentMiddleware[Any, Any, Any]):
+    """The other path of LangChain's short-term memory: no summary, the request's messages
+    trimmed to the last ``max_tokens`` with ``trim_messages(strategy="last")`` before each
+    model call (a pre-model hook; the thread keeps every message). Run by the bug corpus
+    (tests/real_bugs/), not by the compatibility reports."""
+
+    def __init__(self, max_tokens: int, count: Callable[[Any], int]) -> None:
+        super().__init__()
+        self.max_tokens, self.count = max_tokens, count
+
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+                        ) -> ModelResponse[Any]:
+        kept = trim_messages(request.messages, max_tokens=self.max_tokens, strategy="last",
+                             token_counter=self.count)
+        return handler(request.override(messages=kept))  # type: ignore[arg-type]
+
+
+__all__ = ["CAPABILITIES", "DENIED_RESULT", "POINTS", "Chain", "DesignHooks", "HookDenied",
+           "TrimBeforeModel"]

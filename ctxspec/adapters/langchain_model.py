@@ -8,6 +8,7 @@ tools return what the script says, and every request is recorded as LangChain se
 
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.base import LangSmithParams
@@ -88,6 +89,20 @@ class ScriptedTool(BaseTool):
         if self.run_tool is None:
             raise RuntimeError("the scripted tool is not connected to a driver")
         return self.run_tool(self.name, self.call_id, dict(kwargs))
+
+
+@dataclass
+class Run:
+    """One Run of the LangChain driver (ctxspec/adapters/langchain.py)."""
+
+    no: int
+    run_id: str
+    inputs: list[str] = field(default_factory=list)
+    """Its inputs' ids in receive order: the question, then supplements."""
+    sent: int = 0
+    """How many of its inputs were handed to the graph."""
+    status: str = "running"
+    seq: int = 0
 
 
 def make_tool(doc: ToolDoc, run_tool: Callable[[str, str | None, dict[str, Any]], str]

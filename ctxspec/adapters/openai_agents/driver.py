@@ -43,6 +43,7 @@ from agents import (
     SQLiteSession,
 )
 from agents.items import ModelResponse, TResponseInputItem
+from agents.memory import SessionSettings
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import RunContextWrapper
@@ -135,8 +136,11 @@ class OpenAIAgentsDriver:
     compat_profile = PROFILE
     """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
-    def __init__(self, sdk_defaults: bool = False) -> None:
+    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None) -> None:
         self.sdk_defaults = sdk_defaults
+        self.session_limit = session_limit
+        """``SessionSettings(limit=...)``: the session hands the Runner only its last items
+        (the bug corpus's path, tests/real_bugs/); None, every item."""
         """The SDK's defaults (``tool_not_found_behavior="raise_error"``, its fixed error
         sentence) instead of the best configuration."""
 
@@ -149,7 +153,7 @@ class OpenAIAgentsDriver:
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-openai-agents-")
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
-        self.session = SQLiteSession("session-1", self.database)
+        self.session = self._session("session-1")
         self.sessions = 1
         self.model = ScenarioModel(self)
         self.tools = [build(tool, self._run_tool) for tool in doc.tools]
@@ -230,8 +234,13 @@ class OpenAIAgentsDriver:
     def new_session(self) -> None:
         """Another Session of the same Agent: a new SDK session on the same SQLite file."""
         self.sessions += 1
-        self.session = SQLiteSession(f"session-{self.sessions}", self.database)
+        self.session = self._session(f"session-{self.sessions}")
         self.events.append({"kind": "session_opened", "session": self.sessions})
+
+    def _session(self, name: str) -> SQLiteSession:
+        settings = None if self.session_limit is None else SessionSettings(
+            limit=self.session_limit)
+        return SQLiteSession(name, self.database, session_settings=settings)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -499,6 +508,12 @@ def make_driver() -> OpenAIAgentsDriver:
     """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
     careful user following the design configures it (the best configuration)."""
     return OpenAIAgentsDriver()
+
+
+def make_limited_driver() -> OpenAIAgentsDriver:
+    """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
+    the bug corpus's path (tests/real_bugs/)."""
+    return OpenAIAgentsDriver(session_limit=4)
 
 
 def make_default_driver() -> OpenAIAgentsDriver:
