@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxspec.models.driver_judge import PHASE_OF
+from ctxspec.models.driver_rules import budget_of, decided_items, scripted_items
 from ctxspec.models.driver_scripts import CRASH_PAIRS, HOOK_POINTS, TRIGGER_MOMENTS
+from ctxspec.models.driver_settings import SETTINGS, SHARED_ITEM, odd_ratio
 
 Trace = list[dict[str, Any]]
 
@@ -49,6 +51,11 @@ ROWS: tuple[str, ...] = (
     "Executor started", "Session opened",
     *(f"Run ended: {status}" for status in ENDINGS),
     "Session of 20 steps or more",
+    *(f"setting {name}" for name in SETTINGS),
+    *("output cut at max_output (limit_output)", "tool refused: quota spent",
+      "attempt 3 sent", "stop during a hook chain", "writer corrected a record",
+      "shared field changed by a hook", "compaction with a custom prompt",
+      "compaction T capped by the provider limit", "trigger fired: write"),
     *(crash_row(phase, when) for phase, when in CRASH_PAIRS
       if (phase, when) not in UNREACHABLE_CRASHES),
 )
@@ -123,14 +130,6 @@ def decision_kind(item: Mapping[str, Any], decided: Mapping[str, Any]) -> str:
     return "modify" if patched else "allow"
 
 
-def scripted_items(hooks: Iterable[Mapping[str, Any]], point: str,
-                   ordinal: int) -> list[Mapping[str, Any]]:
-    """The items the scripted hook port answers the ``ordinal``-th chain of ``point`` with, in
-    chain order (conformance/scenario.py ScriptedHooks)."""
-    return [item for hook in hooks if hook["point"] == point
-            and hook.get("ordinal") in (None, ordinal) for item in hook["items"]]
-
-
 def _hooks(document: Mapping[str, Any], trace: Trace, found: Counter[str]) -> None:
     """Each chain the trace shows, paired with the items the scripted port answered it with:
     the port counts a point's chains over the whole scenario, as the trace lists them."""
@@ -187,7 +186,56 @@ def coverage(document: Mapping[str, Any], trace: Trace, fired: Iterable[tuple[st
             found["compaction refused below the chunk floor"] += 1
     if steps >= 20:
         found["Session of 20 steps or more"] += 1
+    if any(e["kind"] == "run_ended" for e in trace):
+        found.update(f"setting {name}" for name in settings_of(document))
+    _effects(document, trace, fired, found)
     return +found
+
+
+def settings_of(document: Mapping[str, Any]) -> list[str]:
+    """The widened settings (models/driver_settings.py SETTINGS) a document has."""
+    agent = document["agent"]
+    has = {
+        "output_reserve default": "output_reserve" not in agent,
+        "safety_margin default": "safety_margin" not in agent,
+        "tool_quota": agent.get("tool_quota") is not None,
+        "tool_quota 0": agent.get("tool_quota") == 0,
+        "loop_limit 1": agent.get("loop_limit") == 1,
+        "model_attempts 3": agent.get("model_attempts") == 3,
+        "tiny B": budget_of(agent).input_budget <= 200,
+        "trigger_ratio odd": odd_ratio(agent.get("trigger_ratio", "0.80")),
+        "estimator bytes": agent.get("estimator", "bytes") == "bytes",
+        "shared field": bool(agent.get("shared")),
+        "limit_output": bool(document["model"].get("limit_output")),
+    }
+    return [name for name in SETTINGS if has.get(name, agent.get(name) is not None)]
+
+
+def _effects(document: Mapping[str, Any], trace: Trace, fired: Iterable[tuple[str, str]],
+             found: Counter[str]) -> None:
+    """Rows showing a widened setting took effect, read from the trace."""
+    agent = document["agent"]
+    for event in trace:
+        kind = event["kind"]
+        if kind == "model_usage" and event.get("cut"):
+            found["output cut at max_output (limit_output)"] += 1
+        elif kind == "model_request":
+            found["attempt 3 sent"] += event["attempt"] == 3
+            found["tool refused: quota spent"] += sum(
+                (m.get("result_facts") or {}).get("code") == "QUOTA_EXHAUSTED"
+                for m in event["view"]["messages"][-3:])
+            if event["purpose"] == "compaction":
+                found["compaction with a custom prompt"] += bool(
+                    agent.get("custom_compaction_prompt"))
+                found["compaction T capped by the provider limit"] += \
+                    event["max_output_tokens"] == agent.get("provider_output_limit")
+    for item, decided in decided_items(document.get("hooks", ()), trace):
+        shared = item.get("context_patch") == SHARED_ITEM["context_patch"]
+        found["shared field changed by a hook"] += shared and decided["decision"] == "allow" \
+            and bool(decided["changes"])
+    for on, what in fired:
+        found["stop during a hook chain"] += on == "moment hook" and what == "stop"
+        found["writer corrected a record"] += what == "write"
 
 
 def table(reached: Counter[str], title: str) -> str:

@@ -9,9 +9,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxspec.conformance.crash_matrix import LOST_ANSWER
+from ctxspec.conformance.crash_matrix import HOOK_DROPPED, LOST_ANSWER
 from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import StepDoc
+from ctxspec.models.driver_rules import (
+    Notes,
+    budget_of,
+    check_arithmetic,
+    check_counts,
+    check_hook_changes,
+    check_no_episode_after_stop,
+    check_post_call_chain,
+)
+from ctxspec.models.driver_twin import inside_a_request
 
 Trace = list[dict[str, Any]]
 OUTPUT_KINDS = ("text", "partial")
@@ -52,6 +62,8 @@ class Judge:
     previous: Trace = field(default_factory=list)
     triggered: set[int] = field(default_factory=set)
     """Indexes in ``steps`` of the steps triggers performed."""
+    notes: Notes = field(default_factory=Notes)
+    """What was noted without failing (driver_rules.py, issue #34)."""
 
     def triggered_step(self, step: StepDoc, length: int) -> None:
         """A trigger performed ``step`` while the last step ran, and the trace then had
@@ -186,9 +198,47 @@ class Judge:
                                 f"input {input_id} is shown with two texts")
             if position >= new and request["purpose"] == "business":
                 self._protocol(request)
-        self._protected(requests, inputs, during, answers)
+        self._protected(requests, inputs, during, answers, self._lost_first_output(trace))
         self._orderings(trace, requests, inputs, during)
         self._tools(trace, answers)
+        self._rules(trace, requests, during, stops)
+
+    def _rules(self, trace: Trace, requests: list[tuple[int, dict[str, Any]]],
+               during: list[int | None], stops: dict[int, int]) -> None:
+        """§7 and §8's arithmetic, per-Run counts, no episode after a stop, the hook rules
+        (models/driver_rules.py)."""
+        agent, hooks = self.document["agent"], self.document.get("hooks", ())
+
+        def run_of(position: int) -> int | None:
+            step = self.step_of(position)
+            return during[step] if step >= 0 else None
+        check_arithmetic(self.expect, budget_of(agent), trace, requests)
+        check_counts(self.expect, agent, trace, run_of, self.notes)
+        check_no_episode_after_stop(self.expect, trace, self.step_of, during, stops)
+        check_hook_changes(self.expect, hooks, trace)
+        check_post_call_chain(self.expect, hooks, trace, self._crash_at() in HOOK_DROPPED,
+                              any("write" in t["do"] for t in self.document.get("triggers", ())))
+
+    def _crash_at(self) -> tuple[str, str] | None:
+        """The planned crash's (phase, moment), a refused commit counted as dying before it (it
+        is rolled back whole)."""
+        crash = self.document.get("crash")
+        if crash is None:
+            return None
+        when = crash.get("when", "after")
+        return (crash.get("phase") or PHASE_OF[crash["commit"]],
+                "before" if when == "fails" else when)
+
+    def _lost_first_output(self, trace: Trace) -> int | None:
+        """The position of the request whose first output was never persisted: the one in
+        flight when the process died before (or the store refused) the first-output commit.
+        §5 "delivered 以首个有效模型输出的内部接收证据已持久化为准": it delivers nothing; asked
+        again after the takeover, the new asking does."""
+        restart = next((i for i, e in enumerate(trace) if e["kind"] == "restarted"), None)
+        if restart is None or self._crash_at() != ("first_output", "before"):
+            return None
+        return next((i for i in range(restart - 1, -1, -1)
+                     if trace[i]["kind"] == "model_request"), None)
 
     def _restarts(self, trace: Trace) -> None:
         # A crash plan names a phase of the design; the driver reports its own commit and the
@@ -210,8 +260,9 @@ class Judge:
         # A commit the store refused is rolled back whole: as if the process died before it.
         when = None if crash is None else crash.get("when", "after")
         phase = None if crash is None else crash.get("phase") or PHASE_OF.get(crash["commit"])
-        lost = restart is not None and crash is not None and (
+        lost = restart is not None and crash is not None and ((
             phase, "before" if when == "fails" else when) in LOST_ANSWER
+            or inside_a_request(self.document, phase))
         if not again:
             return
         self.expect(lost and len(again) == 1 and set(again.values()) == {2},
@@ -267,7 +318,8 @@ class Judge:
 
     def _budget(self, request: Mapping[str, Any]) -> None:
         agent = self.document["agent"]
-        window, reserve, margin = agent["window"], agent["output_reserve"], agent["safety_margin"]
+        budget = budget_of(agent)  # with §7's defaults where the Agent sets none
+        window, reserve, margin = budget.window, budget.reserve, budget.margin
         seen = (request["window"], request["output_reserve"], request["safety_margin"])
         self.expect(seen == (window, reserve, margin),
                     f"a request carries W, O, S = {seen}; the Agent has "
@@ -280,10 +332,13 @@ class Judge:
             self.expect(request["max_output_tokens"] == reserve,
                         f"a business request may answer {request['max_output_tokens']} tokens; "
                         f"O is {reserve}")
-        # One token per character: the estimate covers at least the text the request shows.
-        shown = sum(len(m["text"]) for m in request["view"]["messages"])
-        self.expect(estimated >= shown, f"I = {estimated} is less than the {shown} characters "
-                                        f"the request shows")
+        # One token per character (chars), or per UTF-8 byte plus overheads (bytes, never fewer
+        # than characters): the estimate covers at least the text the request shows. The
+        # content estimator counts the scenario's own text only (docs/scenarios.md).
+        if agent.get("estimator", "bytes") in ("chars", "bytes"):
+            shown = sum(len(m["text"]) for m in request["view"]["messages"])
+            self.expect(estimated >= shown, f"I = {estimated} is less than the {shown} "
+                                            f"characters the request shows")
 
     def _protocol(self, request: Mapping[str, Any]) -> None:
         messages = request["view"]["messages"]
@@ -314,8 +369,8 @@ class Judge:
                         f"a batch's results are shown in action order {ordinals}")
 
     def _protected(self, requests: list[tuple[int, dict[str, Any]]], inputs: list[Input],
-                   during: list[int | None],
-                   answers: Mapping[tuple[str, int], dict[str, Any]]) -> None:
+                   during: list[int | None], answers: Mapping[tuple[str, int], dict[str, Any]],
+                   lost: int | None = None) -> None:
         """§4, §5: each Run's protected inputs, with supplements bound and carried as the
         design says, in every business request of the Run."""
         questions = {i.run: i.seq for i in inputs if i.kind == "question" and i.run is not None}
@@ -327,10 +382,7 @@ class Judge:
                     and run is not None:
                 by_run.setdefault(run, []).append((position, request))
         ended = {during[i] for i, s in enumerate(self.steps) if s.advance}
-        received = [0]
-        for performed in self.steps:  # inputs received once each step was performed
-            received.append(received[-1] + (performed.ask is not None
-                                             or performed.supplement is not None))
+        received = self._received()
         waiting: list[Input] = []
         """Supplements carried from a Run that never delivered them, waiting for a question."""
         sessions = {i.run: i.session for i in inputs if i.kind == "question"}
@@ -370,9 +422,19 @@ class Judge:
                             f"run {run}'s request lists protected inputs {listed}, expected "
                             f"{[i.text for i in expected]}")
                 answer = answers.get((request["purpose_key"], request["attempt"]), {})
-                if any(kind in answer for kind in OUTPUT_KINDS):
+                # §5: delivered on the committed first-output receipt, so not by the asking
+                # whose receipt the crash lost (``lost``).
+                if position != lost and any(kind in answer for kind in OUTPUT_KINDS):
                     delivered.update(i.seq for i in bound if i.seq <= cutoff)
             waiting = [i for i in bound if i.seq not in delivered] if run in ended else []
+
+    def _received(self) -> list[int]:
+        """Inputs received once each step was performed (index 0: before any)."""
+        received = [0]
+        for performed in self.steps:
+            received.append(received[-1] + (performed.ask is not None
+                                             or performed.supplement is not None))
+        return received
 
     def _orderings(self, trace: Trace, requests: list[tuple[int, dict[str, Any]]],
                    inputs: list[Input], during: list[int | None]) -> None:
@@ -400,7 +462,8 @@ class Judge:
         ran = Counter(e["name"] for e in executed)
         self.expect(ran <= proposed, f"tools executed {dict(ran)}; the answered requests "
                                      f"proposed {dict(proposed)}")
-        arguments = [c["arguments"] for a in answers.values() for c in a.get("tool_calls", ())]
+        arguments = [c.get("arguments", {}) for a in answers.values()
+                     for c in a.get("tool_calls", ())]
         hooked = any(h["point"] == "tool.pre_call" for h in self.document.get("hooks", ()))
         for event in executed:
             self.expect(event["proposed_arguments"] in arguments,

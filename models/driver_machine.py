@@ -75,6 +75,7 @@ from ctxspec.conformance.scenario import (
 from ctxspec.models.driver_coverage import coverage
 from ctxspec.models.driver_judge import DriverViolation, Judge, Trace
 from ctxspec.models.driver_scripts import BODIES, NAME, setups
+from ctxspec.models.driver_twin import comparable, compare, player
 from ctxspec.reference.ports import ModelCall, ModelOutcome, ToolOutcome
 from ctxspec.reference.registry import JSON
 
@@ -145,6 +146,16 @@ class CountedTriggers(Triggers):
         super().fire(purpose=purpose, tool=tool, moment=moment, ordinal=ordinal)
 
 
+def endless_ports(document: Mapping[str, Any]) -> tuple[Scenario, Ports, Triggers]:
+    """A document's scenario and ports that repeat its patterns on demand (its twin's)."""
+    scenario = parse_scenario(document)
+    triggers = Triggers(scenario.triggers)
+    return scenario, Ports(EndlessModel(scenario, triggers), EndlessTools(scenario, triggers),
+                           ScriptedHooks(scenario.hooks, triggers),
+                           estimator_for(scenario, scenario.agent),
+                           ScriptedMoments(triggers)), triggers
+
+
 def _dump(docs: Sequence[ModelDoc | ToolResultDoc]) -> list[dict[str, Any]]:
     return [doc.model_dump(mode="json", exclude_defaults=True) for doc in docs]
 
@@ -178,6 +189,7 @@ class DriverMachine(RuleBasedStateMachine):
         self.sessions = 1
         self.fired: list[tuple[str, StepDoc]] = []
         """Each step a trigger performed, with where the trigger fired."""
+        self.failed = False
 
     @initialize(document=setups())
     def configure(self, document: dict[str, Any]) -> None:
@@ -198,8 +210,11 @@ class DriverMachine(RuleBasedStateMachine):
         """A trigger fired inside the step being performed: perform its step and list it."""
         assert self.driver is not None
         self.fired.append((self.triggers.where, step))
-        perform(self.driver, step)
-        self.judge.triggered_step(step, len(self.driver.trace()))
+        driver = self.driver
+        try:
+            perform(driver, step)
+        finally:  # also when the process dies inside it: its input was received
+            self.judge.triggered_step(step, len(driver.trace()))
 
     def scenario(self) -> dict[str, Any]:
         """The document built so far, with the answers the ports handed out: it replays."""
@@ -212,6 +227,7 @@ class DriverMachine(RuleBasedStateMachine):
         return document
 
     def _save(self, problem: str) -> None:
+        self.failed = True
         if any(known(self.scenario(), problem) for known in type(self).tolerated):
             type(self).reached["discarded (tolerated)"] += 1
             reject()
@@ -250,9 +266,20 @@ class DriverMachine(RuleBasedStateMachine):
         if self.driver is None or not self.judge.marks:
             return
         trace: Trace = json.loads(json.dumps(self.driver.trace(), default=str))
+        if not self.failed and comparable(self.document, trace):
+            # §10: the same Session without the crash, on a fresh driver of the same factory.
+            twin = {**self.document, "steps": [s.model_dump(exclude_defaults=True)
+                                               for s in self.judge.performed()] or NO_STEPS}
+            difference = compare(twin, trace, player(type(self).factory, endless_ports))
+            type(self).reached["crashed Session compared with its twin"] += 1
+            if difference is not None:
+                self._save(difference)
+        type(self).reached["budget regained after a takeover (issue #34, not judged)"] += \
+            len(self.judge.notes.regained)
         type(self).reached.update(coverage(
             self.document, trace,
-            [(on, "stop" if s.stop else "supplement") for on, s in self.fired],
+            [(on, "stop" if s.stop else "write" if s.write else "supplement")
+             for on, s in self.fired],
             len(self.judge.performed())))
 
     def _text(self, tag: str, body: str) -> str:
@@ -320,8 +347,10 @@ def replay_checked(document: Mapping[str, Any],
     trace: Trace = []
 
     def triggered(step: StepDoc) -> None:
-        perform(driver, step)
-        judge.triggered_step(step, len(driver.trace()))
+        try:
+            perform(driver, step)
+        finally:
+            judge.triggered_step(step, len(driver.trace()))
 
     triggers.act = triggered
 
@@ -336,6 +365,10 @@ def replay_checked(document: Mapping[str, Any],
         judge.steps.append(step)
         perform(driver, step)
         judged()
+    if comparable(document, trace):
+        difference = compare(document, trace, player(factory, endless_ports))
+        if difference is not None:
+            raise DriverViolation(difference)
     return trace
 
 

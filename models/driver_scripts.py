@@ -17,6 +17,15 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ctxspec.conformance.phases import PHASES
+from ctxspec.models.driver_rules import REDACTION
+from ctxspec.models.driver_settings import (
+    ODD_ANSWERS,
+    WRITER_TRIGGERS,
+    keep_valid,
+    shared_hooks,
+    stops_focus,
+    widen_agent,
+)
 
 NAME = "driver-machine"
 TOOLS = ("read", "write")
@@ -67,7 +76,7 @@ def _answers(planner: bool) -> st.SearchStrategy[dict[str, Any]]:
     """The root role's answers: most complete, many call tools (a Planner also delegates)."""
     calls = st.builds(lambda calls: {"text": "", "tool_calls": calls},
                       _calls((*TOOLS, "shell")))
-    kinds = [calls, _TEXT, calls, _TEXT, calls, _FAILURES]
+    kinds = [calls, _TEXT, calls, _TEXT, calls, _FAILURES, ODD_ANSWERS]
     if planner:
         kinds += [_DELEGATE, _DELEGATE]
     return st.one_of(*kinds)
@@ -192,7 +201,7 @@ WINDOWS = st.one_of(st.integers(2500, 5000), st.integers(600, 1500), st.integers
 middling ones (snapshots activated, reused and invalidated) and large ones."""
 
 
-FOCUSES = ("mixed", "snapshots", "crashes", "hooks", "decisions", "limits")
+FOCUSES = ("mixed", "snapshots", "crashes", "hooks", "decisions", "limits", "budgets", "stops")
 """Setups weighed toward one part of the design each; ``mixed`` weighs none. A CI run runs a
 few examples of each, so every coverage row is reached in little time; the thorough run runs
 many of each (docs/models.md)."""
@@ -216,12 +225,12 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
                "limits": st.integers(600, 1500)}.get(focus, WINDOWS)
     agent: dict[str, Any] = {
         "system_prompt": "sys", "window": draw(windows, label="window"),
-        "output_reserve": draw(st.integers(50, 400)),
-        "safety_margin": draw(st.integers(10, 40)),
-        "trigger_ratio": draw(st.sampled_from(["0.5", "0.3", "0.8", "0.3"])),
-        "recent_runs": draw(st.integers(0, 4)), "loop_limit": draw(st.integers(2, 4)),
-        "model_attempts": draw(st.integers(1, 2)), "estimator": "chars",
+        "recent_runs": draw(st.integers(0, 4)),
         "tools": [{"name": name, "schema": SCHEMA} for name in TOOLS]}
+    if planner:
+        agent["executor"] = {"system_prompt": "exec",
+                             "tools": [{"name": name, "schema": SCHEMA} for name in TOOLS]}
+    widen_agent(draw, agent, focus)
     if draw(st.integers(0, 3)) == 0:
         agent["summary_target"] = draw(st.integers(20, 400))
     if focus == "limits" or draw(st.integers(0, 5)) == 0:
@@ -232,19 +241,27 @@ def setups(draw: st.DrawFn, focus: str = "mixed") -> dict[str, Any]:
         "business": draw(st.lists(_answers(planner), min_size=1, max_size=5)),
         "compaction": draw(st.lists(summaries, min_size=1, max_size=3))}
     if planner:
-        agent["executor"] = {"system_prompt": "exec",
-                             "tools": [{"name": name, "schema": SCHEMA} for name in TOOLS]}
         model["executor"] = draw(st.lists(_EXECUTOR_ANSWERS, min_size=1, max_size=3))
+        if focus == "hooks":  # a delegation is a call at the tool points too (§3, §10)
+            model["business"].insert(0, draw(_DELEGATE))
     document: dict[str, Any] = {
         "scenario_version": 1, "name": NAME,
         "description": "built by models/driver_machine.py", "agent": agent, "model": model,
         "tools": {name: draw(st.lists(_RESULTS, min_size=1, max_size=3)) for name in TOOLS},
-        "hooks": draw(_hooks_for(focus, planner)), "triggers": draw(TRIGGERS)}
+        "hooks": draw(_hooks_for(focus, planner)) + draw(shared_hooks(agent)),
+        "triggers": draw(TRIGGERS) + draw(WRITER_TRIGGERS)}
+    if draw(st.integers(0, 3)) == 1:
+        model["limit_output"] = True
+    if focus == "stops":
+        stops_focus(draw, document)
     if aimed is not None:
-        return _aimed(draw, document, *aimed)
+        document = _aimed(draw, document, *aimed)
+        keep_valid(agent)
+        return document
+    keep_valid(agent)
     crash = draw(CRASHES if focus == "crashes" else st.one_of(CRASHES, st.none()),
                  label="crash")
-    if crash is not None and focus in ("mixed", "crashes", "limits"):
+    if crash is not None and focus in ("mixed", "crashes", "limits", "budgets"):
         document["crash"] = crash
     return document
 
@@ -267,6 +284,11 @@ def _aimed(draw: st.DrawFn, document: dict[str, Any], phase: str, when: str) -> 
     asked at every request (a hook phase). Everything else stays as drawn."""
     agent, model = document["agent"], document["model"]
     agent.pop("run_deadline", None)  # a deadline of a few ticks ends the Run before the phase
+    # Nor may a budget end it first: a Loop limit of 1, a spent tool quota, a tiny B.
+    agent.update(loop_limit=max(2, agent["loop_limit"]))
+    agent.pop("tool_quota", None)
+    if agent.get("output_reserve", 0) > agent["window"] // 4:
+        agent["output_reserve"] = draw(st.integers(50, 400))
     first: st.SearchStrategy[dict[str, Any]] | None = None
     if phase.startswith("execution_"):
         first = _DELEGATE
@@ -310,6 +332,9 @@ def _decisions(planner: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
     return st.tuples(*(at(point) for point in HOOK_POINTS)).map(list)
 
 
+REDACTING = {"point": "tool.post_call", "items": [REDACTION]}
+
+
 def _hooks_for(focus: str, planner: bool) -> st.SearchStrategy[list[dict[str, Any]]]:
     if focus == "decisions":
         return _decisions(planner)
@@ -325,7 +350,13 @@ def _hooks_for(focus: str, planner: bool) -> st.SearchStrategy[list[dict[str, An
                                 "value": {"path": "one.md"}}]},
             {"context_patch": [{"target": "call", "field": "tool_call:{call_id}.arguments",
                                 "value": {"path": "two.md"}}], "stale_base": True}]})
-        return st.lists(st.one_of(conflict, tool_hooks, hooks(planner)), min_size=2, max_size=4)
+        # The only post-call hook redacts every result: a delegation's result too (§3, §10).
+        redacting = st.builds(lambda more: [REDACTING, *(h for h in more
+                                                         if h["point"] != "tool.post_call")],
+                              st.lists(hooks(planner), max_size=2))
+        return st.one_of(
+            st.lists(st.one_of(conflict, tool_hooks, hooks(planner)), min_size=2, max_size=4),
+            redacting)
     if focus == "snapshots" and not planner:
         # A compaction hook correcting covered material (the first answer): the summary is
         # refused at the switch (Q55).

@@ -42,7 +42,10 @@ class World:
     def call(self, request: ModelCall) -> ModelOutcome:
         if any(m.role == "tool" for m in request.messages):
             return Complete("done")
-        return Complete("", (ProposedCall("write", {"path": "a"}), ProposedCall("read", {})))
+        # write's argument names the question, so each Run's write is told apart in the log.
+        question = [m.text for m in request.messages if m.role == "user"][-1]
+        return Complete("", (ProposedCall("write", {"path": question}),
+                             ProposedCall("read", {})))
 
     def run(self, name: str, arguments: Any, ordinal: int) -> ToolOutcome:
         # O_APPEND: each line lands whole, whichever process writes it.

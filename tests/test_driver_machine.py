@@ -50,7 +50,29 @@ def _target_missing_at_call(document: Mapping[str, Any], problem: str) -> bool:
     return "does not exist at this" in problem and "ScenarioError" in problem
 
 
-KNOWN_OPEN = (_target_missing_at_call,)
+ISSUE_30_OPEN = (
+    "its revision was checked against the role's private one",  # (3) shared vs private revision
+    "started a compaction episode after it was stopped",  # (4) an episode after a stop
+)
+"""Issue #30's reference defects the widened model finds, open on this branch until their
+fixes are merged from main (each then leaves this list)."""
+
+
+def _issue_30_open(document: Mapping[str, Any], problem: str) -> bool:
+    return any(known in problem for known in ISSUE_30_OPEN)
+
+
+def _takeover_widens_cutoff(document: Mapping[str, Any], problem: str) -> bool:
+    """Found by the widened model (docs/models.md, finding 5; open, reported on issue #30): a
+    supplement arriving during a compaction, then a takeover before the business request is
+    frozen — the request is sent with a later input cutoff than its uncrashed twin's (§5
+    "本次 prepare_context 固定 input_cutoff，压缩、重物化及最终冻结沿用同一水位")."""
+    return "without the crash in its requests sent" in problem and any(
+        t["on"].get("purpose") == "compaction" and "supplement" in t["do"]
+        for t in document.get("triggers", ()))
+
+
+KNOWN_OPEN = (_target_missing_at_call, _issue_30_open, _takeover_widens_cutoff)
 """Examples that hit these are discarded (and counted in the table), never passed: a known
 open defect (it goes when its fix lands) and a scenario the generator could not know was
 invalid."""
@@ -203,3 +225,11 @@ def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     assert endings(trace) == [(1, "failed", "COMPACTION_FAILED")]
     ended = next(e for e in trace if e["kind"] == "run_ended")
     assert "a useful chunk carries at least 100" in ended["message"]
+
+
+def test_the_issue_30_defects_the_widened_model_found_stay_fixed() -> None:
+    # Found by the widened model on the reference before issue #30's fixes: a Planner read a
+    # delegation's result that no tool.post_call chain had seen (§3, §10), and a tool.post_call
+    # edit overwrote its record, listing no change (§1). Both replay clean now.
+    for name in ("issue30-1-delegate-post-call.json", "issue30-2-post-call-overwrite.json"):
+        replay_checked(json.loads((DEFECTS / name).read_text("utf-8")), ReferenceDriver)

@@ -15,7 +15,13 @@ import pytest
 from ctxspec.reference.ports import LogicalClock
 from ctxspec.reference.runtime.ownership import HARNESS, Lease, OwnerAlive
 from ctxspec.reference.runtime.restore import restore
-from ctxspec.reference.runtime.runtime import Crash, CrashPlan, ReferenceRuntime
+from ctxspec.reference.runtime.runtime import (
+    AccessDenied,
+    AgentConfig,
+    Crash,
+    CrashPlan,
+    ReferenceRuntime,
+)
 from ctxspec.reference.runtime.store import CommitCoordinator, CommitFailed, Store
 from ctxspec.reference.runtime.trace import RunEnded
 from tests.ownership_world import AGENT, World, ports
@@ -151,3 +157,21 @@ def test_four_processes_open_one_new_store_file_at_once(tmp_path: Path) -> None:
     failures = [(p.wait(60), p.stderr.read() if p.stderr else "") for p in opened]
     assert [code for code, _ in failures] == [0, 0, 0, 0], failures
     assert Store(path).count("sessions") == 0
+
+
+def test_an_agent_built_without_an_id_is_told_apart_by_its_configuration(tmp_path: Path
+                                                                         ) -> None:
+    # Two Agents configured differently never share a default id: a takeover by the other one
+    # is refused; the same configuration built again (another process) is the same Agent.
+    world = World(tmp_path / "tools.log")
+    first = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
+                             store=Store(tmp_path / "s.db"), lease=HARNESS)
+    first.ask("write it")
+    other = AgentConfig("You only read.", AGENT.budget, AGENT.tools, tool_quota=1)
+    assert other.agent_id != AGENT.agent_id
+    with pytest.raises(AccessDenied, match="belongs to another Agent"):
+        restore(Store(tmp_path / "s.db"), other, **ports(world), clock=LogicalClock(),
+                lease=HARNESS)
+    same = AgentConfig(AGENT.system_prompt, AGENT.budget, AGENT.tools, tool_quota=1)
+    assert same.agent_id == AGENT.agent_id
+    restore(Store(tmp_path / "s.db"), same, **ports(world), clock=LogicalClock(), lease=HARNESS)

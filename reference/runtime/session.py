@@ -172,6 +172,14 @@ class AgentConfig:
     """The audit callers the Agent's owner authorised to read its Sessions' history (§1, §11
     "经授权的审计"); an audit caller names itself and is refused unless granted here."""
 
+    def __post_init__(self) -> None:
+        # An Agent built without an id gets one of its own configuration, so two Agents
+        # configured differently are never taken for one (a takeover refuses the other's
+        # Session, issue #34); the same configuration keeps the same id across processes.
+        if self.agent_id == DEFAULT_AGENT_ID:
+            object.__setattr__(self, "agent_id", uuidlib.uuid5(
+                uuidlib.NAMESPACE_URL, f"ctxspec:agent:{self!r}"))
+
 
 @dataclass
 class RunState:
