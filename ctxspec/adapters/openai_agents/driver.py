@@ -52,6 +52,8 @@ from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 from openai import APIConnectionError, BadRequestError
 
+from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
+from ctxspec.adapters.openai_agents.guardrails import Guardrails
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
@@ -75,7 +77,7 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency"})
+                       "sessions", "tool_latency", *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
 turn), input staged on a running Run (``RunState.add_input``), another session on the same
@@ -157,6 +159,10 @@ class OpenAIAgentsDriver:
         self.sessions = 1
         self.model = ScenarioModel(self)
         self.tools = [build(tool, self._run_tool) for tool in doc.tools]
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
+        Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
+            {**fields, "kind": kind}), self.result_facts).attach(self.tools)
         retry = ModelRetrySettings(
             max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
             backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
@@ -181,8 +187,6 @@ class OpenAIAgentsDriver:
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
         self.reported = False
-        self.result_facts: dict[str, dict[str, Any]] = {}
-        """What each call's formatted error result stands for, by call_id (Q210)."""
         self.in_model = False
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None

@@ -25,7 +25,22 @@ _NO_RETRY_AFTER_OUTPUT = Divergence(
     "Attempt without the fragment (§11, §12 row 12).",
     "agents/run_internal/model_retry.py: _evaluate_retry")
 
+_GUARDRAIL_GRAIN = Divergence(
+    "A tool guardrail can only allow or reject (ToolGuardrailFunctionOutput: allow, "
+    "reject_content, raise_exception): it applies no patch — an edit of the arguments or of "
+    "the result is not made — and checks none (no field registry, base revision or rights), "
+    "so what the design applies, voids or refuses is neither applied nor diagnosed (§3).",
+    "agents/tool_guardrails.py: ToolGuardrailFunctionOutput, ToolInputGuardrail.run, "
+    "ToolOutputGuardrail.run")
+
 DIVERGENCES = {
+    **dict.fromkeys((
+        "ROW-16-17", "EX3-WRITE", "EX3-WRITE-CONFLICT", "EX3-DENY-CONFLICT",
+        "BAD-UNREGISTERED-FIELD", "BAD-STALE-ALLOW", "BAD-STALE-DENY", "BAD-INVALID-PATCH",
+        "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
+        "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
+        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD"),
+        _GUARDRAIL_GRAIN),
     "ROW-01": Divergence(
         _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
         "call never reaches the session at all.",
@@ -121,14 +136,14 @@ NOTES = (
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
     "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
     "which the SDK runs concurrently, finish in that order.",
-    "Hooks are not declared (Q196): a capability hooks:<point> means the point's allow, modify "
-    "and deny with their patches (§3), and what the SDK has at tool.pre_call and "
-    "tool.post_call cannot modify: a ToolInputGuardrail / ToolOutputGuardrail answers allow, "
-    "reject_content (a message in place of the result) or raise_exception "
-    "(agents/tool_guardrails.py: ToolGuardrailFunctionOutput), and a tool's needs_approval "
-    "is approved or rejected on the RunState (agents/run_state.py: RunState.approve, "
-    "RunState.reject), with no edit of the arguments. Nor crash points: a SQLiteSession "
-    "saves items, not the Run's position, so a restarted process can only start a new Run.",
+    "Hooks at the SDK's grain (ctxspec/adapters/openai_agents/guardrails.py, Q293): "
+    "tool.pre_call is each function tool's ToolInputGuardrail, tool.post_call its "
+    "ToolOutputGuardrail; a deny is reject_content (the call never runs, or its result is "
+    "withheld), a write has no place (a guardrail cannot modify), a failed item is dropped. "
+    "The other points are not declared: input and output guardrails see a Run's first input "
+    "and final output only, RunHooks observe and cannot deny. Nor crash points: a "
+    "SQLiteSession saves items, not the Run's position, so a restarted process can only "
+    "start a new Run.",
 )
 
 SETTINGS = (
