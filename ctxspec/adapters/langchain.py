@@ -258,8 +258,7 @@ class LangChainDriver:
         except ModelCallLimitExceededError as limit:
             self._end(run, "loop_exhausted", None, str(limit))
         except ContextOverflowError as refused:
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED",
-                      f"{refused}; the window is {self.budget.window} tokens")
+            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(refused))
         except Exception as failure:
             if self.exhausted is not None:
                 raise self.exhausted from failure

@@ -50,16 +50,6 @@ DIVERGENCES = {
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
     "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
-    "ROW-14": Divergence(
-        "The partial output of a broken stream reaches the client as raw stream events and is "
-        "then dropped: the Run fails with nothing kept, where the design keeps the fragment in "
-        "the context, marked incomplete (§5, §11).",
-        "agents/run_internal/run_loop.py: run_single_turn_streamed"),
-    "S7-PROVIDER-REFUSES": Divergence(
-        "A provider's context_length_exceeded ends the Run with the provider's error only: the "
-        "SDK knows no window and shows the user neither the window configuration nor the "
-        "request's estimate (§7).", "agents/models/openai_responses.py: OpenAIResponsesModel."
-        "get_response (the provider's BadRequestError propagates)"),
     "S8-DEADLINE-BETWEEN-ATTEMPTS": Divergence(
         "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
         "is sent after the Run's time is up (§8, §11).",
