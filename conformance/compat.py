@@ -130,6 +130,9 @@ class Profile:
     settings: tuple[Setting, ...] = ()
     """The settings whose defaults the best configuration changes, each with the cases it
     fixes."""
+    doubts: Mapping[str, str] = field(default_factory=dict)
+    """Case ID → why its verdict is one we are least sure of (issue #32: disagreement is a
+    test)."""
     defaults: str = ""
     """``MODULE:FACTORY`` of the driver configuring the framework with its defaults (the
     driver itself is the best configuration); empty: one configuration only."""
@@ -270,6 +273,9 @@ def build_report(profile: Profile, driver_spec: str, results: Sequence[CaseResul
         "failures": _failures(profile, driver_spec, results, statuses, defaults,
                               default_statuses),
         "findings": [{"behaviour": f.behaviour, "source": f.source} for f in profile.findings],
+        "doubts": dict(profile.doubts),
+        "configuration_dependent": sorted(
+            i for i, status in default_statuses.items() if statuses.get(i) != status),
         "notes": list(profile.notes),
         "cases": statuses,
     }

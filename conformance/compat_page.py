@@ -76,11 +76,26 @@ def report_page(report: Mapping[str, Any]) -> str:
         lines += ["## Framework behaviours found, with the source read", ""]
         lines += [f"- {f['behaviour']} (`{f['source']}`)" for f in report["findings"]]
         lines.append("")
+    lines += _doubts(report)
     if report["notes"]:
         lines += ["## How the adapter maps the design", ""]
         lines += [f"- {note}" for note in report["notes"]]
         lines.append("")
     return "\n".join(lines)
+
+
+def _doubts(report: Mapping[str, Any]) -> list[str]:
+    """The verdicts we are least sure of, and those that depend on the configuration."""
+    lines: list[str] = []
+    if report.get("doubts"):
+        lines += ["## Verdicts we are least sure of", ""]
+        lines += [f"- **{case}**: {why}" for case, why in report["doubts"].items()]
+        lines.append("")
+    if report.get("configuration_dependent"):
+        lines += ["## Verdicts that depend on the configuration", "",
+                  "Cases whose status differs between the framework's defaults and the best "
+                  "configuration: " + ", ".join(report["configuration_dependent"]) + ".", ""]
+    return lines
 
 
 def _settings(settings: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -356,6 +356,26 @@ SETTINGS += (
 )
 """The settings the best configuration changes (``BEST``), each with the cases it fixes."""
 
+DOUBTS = {
+    "S7-PROVIDER-REFUSES": "passes on the Run's ending alone: LangChain knows no window and "
+                           "traces no figures, so whether the user is told W and I is not "
+                           "judged (Q294).",
+    "S11-COMPACTION-FAILED": "COMPACTION_FAILED is the adapter's reading of an exception out of "
+                             "SummarizationMiddleware's node (Q292); LangChain itself raises "
+                             "the summariser's error unchanged.",
+    "ROW-03": "the Executor is a sub-agent behind a tool, one of two mappings LangChain offers; "
+              "a subgraph with its own checkpoint namespace would also checkpoint its steps "
+              "and might change the CRASH-PLANNER verdicts (listed as the adapter's flaws).",
+    "ROW-15": "model.pre_request is a middleware the adapter writes with LangChain's API; that "
+              "it checks no patch is LangChain's lack of a patch protocol, but a user could "
+              "write the checks into the middleware — then they would be the adapter's, not "
+              "LangChain's (issue #32 item 1).",
+    "ROW-06": "a supplement is streamed in at the next checkpoint, which starts a new "
+              "invocation of the graph: its loop budget restarts (S10-TAKEOVER-BUDGET) and "
+              "the freeze the design asks for has no LangChain counterpart to compare with.",
+}
+"""The verdicts we are least sure of (issue #32: disagreement is a test)."""
+
 PROFILE = Profile(
     runtime="langchain",
     framework="LangChain v1 (langchain.agents.create_agent)",
@@ -365,7 +385,8 @@ PROFILE = Profile(
                                "budget; the adapter computes W, O, S, B and the §7 trigger and "
                                "passes the trigger to SummarizationMiddleware",
     },
-    divergences=DIVERGENCES, suite_flaws=SUITE_FLAWS, settings=SETTINGS, findings=FINDINGS,
+    divergences=DIVERGENCES, suite_flaws=SUITE_FLAWS, settings=SETTINGS, doubts=DOUBTS,
+    findings=FINDINGS,
     notes=NOTES,
     defaults="ctxspec.adapters.langchain:make_default_driver",
 )

@@ -147,6 +147,19 @@ SETTINGS = (
 )
 """The settings the best configuration changes, each with the cases it fixes."""
 
+DOUBTS = {
+    "S7-PROVIDER-REFUSES": "passes on the Run's ending alone: the SDK knows no window and "
+                           "traces no figures, so whether the user is told W and I is not "
+                           "judged (Q294).",
+    "EX3-WRITE": "a guardrail cannot modify, so every case with an edit fails on the grain "
+                 "(Q293); a user could instead reject and let the model propose again, which "
+                 "the design does not count as an edit.",
+    "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
+              "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
+              "SDK's default of no limit.",
+}
+"""The verdicts we are least sure of (issue #32: disagreement is a test)."""
+
 PROFILE = Profile(
     runtime="openai-agents",
     framework="OpenAI Agents SDK (agents.Runner with SQLiteSession)",
@@ -158,6 +171,6 @@ PROFILE = Profile(
                                "O, S, B and the trigger, and refuses a fixed input over B in "
                                "RunConfig.call_model_input_filter",
     },
-    divergences=DIVERGENCES, settings=SETTINGS, findings=FINDINGS, notes=NOTES,
+    divergences=DIVERGENCES, settings=SETTINGS, doubts=DOUBTS, findings=FINDINGS, notes=NOTES,
     defaults="ctxspec.adapters.openai_agents:make_default_driver",
 )
