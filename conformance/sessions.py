@@ -23,6 +23,22 @@ def boundary(question_length: int = 1597, **agent: Any) -> dict[str, Any]:
     return document
 
 
+def supplement_during_compaction() -> dict[str, Any]:
+    """§12 row 6 (ROW-06): :func:`boundary`'s Session at 1597, Run 2 then calls ``look`` and
+    answers "done"; the supplement "late words" arrives while Run 2's compaction request is
+    answered — after the input cutoff of the business request being prepared (1: the
+    question), so it joins Run 2's next request (cutoff 2), after ``look``'s result."""
+    document = boundary(1597)
+    document["agent"]["tools"] = [{"name": "look"}]
+    document["model"]["business"] = [{"text": "b" * 1000},
+                                     {"text": "", "tool_calls": [{"name": "look"}]},
+                                     {"text": "done"}]
+    document["tools"] = {"look": [{"text": "seen"}]}
+    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
+                             "do": {"supplement": "late words"}}]
+    return document
+
+
 def corrected_summary(ordinal: int = 4, correction: str = "A, corrected") -> dict[str, Any]:
     """§12 row 20 (ROW-20): one Run at W = 5000 with a tool t; loop 3 compacts the first two
     loops in two chunks (SUM1, SUM2), and the ``ordinal``-th model.pre_request chain replaces

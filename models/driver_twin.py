@@ -28,6 +28,15 @@ Play = Callable[[Mapping[str, Any]], Trace]
 """Plays a whole scenario document on a fresh driver and returns its trace (as JSON)."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CUT_ID = re.compile(r"(?m)(?<![0-9A-Za-z])[0-9a-f][0-9a-f-]{0,35}$"
+                     r"|^[0-9a-f-]{0,35}[0-9a-f](?![0-9A-Za-z])")
+"""The two halves of an identifier a chunk's character range cut apart (the end of one piece,
+the start of the next): masked like a whole one. A hex word that merely ends or starts a line
+is masked as well, on both sides alike, so no difference is made up."""
+
+
+def _masked(text: str) -> str:
+    return _CUT_ID.sub("<id>", _UUID.sub("<id>", text))
 
 
 def inside_a_request(document: Mapping[str, Any], phase: str | None) -> bool:
@@ -62,7 +71,7 @@ def outcome(trace: Trace) -> dict[str, object]:
     for event in trace:
         if event["kind"] == "model_request":
             sent.setdefault((_UUID.sub("<id>", event["purpose_key"]), event["attempt"]), [
-                (m["role"], m["kind"], _UUID.sub("<id>", m["text"]))
+                (m["role"], m["kind"], _masked(m["text"]))
                 for m in event["view"]["messages"]])
     return {
         "Run endings": [(e["run_no"], e["status"], e["error_code"]) for e in trace

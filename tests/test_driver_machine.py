@@ -50,32 +50,10 @@ def _target_missing_at_call(document: Mapping[str, Any], problem: str) -> bool:
     return "does not exist at this" in problem and "ScenarioError" in problem
 
 
-ISSUE_30_OPEN = (
-    "its revision was checked against the role's private one",  # (3) shared vs private revision
-    "started a compaction episode after it was stopped",  # (4) an episode after a stop
-)
-"""Issue #30's reference defects the widened model finds, open on this branch until their
-fixes are merged from main (each then leaves this list)."""
-
-
-def _issue_30_open(document: Mapping[str, Any], problem: str) -> bool:
-    return any(known in problem for known in ISSUE_30_OPEN)
-
-
-def _takeover_widens_cutoff(document: Mapping[str, Any], problem: str) -> bool:
-    """Found by the widened model (docs/models.md, finding 5; open, reported on issue #30): a
-    supplement arriving during a compaction, then a takeover before the business request is
-    frozen — the request is sent with a later input cutoff than its uncrashed twin's (§5
-    "本次 prepare_context 固定 input_cutoff，压缩、重物化及最终冻结沿用同一水位")."""
-    return "without the crash in its requests sent" in problem and any(
-        t["on"].get("purpose") == "compaction" and "supplement" in t["do"]
-        for t in document.get("triggers", ()))
-
-
-KNOWN_OPEN = (_target_missing_at_call, _issue_30_open, _takeover_widens_cutoff)
-"""Examples that hit these are discarded (and counted in the table), never passed: a known
-open defect (it goes when its fix lands) and a scenario the generator could not know was
-invalid."""
+KNOWN_OPEN = (_target_missing_at_call,)
+"""Examples that hit these are discarded (and counted in the table), never passed: a scenario
+the generator could not know was invalid. A known open defect of the reference would be listed
+here until its fix lands; issue #30's five are fixed and kept as regressions below."""
 
 
 PER_FOCUS_CAP = 80
@@ -227,9 +205,23 @@ def test_the_reference_defects_the_machine_found_stay_fixed() -> None:
     assert "a useful chunk carries at least 100" in ended["message"]
 
 
+def test_an_identifier_a_chunk_cut_apart_is_masked_in_the_twin_comparison() -> None:
+    # A false alarm of the judge (a thorough run after issue #30's fixes): a chunk's character
+    # range ended inside a call's id, which the takeover's identities made differ from the
+    # twin's; the cut halves are masked like a whole identifier now.
+    for name in ("twin-cut-identifier.json", "twin-cut-identifier-2.json"):
+        replay_checked(json.loads((DEFECTS / name).read_text("utf-8")), ReferenceDriver)
+
+
 def test_the_issue_30_defects_the_widened_model_found_stay_fixed() -> None:
     # Found by the widened model on the reference before issue #30's fixes: a Planner read a
-    # delegation's result that no tool.post_call chain had seen (§3, §10), and a tool.post_call
-    # edit overwrote its record, listing no change (§1). Both replay clean now.
-    for name in ("issue30-1-delegate-post-call.json", "issue30-2-post-call-overwrite.json"):
+    # delegation's result that no tool.post_call chain had seen (§3, §10); a tool.post_call
+    # edit overwrote its record, listing no change (§1); a shared item on its chain's base was
+    # checked against the private revision (§3); a stop during the pre-request chain still
+    # planned an episode (§11); a takeover during a compaction took the business request's
+    # input cutoff afresh, showing a supplement that arrived after preparation (§5). All five
+    # replay clean now.
+    for name in ("issue30-1-delegate-post-call.json", "issue30-2-post-call-overwrite.json",
+                 "issue30-3-shared-revision.json", "issue30-4-episode-after-stop.json",
+                 "issue30-5-takeover-widens-cutoff.json"):
         replay_checked(json.loads((DEFECTS / name).read_text("utf-8")), ReferenceDriver)

@@ -137,6 +137,14 @@ def _cutoff_renewed(original: Callable[..., Any]) -> Callable[..., Any]:
     return cutoff
 
 
+def _prepared_cutoff_renewed(original: Callable[..., Any]) -> Callable[..., Any]:
+    def cutoff(self: Any, checkpoint: Mapping[str, Any]) -> Any:
+        # Only a frozen request keeps its cutoff; a prepared or compacting one takes the
+        # inputs received by now.
+        return original(self, checkpoint) if checkpoint.get("stage") == "frozen" else None
+    return cutoff
+
+
 def _freeze_as_before(original: Callable[..., Any]) -> Callable[..., Any]:
     def freeze(book: Any, *, run_id: Any, operation_id: Any, input_cutoff: int) -> Any:
         # The delivery book still claims what the first freeze claimed; only the request the
@@ -166,8 +174,13 @@ MUTANTS = (
            "a frozen request asked again after a takeover is rebuilt with the inputs received "
            "by now, so it shows a supplement that arrived after its freeze (§5: every attempt "
            "sends the frozen input list; §10; Q160)",
-           (Patch(NodeDriver, "frozen_cutoff", _cutoff_renewed, reads_only=True),
+           (Patch(NodeDriver, "kept_cutoff", _cutoff_renewed, reads_only=True),
             Patch(delivery, "freeze", _freeze_as_before))),
+    Mutant("TAKEOVER-RECUTS-PREPARED",
+           "a request a takeover finds prepared or compacting takes the inputs received by now "
+           "instead of the cutoff it was prepared with, so a supplement that arrived during its "
+           "compaction joins it (§5: compaction, re-materialisation and freeze keep one cutoff)",
+           (Patch(NodeDriver, "kept_cutoff", _prepared_cutoff_renewed, reads_only=True),)),
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
            "from post-processing, no new call)",

@@ -2,7 +2,6 @@
 triggers compaction, a supplement during it, a request still over the window after the summary,
 and an old summary over a modified record (§7, §8, §9). Each case stands beside its check."""
 
-from typing import Any
 
 from ctxspec.conformance.case import (
     Case,
@@ -15,7 +14,7 @@ from ctxspec.conformance.case import (
     of,
     requests,
 )
-from ctxspec.conformance.sessions import boundary, corrected_summary
+from ctxspec.conformance.sessions import boundary, corrected_summary, supplement_during_compaction
 
 # --- §12 row 4: the 80% boundary, both sides ----------------------------------------------------
 
@@ -120,18 +119,6 @@ ROW_05_SNAPSHOT = Case(
 # --- §12 row 6: a supplement during compaction ------------------------------------------------
 
 
-def _row6_scenario() -> dict[str, Any]:
-    document = boundary(1597)
-    document["agent"]["tools"] = [{"name": "look"}]
-    document["model"]["business"] = [{"text": "b" * 1000},
-                                     {"text": "", "tool_calls": [{"name": "look"}]},
-                                     {"text": "done"}]
-    document["tools"] = {"look": [{"text": "seen"}]}
-    document["triggers"] = [{"on": {"purpose": "compaction", "ordinal": 1},
-                             "do": {"supplement": "late words"}}]
-    return document
-
-
 def _row6_check(trace: Trace) -> None:
     # The supplement arrives while the first chunk is summarised: after the input cutoff of the
     # request being prepared, so not in it, and verbatim in the next request, one input later.
@@ -146,7 +133,7 @@ def _row6_check(trace: Trace) -> None:
 
 ROW_06 = Case(
     "ROW-06", "a supplement during compaction joins the next request", "§12 row 6",
-    ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), _row6_scenario(), _row6_check,
+    ("CTX-5.28", "CTX-5.29", "CTX-9.44", "CTX-8.72"), supplement_during_compaction(), _row6_check,
     frozenset({"estimator_injection", "compaction", "triggers"}))
 
 

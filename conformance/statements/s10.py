@@ -19,7 +19,12 @@ from ctxspec.conformance.case import (
     result_facts,
     sessions,
 )
-from ctxspec.conformance.sessions import boundary, corrected_summary, write_path
+from ctxspec.conformance.sessions import (
+    boundary,
+    corrected_summary,
+    supplement_during_compaction,
+    write_path,
+)
 
 # --- §10: each batch member keeps its own result; an unsaved one is unknown, never a success ---
 
@@ -120,6 +125,34 @@ def _snapshot_check(trace: Trace) -> None:
     expect(last["snapshot_id"] is not None, "Run 2's request uses no snapshot")
     equal(last["estimated_input_tokens"], 1607, "I of Run 2's request")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
+
+
+# --- §5, §10: a takeover during a compaction keeps the request's input cutoff -------------------
+
+
+def _cutoff_kept_scenario() -> dict[str, Any]:
+    document = supplement_during_compaction()
+    document["crash"] = {"phase": "chunk_committed", "occurrence": 1, "when": "after"}
+    return document
+
+
+def _cutoff_kept_check(trace: Trace) -> None:
+    # ROW-06's Session dying right after its one chunk was committed, the supplement "late
+    # words" having arrived while that chunk was answered. The business request being prepared
+    # fixed its input cutoff at 2 (Run 2's question) before the compaction (§5 "本次 prepare_context
+    # 固定 input_cutoff，压缩、重物化及最终冻结沿用同一水位"); the takeover finishes the same
+    # episode and sends that same request: cutoff 1, without the supplement, which joins the
+    # next request — as in the Session without the crash. Inputs are numbered per Session:
+    # Run 1's question 1, Run 2's question 2, the supplement 3.
+    equal(len(of(trace, "restarted")), 1, "restarts")
+    business = requests(trace, "business")
+    after_summary, next_loop = business[1], business[2]
+    equal(after_summary["input_cutoff"], 2, "the input cutoff of the request compacted for")
+    expect("late words" not in [m["text"] for m in after_summary["view"]["messages"]],
+           "after the takeover the supplement joined the request it arrived after")
+    equal([m["text"] for m in next_loop["view"]["messages"] if m["kind"] == "user_ref"],
+          ["Q" * 1597, "late words"], "user inputs of the next request")
+    equal(next_loop["input_cutoff"], 3, "the input cutoff of the next request")
 
 
 # --- §10: Session history is no memory across Sessions ------------------------------------------
@@ -270,6 +303,10 @@ CASES: tuple[Case, ...] = (
     Case("S10-SNAPSHOT-NOT-CHECKPOINT", "a committed snapshot does not end the Run", "§10",
          ("CTX-10.3",), _snapshot_scenario(), _snapshot_check,
          frozenset({"crash_points", "compaction", "estimator_injection"})),
+    Case("S10-CUTOFF-KEPT-AFTER-TAKEOVER", "a takeover during a compaction sends the request "
+         "with the input cutoff it was prepared with", "§10", ("CTX-5.28", "CTX-10.24"),
+         _cutoff_kept_scenario(), _cutoff_kept_check,
+         frozenset({"crash_points", "compaction", "estimator_injection", "triggers"})),
     Case("S10-NEW-SESSION", "a new Session starts with nothing of the previous one", "§10",
          ("CTX-10.30",), _new_session_scenario(), _new_session_check,
          frozenset({"sessions", "history_api"})),

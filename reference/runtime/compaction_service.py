@@ -220,7 +220,8 @@ class CompactionService:
             return None
         self.s.put_episode(run, started, new=True)
         self.s.commit("EPISODE_STARTED", [
-            self.s.checkpoint(run, "compacting", operation_id=str(operation_id))])
+            self.s.checkpoint(run, "compacting", operation_id=str(operation_id),
+                              cutoff=run.cutoff)])
         return started
 
     def advance(self, run: RunState, planned: CompactionEpisodeRef

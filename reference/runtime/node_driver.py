@@ -128,7 +128,7 @@ class NodeDriver:
         elif stage == "denied":
             self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
         elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
-            self.resume_request(run, operation, self.frozen_cutoff(checkpoint))
+            self.resume_request(run, operation, self.kept_cutoff(checkpoint))
 
     def resume_batch(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
         """A decided answer: denied, a final answer, or its batch with the members a crashed
@@ -174,13 +174,15 @@ class NodeDriver:
         self.loop(run, resume_operation=UUID(operation),
                   resume_cutoff=cutoff)
 
-    def frozen_cutoff(self, checkpoint: Mapping[str, JSON]) -> int | None:
-        """The input cutoff a frozen request was frozen with: asked again after a takeover, it
-        is the same request (§5, §10: a retry reuses the frozen inputs), whatever arrived since;
-        a request not frozen yet takes the inputs received by now (Q160)."""
+    def kept_cutoff(self, checkpoint: Mapping[str, JSON]) -> int | None:
+        """The input cutoff a request was prepared with, as its position committed it
+        (prepared, compacting or frozen): taken up again after a takeover, it is the same
+        request with the same inputs, whatever arrived since (§5 "本次 prepare_context 固定
+        input_cutoff，压缩、重物化及最终冻结沿用同一水位"; §10: a retry reuses the frozen inputs;
+        Q160). None for a position that fixed none (the inputs received by now)."""
         cutoff = checkpoint.get("cutoff")
-        return cutoff if checkpoint.get("stage") == "frozen" and isinstance(cutoff, int) \
-            else None
+        return cutoff if checkpoint.get("stage") in ("prepared", "compacting", "frozen") \
+            and isinstance(cutoff, int) else None
 
     def end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None, figures: dict[str, int] | None = None) -> None:
@@ -269,6 +271,7 @@ class NodeDriver:
         run.loops += 1
         operation_id = resume_operation or self.s.new_id()
         cutoff = self.s.book.inputs[-1].input_seq if resume_cutoff is None else resume_cutoff
+        run.cutoff = cutoff
         protected = run.handover if run.parent is not None else self.prepared(run, cutoff)
         view = self.context.materialize(run, protected)
         if isinstance(view, UnsettledBatch):
@@ -310,7 +313,8 @@ class NodeDriver:
         """The loop's position after the pre-request chain, committed with its decision: a
         deny is a fact a takeover ends the role on, never a request it sends (§3, Q75)."""
         stage = "denied" if chain is not None and chain.blocked else "prepared"
-        return [self.s.checkpoint(run, stage, operation_id=str(operation_id))]
+        return [self.s.checkpoint(run, stage, operation_id=str(operation_id),
+                                  cutoff=run.cutoff)]
 
     def fit(self, run: RunState, operation_id: UUID, view: ModelView,
              protected: Sequence[ProtectedInput]

@@ -209,6 +209,9 @@ class RunState:
     last_model_operation_id: UUID | None = None
     resume_attempt: int = 1
     """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
+    cutoff: int | None = None
+    """The input cutoff the role's current request was prepared with (§5: kept through its
+    compaction, re-materialisation and freeze, and committed with each of their positions)."""
     resume_partial: bool = False
     """Whether the last stored failed attempt had shown a partial output."""
     finished_executor_loops: int = 0
