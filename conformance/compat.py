@@ -11,6 +11,13 @@ computing W, O, S and B for a framework that has no such budget) is declared by 
 its profile: a case that needs one and passes is counted apart (``adapter``), never as the
 framework's pass.
 
+Two configurations (issue #32, Q291): the driver is the framework configured as a careful
+user following the design would (the best configuration); its profile may name a second driver
+with the framework's defaults. Both run; a failure of the best configuration is *inherent*
+(no setting fixes it: the profile says why, with the framework source read), a failure of the
+defaults only is *default* (the profile's :class:`Setting` names the setting and value, and the
+two runs verify it).
+
 A driver describes itself with an optional ``compat_profile`` attribute (:class:`Profile`); a
 driver without one is reported under its module's name.
 """
@@ -29,6 +36,7 @@ from ctxspec.conformance.harness import (
     CaseResult,
     DriverFactory,
     confirm_capabilities,
+    load_factory,
     rule,
     run_suite,
 )
@@ -81,6 +89,32 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """An *inherent* failure: no setting of the framework's public API fixes it."""
+
+    sentence: str
+    """What the framework does instead of what the design says, in one sentence."""
+    source: str
+    """The framework file and function read that show why no setting fixes it."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A framework setting whose default fails cases its best value passes (a *default*
+    failure): the report checks, by the two runs, that each case named fails with the default
+    and passes with the best value."""
+
+    name: str
+    """The setting as a user writes it, e.g. ``SummarizationMiddleware(trim_tokens_to_
+    summarize=...)``."""
+    default: str
+    best: str
+    why: str
+    """What the default does that the design forbids, in one sentence."""
+    cases: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Profile:
     """What a driver tells a report about the framework under it."""
 
@@ -91,8 +125,17 @@ class Profile:
     """The framework's packages and their installed versions."""
     adapter_supplied: Mapping[str, str] = field(default_factory=dict)
     """Each capability the adapter supplies itself, with what the framework lacks."""
-    divergences: Mapping[str, str] = field(default_factory=dict)
-    """Case ID → one sentence naming the framework's divergence the case shows."""
+    divergences: Mapping[str, Divergence] = field(default_factory=dict)
+    """Case ID → the framework's inherent divergence the case shows."""
+    settings: tuple[Setting, ...] = ()
+    """The settings whose defaults the best configuration changes, each with the cases it
+    fixes."""
+    doubts: Mapping[str, str] = field(default_factory=dict)
+    """Case ID → why its verdict is one we are least sure of (issue #32: disagreement is a
+    test)."""
+    defaults: str = ""
+    """``MODULE:FACTORY`` of the driver configuring the framework with its defaults (the
+    driver itself is the best configuration); empty: one configuration only."""
     suite_flaws: Mapping[str, str] = field(default_factory=dict)
     """Case ID → why its failure is the suite's, not the framework's (to be fixed there)."""
     findings: tuple[Finding, ...] = ()
@@ -138,49 +181,101 @@ def _replay(case: Case, driver_spec: str) -> str:
     return f"`ctxspec conformance --driver {driver_spec} --case {case.id} -v`{reference}"
 
 
-def _sentence(result: CaseResult, profile: Profile) -> tuple[str, str]:
-    """The failure's kind (divergence, suite flaw or unexplained) and its one sentence."""
+def _sentence(result: CaseResult, profile: Profile) -> dict[str, str]:
+    """A failure of the best configuration: its kind (inherent, suite flaw or unexplained), its
+    sentence and, for an inherent one, the framework source read."""
     case = result.case
     if case.id in profile.divergences:
-        return "divergence", profile.divergences[case.id]
+        found = profile.divergences[case.id]
+        return {"kind": "inherent", "sentence": found.sentence, "source": found.source}
     if case.id in profile.suite_flaws:
-        return "suite_flaw", profile.suite_flaws[case.id]
+        return {"kind": "suite_flaw", "sentence": profile.suite_flaws[case.id]}
     lines = [line for line in result.detail.splitlines() if line.strip()]
     seen = lines[1] if len(lines) > 1 and lines[0] == rule(case) else (lines or [""])[0]
-    return "unexplained", f"not yet analysed: {seen.strip()[:300]}."
+    return {"kind": "unexplained", "sentence": f"not yet analysed: {seen.strip()[:300]}."}
+
+
+def _default_failure(case: Case, best: str, profile: Profile) -> dict[str, str]:
+    """A failure of the defaults only: the setting that fixes it, verified by the best run."""
+    named = [s for s in profile.settings if case.id in s.cases]
+    if not named:
+        return {"kind": "unexplained", "sentence": "not yet analysed: it fails with the "
+                "framework's defaults and passes with the best configuration, but no setting "
+                "of the profile names it."}
+    if best not in ("passed", "adapter"):
+        return {"kind": "unexplained", "sentence": f"{named[0].name} = {named[0].best} is "
+                f"named as its fix, but the best configuration's run says {best}."}
+    sentence = " ".join(f"{s.why} Setting {s.name} = {s.best} (default {s.default}) fixes it."
+                        for s in named)
+    return {"kind": "default", "sentence": sentence,
+            "setting": "; ".join(f"{s.name} = {s.best}" for s in named)}
+
+
+def _failure(result: CaseResult, status: str, driver_spec: str) -> dict[str, Any]:
+    case = result.case
+    return {"case": case.id, "title": case.title,
+            "requirement": (case.requirements or ("",))[0], "status": status,
+            "replay": _replay(case, driver_spec), "detail": result.detail}
+
+
+def _failures(profile: Profile, driver_spec: str, results: Sequence[CaseResult],
+              statuses: Mapping[str, str], defaults: Sequence[CaseResult],
+              default_statuses: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every failure of the best configuration, then every failure of the defaults the best
+    configuration does not share (each a *default*, naming its setting)."""
+    failures = [{**_failure(r, statuses[r.case.id], driver_spec), "configuration": "best",
+                 **_sentence(r, profile)}
+                for r in results if statuses[r.case.id] in ("failed", "error")]
+    spec = profile.defaults or driver_spec
+    for result in defaults:
+        status, best = default_statuses[result.case.id], statuses.get(result.case.id, "")
+        if status in ("failed", "error") and best not in ("failed", "error"):
+            failures.append({**_failure(result, status, spec), "configuration": "defaults",
+                             **_default_failure(result.case, best, profile)})
+    return failures
 
 
 def build_report(profile: Profile, driver_spec: str, results: Sequence[CaseResult],
-                 capabilities: Iterable[str], probes: Mapping[str, str], date: str
-                 ) -> dict[str, Any]:
-    """The report as JSON-ready data: deterministic for a deterministic runtime (no timings)."""
+                 capabilities: Iterable[str], probes: Mapping[str, str], date: str,
+                 defaults: Sequence[CaseResult] = ()) -> dict[str, Any]:
+    """The report as JSON-ready data: deterministic for a deterministic runtime (no timings).
+    ``results`` are the best configuration's, ``defaults`` the framework defaults' (empty: the
+    report has the one configuration)."""
     statuses = {r.case.id: status_of(r, profile.adapter_supplied) for r in results}
+    default_statuses = {r.case.id: status_of(r, profile.adapter_supplied) for r in defaults}
     rows: dict[str, dict[str, Any]] = {}
     for number, title in ROWS.items():
         members = [r.case.id for r in results if number in rows_of(r.case)]
         rows[str(number)] = {"title": title, "cases": {i: statuses[i] for i in members},
                              "status": _row_status([statuses[i] for i in members])}
+        if defaults:
+            rows[str(number)]["defaults"] = {
+                "cases": {i: default_statuses[i] for i in members if i in default_statuses},
+                "status": _row_status([default_statuses[i] for i in members
+                                       if i in default_statuses])}
     sections = {str(s): _counts(statuses[r.case.id] for r in results
                                 if s in sections_of(r.case)) for s in SECTIONS}
-    failures = []
-    for result in results:
-        if statuses[result.case.id] in ("failed", "error"):
-            kind, sentence = _sentence(result, profile)
-            failures.append({"case": result.case.id, "title": result.case.title,
-                             "requirement": (result.case.requirements or ("",))[0],
-                             "status": statuses[result.case.id], "kind": kind,
-                             "sentence": sentence,
-                             "replay": _replay(result.case, driver_spec),
-                             "detail": result.detail})
+    configurations = {"best": {"driver": driver_spec, "summary": _counts(statuses.values())}}
+    if defaults:
+        configurations["defaults"] = {"driver": profile.defaults or driver_spec,
+                                      "summary": _counts(default_statuses.values()),
+                                      "cases": default_statuses}
     return {
-        "report_version": 1, "suite_version": SUITE_VERSION, "runtime": profile.runtime,
+        "report_version": 2, "suite_version": SUITE_VERSION, "runtime": profile.runtime,
         "framework": profile.framework, "versions": dict(sorted(profile.versions.items())),
         "driver": driver_spec, "date": date,
         "capabilities": sorted(capabilities), "probes": dict(sorted(probes.items())),
         "adapter_supplied": dict(sorted(profile.adapter_supplied.items())),
-        "summary": _counts(statuses.values()), "rows": rows, "sections": sections,
-        "failures": failures,
+        "summary": _counts(statuses.values()), "configurations": configurations,
+        "settings": [{"name": s.name, "default": s.default, "best": s.best, "why": s.why,
+                      "cases": sorted(s.cases)} for s in profile.settings],
+        "rows": rows, "sections": sections,
+        "failures": _failures(profile, driver_spec, results, statuses, defaults,
+                              default_statuses),
         "findings": [{"behaviour": f.behaviour, "source": f.source} for f in profile.findings],
+        "doubts": dict(profile.doubts),
+        "configuration_dependent": sorted(
+            i for i, status in default_statuses.items() if statuses.get(i) != status),
         "notes": list(profile.notes),
         "cases": statuses,
     }
@@ -204,10 +299,16 @@ def _row_status(statuses: Sequence[str]) -> str:
 
 def run_compat(factory: DriverFactory, driver_spec: str, cases: Sequence[Case], date: str
                ) -> dict[str, Any]:
-    """Probe the driver's capabilities, run every case on a fresh driver, build the report."""
+    """Probe the driver's capabilities, run every case on a fresh driver — of the best
+    configuration (the driver) and, when its profile names one, of the framework's defaults —
+    and build the report."""
     driver = factory()
     profile = profile_of(driver, driver_spec)
     probes = confirm_capabilities(factory)
     results = list(run_suite(cases, factory, probes))
+    defaults: list[CaseResult] = []
+    if profile.defaults:
+        plain = load_factory(profile.defaults)
+        defaults = list(run_suite(cases, plain, confirm_capabilities(plain)))
     return build_report(profile, driver_spec, results, driver.capabilities,
-                        {name: p.status for name, p in probes.items()}, date)
+                        {name: p.status for name, p in probes.items()}, date, defaults)

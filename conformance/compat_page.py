@@ -23,27 +23,49 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     return lines
 
 
+def _counted(summary: Mapping[str, int]) -> str:
+    return f"{sum(summary.values())} — " + ", ".join(f"{summary[s]} {s}" for s in STATUSES)
+
+
+def _pair(report: Mapping[str, Any], best: str, default: str | None) -> str:
+    """A status in both configurations: ``defaults / best`` when the report has two."""
+    if "defaults" not in report.get("configurations", {}):
+        return best
+    return best if default == best else f"{default or '—'} / {best}"
+
+
 def report_page(report: Mapping[str, Any]) -> str:
     """One runtime's report, for its users."""
-    summary = report["summary"]
     versions = ", ".join(f"{name} {version}" for name, version in report["versions"].items())
+    configurations = report.get("configurations", {})
     lines = [GENERATED, "", f"# Compatibility: {report['framework'] or report['runtime']}", "",
              f"- Driver: `{report['driver']}`",
              f"- Framework versions: {versions or 'not stated'}",
-             f"- ctxspec suite {report['suite_version']}, run on {report['date']}",
-             f"- Cases: {sum(summary.values())} — " + ", ".join(
-                 f"{summary[s]} {s}" for s in STATUSES), "",
-             "`adapter` counts a case that passed only with a capability the adapter supplies "
-             "because the framework lacks it (listed below): it is not the framework's pass. "
-             "`unsupported` cases need a capability the framework does not have; they count "
-             "neither way.", ""]
+             f"- ctxspec suite {report['suite_version']}, run on {report['date']}"]
+    if "defaults" in configurations:
+        lines += [f"- Best configuration (`{report['driver']}`): "
+                  f"{_counted(report['summary'])}",
+                  f"- Framework defaults (`{configurations['defaults']['driver']}`): "
+                  f"{_counted(configurations['defaults']['summary'])}"]
+    else:
+        lines.append(f"- Cases: {_counted(report['summary'])}")
+    lines += ["", "`adapter` counts a case that passed only with a capability the adapter "
+              "supplies because the framework lacks it (listed below): it is not the "
+              "framework's pass. `unsupported` cases need a capability the framework does not "
+              "have; they count neither way. Where the two configurations differ a status reads "
+              "`defaults / best`.", ""]
     lines += _capabilities(report)
+    lines += _settings(report.get("settings", ()))
     lines += ["## Design §12, row by row", ""]
-    lines += _table(["row", "test", "status", "cases"], [
-        (number, row["title"], MARK[row["status"]],
-         ", ".join(f"{case} {status}" for case, status in row["cases"].items()) or "none")
-        for number, row in report["rows"].items()])
-    lines += ["", "## By design section", "",
+    rows = []
+    for number, row in report["rows"].items():
+        plain = row.get("defaults", {})
+        rows.append((number, row["title"],
+                     _pair(report, MARK[row["status"]], MARK.get(plain.get("status", ""))),
+                     ", ".join(f"{case} {_pair(report, status, plain.get('cases', {}).get(case))}"
+                               for case, status in row["cases"].items()) or "none"))
+    lines += _table(["row", "test", "status", "cases"], rows)
+    lines += ["", "## By design section (best configuration)", "",
               "A case counts in every section whose requirements it pins.", ""]
     lines += _table(["section", *STATUSES], [
         (f"§{section}", *(report["sections"][str(section)][s] for s in STATUSES))
@@ -54,11 +76,39 @@ def report_page(report: Mapping[str, Any]) -> str:
         lines += ["## Framework behaviours found, with the source read", ""]
         lines += [f"- {f['behaviour']} (`{f['source']}`)" for f in report["findings"]]
         lines.append("")
+    lines += _doubts(report)
     if report["notes"]:
         lines += ["## How the adapter maps the design", ""]
         lines += [f"- {note}" for note in report["notes"]]
         lines.append("")
     return "\n".join(lines)
+
+
+def _doubts(report: Mapping[str, Any]) -> list[str]:
+    """The verdicts we are least sure of, and those that depend on the configuration."""
+    lines: list[str] = []
+    if report.get("doubts"):
+        lines += ["## Verdicts we are least sure of", ""]
+        lines += [f"- **{case}**: {why}" for case, why in report["doubts"].items()]
+        lines.append("")
+    if report.get("configuration_dependent"):
+        lines += ["## Verdicts that depend on the configuration", "",
+                  "Cases whose status differs between the framework's defaults and the best "
+                  "configuration: " + ", ".join(report["configuration_dependent"]) + ".", ""]
+    return lines
+
+
+def _settings(settings: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not settings:
+        return []
+    lines = ["## Settings of the best configuration", "",
+             "Each setting the best configuration changes from the framework's default, and "
+             "the cases whose failure it fixes (each failed with the default and passed with "
+             "the best value in the runs of this report).", ""]
+    lines += _table(["setting", "default", "best", "why", "cases"], [
+        (f"`{s['name']}`", f"`{s['default']}`", f"`{s['best']}`", s["why"],
+         ", ".join(s["cases"])) for s in settings])
+    return [*lines, ""]
 
 
 def _capabilities(report: Mapping[str, Any]) -> list[str]:
@@ -74,16 +124,18 @@ def _capabilities(report: Mapping[str, Any]) -> list[str]:
 def _failures(failures: Sequence[Mapping[str, Any]]) -> list[str]:
     if not failures:
         return ["None.", ""]
-    kinds = {"divergence": "Divergences of the framework", "suite_flaw": "Flaws of the suite",
-             "unexplained": "Not yet analysed"}
+    kinds = {"inherent": "Inherent: no setting of the framework fixes these",
+             "default": "Default: the framework's defaults only (a setting fixes each)",
+             "suite_flaw": "Flaws of the suite", "unexplained": "Not yet analysed"}
     lines: list[str] = []
     for kind, heading in kinds.items():
         chosen = [f for f in failures if f["kind"] == kind]
         if not chosen:
             continue
         lines += [f"### {heading} ({len(chosen)})", ""]
-        lines += [f"- **{f['case']}** ({f['requirement']}, {f['status']}): {f['sentence']} "
-                  f"Replay: {f['replay']}." for f in chosen]
+        lines += [f"- **{f['case']}** ({f['requirement']}, {f['status']}): {f['sentence']}"
+                  + (f" Source read: `{f['source']}`." if f.get("source") else "")
+                  + f" Replay: {f['replay']}." for f in chosen]
         lines.append("")
     return lines
 
@@ -96,18 +148,24 @@ def index_page(reports: Sequence[Mapping[str, Any]]) -> str:
              "(`ctxspec compat --driver MODULE:FACTORY`). A column per runtime, a row per test "
              "of design §12; `pass (adapter)` passed only with a capability the adapter "
              "supplies, `—` the runtime lacks a capability the row's cases need. Each report "
-             "says why every failure fails.", ""]
+             "says why every failure fails; where a runtime's two configurations differ a cell "
+             "reads `defaults / best`.", ""]
     lines += _table(["§12 row", *(f"[{r['runtime']}]({r['runtime']}.md)" for r in ordered)],
                     [(f"{number}. {title}",
-                      *(MARK[r["rows"][str(number)]["status"]] for r in ordered))
+                      *(_pair(r, MARK[r["rows"][str(number)]["status"]], MARK.get(
+                          r["rows"][str(number)].get("defaults", {}).get("status", "")))
+                        for r in ordered))
                      for number, title in ROWS.items()])
-    lines += ["", "| runtime | framework | versions | date | " + " | ".join(STATUSES) + " |",
-              "|" + "---|" * (4 + len(STATUSES))]
+    lines += ["", "| runtime | configuration | framework | versions | date | "
+              + " | ".join(STATUSES) + " |", "|" + "---|" * (5 + len(STATUSES))]
     for report in ordered:
         versions = ", ".join(f"{n} {v}" for n, v in report["versions"].items())
-        lines.append(f"| {report['runtime']} | {report['framework']} | {versions} | "
-                     f"{report['date']} | "
-                     + " | ".join(str(report["summary"][s]) for s in STATUSES) + " |")
+        counted = [("best", report["summary"])]
+        if "defaults" in report.get("configurations", {}):
+            counted.insert(0, ("defaults", report["configurations"]["defaults"]["summary"]))
+        lines += [f"| {report['runtime']} | {name} | {report['framework']} | {versions} | "
+                  f"{report['date']} | " + " | ".join(str(summary[s]) for s in STATUSES) + " |"
+                  for name, summary in counted]
     return "\n".join([*lines, ""])
 
 
@@ -120,6 +178,6 @@ def write_report(folder: Path, report: Mapping[str, Any]) -> list[Path]:
     written[0].write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", "utf-8")
     written[1].write_text(report_page(report), "utf-8")
     reports = [json.loads(path.read_text("utf-8")) for path in sorted(folder.glob("*.json"))]
-    written[2].write_text(index_page([r for r in reports if r.get("report_version") == 1]),
+    written[2].write_text(index_page([r for r in reports if r.get("report_version") in (1, 2)]),
                           "utf-8")
     return written

@@ -93,8 +93,11 @@ UNKNOWN_TOOL = frozenset({("tool_started", "after"), ("tool_settled", "before")}
 """Crash points at which a tool may have acted but its result was not saved."""
 
 INSIDE_A_TOOL = frozenset({("PLANNER", "input_accepted", 2)})
-"""Commits made while a tool runs: the planner example's trigger sends a supplement during the
-first Executor's grep, so dying at that input leaves the grep's outcome unknown too."""
+"""Commits a runtime may make while a tool runs: the planner example's trigger sends a
+supplement during the first Executor's grep. When the input is committed is the runtime's (the
+design fixes only that it is received): one that commits it at once dies with the grep's
+outcome unknown, one that commits it later does not. The case takes the outcome the crashed
+trace shows — the unknown outcome told, or nothing lost (#32, Q294)."""
 
 HOOK_DROPPED = frozenset({("hook_started", "after"), ("hook_decided", "before")})
 """Crash points at which a hook was running: its outcome is unknown, so by the hook failure
@@ -135,7 +138,8 @@ def _tools(trace: Trace) -> Counter[str]:
 def _compare(short: str, commit: str, occurrence: int, when: str
              ) -> Callable[[Trace, Trace], None]:
     lost_answer = (commit, when) in LOST_ANSWER
-    unknown_tool = _unknown_tool(short, commit, occurrence, when)
+    unknown_tool = (commit, when) in UNKNOWN_TOOL
+    maybe_inside = (short, commit, occurrence) in INSIDE_A_TOOL
     hook_dropped = (commit, when) in HOOK_DROPPED
 
     def compare(crashed: Trace, uncrashed: Trace) -> None:
@@ -147,12 +151,12 @@ def _compare(short: str, commit: str, occurrence: int, when: str
         names, expected_names = Counter(_names(crashed)), Counter(_names(uncrashed))
         expect(names <= expected_names,
                f"tools ran more often than without the crash: {names - expected_names}")
-        if unknown_tool:
+        told = [m["text"] for r in requests(crashed) for m in r["view"]["messages"]
+                if m["kind"] == "tool_result"
+                and (m.get("result_facts") or {}).get("code") == "UNKNOWN_OUTCOME"]
+        if unknown_tool or (maybe_inside and told):
             # The model is told the outcome is unknown; the rest of its script may then no
             # longer fit, so only what precedes it is compared.
-            told = [m["text"] for r in requests(crashed) for m in r["view"]["messages"]
-                    if m["kind"] == "tool_result"
-                    and (m.get("result_facts") or {}).get("code") == "UNKNOWN_OUTCOME"]
             expect(bool(told), "no tool result carries result_facts with code "
                    "UNKNOWN_OUTCOME (Q210)")
             return

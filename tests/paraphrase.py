@@ -1,10 +1,11 @@
 """A paraphrasing driver (issue #15's done-when): the reference runtime with every text it words
 for itself worded differently — outcome and input markers, placeholders, fragments, orphaned
 results, denied and failed calls' results, the summary envelope, shared fields, the
-summariser's prompt and data framing — its tool calls and tool schemas serialised differently
-in what its estimator measures, and its commits named its own way, the design's phases mapped
-onto them. It follows the design exactly as the reference does, so it must pass every case it
-declares: a case that fails it compares wording, not the design.
+summariser's prompt and data framing, the window error's message, an Executor's hand-over,
+the diagnostics the design does not name — its tool calls and tool schemas serialised
+differently in what its estimator measures, and its commits named its own way, the design's
+phases mapped onto them. It follows the design exactly as the reference does, so it must pass
+every case it declares: a case that fails it compares wording, not the design.
 
 ``deviation`` adds one real fault on top (a supplement a failed request claimed is not carried
 to the next question), which the suite must still catch.
@@ -20,9 +21,10 @@ from unittest import mock
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.mutants.access import _claimed_dropped
 from ctxspec.conformance.phases import PHASES, REFERENCE_COMMITS
-from ctxspec.reference import compaction, delivery, history, protocol, view
+from ctxspec.reference import compaction, delivery, history, hooks, protocol, view
 from ctxspec.reference.contracts import MessageRole
-from ctxspec.reference.runtime import context_manager, node_driver, session
+from ctxspec.reference.protection import ProtectedInput
+from ctxspec.reference.runtime import batch, context_manager, node_driver, session
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
@@ -94,6 +96,40 @@ def _result(original: Callable[..., ViewMessage]) -> Callable[..., ViewMessage]:
     return message
 
 
+def _refusal(original: Callable[..., str]) -> Callable[..., str]:
+    """The provider's refusal worded its own way: its figures are traced as numbers. The
+    runtime's own window errors keep the reference's words: ROW-11, EX8-ROW4, EX8-ROW6,
+    S8-PROTECTED-TOO-LARGE and an S11 case still read the figures in the message's prose (not
+    yet changed, see docs/open-questions.md Q295)."""
+    def message(self: Any, tokens: int, stage: str) -> str:
+        if "provider refused" not in stage:
+            return original(self, tokens, stage)
+        return f"The provider would not take it: {tokens} tokens estimated."
+    return message
+
+
+HANDOVER = {"task": "Your job: ", "constraint": "Keep to this - ", "material_ref": "Look at "}
+
+
+def _handover(original: type[ProtectedInput]) -> Callable[..., ProtectedInput]:
+    """An Executor's hand-over rendered its own way: the same contents, other words."""
+    def item(input_id: Any, position: int, text: str) -> ProtectedInput:
+        kind, _, rest = text.partition(": ")
+        return original(input_id, position, f"{HANDOVER[kind]}{rest}" if kind in HANDOVER
+                        else text)
+    return item
+
+
+OWN_DIAGNOSTICS = {"FORBIDDEN_FIELD": "NOT_WRITABLE_HERE", "UNKNOWN_TARGET": "NO_SUCH_RECORD"}
+"""Diagnostics the design does not name, named the runtime's own way."""
+
+
+def _diagnostic(original: Callable[..., Any]) -> Callable[..., Any]:
+    def diag(code: str, field_key: str | None, detail: str) -> Any:
+        return original(OWN_DIAGNOSTICS.get(code, code), field_key, detail)
+    return diag
+
+
 OWN_COMMITS = {phase: f"save-{n:02d}" for n, phase in enumerate(PHASES, 1)}
 """The paraphrasing runtime's own commit names: it maps the design's phases onto them."""
 RENAMED = {REFERENCE_COMMITS[phase]: own for phase, own in OWN_COMMITS.items()}
@@ -125,6 +161,9 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (context_manager, "estimation_request", _estimation),
     (node_driver, "estimation_request", _estimation),
     (session.SessionState, "commit", _renamed),
+    (node_driver.NodeDriver, "window_message", _refusal),
+    (batch, "ProtectedInput", _handover),
+    (hooks, "_diag", _diagnostic),
 )
 
 

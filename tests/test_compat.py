@@ -11,8 +11,9 @@ from click.testing import CliRunner
 
 from ctxspec.cli import main
 from ctxspec.conformance.cases import by_id
-from ctxspec.conformance.compat import Profile, run_compat
+from ctxspec.conformance.compat import Divergence, Profile, Setting, build_report, run_compat
 from ctxspec.conformance.compat_page import write_report
+from ctxspec.conformance.harness import CaseResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "driver-example"))
 
@@ -27,7 +28,9 @@ class ProfiledToy(ToyDriver):
     compat_profile = Profile(
         runtime="toy", framework="The toy runtime", versions={"toy": "1.0"},
         adapter_supplied={"estimator_injection": "the toy has no estimator of its own"},
-        divergences={"ROW-08": "The toy sends a large result whole, never a bounded preview."})
+        divergences={"ROW-08": Divergence(
+            "The toy sends a large result whole, never a bounded preview.",
+            "toy_driver.py: ToyDriver._decide")})
 
 
 def _report() -> dict[str, Any]:
@@ -42,7 +45,8 @@ def test_a_report_gives_each_row_its_status_and_each_failure_its_sentence() -> N
     assert report["summary"] == {"passed": 1, "adapter": 1, "failed": 1, "unsupported": 1,
                                  "error": 0}
     [failure] = report["failures"]
-    assert failure["case"] == "ROW-08" and failure["kind"] == "divergence"
+    assert failure["case"] == "ROW-08" and failure["kind"] == "inherent"
+    assert failure["source"] == "toy_driver.py: ToyDriver._decide"
     assert failure["requirement"] == by_id(["ROW-08"])[0].requirements[0]
     assert "--case ROW-08" in failure["replay"] and "spec/vectors/ROW-08.json" in failure["replay"]
     assert report["adapter_supplied"] == {"estimator_injection":
@@ -81,3 +85,49 @@ def test_the_command_writes_the_report_and_refuses_a_bad_date(tmp_path: Path) ->
     refused = runner.invoke(main, ["compat", "--driver", "tests_compat_toy:ProfiledToy",
                                    "--out", str(tmp_path), "--date", "tomorrow"])
     assert refused.exit_code == 2 and "tomorrow" in refused.output
+
+
+class BareToy(ToyDriver):
+    """The toy with its 'defaults': no injected estimator, so ROW-04-BELOW is unsupported."""
+
+    capabilities = frozenset(ToyDriver.capabilities - {"estimator_injection"})
+
+
+class TwoConfigurations(ToyDriver):
+    compat_profile = Profile(
+        runtime="toy", defaults="tests_compat_toy:BareToy",
+        settings=(Setting("estimator=...", "none", "the injected one", "It measures nothing.",
+                          frozenset({"ROW-04-BELOW"})),),
+        divergences=ProfiledToy.compat_profile.divergences)
+
+
+def test_two_configurations_stand_side_by_side_and_a_default_names_its_setting(
+        tmp_path: Path) -> None:
+    sys.modules.setdefault("tests_compat_toy", sys.modules[__name__])
+    report = run_compat(TwoConfigurations, "tests:TwoConfigurations",
+                        by_id(("ROW-04-BELOW", "ROW-08")), "2026-01-02")
+    assert report["rows"]["4"]["status"] == "passed"
+    assert report["rows"]["4"]["defaults"]["status"] == "unsupported"
+    assert report["configurations"]["defaults"]["cases"]["ROW-04-BELOW"] == "unsupported"
+    # ROW-08 fails in both: inherent, listed once, for the best configuration.
+    assert [(f["case"], f["configuration"], f["kind"]) for f in report["failures"]] == [
+        ("ROW-08", "best", "inherent")]
+    page = write_report(tmp_path, report)[1].read_text("utf-8")
+    assert "ROW-04-BELOW unsupported / passed" in page
+
+
+def test_a_default_failure_names_its_setting_or_is_unexplained() -> None:
+    [case] = by_id(["ROW-04-BELOW"])
+    best = [CaseResult(case, "passed", "", 0.0)]
+    plain = [CaseResult(case, "failed", "saw no summary", 0.0)]
+    profile = TwoConfigurations.compat_profile
+    [named] = build_report(profile, "x:y", best, (), {}, "2026-01-02", plain)["failures"]
+    assert (named["configuration"], named["kind"], named["setting"]) == (
+        "defaults", "default", "estimator=... = the injected one")
+    bare = Profile(runtime="toy", defaults="x:z")
+    [unnamed] = build_report(bare, "x:y", best, (), {}, "2026-01-02", plain)["failures"]
+    assert unnamed["kind"] == "unexplained" and "no setting" in unnamed["sentence"]
+    # A setting named as the fix that the best run does not confirm is no default either.
+    failing = [CaseResult(case, "error", "raised", 0.0)]
+    [unverified] = build_report(profile, "x:y", failing, (), {}, "2026-01-02", plain)["failures"]
+    assert unverified["configuration"] == "best"

@@ -32,7 +32,6 @@ never saved; a chain's argument writes applied in order."""
 
 DIVERGING = {
     "ROW-16-17": "the path the model sees",  # an edit keeps the model's call in the AIMessage
-    "ROW-18": "tools executed",  # a reviewer's non-decision fails the whole Run
     "S10-TAKEOVER-BUDGET": "business Loops",  # the run's call count is not checkpointed
 }
 """Cases LangChain fails, and a word of what the failure shows."""
@@ -104,5 +103,32 @@ def test_a_chain_becomes_one_reviewers_decision() -> None:
     # A write with no place in an edit is not sent: the call is approved as proposed.
     assert _answer([{"payload_patch": [{"path": "quota", "value": 9}]}])[0] == {
         "type": "approve"}
-    # A failed item: the reviewer has no decision to give (Q191).
-    assert _answer([{"fails": True}])[0]["type"] not in ("approve", "edit", "reject")
+    # A failed item is dropped, the call goes as the other items say (Q290).
+    assert _answer([{"fails": True}])[0] == {"type": "approve"}
+    assert _answer([{"fails": True}, {"decision": "deny"}])[0] == {"type": "reject"}
+
+
+ALONE: dict[str, dict[str, Any]] = {"SummarizationMiddleware(trim_tokens_to_summarize=...)": {
+    "trim_tokens_to_summarize": None}, "SummarizationMiddleware(token_counter=...)": {
+    "count_whole_request": True}, "SummarizationMiddleware(summarizer=...)": {
+    "summary_attempts": True}}
+"""Each setting of the best configuration as a change of the defaults' Configuration."""
+
+
+@pytest.mark.slow
+def test_the_settings_that_name_a_case_fix_it(probes: dict[str, ProbeResult]) -> None:
+    # A default failure is its settings', not the best configuration's as a whole: the
+    # defaults with only the settings naming the case changed pass it (Q291).
+    from dataclasses import replace
+    from functools import partial
+
+    from ctxspec.adapters.langchain import LangChainDriver
+    from ctxspec.adapters.langchain_profile import DEFAULTS, SETTINGS
+    assert sorted(ALONE) == sorted(s.name for s in SETTINGS), "a setting without its change"
+    for case in by_id(sorted({c for s in SETTINGS for c in s.cases})):
+        named = [s for s in SETTINGS if case.id in s.cases]
+        changes = {k: v for s in named for k, v in ALONE[s.name].items()}
+        result = run_case(case, partial(LangChainDriver, replace(DEFAULTS, **changes)), probes)
+        assert result.status == "passed", (
+            f"{case.id} does not pass with only {', '.join(s.name for s in named)} changed: "
+            f"{result.detail}")

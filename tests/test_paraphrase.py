@@ -27,6 +27,15 @@ def test_the_paraphrase_really_rewords() -> None:
     denials = [m for r in requests(trace) for m in r["view"]["messages"]
                if m["kind"] == "tool_result" and m["result_facts"]]
     assert denials and all(m["text"] == "Blocked by policy before the tool ran." for m in denials)
+    with paraphrasing():  # the hand-over, the refusal and a diagnostic in its own words (#32)
+        handed = scenario_trace(ReferenceDriver(), BY_ID["ROW-03"].scenario)
+        refused = scenario_trace(ReferenceDriver(), BY_ID["S7-PROVIDER-REFUSES"].scenario)
+        named = scenario_trace(ReferenceDriver(), BY_ID["BAD-UNKNOWN-TARGET"].scenario)
+    executor = next(r for r in requests(handed) if r["role"] == "executor")
+    assert "Your job: list TODO lines" in [m["text"] for m in executor["view"]["messages"]]
+    assert "window is" not in str([e["message"] for e in refused if e["kind"] == "run_ended"])
+    assert [d["diagnostics"] for d in named if d["kind"] == "hook_decided"] == [
+        ["NO_SUCH_RECORD"]]
 
 
 def _passes(cases: list[Case]) -> None:

@@ -29,7 +29,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
@@ -42,20 +41,34 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.exceptions import ContextOverflowError, ModelAPIError
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from ctxspec.adapters.langchain_crash import Crash, Died
+from ctxspec.adapters.langchain_executor import Executors
+from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
+from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied, TrimBeforeModel
 from ctxspec.adapters.langchain_model import (
     PROVIDER,
+    Run,
     ScriptedChatModel,
     make_tool,
     prompt_view,
     tool_error,
     view_of,
 )
-from ctxspec.adapters.langchain_profile import CAPABILITIES, PROFILE
+from ctxspec.adapters.langchain_profile import (
+    BEST,
+    CAPABILITIES,
+    DEFAULTS,
+    PROFILE,
+    TRIM,
+    Configuration,
+)
 from ctxspec.adapters.langchain_review import (
     POINT,
     Reviewer,
@@ -81,23 +94,15 @@ ROLES: dict[str, Role] = {"system": "system", "user": "user", "assistant": "assi
                           "tool": "tool"}
 
 
-@dataclass
-class _Run:
-    no: int
-    run_id: str
-    inputs: list[str] = field(default_factory=list)
-    """Its inputs' ids in receive order: the question, then supplements."""
-    sent: int = 0
-    """How many of its inputs were handed to the graph."""
-    status: str = "running"
-    seq: int = 0
-
-
 class LangChainDriver:
-    """The Driver over one ``create_agent`` graph per Session."""
+    """The Driver over one ``create_agent`` graph per Session, LangChain configured as
+    ``configuration`` says (the best configuration unless told otherwise)."""
 
     capabilities = CAPABILITIES
     compat_profile = PROFILE
+
+    def __init__(self, configuration: Configuration = BEST) -> None:
+        self.configuration = configuration
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         agent = scenario.agent
@@ -107,7 +112,7 @@ class LangChainDriver:
         self.budget, self.ports, self.agent = budget, ports, agent
         self.name, self.minted = scenario.name, 0
         self.events: list[Event] = []
-        self.runs: list[_Run] = []
+        self.runs: list[Run] = []
         self.texts: dict[str, str] = {}
         self.waiting: list[str] = []
         """Supplements received while no Run runs: the next question's."""
@@ -129,38 +134,92 @@ class LangChainDriver:
         self.input_runs: dict[str, str | None] = {}
         """The inputs the request in flight carries that no answer has delivered yet."""
         self.business = ScriptedChatModel(purpose="business", answer=self._answer)
-        summariser = ScriptedChatModel(purpose="compaction", answer=self._answer)
+        self.executors = None if agent.executor is None else Executors(
+            agent, ScriptedChatModel(purpose="executor", answer=self._answer), self._run_tool,
+            self._id, self._executor_middleware)
+        self.post_denied: set[str] = set()
+        """The calls whose result a post-call hook withheld."""
+        self.hooks: DesignHooks | None = None
+        self.reviewer: Reviewer | None = None
+        middleware = self._middleware(ports)
+        self.middleware = middleware
+        self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
+                             for tool in self._tools())
+        self.crash = Crash(scenario.crash)
+        self.checkpointer = InMemorySaver()
+        self.graph: Any = self._build()
+        self.sessions = 1
+        self.config: Any = {"configurable": {"thread_id": "session-1"}, "max_concurrency": 1}
+
+    def _middleware(self, ports: Ports) -> list[AgentMiddleware[Any, Any, Any]]:
+        """LangChain's own middleware, configured from the scenario's figures and the
+        configuration's settings, and the design's hook points where the scenario has hooks."""
+        agent = self.agent
         middleware: list[AgentMiddleware[Any, Any, Any]] = [
-            SummarizationMiddleware(self.business, trigger=("tokens", budget.trigger_threshold),
-                                    keep=("messages", 1), token_counter=self._count,
-                                    summarizer=summariser),
+            TrimBeforeModel(self.budget.trigger_threshold, self._count)
+            if self.configuration.trim_before_model
+            else self._summarization(self.business, self.agent.system_prompt),
             ModelRetryMiddleware(max_retries=agent.model_attempts - 1, on_failure="error",
                                  initial_delay=0.0, backoff_factor=0.0, jitter=False),
             ModelCallLimitMiddleware(run_limit=agent.loop_limit, exit_behavior="error")]
         if agent.tool_quota:
             middleware.append(ToolCallLimitMiddleware(run_limit=agent.tool_quota))
-        self.reviewer: Reviewer | None = None
+        if any(ports.hooks.registered(point) for point in HOOK_POINTS):
+            # First: its before_model runs before the summary's, its wrap_model_call outside the
+            # retries (a request's pre-request chain runs once, not per Attempt).
+            hooks = DesignHooks(Chain(ports.hooks, self._event), self.post_denied.add)
+            self.hooks = hooks
+            middleware.insert(0, hooks)
         if ports.hooks.registered(POINT):
             self.reviewer = Reviewer(ports.hooks, self._event)
-            middleware.append(review_middleware([tool.name for tool in agent.tools]))
-        self.middleware = middleware
-        self.crash = Crash(scenario.crash)
-        self.checkpointer = InMemorySaver()
-        self.graph: Any = self._build()
-        self.config: Any = {"configurable": {"thread_id": "session"}, "max_concurrency": 1}
+            middleware.append(review_middleware([tool.name for tool in self._tools()]))
+        return middleware
+
+    def _summarization(self, model: ScriptedChatModel, prompt: str
+                       ) -> SummarizationMiddleware[Any, Any]:
+        """SummarizationMiddleware as the configuration sets it, for a role with ``prompt``."""
+        whole = self.configuration.count_whole_request
+
+        def count(messages: Iterable[Any]) -> int:
+            return self._count_request(messages, prompt) if whole else self._count(messages)
+
+        summariser: Any = ScriptedChatModel(purpose="compaction", answer=self._answer)
+        if self.configuration.summary_attempts:
+            summariser = summariser.with_retry(
+                stop_after_attempt=self.agent.model_attempts,
+                retry_if_exception_type=(ModelAPIError,)) | StrOutputParser()
+        return SummarizationMiddleware(
+            model, trigger=("tokens", self.budget.trigger_threshold), keep=("messages", 1),
+            summarizer=summariser, token_counter=count,
+            trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize)
+
+    def _executor_middleware(self, model: ScriptedChatModel, prompt: str
+                             ) -> list[AgentMiddleware[Any, Any, Any]]:
+        """An Executor's middleware: the same summary, hooks and retries as the Planner's."""
+        middleware: list[AgentMiddleware[Any, Any, Any]] = [
+            self._summarization(model, prompt),
+            ModelRetryMiddleware(max_retries=self.agent.model_attempts - 1, on_failure="error",
+                                 initial_delay=0.0, backoff_factor=0.0, jitter=False)]
+        if self.hooks is not None:
+            middleware.insert(0, DesignHooks(self.hooks.chain, self.post_denied.add))
+        return middleware
 
     def _build(self) -> Any:
         """A graph instance over the Session's checkpointer: a fresh one after a crash, as a
         restarted process builds it (the checkpointer is the store that survives)."""
         return create_agent(
-            self.business, [make_tool(t, self._run_tool) for t in self.agent.tools],
+            self.business, self._tools(),
             system_prompt=self.agent.system_prompt, middleware=self.middleware,
             checkpointer=self.checkpointer)
+
+    def _tools(self) -> list[BaseTool]:
+        own = [make_tool(t, self._run_tool) for t in self.agent.tools]
+        return own if self.executors is None else self.executors.tools(own)
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = _Run(len(self.runs) + 1, self._id())
+        run = Run(len(self.runs) + 1, self._id())
         self.runs.append(run)
         self._client(run, "run_started", f"run {run.no}")
         self.stop_requested = False
@@ -179,6 +238,13 @@ class LangChainDriver:
     def stop(self) -> None:
         self.stop_requested = True
 
+    def new_session(self) -> None:
+        """Another Session of the same Agent: a new LangGraph thread on the same
+        checkpointer (capability ``sessions``)."""
+        self.sessions += 1
+        self.config = {**self.config, "configurable": {"thread_id": f"session-{self.sessions}"}}
+        self._event("session_opened", session=self.sessions)
+
     def advance(self) -> None:
         run = self._active()
         if run is None:
@@ -187,22 +253,30 @@ class LangChainDriver:
             self._drive(run)
         except ScriptExhausted:
             raise
+        except HookDenied as denied:
+            self._end(run, "failed", "HOOK_DENIED", str(denied))
         except ModelCallLimitExceededError as limit:
             self._end(run, "loop_exhausted", None, str(limit))
         except ContextOverflowError as refused:
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED",
-                      f"{refused}; the window is {self.budget.window} tokens")
+            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(refused))
         except Exception as failure:
             if self.exhausted is not None:
                 raise self.exhausted from failure
-            self._end(run, "failed", "MODEL_FAILED", f"{type(failure).__name__}: {failure}")
+            if self.stop_requested:  # the client cancelled the Run whatever the call did
+                self._end(run, "stopped", None, "stopped by the user")
+                return
+            # An exception out of SummarizationMiddleware's node is the summary's failure: the
+            # last call made was a summary call (LangChain raises it unchanged, Q292).
+            code = "COMPACTION_FAILED" if self._last_purpose() == "compaction" \
+                else "MODEL_FAILED"
+            self._end(run, "failed", code, f"{type(failure).__name__}: {failure}")
 
     def trace(self) -> list[Event]:
         return self.events
 
     # --- the Run: one invoke, resumed after each pause before the model ---------------------
 
-    def _drive(self, run: _Run) -> None:
+    def _drive(self, run: Run) -> None:
         """The Run is one stream of the graph, resumed after each review (``Command(resume=
         ...)``) and, after a crash, on a fresh graph instance from the last checkpoint."""
         new = run.inputs[run.sent:]
@@ -216,6 +290,10 @@ class LangChainDriver:
             if ending == "crashed":
                 self.graph, payload = self._build(), None  # resume the thread where it stood
                 continue
+            if ending == "input":  # a supplement arrived while the graph ran: send it now
+                new, run.sent = run.inputs[run.sent:], len(run.inputs)
+                payload = {"messages": [HumanMessage(content=self.texts[i], id=i) for i in new]}
+                continue
             pending = self.graph.get_state(self.config).interrupts
             if not pending or self.reviewer is None:
                 break
@@ -224,6 +302,11 @@ class LangChainDriver:
                 self.graph.get_state(self.config).values.get("messages", []), pending[0].value,
                 answer)
             payload = Command(resume=answer)
+        if self.hooks is not None and self.hooks.denied:
+            self.hooks.denied = False
+            self._end(run, "failed", "HOOK_DENIED",
+                      "a hook denied the model response; it was not delivered")
+            return
         messages = self.graph.get_state(self.config).values.get("messages", [])
         last = messages[-1] if messages else None
         self._end(run, "succeeded", None, None,
@@ -251,11 +334,23 @@ class LangChainDriver:
                 if mode == "updates" and self.stop_requested:
                     stream.close()
                     return "stopped"
+                if mode == "checkpoints" and self._received() and "model" in chunk.get(
+                        "next", ()):
+                    # The client stops reading before the next model call and streams again
+                    # with the new input: LangGraph appends it to the thread (capability
+                    # ``triggers``).
+                    stream.close()
+                    return "input"
         except Died:
             self._event("restarted", **self.crash.restarted())
             return "crashed"
         self._raise_exhausted()
         return "ended"
+
+    def _received(self) -> bool:
+        """Whether the running Run has inputs the graph has not been handed yet."""
+        run = self._active()
+        return run is not None and run.sent < len(run.inputs)
 
     def _raise_exhausted(self) -> None:
         if self.exhausted is not None:
@@ -265,8 +360,11 @@ class LangChainDriver:
 
     def _answer(self, purpose: str, messages: Sequence[BaseMessage],
                 tools: Sequence[Any]) -> AIMessage:
+        role = "executor" if purpose == "executor" else "root"
+        prompt = self.agent.system_prompt if self.executors is None or role == "root" \
+            else self.executors.doc.system_prompt
         view = prompt_view(messages) if purpose == "compaction" else view_of(
-            messages, self.agent.system_prompt, self.summaries, self.rejected)
+            messages, prompt, self.summaries, self.rejected, self.post_denied)
         for message in view:  # the Run that received each input
             if message["kind"] == "user_ref":
                 message["source_run_id"] = self.input_runs.get(str(message["input_id"]))
@@ -282,14 +380,14 @@ class LangChainDriver:
             self.ordinal += 1
             key, attempt = f"{purpose}:{self.ordinal}", 1
         self.retry = self.lost = None
-        self._request(purpose, key, attempt, view, tokens)
+        self._request(purpose, key, attempt, view, tokens, role)
         if purpose == "business":
             self._claim(view)
         try:
             outcome = self.ports.model.call(ModelCall(
                 "compaction" if purpose == "compaction" else "business", uuid.UUID(self._id()), key,
                 attempt, tuple(PromptMessage(role=m["role"], text=m["text"]) for m in view),
-                schemas, self.budget.output_reserve, self.ordinal))
+                schemas, self.budget.output_reserve, self.ordinal, role))
         except ScriptExhausted as exhausted:
             self.exhausted = exhausted
             raise
@@ -340,16 +438,17 @@ class LangChainDriver:
         return {"name": call.name, "args": arguments, "id": call_id, "type": "tool_call"}
 
     def _request(self, purpose: str, key: str, attempt: int, view: list[Event],
-                 tokens: int) -> None:
+                 tokens: int, role: str = "root") -> None:
         budget = self.budget
         decision = None
-        if purpose == "business":
+        if purpose != "compaction":
             compacted = any(e["kind"] == "model_request" and e["purpose"] == "compaction"
                             for e in self.events[self._last_business():])
             decision = "compact" if compacted else (
                 "below_trigger" if tokens < budget.trigger_threshold
                 else "no_compressible_material")
-        self._event("model_request", purpose=purpose, role="root", purpose_key=key,
+        self._event("model_request", purpose="business" if role == "executor" else purpose,
+                    role=role, purpose_key=key,
                     attempt=attempt, view={"messages": view}, estimated_input_tokens=tokens,
                     max_output_tokens=budget.output_reserve, window=budget.window,
                     output_reserve=budget.output_reserve, safety_margin=budget.safety_margin,
@@ -357,6 +456,10 @@ class LangChainDriver:
                     trigger_threshold=budget.trigger_threshold, snapshot_id=None,
                     view_hash=hashlib.sha256(json.dumps(view, sort_keys=True).encode()
                                              ).hexdigest())
+
+    def _last_purpose(self) -> str | None:
+        return next((str(e["purpose"]) for e in reversed(self.events)
+                     if e["kind"] == "model_request"), None)
 
     def _last_business(self) -> int:
         for index in range(len(self.events) - 1, -1, -1):
@@ -376,11 +479,22 @@ class LangChainDriver:
             messages=tuple(messages), tool_schemas=schemas)).tokens
 
     def _count(self, messages: Iterable[Any]) -> int:
-        """SummarizationMiddleware's token_counter: the injected estimator over the messages
-        LangChain hands it (its state's messages: no system prompt, no tool schemas)."""
+        """SummarizationMiddleware's token_counter of the defaults: the injected estimator
+        over the messages LangChain hands it (its state's messages: no system prompt, no tool
+        schemas)."""
         chosen = [m for m in messages if isinstance(m, BaseMessage)]
         return self._estimate(view_of(chosen, self.agent.system_prompt, self.summaries,
-                                      self.rejected))
+                                      self.rejected, self.post_denied))
+
+    def _count_request(self, messages: Iterable[Any], prompt: str | None = None) -> int:
+        """The best configuration's token_counter: what a user writes who counts the request
+        the model is sent — the system prompt and the bound tools' schemas with the messages
+        LangChain hands it (``token_counter`` is any callable over messages)."""
+        prompt = self.agent.system_prompt if prompt is None else prompt
+        chosen = [SystemMessage(content=prompt),
+                  *(m for m in messages if isinstance(m, BaseMessage))]
+        return self._estimate(view_of(chosen, prompt, self.summaries, self.rejected,
+                                      self.post_denied), self.schemas)
 
     # --- the scripted tools -----------------------------------------------------------------
 
@@ -401,7 +515,7 @@ class LangChainDriver:
 
     # --- bookkeeping --------------------------------------------------------------------------
 
-    def _receive(self, text: str, run: _Run | None) -> str:
+    def _receive(self, text: str, run: Run | None) -> str:
         input_id = self._id()
         self.texts[input_id] = text
         self.input_runs[input_id] = None if run is None else run.run_id
@@ -432,7 +546,7 @@ class LangChainDriver:
             self._delivery(input_id, delivery_id, "delivered", target)
         self.claimed = []
 
-    def _end(self, run: _Run, status: str, code: str | None, message: str | None,
+    def _end(self, run: Run, status: str, code: str | None, message: str | None,
              final: str | None = None) -> None:
         run.status = status
         # Inputs received while the stream ran never reached it: the client sends them with
@@ -445,10 +559,10 @@ class LangChainDriver:
                     final_answer=final if status == "succeeded" else None)
         self._client(run, "run_ended", status)
 
-    def _active(self) -> _Run | None:
+    def _active(self) -> Run | None:
         return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
 
-    def _client(self, run: _Run, event: str, detail: str) -> None:
+    def _client(self, run: Run, event: str, detail: str) -> None:
         run.seq += 1
         self._event("client_event", run_id=run.run_id, run_seq=run.seq, event=event,
                     detail=detail)
@@ -464,4 +578,17 @@ class LangChainDriver:
 
 
 def make_driver() -> LangChainDriver:
-    return LangChainDriver()
+    """LangChain as a careful user following the design configures it (the best
+    configuration, ctxspec/adapters/langchain_profile.py ``BEST``)."""
+    return LangChainDriver(BEST)
+
+
+def make_trim_driver() -> LangChainDriver:
+    """LangChain with a ``trim_messages`` pre-model hook in place of the summary (the bug
+    corpus's path, tests/real_bugs/)."""
+    return LangChainDriver(TRIM)
+
+
+def make_default_driver() -> LangChainDriver:
+    """LangChain with its defaults wherever the design names no figure."""
+    return LangChainDriver(DEFAULTS)

@@ -8,6 +8,7 @@ tools return what the script says, and every request is recorded as LangChain se
 
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models.base import LangSmithParams
@@ -90,6 +91,20 @@ class ScriptedTool(BaseTool):
         return self.run_tool(self.name, self.call_id, dict(kwargs))
 
 
+@dataclass
+class Run:
+    """One Run of the LangChain driver (ctxspec/adapters/langchain.py)."""
+
+    no: int
+    run_id: str
+    inputs: list[str] = field(default_factory=list)
+    """Its inputs' ids in receive order: the question, then supplements."""
+    sent: int = 0
+    """How many of its inputs were handed to the graph."""
+    status: str = "running"
+    seq: int = 0
+
+
 def make_tool(doc: ToolDoc, run_tool: Callable[[str, str | None, dict[str, Any]], str]
               ) -> BaseTool:
     """The scenario's tool as a LangChain tool with the Agent's JSON schema; a scripted error
@@ -107,11 +122,13 @@ def tool_error(text: str) -> ToolException:
 
 
 def view_of(messages: Sequence[BaseMessage], system_prompt: str,
-            summaries: Sequence[str], rejected: Collection[str] = ()) -> list[dict[str, Any]]:
+            summaries: Sequence[str], rejected: Collection[str] = (),
+            post_denied: Collection[str] = ()) -> list[dict[str, Any]]:
     """The request as LangChain sent it, message by message, in the trace's terms: the
     system prompt, user inputs (their message id is the input's id), the summary that
     SummarizationMiddleware put in place of the history, answers with their calls, results
-    (the calls in ``rejected`` answered by the reviewer's rejection: pre-call denials)."""
+    (the calls in ``rejected`` answered by the reviewer's rejection: pre-call denials; those
+    in ``post_denied`` withheld by a post-call hook)."""
     view: list[dict[str, Any]] = []
     for message in messages:
         text = message.text
@@ -142,11 +159,15 @@ def view_of(messages: Sequence[BaseMessage], system_prompt: str,
             if message.tool_call_id in rejected:  # never ran; LangChain's words, our facts
                 entry["result_facts"] = {"status": "denied", "stage": "pre", "executed": False,
                                          "result_delivered": False}
+            elif message.tool_call_id in post_denied:  # ran; its result withheld
+                entry["result_facts"] = {"status": "denied", "stage": "post", "executed": True,
+                                         "result_delivered": False}
             elif message.status == "error":  # LangChain gives no §11 code
                 entry["result_facts"] = {"status": "error"}
         else:
             entry = _entry(message.type, "annotation", text)
             entry["body"] = text
+        entry["record_id"] = message.id  # the thread's message id: its record
         view.append(entry)
     return view
 

@@ -2,13 +2,44 @@
 capabilities, those the adapter supplies itself, and the divergences, behaviours and source
 read (docs/compatibility/langchain.md is generated from this and a fresh run)."""
 
+from dataclasses import dataclass
 from importlib.metadata import version
 
 from ctxspec.adapters.langchain_crash import CAPABILITIES as CRASHES
-from ctxspec.conformance.compat import Finding, Profile
+from ctxspec.adapters.langchain_hooks import CAPABILITIES as HOOKS
+from ctxspec.conformance.compat import Divergence, Finding, Profile, Setting
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """The settings of LangChain's own API in which the two configurations of the report
+    differ; every other setting is the same in both (the figures the scenario gives)."""
+
+    name: str
+    trim_tokens_to_summarize: int | None
+    """SummarizationMiddleware's cap on the material it summarises (LangChain's default
+    4000; ``None``: no cap)."""
+    count_whole_request: bool
+    """Whether SummarizationMiddleware's ``token_counter`` counts the request the model is
+    sent (system prompt and tool schemas too) or only the messages it is handed."""
+    summary_attempts: bool = False
+    """Whether the summariser is a Runnable retried ``model_attempts`` times (``summarizer=
+    model.with_retry(stop_after_attempt=...) | StrOutputParser()``) rather than a chat model,
+    which SummarizationMiddleware retries three times."""
+    trim_before_model: bool = False
+    """A ``trim_messages`` pre-model hook in place of SummarizationMiddleware: the path of
+    LangChain's short-term memory guide, run for the bug corpus (tests/real_bugs/)."""
+
+
+DEFAULTS = Configuration("defaults", trim_tokens_to_summarize=4000, count_whole_request=False)
+BEST = Configuration("best", trim_tokens_to_summarize=None, count_whole_request=True,
+                     summary_attempts=True)
+TRIM = Configuration("trim", trim_tokens_to_summarize=None, count_whole_request=True,
+                     trim_before_model=True)
 
 CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summary", "stop",
-                          "usage_reports", "hooks:tool.pre_call", *CRASHES})
+                          "usage_reports", "hooks:tool.pre_call", "final_answers", "triggers",
+                          "sessions", "planner_executor", *HOOKS, *CRASHES})
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
 SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
@@ -22,89 +53,165 @@ PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
 
 
 _SUMMARY = "langchain/agents/middleware/summarization.py"
-_NO_DELIVERY = ("LangChain has no delivery of inputs: a supplement a Run claimed and never got "
-                "an answer to stays a message of the thread, never carried once to the next "
-                "question as a new delivery (§5).")
-_WHOLE_THREAD = ("create_agent sends the thread's whole message list: no projection of the "
-                 "recent_runs last Runs and no marker of an earlier Run's terminal status "
-                 "(§4).")
-_TRIM = ("With more material than trim_tokens_to_summarize (default 4000), "
-         "SummarizationMiddleware makes no summary call and puts the fixed sentence \"Previous "
-         "conversation was too long to summarize.\" in place of the whole history (§8).")
-_NO_TARGET = ("SummarizationMiddleware has no summary target T: it either trims the material "
-              "away without a summary call or asks for a summary with no output limit (§8).")
-_COUNT = ("SummarizationMiddleware counts only the state's messages (no system prompt, no tool "
-          "schemas), so at I = threshold it sees less than the request and does not "
-          "summarise (§7).")
-_NO_PREVIEW = ("A tool's whole result goes into its ToolMessage: no bounded preview marked "
-               "truncated with a result_ref, and no result.read (§6).")
-_NO_BUDGET = ("LangChain checks no input budget B: a request whose fixed input exceeds it is "
-              "sent anyway instead of failing with CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8).")
-_NO_DEADLINE = ("LangChain has no Run deadline: ModelRetryMiddleware retries and "
-                "SummarizationMiddleware summarises whatever time the Run has left (§8, §11).")
-_WHOLE_ANSWER = ("create_agent's model node takes an answer whole: a stream broken after its "
-                 "first output is an exception like a failure before output, with no "
-                 "first-output receipt and no fragment kept marked (§5, §11).")
-
 _HITL = "langchain/agents/middleware/human_in_the_loop.py"
-_EDIT_KEPT = ("HumanInTheLoopMiddleware runs an edited call with the reviewer's arguments but "
-              "keeps the model's own call in the AIMessage the model reads next; the edit shows "
-              "only as a notice prepended to the tool's result text (§3, §6).")
-_UNCHECKED = ("HumanInTheLoopMiddleware applies a reviewer's decision as sent and checks "
-              "nothing: an edit replaces only the call's name and arguments (no context patch, "
-              "no field registry or rights, no base revision), so nothing is diagnosed where "
-              "the design voids the patch (§3).")
+_AGENT = "langchain/agents/factory.py"
+_NO_DELIVERY = Divergence(
+    "LangChain has no delivery of inputs: a supplement a Run claimed and never got an answer "
+    "to stays a message of the thread, never carried once to the next question as a new "
+    "delivery (§5).", "langchain/agents/middleware/types.py: AgentState (messages only, no "
+    "input or delivery channel)")
+_WHOLE_THREAD = Divergence(
+    "create_agent sends the thread's whole message list: no projection of the recent_runs "
+    "last Runs and no marker of an earlier Run's terminal status (§4).",
+    f"{_AGENT}: create_agent, model_node (request.messages = state['messages'])")
+_NO_TARGET = Divergence(
+    "SummarizationMiddleware gives its summary call no output limit: the summariser is "
+    "invoked with the prompt alone, so the summary target T the design derives per episode "
+    "(§8) has no place; a summariser's max_tokens is fixed when the model is built.",
+    f"{_SUMMARY}: _create_summary (self._summary_model.invoke(prompt))")
+_NO_PREVIEW = Divergence(
+    "A tool's whole result goes into its ToolMessage: no bounded preview marked truncated "
+    "with a result_ref, and no result.read (§6).",
+    "langgraph/prebuilt/tool_node.py: ToolNode._execute_tool_sync (the result becomes "
+    "ToolMessage.content)")
+_NO_BUDGET = Divergence(
+    "LangChain checks no input budget B: a request whose fixed input exceeds it is sent "
+    "anyway instead of failing with CONTEXT_PROTECTED_INPUT_TOO_LARGE (§8).",
+    f"{_AGENT}: model_node (no budget check before the call)")
+_NO_DEADLINE = Divergence(
+    "LangChain has no Run deadline: ModelRetryMiddleware retries and SummarizationMiddleware "
+    "summarises whatever time the Run has left (§8, §11).",
+    "langchain/agents/middleware/model_retry.py: ModelRetryMiddleware.wrap_model_call")
+_WHOLE_ANSWER = Divergence(
+    "create_agent's model node takes an answer whole: a stream broken after its first output "
+    "is an exception like a failure before output, with no first-output receipt and no "
+    "fragment kept marked (§5, §11).",
+    f"{_AGENT}: model_node (model.invoke, an exception propagates)")
+_EDIT_KEPT = Divergence(
+    "HumanInTheLoopMiddleware runs an edited call with the reviewer's arguments but keeps the "
+    "model's own call in the AIMessage the model reads next; the edit shows only as a notice "
+    "prepended to the tool's result text (§3, §6).",
+    f"{_HITL}: _process_decision, wrap_tool_call, _apply_edit, _prepend_notice")
+_UNCHECKED = Divergence(
+    "HumanInTheLoopMiddleware applies a reviewer's decision as sent and checks nothing: an "
+    "edit replaces only the call's name and arguments (no context patch, no field registry or "
+    "rights, no base revision), so nothing is diagnosed where the design voids the patch (§3).",
+    f"{_HITL}: EditDecision, _process_decision, _apply_edit")
+
+_NO_FREEZE = Divergence(
+    "LangChain freezes no request: a supplement handed to the thread while the Run works "
+    "joins the very next model call (a retry, or the call after a summary, included), where "
+    "the design fixes the input cutoff once per request (§5).",
+    f"{_AGENT}: model_node (the request is built from state['messages'] at each call)")
+_MIDDLEWARE_UNCHECKED = Divergence(
+    "A middleware's state update is applied as returned: no field registry, scope, "
+    "protected-input, diagnostic or budget check on a hook's change, so an item the design "
+    "voids or refuses is kept and no diagnostic names it (§3, §7).",
+    "langgraph/graph/message.py: add_messages; langchain/agents/middleware/types.py: "
+    "AgentMiddleware.before_model, after_model, wrap_tool_call")
+_NO_READ = Divergence(
+    "LangChain has no result.read of its own: a model's call of it goes to the tools like any "
+    "other (here: none of the Agent's), so the full body behind a preview is never read back "
+    "and the Run goes on without it (§6).",
+    "langgraph/prebuilt/tool_node.py: ToolNode._func (only the bound tools run)")
+_NO_MARK = Divergence(
+    "An edit leaves no mark in what LangChain sends: a message replaced by id is "
+    "indistinguishable from the original, so no rendered request marks the change (§6).",
+    "langgraph/graph/message.py: add_messages (a message with the same id replaces the old)")
+_QUESTION_SUMMARISED = Divergence(
+    "SummarizationMiddleware keeps a number of messages, not the protected inputs: the current "
+    "question is summarised away with the history (§5, §8).",
+    f"{_SUMMARY}: _determine_cutoff_index, _partition_messages")
+
+_LOOPS_PER_AGENT = Divergence(
+    "ModelCallLimitMiddleware counts the model calls of one agent's invocation: an Executor, a "
+    "sub-agent, counts its own, so the Run's Loop budget is not shared by the Planner and its "
+    "Executors (§11).",
+    "langchain/agents/middleware/model_call_limit.py: ModelCallLimitMiddleware.before_model")
+_ERROR_NO_CODE = Divergence(
+    "A tool's failure reaches the model as the exception's text with status 'error' and no "
+    "code: an Executor denied by a hook is a failed delegate call whose code (HOOK_DENIED) no "
+    "message carries (§3, §11).",
+    "langchain_core/tools/base.py: BaseTool.run (_handle_tool_error, ToolMessage(status="
+    "'error'))")
+
+_NO_SHARED = Divergence(
+    "LangChain has no Run-level shared field: a hook's patch of one names nothing in the "
+    "agent's state, and the chain's deny is lost with it (§3 scopes).",
+    "langchain/agents/middleware/types.py: AgentState (messages only)")
 
 DIVERGENCES = {
+    "S11-LOOPS-SHARED": _LOOPS_PER_AGENT,
+    **{f"HM-MPRE-DENY-ROOT-FAILED{call}-SHARED": _NO_SHARED
+       for call in ("", "-DELEGATE", "-RESULTREAD")},
+    "HM-MPRE-DENY-EXECUTOR-SUCCEEDED": _ERROR_NO_CODE,
+    "HM-MPOST-DENY-EXECUTOR-SUCCEEDED": _ERROR_NO_CODE,
+    **{f"HM-{point}-ALLOW-EXECUTOR-TIMED_OUT": _NO_DEADLINE
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST")},
+    "ROW-06": _NO_FREEZE, "S5-RETRY-FROZEN": _NO_FREEZE, "S5-FREEZE-LATE": _NO_FREEZE,
+    "S11-STOP-DURING-COMPACTION": _NO_DELIVERY, "S3-REQUEST-DENIED": _NO_DELIVERY,
+    "S2-POST-PROCESSED": _WHOLE_THREAD,
+    "ROW-15": _MIDDLEWARE_UNCHECKED, "S1-NO-SCOPE": _MIDDLEWARE_UNCHECKED,
+    "S3-POST-CALL": _MIDDLEWARE_UNCHECKED, "S3-ANNOTATIONS": _MIDDLEWARE_UNCHECKED,
+    "S7-HOOK-OVER-BUDGET": _MIDDLEWARE_UNCHECKED, "S7-HOOK-FIXED-TOO-BIG": _MIDDLEWARE_UNCHECKED,
+    "S7-HOOK-FIXED-KEPT": _QUESTION_SUMMARISED,
+    "S6-TEXT-MODIFIED-SENT": _NO_MARK, "S6-TOOL-EDIT-MARKED-SENT": _NO_MARK,
+    "S6-REPLACED-BODY-UNREAD": _NO_READ,
+    **{f"HM-{point}-{decision}-ROOT-{end}-RESULTREAD": _NO_READ
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST")
+       for decision, end in (("ALLOW", "SUCCEEDED"), ("MODIFY", "SUCCEEDED"),
+                             ("FAIL", "SUCCEEDED"), ("DENY", "SUCCEEDED"), ("DENY", "FAILED"))},
+    **{f"HM-{point}-ALLOW-ROOT-TIMED_OUT": _NO_DEADLINE
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST")},
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
     "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
     "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
-    "ROW-04-AT": _COUNT, "ROW-04-FLOOR": _COUNT, "ROW-05": _COUNT, "S8-SUMMARY-FAILS": _COUNT,
-    "S8-SUMMARY-RETRIED": _COUNT, "S11-COMPACTION-FAILED": _COUNT,
-    "S7-USAGE-TINY": _COUNT + " With the provider's tiny usage it still does not, where the "
-                              "design summarises on its own estimate.",
-    "S7-USAGE-HUGE": "The provider's reported usage (usage_metadata.total_tokens) triggers "
-                     "SummarizationMiddleware below the configured trigger, where the design "
-                     "keeps reported usage for audit only (§7).",
+    "S7-USAGE-HUGE": Divergence(
+        "The provider's reported usage (usage_metadata.total_tokens) triggers "
+        "SummarizationMiddleware below the configured trigger, whatever token_counter "
+        "counts, where the design keeps reported usage for audit only (§7).",
+        f"{_SUMMARY}: _should_summarize, _should_summarize_based_on_reported_tokens"),
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW, "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW,
     "S6-RESULT-READ": _NO_PREVIEW,
-    "ROW-12": _WHOLE_ANSWER, "ROW-14": _WHOLE_ANSWER,
-    "EX8-ROW1": _TRIM, "EX8-ROW2": _TRIM, "EX8-ROW3": _TRIM, "EX8-ROW6": _TRIM,
-    "S8-TARGET-EXPLICIT": _TRIM, "S8-TARGET-PROVIDER-LIMIT": _TRIM, "S8-SOFT-TARGET": _TRIM,
-    "S8-TARGET-CAP": _TRIM, "S8-SUMMARY-CUT-AT-T": _NO_TARGET,
+    "ROW-12": _WHOLE_ANSWER,
+    "EX8-ROW3": _NO_TARGET, "EX8-ROW6": _NO_TARGET, "S8-TARGET-EXPLICIT": _NO_TARGET,
+    "S8-TARGET-PROVIDER-LIMIT": _NO_TARGET, "S8-SOFT-TARGET": _NO_TARGET,
+    "S8-TARGET-CAP": _NO_TARGET, "S8-SUMMARY-CUT-AT-T": _NO_TARGET,
     "EX8-ROW4": _NO_BUDGET, "S8-PROTECTED-TOO-LARGE": _NO_BUDGET,
-    "S8-PROMPTS-LEAVE-NO-ROOM": "SummarizationMiddleware summarises even when the summary "
-                                "request itself leaves no room in the window, where the design "
-                                "refuses before any call (§8).",
-    "S8-ABOVE-TRIGGER-AFTER": "SummarizationMiddleware keeps a number of messages, not the "
-                              "protected inputs: the current question is summarised away with "
-                              "the history (§5, §8).",
-    "S8-CHUNK-FLOOR": "SummarizationMiddleware summarises whatever lies before its kept tail, "
-                      "however little, where the design's floor sends the request as it is "
-                      "(§8).",
+    "S8-PROMPTS-LEAVE-NO-ROOM": Divergence(
+        "SummarizationMiddleware summarises even when the summary request itself leaves no "
+        "room in the window, where the design refuses before any call (§8).",
+        f"{_SUMMARY}: before_model, _create_summary"),
+    "S8-ABOVE-TRIGGER-AFTER": _QUESTION_SUMMARISED,
+    "S8-CHUNK-FLOOR": Divergence(
+        "SummarizationMiddleware summarises whatever lies before its kept tail, however "
+        "little, where the design's floor sends the request as it is (§8).",
+        f"{_SUMMARY}: before_model (any cutoff_index > 0 is summarised)"),
     "S8-DEADLINE-BETWEEN-ATTEMPTS": _NO_DEADLINE, "S11-DEADLINE-DURING-COMPACTION": _NO_DEADLINE,
-    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's id: two calls sharing one "
-                            "are one call to LangChain (ToolMessage.tool_call_id), where the "
-                            "design gives each its own call_id (§2).",
+    "S2-PROVIDER-CALL-IDS": Divergence(
+        "A tool call's identity is the provider's id: two calls sharing one are one call to "
+        "LangChain (ToolMessage.tool_call_id), where the design gives each its own call_id "
+        "(§2).", "langgraph/prebuilt/tool_node.py: ToolNode._func (results keyed by call id)"),
     "ROW-16-17": _EDIT_KEPT, "EX3-WRITE": _EDIT_KEPT,
-    "S6-ARGS-ADJUSTED-SENT": _EDIT_KEPT + " The adapter records no rendered request either.",
-    "ROW-18": "A reviewer's answer that is no decision (the hook failed) fails the whole Run "
-              "with a ValueError before any call of the batch runs, where the design drops only "
-              "the failed hook and runs the call as proposed (§3).",
+    "S6-ARGS-ADJUSTED-SENT": _EDIT_KEPT,
     "EX3-WRITE-CONFLICT": _UNCHECKED, "EX3-DENY-CONFLICT": _UNCHECKED,
     "BAD-INVALID-PATCH": _UNCHECKED, "BAD-FORBIDDEN-FIELD": _UNCHECKED,
     "BAD-UNKNOWN-TARGET": _UNCHECKED, "BAD-STALE-ALLOW": _UNCHECKED,
     "BAD-STALE-DENY": _UNCHECKED, "S3-OVERLAPPING-WRITES": _UNCHECKED,
     "S3-ALLOW-NO-GRANT": _UNCHECKED, "S3-VIEW-INDEX": _UNCHECKED,
-    "BAD-UNREGISTERED-FIELD": "A reviewer's edit may name another tool: it is not diagnosed as "
-                              "a write to an unregistered field, and a tool the agent lacks "
-                              "fails the whole Run with a ValueError (§3).",
-    "S10-TAKEOVER-BUDGET": "ModelCallLimitMiddleware's run count is an UntrackedValue, never "
-                           "checkpointed: a thread resumed after a crash starts the Run's loop "
-                           "budget afresh (§10).",
-    "S11-ARGUMENTS-SCHEMA": "A tool whose args_schema is a JSON Schema runs with arguments that "
-                            "break it: LangChain validates only pydantic schemas, where the "
-                            "design answers a format error without running the tool (§11).",
+    "BAD-UNREGISTERED-FIELD": Divergence(
+        "A reviewer's edit may name another tool: it is not diagnosed as a write to an "
+        "unregistered field, and a tool the agent lacks fails the whole Run with a ValueError "
+        "(§3).", f"{_HITL}: _apply_edit"),
+    "S10-TAKEOVER-BUDGET": Divergence(
+        "ModelCallLimitMiddleware's run count is an UntrackedValue, never checkpointed: a "
+        "thread resumed after a crash starts the Run's loop budget afresh (§10).",
+        "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState"),
+    "S11-ARGUMENTS-SCHEMA": Divergence(
+        "A tool whose args_schema is a JSON Schema runs with arguments that break it: "
+        "LangChain validates only pydantic schemas, where the design answers a format error "
+        "without running the tool (§11).",
+        "langchain_core/tools/base.py: BaseTool._parse_input"),
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
@@ -163,8 +270,10 @@ NOTES = (
     "One Session is one LangGraph thread (InMemorySaver); one Run is one stream of the graph "
     "with the question and the supplements received before it as HumanMessages whose id is "
     "the input's id.",
-    "SummarizationMiddleware: trigger ('tokens', the §7 trigger), the injected estimator as "
-    "token_counter, the compaction script as summarizer, keep ('messages', 1).",
+    "SummarizationMiddleware: trigger ('tokens', the §7 trigger), the compaction script as "
+    "summarizer, keep ('messages', 1); its token_counter is the injected estimator, over the "
+    "whole request (best) or over the messages it is handed (defaults), and "
+    "trim_tokens_to_summarize None (best) or 4000 (defaults).",
     "ModelRetryMiddleware(max_retries = model_attempts − 1, on_failure='error', no delay); "
     "ModelCallLimitMiddleware(run_limit = loop_limit, exit_behavior='error') ends the Run "
     "loop_exhausted; ToolCallLimitMiddleware(run_limit = tool_quota).",
@@ -174,17 +283,98 @@ NOTES = (
     "provider integration sends as an error flag), traced as one JSON object.",
     "tool.pre_call is HumanInTheLoopMiddleware (batched): the scenario's chain for a call is "
     "the reviewer; deny → reject (LangChain's own words), argument or name writes → edit, "
-    "otherwise approve; a failed item answers no decision; context patches and other paths "
+    "otherwise approve; a failed item is dropped (Q290); context patches and other paths "
     "have no place in an edit and are not sent (Q190-Q192).",
     "Crashes: raw_answer_saved and batch_fed_back are the model and tools nodes' checkpoints "
     "(durability='sync'); the driver abandons the stream there (before raw_answer_saved: dies "
     "in the model node once the answer arrived) and resumes the thread with input None on a "
     "fresh create_agent graph over the same InMemorySaver (Q193, Q194).",
-    "Not declared, because LangChain lacks them: the other hook points (its middleware can be "
-    "written to act there, but the patch rules of §3 would be the adapter's), the other crash "
-    "phases (no checkpoint of their own), chunked folds, snapshots, Planner/Executor, shared "
-    "scopes, retention, the history API, triggers.",
+    "Hooks (ctxspec/adapters/langchain_hooks.py): model.pre_request is a middleware's "
+    "before_model (its context patches a state update of the thread, its params writes the "
+    "request's model_settings through wrap_model_call), model.post_response its after_model "
+    "(an edit replaces the answer by id; a deny removes it and jumps to the end), "
+    "tool.post_call its wrap_tool_call (an edit or a deny replaces the ToolMessage's "
+    "content); a failed item is dropped (Q290).",
+    "A supplement received while the graph runs is handed to the thread at the next "
+    "checkpoint before a model call: the client stops reading the stream and streams again "
+    "with it (triggers); another Session is another thread_id on the same checkpointer "
+    "(sessions); run_ended carries the last AIMessage's text (final_answers).",
+    "Planner/Executor (ctxspec/adapters/langchain_executor.py): the Planner's delegate tool "
+    "runs an Executor, a second create_agent with the Executor's prompt, tools, summary, hooks "
+    "and retries, invoked on a fresh state holding only the hand-over (the task, each "
+    "constraint and material on a line of its own); its last answer is the call's result.",
+    "Not declared, because LangChain lacks them: the compaction hook points (the summary "
+    "call is inside SummarizationMiddleware.before_model), chunked folds, snapshots, shared "
+    "scopes, retention, the history API, a stop inside a batch.",
 )
+
+_EXECUTOR_UNMAPPED = (
+    "The adapter's gap, not LangChain's: the Executor is a sub-agent invoked inside the "
+    "Planner's delegate tool without a checkpointer or a reviewer of its own, so its crash "
+    "phases and its tool.pre_call are not mapped (a LangGraph subgraph with interrupts and "
+    "checkpoint_ns could be; not yet written).")
+SUITE_FLAWS = {
+    "HM-TPRE-MODIFY-EXECUTOR-SUCCEEDED": _EXECUTOR_UNMAPPED,
+    "HM-TPRE-DENY-EXECUTOR-SUCCEEDED": _EXECUTOR_UNMAPPED,
+    **{f"CRASH-PLANNER-RAW_ANSWER_SAVED-{n}-{when}": _EXECUTOR_UNMAPPED
+       for n in (4, 5, 6, 7) for when in ("BEFORE", "AFTER")},
+    **{f"CRASH-PLANNER-BATCH_FED_BACK-{n}-{when}": _EXECUTOR_UNMAPPED
+       for n in (2, 3) for when in ("BEFORE", "AFTER")},
+    "S11-EXECUTOR-CONTEXT-ERROR": "The adapter's gap, not LangChain's: the delegate tool turns "
+                                  "every failure of the Executor into an error result for the "
+                                  "Planner, a context error included, where the design ends the "
+                                  "whole invocation (§11); a delegate tool could re-raise it.",
+}
+"""Failures that are our adapter's, not LangChain's (reported apart, to be fixed here)."""
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("SummarizationMiddleware(trim_tokens_to_summarize=...)", "4000", "None",
+            "With more material than trim_tokens_to_summarize, SummarizationMiddleware makes "
+            "no summary call and puts the fixed sentence \"Previous conversation was too long "
+            "to summarize.\" in place of the whole history (§8).",
+            frozenset({"EX8-ROW1", "EX8-ROW2"})),
+    Setting("SummarizationMiddleware(token_counter=...)",
+            "a counter of the messages handed to it",
+            "a counter of the whole request: the system prompt and the bound tools' schemas "
+            "with the messages",
+            "SummarizationMiddleware hands its token_counter the state's messages only (no "
+            "system prompt, no tool schemas), so at I = threshold a counter of those sees less "
+            "than the request and does not summarise (§7).",
+            frozenset({"ROW-04-AT", "ROW-04-FLOOR", "S7-USAGE-TINY", "S8-STOP-DURING-COMPACTION",
+                       "ROW-05", "S8-SUMMARY-RETRIED", "S8-SUMMARY-FAILS",
+                       "S11-COMPACTION-FAILED", "S11-STOP-IN-FLIGHT-CHUNK"})),
+)
+SETTINGS += (
+    Setting("SummarizationMiddleware(summarizer=...)", "a chat model (retried three times by "
+            "Runnable.with_retry's default)", "model.with_retry(stop_after_attempt="
+            "model_attempts) | StrOutputParser()",
+            "A chat model as summarizer is retried as Runnable.with_retry's default does, three "
+            "attempts, whatever the Agent's model_attempts say: a compaction the design has "
+            "failed after its last attempt is asked once more (§8, §11).",
+            frozenset({"S8-SUMMARY-FAILS", "S11-COMPACTION-FAILED",
+                       "S11-STOP-IN-FLIGHT-CHUNK"})),
+)
+"""The settings the best configuration changes (``BEST``), each with the cases it fixes."""
+
+DOUBTS = {
+    "S7-PROVIDER-REFUSES": "passes on the Run's ending alone: LangChain knows no window and "
+                           "traces no figures, so whether the user is told W and I is not "
+                           "judged (Q294).",
+    "S11-COMPACTION-FAILED": "COMPACTION_FAILED is the adapter's reading of an exception out of "
+                             "SummarizationMiddleware's node (Q292); LangChain itself raises "
+                             "the summariser's error unchanged.",
+    "ROW-03": "the Executor is a sub-agent behind a tool, one of two mappings LangChain offers; "
+              "a subgraph with its own checkpoint namespace would also checkpoint its steps "
+              "and might change the CRASH-PLANNER verdicts (listed as the adapter's flaws).",
+    "ROW-15": "model.pre_request is a middleware the adapter writes with LangChain's API; that "
+              "it checks no patch is LangChain's lack of a patch protocol, but a user could "
+              "write the checks into the middleware — then they would be the adapter's, not "
+              "LangChain's (issue #32 item 1).",
+    "ROW-06": "a supplement is streamed in at the next checkpoint, which starts a new "
+              "invocation of the graph: its loop budget restarts (S10-TAKEOVER-BUDGET) and "
+              "the freeze the design asks for has no LangChain counterpart to compare with.",
+}
+"""The verdicts we are least sure of (issue #32: disagreement is a test)."""
 
 PROFILE = Profile(
     runtime="langchain",
@@ -195,5 +385,8 @@ PROFILE = Profile(
                                "budget; the adapter computes W, O, S, B and the §7 trigger and "
                                "passes the trigger to SummarizationMiddleware",
     },
-    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
+    divergences=DIVERGENCES, suite_flaws=SUITE_FLAWS, settings=SETTINGS, doubts=DOUBTS,
+    findings=FINDINGS,
+    notes=NOTES,
+    defaults="ctxspec.adapters.langchain:make_default_driver",
 )

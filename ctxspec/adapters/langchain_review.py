@@ -8,8 +8,10 @@ chain for a call is that reviewer: its items' decisions and argument writes beco
 (allow → approve, allow with argument writes → edit, deny → reject). What LangChain then runs,
 and what it feeds back to the model, is what the suite judges.
 
-The reviewer can say only what a decision says. A hook item's failure has no decision: the
-reviewer sends the answer it has, which is none of LangChain's decision types (Q191). Writes
+The reviewer can say only what a decision says. A hook item that failed is dropped, as the
+design drops a failed item (§3 "处理器失败时，才按 Hook 故障规则继续"): the reviewer decides on
+the chain's other items, as a careful user's reviewer does (Q290; Q191 had it answer no
+decision, which LangChain refuses with a ValueError — the adapter's choice, not LangChain's). Writes
 outside the call's ``name`` and ``arguments`` and context patches have nowhere to go in an
 ``edit`` and are not sent (Q192); a stale base revision is not LangChain's notion either.
 """
@@ -28,8 +30,6 @@ from ctxspec.reference.registry import ABSENT
 
 POINT: HookPoint = "tool.pre_call"
 ALLOWED: list[DecisionType] = ["approve", "edit", "reject"]
-NOT_A_DECISION = {"type": "hook_failed"}
-"""The answer of a reviewer whose hook failed: no decision LangChain knows (Q191)."""
 
 
 def review_middleware(tool_names: list[str]) -> HumanInTheLoopMiddleware[Any, Any, Any]:
@@ -60,16 +60,13 @@ class Reviewer:
             POINT, {"name": name, "arguments": arguments}, None, None, None,
             uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:review:{self.asked}"), self.asked))
         edited = {"name": name, "arguments": dict(arguments)}
-        denied = failed = False
+        denied = False
         for position, item in enumerate(items):
             changes = [] if item.failed else _apply(item, edited)
             self.event("hook_decided", point=POINT, chain_position=position,
                        decision="failed" if item.failed else item.decision,
                        patch_valid=not item.failed, diagnostics=[], changes=changes)
-            failed = failed or item.failed
             denied = denied or (not item.failed and item.decision == "deny")
-        if failed:
-            return dict(NOT_A_DECISION)
         if denied:
             return {"type": "reject"}
         if edited == {"name": name, "arguments": arguments}:

@@ -164,7 +164,8 @@ class NodeDriver:
             and attempts.get("operation_id") == operation else None
         if isinstance(refused, int):  # the provider refused it: never sent again
             self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
-                     self.window_message(refused, "sent; the provider refused it"))
+                     self.window_message(refused, "sent; the provider refused it"),
+                     self.figures(refused))
             return
         if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
             failed = attempts.get("failed")
@@ -416,7 +417,8 @@ class NodeDriver:
                         "operation_id": str(operation_id), "failed": attempt,
                         "partial": False, "refused": estimation})])
                 self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
-                          self.window_message(estimation, "sent; the provider refused it"))
+                          self.window_message(estimation, "sent; the provider refused it"),
+                          self.figures(estimation))
                 return
             if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered \
                     and run.parent is None:

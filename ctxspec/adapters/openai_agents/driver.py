@@ -43,6 +43,7 @@ from agents import (
     SQLiteSession,
 )
 from agents.items import ModelResponse, TResponseInputItem
+from agents.memory import SessionSettings
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import RunContextWrapper
@@ -51,6 +52,8 @@ from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 from openai import APIConnectionError, BadRequestError
 
+from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
+from ctxspec.adapters.openai_agents.guardrails import Guardrails
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
@@ -74,7 +77,7 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency"})
+                       "sessions", "tool_latency", *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
 turn), input staged on a running Run (``RunState.add_input``), another session on the same
@@ -135,6 +138,14 @@ class OpenAIAgentsDriver:
     compat_profile = PROFILE
     """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
+    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None) -> None:
+        self.sdk_defaults = sdk_defaults
+        self.session_limit = session_limit
+        """``SessionSettings(limit=...)``: the session hands the Runner only its last items
+        (the bug corpus's path, tests/real_bugs/); None, every item."""
+        """The SDK's defaults (``tool_not_found_behavior="raise_error"``, its fixed error
+        sentence) instead of the best configuration."""
+
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
         budget = resolve_budget(doc.budget())
@@ -144,19 +155,24 @@ class OpenAIAgentsDriver:
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-openai-agents-")
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
-        self.session = SQLiteSession("session-1", self.database)
+        self.session = self._session("session-1")
         self.sessions = 1
         self.model = ScenarioModel(self)
         self.tools = [build(tool, self._run_tool) for tool in doc.tools]
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
+        Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
+            {**fields, "kind": kind}), self.result_facts).attach(self.tools)
         retry = ModelRetrySettings(
             max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
             backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
         self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
                                 model=self.model, model_settings=ModelSettings(
                                     max_tokens=budget.output_reserve, retry=retry))
-        self.config = RunConfig(tracing_disabled=True, call_model_input_filter=self._filter,
-                                tool_not_found_behavior="return_error_to_model",
-                                tool_error_formatter=self._tool_error)
+        self.config = RunConfig(
+            tracing_disabled=True, call_model_input_filter=self._filter,
+            tool_not_found_behavior="raise_error" if self.sdk_defaults
+            else "return_error_to_model", tool_error_formatter=self._tool_error)
         self.hooks = _Usage(self)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
@@ -171,8 +187,6 @@ class OpenAIAgentsDriver:
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
         self.reported = False
-        self.result_facts: dict[str, dict[str, Any]] = {}
-        """What each call's formatted error result stands for, by call_id (Q210)."""
         self.in_model = False
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None
@@ -224,8 +238,13 @@ class OpenAIAgentsDriver:
     def new_session(self) -> None:
         """Another Session of the same Agent: a new SDK session on the same SQLite file."""
         self.sessions += 1
-        self.session = SQLiteSession(f"session-{self.sessions}", self.database)
+        self.session = self._session(f"session-{self.sessions}")
         self.events.append({"kind": "session_opened", "session": self.sessions})
+
+    def _session(self, name: str) -> SQLiteSession:
+        settings = None if self.session_limit is None else SessionSettings(
+            limit=self.session_limit)
+        return SQLiteSession(name, self.database, session_settings=settings)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -299,6 +318,8 @@ class OpenAIAgentsDriver:
             code = "INVALID_ARGUMENTS"
         else:
             code = args.kind.upper()
+        if self.sdk_defaults:  # the SDK's own sentence, as with no formatter
+            return args.default_message
         detail = str(error) if error is not None else args.default_message
         self.result_facts[args.call_id] = {"status": "error", "code": code} \
             if args.kind != "approval_rejected" else {
@@ -488,5 +509,17 @@ def _root(failure: BaseException) -> BaseException:
 
 
 def make_driver() -> OpenAIAgentsDriver:
-    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load."""
+    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
+    careful user following the design configures it (the best configuration)."""
     return OpenAIAgentsDriver()
+
+
+def make_limited_driver() -> OpenAIAgentsDriver:
+    """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
+    the bug corpus's path (tests/real_bugs/)."""
+    return OpenAIAgentsDriver(session_limit=4)
+
+
+def make_default_driver() -> OpenAIAgentsDriver:
+    """The SDK with its defaults wherever the design names no figure."""
+    return OpenAIAgentsDriver(sdk_defaults=True)

@@ -5,42 +5,60 @@ fresh run). Sources are files under the installed ``agents`` package."""
 
 from importlib.metadata import version
 
-from ctxspec.conformance.compat import Finding, Profile
+from ctxspec.conformance.compat import Divergence, Finding, Profile, Setting
 
 PACKAGES = ("openai-agents", "openai")
 
-_WHOLE_SESSION = ("The Runner sends the SQLiteSession's whole item list before the new input: "
-                  "no projection of the recent_runs last Runs, no marker of an earlier Run's "
-                  "terminal status, tool calls of older Runs kept (§4).")
-_NO_PREVIEW = ("A function tool's whole result goes into its function_call_output: no bounded "
-               "preview marked truncated with a result_ref, and no result.read (§6); the SDK's "
-               "ToolOutputTrimmer trims only older turns, without a reference.")
-_NO_RETRY_AFTER_OUTPUT = ("A stream that broke after its first output is never retried: the "
-                          "SDK's retry treats streamed output as an absolute veto, so the Run "
-                          "fails where the design retries the Attempt without the fragment "
-                          "(§11, §12 row 12).")
+_WHOLE_SESSION = Divergence(
+    "The Runner sends the SQLiteSession's whole item list before the new input: no projection "
+    "of the recent_runs last Runs, no marker of an earlier Run's terminal status, tool calls of "
+    "older Runs kept (§4).",
+    "agents/run_internal/session_persistence.py: prepare_input_with_session")
+_NO_PREVIEW = Divergence(
+    "A function tool's whole result goes into its function_call_output: no bounded preview "
+    "marked truncated with a result_ref, and no result.read (§6); the SDK's ToolOutputTrimmer "
+    "trims only older turns, without a reference.",
+    "agents/extensions/tool_output_trimmer.py: ToolOutputTrimmer.__call__")
+_NO_RETRY_AFTER_OUTPUT = Divergence(
+    "A stream that broke after its first output is never retried: the SDK's retry treats "
+    "streamed output as an absolute veto, so the Run fails where the design retries the "
+    "Attempt without the fragment (§11, §12 row 12).",
+    "agents/run_internal/model_retry.py: _evaluate_retry")
+
+_GUARDRAIL_GRAIN = Divergence(
+    "A tool guardrail can only allow or reject (ToolGuardrailFunctionOutput: allow, "
+    "reject_content, raise_exception): it applies no patch — an edit of the arguments or of "
+    "the result is not made — and checks none (no field registry, base revision or rights), "
+    "so what the design applies, voids or refuses is neither applied nor diagnosed (§3).",
+    "agents/tool_guardrails.py: ToolGuardrailFunctionOutput, ToolInputGuardrail.run, "
+    "ToolOutputGuardrail.run")
 
 DIVERGENCES = {
-    "ROW-01": _WHOLE_SESSION + " A question whose Run was stopped before its first model "
-                               "call never reaches the session at all.",
+    **dict.fromkeys((
+        "ROW-16-17", "EX3-WRITE", "EX3-WRITE-CONFLICT", "EX3-DENY-CONFLICT",
+        "BAD-UNREGISTERED-FIELD", "BAD-STALE-ALLOW", "BAD-STALE-DENY", "BAD-INVALID-PATCH",
+        "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
+        "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
+        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD"),
+        _GUARDRAIL_GRAIN),
+    "ROW-01": Divergence(
+        _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
+        "call never reaches the session at all.",
+        _WHOLE_SESSION.source + "; agents/run_internal/run_loop.py: run_single_turn_streamed"),
     "ROW-02": _WHOLE_SESSION, "EX4-OLDER-RUN": _WHOLE_SESSION,
     "S4-CURRENT-RUN": _WHOLE_SESSION, "S4-RECENT-BY-ORDER": _WHOLE_SESSION,
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
     "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
-    "ROW-14": "The partial output of a broken stream reaches the client as raw stream events "
-              "and is then dropped: the Run fails with nothing kept, where the design keeps "
-              "the fragment in the context, marked incomplete (§5, §11).",
-    "S7-PROVIDER-REFUSES": "A provider's context_length_exceeded ends the Run with the "
-                           "provider's error only: the SDK knows no window and shows the user "
-                           "neither the window configuration nor the request's estimate (§7).",
-    "S8-DEADLINE-BETWEEN-ATTEMPTS": "The SDK has no Run deadline (ModelSettings.timeout bounds "
-                                    "one model call), so a retry is sent after the Run's time "
-                                    "is up (§8, §11).",
-    "S2-PROVIDER-CALL-IDS": "A tool call's identity is the provider's call_id: two calls of "
-                            "one response sharing an id make the SDK raise ModelBehaviorError "
-                            "and end the Run, where the design runs each under its own call_id "
-                            "(§2).",
+    "S8-DEADLINE-BETWEEN-ATTEMPTS": Divergence(
+        "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
+        "is sent after the Run's time is up (§8, §11).",
+        "agents/model_settings.py: ModelSettings.timeout"),
+    "S2-PROVIDER-CALL-IDS": Divergence(
+        "A tool call's identity is the provider's call_id: two calls of one response sharing an "
+        "id make the SDK raise ModelBehaviorError and end the Run, where the design runs each "
+        "under its own call_id (§2).",
+        "agents/run_internal/tool_planning.py: _dedupe_processed_response_invocations"),
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
@@ -98,24 +116,49 @@ NOTES = (
     "A supplement that arrives while the Run works pauses it after the turn "
     "(cancel(mode='after_turn')), is staged with RunState.add_input and the Run resumed; the "
     "user's stop cancels the call in flight (immediate) or, between calls, after the turn.",
-    "Configuration used: tool_not_found_behavior='return_error_to_model' and a "
-    "tool_error_formatter answering {status: error, error: {code, detail}}; the SDK's defaults "
-    "would end the Run on a missing tool and answer errors with a fixed sentence.",
+    "Best configuration: tool_not_found_behavior='return_error_to_model' and a "
+    "tool_error_formatter answering {status: error, error: {code, detail}}; the defaults "
+    "configuration keeps the SDK's (the Run ends on a missing tool, errors answered with a "
+    "fixed sentence).",
     "The request the trace shows is the one the SDK hands the Model, read back: the "
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
     "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
     "which the SDK runs concurrently, finish in that order.",
-    "Hooks are not declared (Q196): a capability hooks:<point> means the point's allow, modify "
-    "and deny with their patches (§3), and what the SDK has at tool.pre_call and "
-    "tool.post_call cannot modify: a ToolInputGuardrail / ToolOutputGuardrail answers allow, "
-    "reject_content (a message in place of the result) or raise_exception "
-    "(agents/tool_guardrails.py: ToolGuardrailFunctionOutput), and a tool's needs_approval "
-    "is approved or rejected on the RunState (agents/run_state.py: RunState.approve, "
-    "RunState.reject), with no edit of the arguments. Nor crash points: a SQLiteSession "
-    "saves items, not the Run's position, so a restarted process can only start a new Run.",
+    "Hooks at the SDK's grain (ctxspec/adapters/openai_agents/guardrails.py, Q293): "
+    "tool.pre_call is each function tool's ToolInputGuardrail, tool.post_call its "
+    "ToolOutputGuardrail; a deny is reject_content (the call never runs, or its result is "
+    "withheld), a write has no place (a guardrail cannot modify), a failed item is dropped. "
+    "The other points are not declared: input and output guardrails see a Run's first input "
+    "and final output only, RunHooks observe and cannot deny. Nor crash points: a "
+    "SQLiteSession saves items, not the Run's position, so a restarted process can only "
+    "start a new Run.",
 )
+
+SETTINGS = (
+    Setting("RunConfig(tool_error_formatter=...)", "None (the fixed sentence 'An error occurred "
+            "while running the tool. Please try again.')",
+            "a formatter answering {status: error, error: {code, detail}}",
+            "The default failure handler of a function tool answers every error with one fixed "
+            "sentence and no code, so the model cannot tell a business error or a format error "
+            "from another (§6, §11).",
+            frozenset({"S6-ITEM-ERROR", "S11-FORMAT-ERROR", "S11-ARGUMENTS-SCHEMA"})),
+)
+"""The settings the best configuration changes, each with the cases it fixes."""
+
+DOUBTS = {
+    "S7-PROVIDER-REFUSES": "passes on the Run's ending alone: the SDK knows no window and "
+                           "traces no figures, so whether the user is told W and I is not "
+                           "judged (Q294).",
+    "EX3-WRITE": "a guardrail cannot modify, so every case with an edit fails on the grain "
+                 "(Q293); a user could instead reject and let the model propose again, which "
+                 "the design does not count as an edit.",
+    "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
+              "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
+              "SDK's default of no limit.",
+}
+"""The verdicts we are least sure of (issue #32: disagreement is a test)."""
 
 PROFILE = Profile(
     runtime="openai-agents",
@@ -128,5 +171,6 @@ PROFILE = Profile(
                                "O, S, B and the trigger, and refuses a fixed input over B in "
                                "RunConfig.call_model_input_filter",
     },
-    divergences=DIVERGENCES, findings=FINDINGS, notes=NOTES,
+    divergences=DIVERGENCES, settings=SETTINGS, doubts=DOUBTS, findings=FINDINGS, notes=NOTES,
+    defaults="ctxspec.adapters.openai_agents:make_default_driver",
 )

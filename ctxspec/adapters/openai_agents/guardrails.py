@@ -1,0 +1,88 @@
+"""The design's tool hook points at the grain the Agents SDK has them (the Agents SDK driver,
+ctxspec/adapters/openai_agents/driver.py): a function tool's ``ToolInputGuardrail`` is
+``tool.pre_call``, its ``ToolOutputGuardrail`` ``tool.post_call``.
+
+A guardrail answers allow, ``reject_content`` (a message in place of the call or of its result)
+or ``raise_exception`` (agents/tool_guardrails.py: ToolGuardrailFunctionOutput): it can deny,
+never modify. So a chain's deny rejects — before the call (it never runs) or after it (its
+result is withheld) — and its writes have no place: the ``hook_decided`` event lists in
+``changes`` nothing, and a case that needs the edit fails on the SDK's grain, as it should
+(issue #32: allow/deny without modify is a grain the suite judges). A failed item is dropped,
+as the design drops it (§3).
+"""
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents import FunctionTool
+from agents.tool_guardrails import (
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
+
+from ctxspec.reference.ports import HookContext, HookPoint, HookPort
+
+POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call")
+CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
+PRE_DENIED = "denied by a pre-call guardrail"
+POST_DENIED = "denied by a post-call guardrail"
+
+
+@dataclass
+class Guardrails:
+    """Asks the scenario's chain from the SDK's tool guardrails."""
+
+    hooks: HookPort
+    event: Callable[..., None]
+    facts: dict[str, dict[str, Any]]
+    """The driver's result facts by call_id, where a denial is written (Q210)."""
+    asked: dict[str, int] = field(default_factory=dict)
+
+    def attach(self, tools: list[FunctionTool]) -> None:
+        """Give every tool the guardrails of the points the scenario has hooks at."""
+        for tool in tools:
+            if self.hooks.registered("tool.pre_call"):
+                tool.tool_input_guardrails = [tool_input_guardrail(self._before)]
+            if self.hooks.registered("tool.post_call"):
+                tool.tool_output_guardrails = [tool_output_guardrail(self._after)]
+
+    def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        context = data.context
+        arguments = json.loads(context.tool_arguments or "{}")
+        if self._denies("tool.pre_call", {"name": context.tool_name, "arguments": arguments},
+                        "pre"):
+            self.facts[context.tool_call_id] = {"status": "denied", "stage": "pre",
+                                                "executed": False, "result_delivered": False}
+            return ToolGuardrailFunctionOutput.reject_content(PRE_DENIED)
+        return ToolGuardrailFunctionOutput.allow()
+
+    def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        context = data.context
+        if self._denies("tool.post_call", {"result": str(data.output)}, "post"):
+            self.facts[context.tool_call_id] = {"status": "denied", "stage": "post",
+                                                "executed": True, "result_delivered": False}
+            return ToolGuardrailFunctionOutput.reject_content(POST_DENIED)
+        return ToolGuardrailFunctionOutput.allow()
+
+    def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str) -> bool:
+        self.asked[point] = ordinal = self.asked.get(point, 0) + 1
+        self.event("hook_called", point=point, stage=stage)
+        items = self.hooks.items(HookContext(
+            point, payload, None, None, None,
+            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal))
+        denied = False
+        for position, item in enumerate(items):
+            self.event("hook_decided", point=point, chain_position=position,
+                       decision="failed" if item.failed else item.decision,
+                       patch_valid=not item.failed, diagnostics=[], changes=[])
+            denied = denied or (not item.failed and item.decision == "deny")
+        return denied
+
+
+__all__ = ["CAPABILITIES", "POINTS", "Guardrails"]

@@ -1,0 +1,84 @@
+"""The real-bug corpus (issue #31): each public bug report of a framework an adapter runs that
+breaks a rule of the design, the adapter configuration that reaches it, and the cases that
+must fail on it. A fixed bug is put back by a monkeypatch written by us from the report's
+description (tests/real_bugs/patches.py); a bug still present in the pinned version needs
+none, and the configuration without it (``clean``) passes the same cases.
+
+Reports read (their descriptions, never their code) through the public issue threads; what
+each says is summarised in ``broken`` in our words."""
+
+from dataclasses import dataclass
+
+from tests.real_bugs.patches import Patch, cut_between_call_and_result, error_text_as_summary
+
+LANGCHAIN = "ctxspec.adapters.langchain:make_driver"
+LANGCHAIN_DEFAULTS = "ctxspec.adapters.langchain:make_default_driver"
+AGENTS_SDK = "ctxspec.adapters.openai_agents:make_driver"
+AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
+
+
+@dataclass(frozen=True)
+class Bug:
+    report: str
+    """``owner/repo#number`` of the public report."""
+    broken: str
+    """What the bug does, in our words, and the design rule it breaks."""
+    driver: str
+    """The adapter configuration that reaches the bug."""
+    cases: tuple[str, ...]
+    """The cases that must fail while the bug is there."""
+    patch: Patch | None = None
+    """How the fixed bug is put back; None: present in the pinned framework version."""
+    clean: str = ""
+    """Where the same cases pass: the configuration without the bug (default: ``driver``
+    with the patch undone)."""
+
+
+CORPUS: tuple[Bug, ...] = (
+    Bug("langchain-ai/langchain#38867",
+        "A summary call that raises becomes the text 'Error generating summary: …', which "
+        "SummarizationMiddleware puts in as the summary after removing the whole history; the "
+        "Run goes on (§8: a finally failed compaction ends the Run, the context kept).",
+        LANGCHAIN, ("S8-SUMMARY-FAILS", "S11-COMPACTION-FAILED"), error_text_as_summary),
+    Bug("langchain-ai/langchain#34282",
+        "The summarisation cut falls between an AIMessage's tool calls and their "
+        "ToolMessages, so the kept tail starts with a result whose call was summarised away "
+        "(§6: every tool result in a request has its call).",
+        LANGCHAIN, ("HM-TPOST-ALLOW-ROOT-SUCCEEDED", "HM-MPRE-ALLOW-ROOT-SUCCEEDED"),
+        cut_between_call_and_result),
+    Bug("langchain-ai/langchain#34664",
+        "SummarizationMiddleware's trigger counts the chat history only, not the system "
+        "prompt nor the tool schemas, so a request at the trigger is sent unsummarised (§7: I "
+        "measures the whole request). Present in 1.5.2 with a counter of the messages handed "
+        "to it; a token_counter of the whole request avoids it.",
+        LANGCHAIN_DEFAULTS, ("ROW-04-AT", "ROW-04-FLOOR"), clean=LANGCHAIN),
+    Bug("langchain-ai/langchain#39261",
+        "When no HumanMessage falls inside trim_tokens_to_summarize, the summary model is never "
+        "called and the whole history is replaced by a fixed placeholder sentence (§8: the "
+        "material is summarised, never dropped). Present in 1.5.2 with the default 4000; "
+        "trim_tokens_to_summarize=None avoids it.",
+        LANGCHAIN_DEFAULTS, ("EX8-ROW1", "EX8-ROW2"), clean=LANGCHAIN),
+    Bug("openai/openai-agents-python#3738",
+        "A session's item limit cuts the history by items, not by Runs: what the Runner sends "
+        "can begin in the middle of a Run, without the call a result answers or the question "
+        "an answer replies to (§4: the current Run's records are all kept). Present in 0.24.0 "
+        "with SessionSettings(limit=…).",
+        AGENTS_SDK_LIMITED, ("ROW-07",), clean=AGENTS_SDK),
+)
+"""The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
+
+UNREACHED: dict[str, str] = {
+    "langchain-ai/langchain#38352": "present in 1.5.2 (_find_safe_cutoff_point matches a "
+    "run of ToolMessages by set intersection), but it needs results of two different "
+    "AIMessages side by side at the cut; create_agent puts each answer's results right after "
+    "it, and no case of the suite makes that history.",
+    "langchain-ai/langchain#33245": "present in langchain-core 1.8.3 (trim_messages with "
+    "strategy='last' may keep a ToolMessage without its AIMessage); the adapter's trim "
+    "configuration (make_trim_driver) runs it, but no case has an answer whose own text "
+    "and call outweigh its result, the shape the cut falls inside.",
+    "openai/openai-agents-python#4628": "the compaction session "
+    "(OpenAIResponsesCompactionSession) calls the Responses API's compact endpoint, which "
+    "does not run offline.",
+    "pydantic/pydantic-ai#2050": "no adapter runs pydantic-ai yet.",
+}
+"""Reports of the corpus no case reaches today, and why."""

@@ -1,0 +1,60 @@
+"""The fixed bugs of the corpus put back: each a monkeypatch written by us from the public
+report's description (never the code of the buggy release), undone when the block ends.
+
+A bug still present in the pinned framework needs no patch: its entry reaches it through the
+adapter configuration the report names (``tests/real_bugs/corpus.py``)."""
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pytest
+
+Patch = Callable[[], AbstractContextManager[None]]
+
+
+def _summary_class() -> Any:
+    from langchain.agents.middleware.summarization import SummarizationMiddleware
+    return SummarizationMiddleware
+
+
+@contextmanager
+def error_text_as_summary() -> Iterator[None]:
+    """langchain-ai/langchain#38867, as its report describes it: when the summary model call
+    raises, ``_create_summary`` returns the text "Error generating summary: <error>" instead of
+    raising, and ``before_model`` goes on to remove the whole history and put that text in as
+    the summary."""
+    middleware = _summary_class()
+    fixed = middleware._create_summary
+
+    def buggy(self: Any, messages: list[Any]) -> str:
+        try:
+            return str(fixed(self, messages))
+        except Exception as failure:  # the report: the exception became the summary's text
+            return f"Error generating summary: {failure!s}"
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(middleware, "_create_summary", buggy)
+        yield
+
+
+@contextmanager
+def cut_between_call_and_result() -> Iterator[None]:
+    """langchain-ai/langchain#34282, as its report describes it: the summarisation cut is
+    taken where the kept-message count puts it, even between an AIMessage's tool calls and
+    their ToolMessages, so the kept tail can start with a ToolMessage whose call was
+    summarised away (the fix moves the cut so the pair stays together)."""
+    middleware = _summary_class()
+
+    def buggy(messages: list[Any], cutoff_index: int) -> int:
+        return cutoff_index
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(middleware, "_find_safe_cutoff_point", staticmethod(buggy))
+        yield
+
+
+PATCHES: dict[str, Patch] = {
+    "langchain-ai/langchain#38867": error_text_as_summary,
+    "langchain-ai/langchain#34282": cut_between_call_and_result,
+}
