@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from ctxspec.reference.contracts import PayloadRef, Run
+from ctxspec.reference.contracts import PayloadRef
 from ctxspec.reference.runtime.store import (
     Write,
     doc_key,
@@ -100,15 +100,10 @@ class Taken:
         return rows
 
 
-def committed_runs(writes: Iterable[Write]) -> list[Run]:
-    """The Run versions a successful commit wrote (the owner guard compares against them)."""
-    return [doc for w in writes if w.table == "runs" and isinstance(doc := w.row.get("doc"), Run)]
-
-
 def body_ref(text: str) -> PayloadRef:
     """The content address of ``text`` (what :meth:`PendingCommit.blob` will store it under),
     computed without staging anything."""
     return payload_ref(text.encode("utf-8", "surrogatepass"))
 
 
-__all__ = ["PendingCommit", "Render", "Taken", "body_ref", "committed_runs"]
+__all__ = ["PendingCommit", "Render", "Taken", "body_ref"]

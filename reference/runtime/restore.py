@@ -140,7 +140,6 @@ def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:
         Operation.model_validate_json(row["doc"]) for row in store.query(
             "SELECT doc FROM operations WHERE run_id IN (SELECT run_id FROM runs "
             "WHERE session_id = ?)", (str(session_id),))))
-    facts.committed_runs.update((run.run_id, run) for run in runs)
     return facts
 
 

@@ -60,7 +60,7 @@ from ctxspec.reference.runtime.context_writes import (
     ContextWriteSet,
     ModelFreezeWriteSet,
 )
-from ctxspec.reference.runtime.coordinator import PendingCommit, committed_runs
+from ctxspec.reference.runtime.coordinator import PendingCommit
 from ctxspec.reference.runtime.operations import OperationTable
 from ctxspec.reference.runtime.ownership import Lease, Ownership
 from ctxspec.reference.runtime.store import (
@@ -281,7 +281,6 @@ class StoredFacts:
     contexts: dict[UUID, ContextState] = field(default_factory=dict)
     tasks: list[RunState] = field(default_factory=list)
     operations: dict[UUID, Operation] = field(default_factory=dict)
-    committed_runs: dict[UUID, Run] = field(default_factory=dict)
     resume: dict[UUID, dict[str, JSON]] = field(default_factory=dict)
 
 
@@ -337,8 +336,6 @@ class SessionState:
         """The commit that failed, after which this runtime takes no stimulus."""
         """The facts changed since the previous commit, each put there by the step that
         changed it: the next named commit writes them (no comparison with the store)."""
-        self.committed_runs = facts.committed_runs
-        """The last committed version of each Run."""
         self.ownership = ownership or Ownership(self.owner_id(), 1, 0, Lease(), opened=False)
         """This runtime's hold on the Session: every guarded commit is fenced by its epoch."""
         self.crash = crash
@@ -400,7 +397,6 @@ class SessionState:
             self.trace.add(tr.PersistenceFailed(name, count, str(failed)))
             self.stopped_at = name
             raise
-        self.committed_runs.update((r.run_id, r) for r in committed_runs(all_writes))
         self.ownership.committed(guarded)
         if hit:
             raise Crash(f"after {name} #{count}")
