@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,20 @@ class Clock:
         return self.seconds
 
 
+def open_session(folder: Path, world: World, lease: Lease, **options: Any) -> ReferenceRuntime:
+    """A new Session of the test Agent on the store file in ``folder``, owned under ``lease``."""
+    return ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
+                            store=Store(folder / "s.db"), lease=lease, **options)
+
+
+def take_over(folder: Path, world: World, lease: Lease, agent: AgentConfig = AGENT
+              ) -> ReferenceRuntime:
+    """A takeover of the store file's Session through a connection of its own (another
+    process's, as far as SQLite can tell)."""
+    return restore(Store(folder / "s.db"), agent, **ports(world), clock=LogicalClock(),
+                   lease=lease)
+
+
 def owner_row(store: Store, runtime: ReferenceRuntime) -> tuple[int, int]:
     row = store.session_owner(runtime.session_id)
     assert row is not None
@@ -47,27 +62,22 @@ def test_a_takeover_waits_until_the_owners_lease_has_expired(tmp_path: Path) -> 
     clock = Clock()
     lease = Lease(30.0, clock)
     world = World(tmp_path / "tools.log")
-    first = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                             store=Store(tmp_path / "s.db"), lease=lease)
+    first = open_session(tmp_path, world, lease)
     first.ask("write it")
     clock.seconds += 29.9
     with pytest.raises(OwnerAlive, match="whose lease runs until"):
-        restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                lease=lease)
+        take_over(tmp_path, world, lease)
     clock.seconds += 0.2  # 30.1 s after the owner's last commit
-    second = restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                     lease=lease)
+    second = take_over(tmp_path, world, lease)
     assert owner_row(second.store, second)[0] == 2
 
 
 def test_an_idle_sessions_old_owner_can_start_no_run_after_a_takeover(tmp_path: Path) -> None:
     world = World(tmp_path / "tools.log")
-    old = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                           store=Store(tmp_path / "s.db"), lease=HARNESS)
+    old = open_session(tmp_path, world, HARNESS)
     old.ask("write it")
     old.advance()
-    new = restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                  lease=HARNESS)
+    new = take_over(tmp_path, world, HARNESS)
     before = new.store.count("runs"), owner_row(new.store, new)
     with pytest.raises(CommitFailed, match="StaleOwner"):
         old.ask("and again")  # idle, the old owner still believes the Session is its own
@@ -79,14 +89,11 @@ def test_an_idle_sessions_old_owner_can_start_no_run_after_a_takeover(tmp_path: 
 
 def test_the_old_owners_finalising_commit_is_refused(tmp_path: Path) -> None:
     world = World(tmp_path / "tools.log")
-    old = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                           store=Store(tmp_path / "s.db"), lease=HARNESS,
-                           crash=CrashPlan("APP-FINALIZE", 1, "before"))
+    old = open_session(tmp_path, world, HARNESS, crash=CrashPlan("APP-FINALIZE", 1, "before"))
     old.ask("write it")
     with pytest.raises(Crash):
         old.advance()
-    new = restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                  lease=HARNESS)
+    new = take_over(tmp_path, world, HARNESS)
     epoch = owner_row(new.store, new)[0]
     old.session.crash = None
     with pytest.raises(CommitFailed, match="StaleOwner"):
@@ -99,8 +106,7 @@ def test_the_old_owners_finalising_commit_is_refused(tmp_path: Path) -> None:
 
 def test_a_takeover_fails_when_the_owner_committed_after_its_read(tmp_path: Path) -> None:
     world = World(tmp_path / "tools.log")
-    old = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                           store=Store(tmp_path / "s.db"), lease=HARNESS)
+    old = open_session(tmp_path, world, HARNESS)
     old.ask("write it")
 
     def owner_commits_meanwhile(name: str, index: int) -> None:
@@ -112,8 +118,7 @@ def test_a_takeover_fails_when_the_owner_committed_after_its_read(tmp_path: Path
         restore(coordinator.store, AGENT, **ports(world), clock=LogicalClock(),
                 coordinator=coordinator, lease=HARNESS)
     assert owner_row(old.store, old)[0] == 1  # still the old owner's: nothing was claimed
-    again = restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                    lease=HARNESS)  # a takeover that reads again sees the supplement
+    again = take_over(tmp_path, world, HARNESS)  # a takeover that reads again sees the supplement
     assert [u.input_seq for u in again.session.book.inputs] == [1, 2]
 
 
@@ -123,14 +128,11 @@ def test_the_quota_spent_before_a_takeover_is_not_regained(tmp_path: Path) -> No
     # owner reports write's outcome unknown and still refuses read — the quota write took is
     # not given back by the takeover (§10, §11).
     world = World(tmp_path / "tools.log")
-    old = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                           store=Store(tmp_path / "s.db"), lease=HARNESS,
-                           crash=CrashPlan("TOOL_STARTED", 1, "after"))
+    old = open_session(tmp_path, world, HARNESS, crash=CrashPlan("TOOL_STARTED", 1, "after"))
     old.ask("write it")
     with pytest.raises(Crash):
         old.advance()
-    new = restore(Store(tmp_path / "s.db"), AGENT, **ports(world), clock=LogicalClock(),
-                  lease=HARNESS)
+    new = take_over(tmp_path, world, HARNESS)
     new.advance()
     log = tmp_path / "tools.log"
     executed = [json.loads(line)["tool"] for line in
@@ -164,14 +166,12 @@ def test_an_agent_built_without_an_id_is_told_apart_by_its_configuration(tmp_pat
     # Two Agents configured differently never share a default id: a takeover by the other one
     # is refused; the same configuration built again (another process) is the same Agent.
     world = World(tmp_path / "tools.log")
-    first = ReferenceRuntime(AGENT, **ports(world), clock=LogicalClock(),
-                             store=Store(tmp_path / "s.db"), lease=HARNESS)
+    first = open_session(tmp_path, world, HARNESS)
     first.ask("write it")
     other = AgentConfig("You only read.", AGENT.budget, AGENT.tools, tool_quota=1)
     assert other.agent_id != AGENT.agent_id
     with pytest.raises(AccessDenied, match="belongs to another Agent"):
-        restore(Store(tmp_path / "s.db"), other, **ports(world), clock=LogicalClock(),
-                lease=HARNESS)
+        take_over(tmp_path, world, HARNESS, agent=other)
     same = AgentConfig(AGENT.system_prompt, AGENT.budget, AGENT.tools, tool_quota=1)
     assert same.agent_id == AGENT.agent_id
-    restore(Store(tmp_path / "s.db"), same, **ports(world), clock=LogicalClock(), lease=HARNESS)
+    take_over(tmp_path, world, HARNESS, agent=same)
