@@ -1,9 +1,11 @@
-"""``ctxspec schemas`` and ``ctxspec vectors``: the files the project publishes under spec/
-(the JSON Schemas of the contracts, the golden vectors of the cases), written or checked for
-drift; ``vectors --replay`` runs a folder of vectors against a driver."""
+"""``ctxspec schemas``, ``ctxspec contracts`` and ``ctxspec vectors``: the files the project
+publishes under spec/ (the JSON Schemas of the contracts, the hook registry and trace fields,
+the golden vectors of the cases), written or checked for drift; ``vectors --replay`` runs a
+folder of vectors against a driver."""
 
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -14,6 +16,14 @@ from ctxspec.commands.options import out_folder
 # --- schemas -----------------------------------------------------------------------------
 
 
+def exit_if_drifted(stale: Sequence[str], what: str, command: str) -> None:
+    """A ``--check`` that found published files differing from their source: say which and
+    how to write them again, and exit 1."""
+    if stale:
+        click.echo(f"{what}: {', '.join(stale)}; run `ctxspec {command}` and commit", err=True)
+        sys.exit(1)
+
+
 @click.command("schemas")
 @click.option("--check", is_flag=True, help="Exit 1 if spec/schemas/ differs from the models.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -22,11 +32,8 @@ def schemas_command(check: bool, out: Path | None) -> None:
     """Write (or check) the JSON Schemas of the data contracts."""
     directory = out or catalogue.package_root() / "spec" / "schemas"
     if check:
-        stale = schemas.drifted(directory)
-        if stale:
-            click.echo(f"schemas differ from the models: {', '.join(stale)}; run "
-                       "`ctxspec schemas` and commit", err=True)
-            sys.exit(1)
+        exit_if_drifted(schemas.drifted(directory), "schemas differ from the models",
+                        "schemas")
         click.echo(f"{len(schemas.published_schemas())} schemas match the models")
         return
     if out is not None:
@@ -53,11 +60,8 @@ def contracts_command(check: bool) -> None:
 
     spec = catalogue.package_root() / "spec"
     if check:
-        stale = contracts.drifted(spec)
-        if stale:
-            click.echo(f"contracts differ from the reference: {', '.join(stale)}; run "
-                       "`ctxspec contracts` and commit", err=True)
-            sys.exit(1)
+        exit_if_drifted(contracts.drifted(spec), "contracts differ from the reference",
+                        "contracts")
         click.echo(f"{len(contracts.DOCUMENTS)} contract documents match the reference")
         return
     written = contracts.write(spec)
@@ -98,11 +102,8 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
             sys.exit(1)
         return
     if check:
-        stale = drifted(VECTORS, ReferenceDriver)
-        if stale:
-            click.echo(f"vectors differ from the cases: {', '.join(stale)}; run "
-                       "`ctxspec vectors` and commit", err=True)
-            sys.exit(1)
+        exit_if_drifted(drifted(VECTORS, ReferenceDriver), "vectors differ from the cases",
+                        "vectors")
         click.echo(f"{len(generate(ReferenceDriver))} vectors match the cases")
         return
     VECTORS.mkdir(parents=True, exist_ok=True)
