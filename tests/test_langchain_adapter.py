@@ -25,14 +25,22 @@ def make_driver() -> "LangChainDriver":
     return factory()
 
 KEPT = ("ROW-21", "ROW-23", "CRASH-TOOLS-RAW_ANSWER_SAVED-1-BEFORE",
-        "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "S3-REBASE")
+        "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "S3-REBASE",
+        "CRASH-RUNS-INPUT_ACCEPTED-1-BEFORE", "CRASH-TOOLS-REQUEST_FROZEN-2-AFTER",
+        "CRASH-TOOLS-HOOK_DECIDED-2-BEFORE", "CRASH-PLANNER-EXECUTION_STARTED-1-AFTER",
+        "CRASH-PLANNER-RAW_ANSWER_SAVED-4-BEFORE", "CRASH-HOOK-POST-RESPONSE-MODIFY-HOOK_DECIDED",
+        "HM-TPRE-DENY-EXECUTOR-SUCCEEDED")
 """A crash after (or before) the model's checkpoint, after (or before) the tools' one: the
 thread resumed on a fresh graph repeats no tool and asks the model again only for an answer it
-never saved; a chain's argument writes applied in order."""
+never saved; a chain's argument writes applied in order. An input the thread never saved is
+sent again; a batch's two review decisions are one checkpoint; an Executor is a subgraph whose
+checkpoints the resumed Planner continues from (Q371), and its review pauses the thread."""
 
 DIVERGING = {
     "ROW-16-17": "the path the model sees",  # an edit keeps the model's call in the AIMessage
     "S10-TAKEOVER-BUDGET": "business Loops",  # the run's call count is not checkpointed
+    # A failed and a stopped Run come first: LangGraph writes no terminal checkpoint for them.
+    "CRASH-RUNS-RUN_FINALISED-3-AFTER": "restarts",
 }
 """Cases LangChain fails, and a word of what the failure shows."""
 
@@ -67,6 +75,18 @@ def test_a_divergence_fails_and_its_report_says_why(case_id: str,
     assert DIVERGING[case_id] in result.detail
     from ctxspec.adapters.langchain_profile import PROFILE
     assert case_id in PROFILE.divergences
+
+
+def test_a_refused_checkpoint_is_surfaced_and_the_thread_resumed() -> None:
+    # The store refuses the checkpoint whose next node is the model (commit_failures): the
+    # failure is traced with its phase before anything else runs, then the thread resumes.
+    [case] = by_id(["CRASH-TOOLS-REQUEST_FROZEN-1-AFTER"])
+    scenario = {**case.scenario, "crash": {**case.scenario["crash"], "when": "fails"}}
+    trace = scenario_trace(make_driver(), scenario)
+    kinds = [e["kind"] for e in trace]
+    assert [e["phase"] for e in of(trace, "persistence_failed")] == ["request_frozen"]
+    assert "model_request" not in kinds[:kinds.index("persistence_failed")]
+    assert [e["status"] for e in of(trace, "run_ended")] == ["succeeded"]
 
 
 def test_a_crash_before_the_answer_is_saved_asks_that_request_again() -> None:

@@ -4,9 +4,8 @@
 
 The agent is what a team following the design would configure with LangChain's own parts:
 
-- the model loop of ``create_agent`` (its ``model`` and ``tools`` nodes), one Session one
-  LangGraph thread kept by an ``InMemorySaver`` checkpointer, one Run one ``invoke`` with the
-  question and the supplements received before it as ``HumanMessage``\\s;
+- the model loop of ``create_agent``, one Session one LangGraph thread (an in-memory
+  checkpointer), one Run one stream with its question and earlier supplements;
 - ``SummarizationMiddleware`` with ``trigger=("tokens", the §7 trigger)``, the injected
   estimator as its ``token_counter``, the scripted compaction model as its ``summarizer`` and
   ``keep=("messages", 1)`` (the shortest tail: everything before the last message is material);
@@ -15,9 +14,8 @@ The agent is what a team following the design would configure with LangChain's o
   spent (``on_failure="error"``; the default would answer with an error text instead);
 - ``ModelCallLimitMiddleware(run_limit=loop_limit)`` and ``ToolCallLimitMiddleware(run_limit=
   tool_quota)``;
-- the user's stop: the client stops reading the Run's ``stream`` at the next step (LangGraph
-  keeps the last checkpoint); a supplement received while the stream runs cannot join it and is
-  sent with the next question.
+- the user's stop: the client stops reading the Run's ``stream`` at the next step; a crash:
+  the checkpointer dies at its phase's checkpoint (ctxspec/adapters/langchain_crash.py).
 
 The model is :class:`ScriptedChatModel`, a ``BaseChatModel`` answering from the scenario's
 script; tools are ``BaseTool``\\s running the scripted tools. The driver only records what
@@ -45,10 +43,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from ctxspec.adapters.langchain_crash import Crash, Died
+from ctxspec.adapters.langchain_crash import Crash, Died, Refused, WatchedSaver
 from ctxspec.adapters.langchain_executor import Executors
 from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
 from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied, TrimBeforeModel
@@ -56,6 +53,8 @@ from ctxspec.adapters.langchain_model import (
     PROVIDER,
     Run,
     ScriptedChatModel,
+    after_last_business,
+    last_purpose,
     make_tool,
     prompt_view,
     tool_error,
@@ -74,6 +73,7 @@ from ctxspec.adapters.langchain_review import (
     Reviewer,
     rejected_calls,
     review_middleware,
+    reviewed_states,
 )
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
@@ -146,7 +146,7 @@ class LangChainDriver:
         self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
                              for tool in self._tools())
         self.crash = Crash(scenario.crash)
-        self.checkpointer = InMemorySaver()
+        self.checkpointer = WatchedSaver(self.crash)
         self.graph: Any = self._build()
         self.sessions = 1
         self.config: Any = {"configurable": {"thread_id": "session-1"}, "max_concurrency": 1}
@@ -202,6 +202,10 @@ class LangChainDriver:
                                  initial_delay=0.0, backoff_factor=0.0, jitter=False)]
         if self.hooks is not None:
             middleware.insert(0, DesignHooks(self.hooks.chain, self.post_denied.add))
+        if self.reviewer is not None and self.executors is not None:
+            # The Executor's calls are reviewed as the Planner's: its interrupt bubbles up
+            # through the delegate call to the thread (a subgraph's interrupt).
+            middleware.append(review_middleware([t.name for t in self.executors.doc.tools]))
         return middleware
 
     def _build(self) -> Any:
@@ -267,7 +271,7 @@ class LangChainDriver:
                 return
             # An exception out of SummarizationMiddleware's node is the summary's failure: the
             # last call made was a summary call (LangChain raises it unchanged, Q292).
-            code = "COMPACTION_FAILED" if self._last_purpose() == "compaction" \
+            code = "COMPACTION_FAILED" if last_purpose(self.events) == "compaction" \
                 else "MODEL_FAILED"
             self._end(run, "failed", code, f"{type(failure).__name__}: {failure}")
 
@@ -281,27 +285,28 @@ class LangChainDriver:
         ...)``) and, after a crash, on a fresh graph instance from the last checkpoint."""
         new = run.inputs[run.sent:]
         run.sent = len(run.inputs)
-        payload: Any = {"messages": [HumanMessage(content=self.texts[i], id=i) for i in new]}
+        payload: Any = self._inputs(new)
         while True:
             ending = self._stream(payload)
             if ending == "stopped":
                 self._end(run, "stopped", None, "stopped by the user")
                 return
-            if ending == "crashed":
-                self.graph, payload = self._build(), None  # resume the thread where it stood
+            if ending == "crashed":  # resume the thread where it stood, on a fresh graph
+                self.crash.dead = False
+                self.graph, payload = self._build(), self._unsaved(payload)
                 continue
             if ending == "input":  # a supplement arrived while the graph ran: send it now
                 new, run.sent = run.inputs[run.sent:], len(run.inputs)
-                payload = {"messages": [HumanMessage(content=self.texts[i], id=i) for i in new]}
+                payload = self._inputs(new)
                 continue
             pending = self.graph.get_state(self.config).interrupts
             if not pending or self.reviewer is None:
                 break
             answer = self.reviewer.answer(pending[0].value)
-            self.rejected |= rejected_calls(
-                self.graph.get_state(self.config).values.get("messages", []), pending[0].value,
-                answer)
-            payload = Command(resume=answer)
+            for messages in reviewed_states(self.graph, self.checkpointer, self.config):
+                self.rejected |= rejected_calls(messages, pending[0].value, answer)
+            # One review at a time: an Executor's, bubbled up from its subgraph, or the Planner's.
+            payload = Command(resume=answer if len(pending) == 1 else {pending[0].id: answer})
         if self.hooks is not None and self.hooks.denied:
             self.hooks.denied = False
             self._end(run, "failed", "HOOK_DENIED",
@@ -312,25 +317,29 @@ class LangChainDriver:
         self._end(run, "succeeded", None, None,
                   last.text if isinstance(last, AIMessage) else None)
 
+    def _inputs(self, ids: Sequence[str]) -> dict[str, Any]:
+        """The inputs as HumanMessages (id: the input's), counted into the input checkpoint."""
+        self.crash.inputs += len(ids)
+        return {"messages": [HumanMessage(content=self.texts[i], id=i) for i in ids]}
+
+    def _unsaved(self, payload: Any) -> Any:
+        """What a restarted client sends again: the inputs the thread lacks, else nothing (the
+        thread resumes from its last checkpoint, a pending review asked again)."""
+        if not isinstance(payload, dict):
+            return None
+        stored = {m.id for m in self.graph.get_state(self.config).values.get("messages", [])}
+        missing = [str(m.id) for m in payload["messages"] if m.id not in stored]
+        return self._inputs(missing) if missing else None
+
     def _stream(self, payload: Any) -> str:
         """Stream the graph until it ends, pauses for review, is stopped by the user (the
         client stops reading: LangGraph keeps the last checkpoint) or dies at the scenario's
         crash (ctxspec/adapters/langchain_crash.py)."""
         stream = self.graph.stream(payload, self.config, stream_mode=["updates", "checkpoints"],
                                    durability="sync")
-        nodes: set[str] = set()
         try:
             for mode, chunk in stream:
                 self._raise_exhausted()
-                if mode == "updates":
-                    fresh = set(chunk) - nodes
-                    nodes.update(fresh)
-                    crashed = self.crash.on_update(fresh)
-                else:
-                    crashed, nodes = self.crash.on_checkpoint(nodes), set()
-                if crashed:
-                    stream.close()
-                    raise Died
                 if mode == "updates" and self.stop_requested:
                     stream.close()
                     return "stopped"
@@ -342,6 +351,11 @@ class LangChainDriver:
                     stream.close()
                     return "input"
         except Died:
+            self._event("restarted", **self.crash.restarted())
+            return "crashed"
+        except Refused as refused:  # the store refused a commit: stop on it, then restart
+            self._event("persistence_failed", phase=self.crash.refused,
+                        occurrence=self.crash.plan.occurrence, error=str(refused))
             self._event("restarted", **self.crash.restarted())
             return "crashed"
         self._raise_exhausted()
@@ -360,6 +374,7 @@ class LangChainDriver:
 
     def _answer(self, purpose: str, messages: Sequence[BaseMessage],
                 tools: Sequence[Any]) -> AIMessage:
+        self.crash.alive()
         role = "executor" if purpose == "executor" else "root"
         prompt = self.agent.system_prompt if self.executors is None or role == "root" \
             else self.executors.doc.system_prompt
@@ -392,7 +407,7 @@ class LangChainDriver:
             self.exhausted = exhausted
             raise
         if isinstance(outcome, Complete):
-            if purpose == "business" and self.crash.on_answer():
+            if purpose != "compaction" and self.crash.on_answer():
                 self.lost = (fingerprint, key, attempt)
                 raise Died  # the answer arrived; the process dies before LangGraph saves it
             if purpose == "business":
@@ -443,7 +458,7 @@ class LangChainDriver:
         decision = None
         if purpose != "compaction":
             compacted = any(e["kind"] == "model_request" and e["purpose"] == "compaction"
-                            for e in self.events[self._last_business():])
+                            for e in self.events[after_last_business(self.events):])
             decision = "compact" if compacted else (
                 "below_trigger" if tokens < budget.trigger_threshold
                 else "no_compressible_material")
@@ -456,17 +471,6 @@ class LangChainDriver:
                     trigger_threshold=budget.trigger_threshold, snapshot_id=None,
                     view_hash=hashlib.sha256(json.dumps(view, sort_keys=True).encode()
                                              ).hexdigest())
-
-    def _last_purpose(self) -> str | None:
-        return next((str(e["purpose"]) for e in reversed(self.events)
-                     if e["kind"] == "model_request"), None)
-
-    def _last_business(self) -> int:
-        for index in range(len(self.events) - 1, -1, -1):
-            event = self.events[index]
-            if event["kind"] == "model_request" and event["purpose"] == "business":
-                return index + 1
-        return 0
 
     def _estimate(self, view: Sequence[Event], schemas: tuple[str, ...] = ()) -> int:
         messages = []
@@ -499,6 +503,7 @@ class LangChainDriver:
     # --- the scripted tools -----------------------------------------------------------------
 
     def _run_tool(self, name: str, call_id: str | None, arguments: dict[str, Any]) -> str:
+        self.crash.alive()
         ordinal = 1 + sum(e["kind"] == "tool_executed" for e in self.events)
         try:
             result = self.ports.tools.run(name, arguments, ordinal)
@@ -574,6 +579,7 @@ class LangChainDriver:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{self.name}:{self.minted}"))
 
     def _event(self, kind: str, **fields: Any) -> None:
+        self.crash.decided += kind == "hook_called"  # the next checkpoint holds its decision
         self.events.append({**fields, "kind": kind})
 
 

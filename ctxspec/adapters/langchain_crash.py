@@ -1,33 +1,69 @@
-"""The design's crash phases that map onto LangGraph checkpoints (the LangChain driver,
-ctxspec/adapters/langchain.py).
+"""The design's crash phases (§10, conformance/phases.py) mapped onto LangGraph's own checkpoint
+writes (the LangChain driver, ctxspec/adapters/langchain.py).
 
-A LangGraph thread is saved by its checkpointer after every step (a super-step: the nodes that
-ran together). Two of the design's phases are such a step of ``create_agent``'s graph:
+A LangGraph thread is saved by its checkpointer: each node's writes as the node ends
+(``put_writes``, its pending writes) and a checkpoint after every step, a super-step of the
+nodes that ran together (``put``; langgraph/pregel/_loop.py: ``PregelLoop.put_writes``,
+``_put_checkpoint``). The graph streams with ``durability="sync"``, so a checkpoint is saved
+before the next step starts and a failure of its ``put`` surfaces before any later node runs
+(langgraph/pregel/main.py: ``Pregel.stream``, ``loop._put_checkpoint_fut.result()``), and with
+``max_concurrency=1``, so a step's nodes run one after another. The Session's checkpointer is
+a :class:`WatchedSaver`: it reads from each checkpoint it is handed which of the design's phases
+that checkpoint commits, and dies just before or just after storing it, or refuses it, as the
+scenario's crash says. The phases and the checkpoint of each (the root graph's, namespace ""):
 
-- ``raw_answer_saved`` (§10): the ``model`` node's step, whose checkpoint holds the model's
-  answer (the AIMessage with its tool calls);
-- ``batch_fed_back`` (§2): the ``tools`` node's step, whose checkpoint holds every result of
-  the batch appended to the thread.
+- ``input_accepted`` (§5): the ``input`` checkpoint of a stream, holding the inputs handed to
+  it (the question and the supplements sent with it: one occurrence each);
+- ``request_frozen`` (§3, §7): the checkpoint whose next node is ``model`` — the state the
+  model node builds its request from, after every ``before_model`` middleware;
+- ``raw_answer_saved`` (§10): the checkpoint of the ``model`` node's step, holding its
+  AIMessage; *before* it, the process dies inside the model node once the answer arrived, so
+  LangGraph never writes it (the node's own writes would otherwise be saved first);
+- ``effective_result_committed`` (§3): the first checkpoint after the answer whose next node is
+  no ``after_model`` middleware — the answer as the after-model middleware left it (the review,
+  a post-response hook);
+- ``hook_decided`` (§3): the first checkpoint after a hook chain decided (the node that asked
+  it, or the resumed review, has ended): one occurrence per chain;
+- ``batch_fed_back`` (§2): the checkpoint of the ``tools`` step, holding every result of the
+  batch;
+- ``run_finalised`` (§11): the checkpoint after which the graph has no next node, the thread's
+  final state of a Run that ended in the graph.
 
-A crash *after* the phase abandons the stream once that checkpoint is reported (the graph
-streams with ``durability="sync"``, so it is saved by then). A crash *before* ``raw_answer_saved``
-dies inside the model node once the answer has arrived (:class:`Died` raised from the model), so
-LangGraph never writes it; before ``batch_fed_back`` the stream is abandoned once the tools'
-update is reported, before the step's checkpoint (each tool's writes are saved as it ends:
-LangGraph's pending writes). The driver then resumes the thread on a fresh
-graph instance over the same checkpointer, as a restarted process would; what LangGraph
-re-runs then is what the suite judges. No other phase is a step of its own: a summary is made
-inside the ``model`` node's ``before_model`` step, a tool's start and result inside the
-``tools`` step, so no crash is declared there.
+An Executor is a ``create_agent`` graph invoked inside the Planner's ``delegate`` tool
+(ctxspec/adapters/langchain_executor.py) without a checkpointer of its own, so LangGraph runs
+it as a subgraph that inherits the thread's checkpointer under a namespace of its own
+(``tools:<task id>``; langgraph/pregel/main.py: ``Pregel.stream`` takes the parent's
+``CONFIG_KEY_CHECKPOINTER``). Its checkpoints map the same phases, and two more:
+``execution_started`` (§10) is its ``input`` checkpoint, holding the hand-over, and
+``execution_ended`` its final checkpoint, holding its last answer. A re-run ``delegate`` call
+resumes its subgraph from that namespace's last checkpoint (langgraph/pregel/_loop.py:
+``PregelLoop._first``, a subgraph resumes when its parent does).
+
+After a death the driver resumes the thread on a fresh graph instance over the same
+checkpointer, as a restarted process would; what LangGraph re-runs then is what the suite judges.
+Not mapped, because LangGraph writes nothing there: a first output (the model node takes an
+answer whole), a hook marked started, a tool started or settled on its own (a tool's writes are
+its task's pending writes, saved from a worker while the step's other tasks run, so no crash
+point there is reproducible), the Session's creation (a thread exists from its first
+checkpoint) and every compaction phase (SummarizationMiddleware summarises inside one
+``before_model`` node).
 """
 
-from collections.abc import Set
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-NODES = {"raw_answer_saved": "model", "batch_fed_back": "tools"}
-"""Each phase that maps onto a checkpoint, and the node whose step commits it."""
-CAPABILITIES = frozenset(f"crash:{phase}" for phase in NODES)
+from langgraph.checkpoint.memory import InMemorySaver
+
+PHASES = ("input_accepted", "request_frozen", "raw_answer_saved", "effective_result_committed",
+          "hook_decided", "batch_fed_back", "run_finalised", "execution_started",
+          "execution_ended")
+"""The phases that map onto a checkpoint."""
+CAPABILITIES = frozenset({*(f"crash:{phase}" for phase in PHASES), "commit_failures"})
+
+_BRANCH = "branch:to:"
+_TASKS = "__pregel_tasks"
 
 
 class Died(BaseException):
@@ -35,41 +71,107 @@ class Died(BaseException):
     handling takes it for a failure of the node)."""
 
 
+class Refused(Exception):
+    """The store refused the commit (``"when": "fails"``, capability ``commit_failures``)."""
+
+
+def _next(checkpoint: Mapping[str, Any]) -> set[str]:
+    """The nodes a checkpoint's next step runs: those its branch channels hold a trigger for,
+    and those a Send addressed (create_agent sends each tool call to ``tools``)."""
+    values = checkpoint["channel_values"]
+    nodes = {name.removeprefix(_BRANCH) for name in values if name.startswith(_BRANCH)}
+    return nodes | {getattr(send, "node", "") for send in values.get(_TASKS) or ()}
+
+
 @dataclass
 class Crash:
-    """The scenario's crash, counted over the steps of its phase's node."""
+    """The scenario's crash, counted over the checkpoints that commit its phase."""
 
     plan: Any
     passed: int = 0
-    done: bool = field(default=False)
+    done: bool = False
+    inputs: int = 0
+    """Inputs handed to the stream that no checkpoint holds yet."""
+    decided: int = 0
+    """Hook chains decided since the last checkpoint."""
+    answered: set[str] = field(default_factory=set)
+    """The graphs (by namespace) with a model answer whose effective checkpoint is not
+    written yet."""
+    seen: dict[str, Any] = field(default_factory=dict)
+    """Each graph's ``versions_seen`` in its last checkpoint: which nodes ran since."""
+    refused: str | None = None
+    """The phase of the commit the store refused, once it did."""
+    dead: bool = False
+    """The process has died and not restarted yet: nothing more runs or is stored (a batch's
+    other calls, run one after another, die at their first step)."""
 
-    def _node(self) -> str | None:
-        if self.plan is None or self.done or self.plan.when not in ("before", "after"):
-            return None
-        return NODES.get(str(self.plan.phase))
+    def alive(self) -> None:
+        """Called at each model call, tool run and store write: a dead process does none."""
+        if self.dead:
+            raise Died
+
+    def phases_of(self, namespace: str, checkpoint: Mapping[str, Any],
+                  metadata: Mapping[str, Any]) -> Counter[str]:
+        """The phases (and how many occurrences of each) a checkpoint commits: of the root
+        graph (``namespace`` "") or of an Executor's, a graph nested in the ``tools`` node."""
+        seen = checkpoint["versions_seen"]
+        before = self.seen.get(namespace, {})
+        ran = {node for node, versions in seen.items() if versions != before.get(node)}
+        self.seen[namespace] = {node: dict(versions) for node, versions in seen.items()}
+        following = _next(checkpoint)
+        phases: Counter[str] = Counter()
+        if metadata.get("source") == "input":
+            if namespace:
+                phases["execution_started"] = 1
+            else:
+                phases["input_accepted"], self.inputs = self.inputs, 0
+            return +phases
+        if "model" in following:
+            phases["request_frozen"] = 1
+        if "model" in ran:
+            phases["raw_answer_saved"] = 1
+            self.answered.add(namespace)
+        if namespace in self.answered and not any(
+                node.endswith(".after_model") for node in following):
+            phases["effective_result_committed"] = 1
+            self.answered.discard(namespace)
+        if self.decided:
+            phases["hook_decided"], self.decided = self.decided, 0
+        if "tools" in ran:
+            phases["batch_fed_back"] = 1
+        if ran and not following:
+            phases["execution_ended" if namespace else "run_finalised"] = 1
+        return +phases
 
     def on_answer(self) -> bool:
         """A business answer has arrived in the model node: a crash before it is saved."""
         return self.plan is not None and self.plan.phase == "raw_answer_saved" and self._due(
-            {"model"}, "before")
+            Counter({"raw_answer_saved": 1}), "before")
 
-    def on_update(self, nodes: Set[str]) -> bool:
-        """A node's update was reported, its checkpoint not yet: a crash before the tools'
-        step is saved (the model's is :meth:`on_answer`)."""
-        return "model" not in nodes and self._due(nodes, "before")
+    def at_commit(self, phases: Counter[str], when: str) -> None:
+        """Die (or refuse the commit) if the scenario's crash falls ``when`` this commit."""
+        if self.plan is None or self.done or self.plan.phase not in phases:
+            return
+        if self.plan.phase == "raw_answer_saved" and self.plan.when == "before":
+            return  # counted where the answer arrives (on_answer)
+        if when == "before" and self.plan.when == "fails" and self._due(phases, "fails"):
+            self.refused = str(self.plan.phase)
+            raise Refused(f"the checkpointer refused the checkpoint of {self.plan.phase}")
+        if self._due(phases, when):
+            raise Died
 
-    def on_checkpoint(self, nodes: Set[str]) -> bool:
-        """The checkpoint of the step in which ``nodes`` ran is saved: a crash after it."""
-        return self._due(nodes, "after")
-
-    def _due(self, nodes: Set[str], when: str) -> bool:
-        node = self._node()
-        if node is None or node not in nodes or self.plan.when != when:
+    def _due(self, phases: Counter[str], when: str) -> bool:
+        """Whether this commit holds the crash's occurrence, counted once per commit."""
+        if self.plan is None or self.done or self.plan.when != when:
             return False
-        self.passed += 1
+        count = phases[str(self.plan.phase)]
+        if count == 0:
+            return False
+        self.passed += count
         if self.passed < self.plan.occurrence:
             return False
         self.done = True
+        self.dead = when != "fails"
         return True
 
     def restarted(self) -> dict[str, Any]:
@@ -77,4 +179,26 @@ class Crash:
                 "when": self.plan.when}
 
 
-__all__ = ["CAPABILITIES", "NODES", "Crash", "Died"]
+class WatchedSaver(InMemorySaver):
+    """The Session's checkpointer: LangGraph's in-memory saver, which dies or refuses at the
+    scenario's crash."""
+
+    def __init__(self, crash: Crash) -> None:
+        super().__init__()
+        self.crash = crash
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        self.crash.alive()
+        namespace = str(config["configurable"].get("checkpoint_ns", ""))
+        phases = self.crash.phases_of(namespace, checkpoint, metadata)
+        self.crash.at_commit(phases, "before")
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        self.crash.at_commit(phases, "after")
+        return stored
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.crash.alive()
+        super().put_writes(config, writes, task_id, task_path)
+
+
+__all__ = ["CAPABILITIES", "PHASES", "Crash", "Died", "Refused", "WatchedSaver"]

@@ -17,6 +17,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, ToolException
+from langgraph.errors import GraphBubbleUp
 
 from ctxspec.adapters.langchain_model import ScriptedChatModel, make_tool
 from ctxspec.conformance.scenario import AgentDoc, ToolDoc
@@ -69,6 +70,8 @@ class Executors:
         try:
             state = graph.invoke({"messages": [HumanMessage(content=handover(arguments),
                                                             id=message_id)]})
+        except GraphBubbleUp:  # its review paused it: the thread pauses with it
+            raise
         except Exception as failure:  # the Executor failed: the Planner reads it as a result
             raise ToolException(f"the Executor failed: {failure}") from failure
         if any(getattr(each, "denied", False) for each in middleware):

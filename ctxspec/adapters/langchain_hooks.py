@@ -159,7 +159,8 @@ class DesignHooks(AgentMiddleware[Any, Any, Any]):
         """``model.post_response``: a node of its own after the model's, whose checkpoint holds
         the raw answer; the edited answer replaces it in the thread (same message id). A deny
         removes the answer from the thread and jumps to the end: its calls never run, and the
-        driver ends the Run HOOK_DENIED (``denied``)."""
+        driver ends the Run HOOK_DENIED (``denied``). A context patch may name the answer
+        (``last``) and write its ``text``, carried the same way."""
         if "model.post_response" not in self.registered:
             return None
         answer = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
@@ -173,7 +174,15 @@ class DesignHooks(AgentMiddleware[Any, Any, Any]):
             edited["text"] = value
             return True
 
-        if self.chain.ask("model.post_response", {"text": answer.text}, "post", text):
+        def patch(op: ContextOp) -> bool:  # a context patch of the answer's own text
+            if op.target_record_id != _uid(answer) or op.field_key != "text" or not isinstance(
+                    op.value, str) or op.operation == PatchOperationKind.APPEND_ANNOTATION:
+                return False
+            edited["text"] = op.value
+            return True
+
+        if self.chain.ask("model.post_response", {"text": answer.text}, "post", text,
+                          {"last": _uid(answer)}, patch):
             self.denied = True
             return {"messages": [RemoveMessage(id=str(answer.id))], "jump_to": "end"}
         if edited["text"] == answer.text:

@@ -179,3 +179,17 @@ def prompt_view(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
 
 def _entry(role: str, kind: str, text: str) -> dict[str, Any]:
     return {"role": role, "kind": kind, "text": text, "tool_calls": []}
+
+
+def last_purpose(events: Sequence[Mapping[str, Any]]) -> str | None:
+    """The purpose of the last model request traced."""
+    return next((str(e["purpose"]) for e in reversed(events) if e["kind"] == "model_request"),
+                None)
+
+
+def after_last_business(events: Sequence[Mapping[str, Any]]) -> int:
+    """The index just after the last business request traced (0: none yet)."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index]["kind"] == "model_request" and events[index]["purpose"] == "business":
+            return index + 1
+    return 0

@@ -43,11 +43,12 @@ CAPABILITIES = frozenset({"root_loop", "estimator_injection", "compaction_summar
 """``root_loop``: create_agent's model/tools loop. ``compaction_summary``:
 SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at the next step.
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
-provider integration reports it. ``hooks:tool.pre_call``: HumanInTheLoopMiddleware's review
-(ctxspec/adapters/langchain_review.py). ``crash:raw_answer_saved``, ``crash:batch_fed_back``:
-the model and tools nodes' checkpoints (ctxspec/adapters/langchain_crash.py). Not
-``triggers``: LangChain cannot add an input to a running
-``invoke``/``stream``, so a scenario's step inside a call has nowhere to go."""
+provider integration reports it. ``hooks:tool.pre_call``: HumanInTheLoopMiddleware's review, of
+the Planner's calls and of an Executor's (ctxspec/adapters/langchain_review.py). ``crash:*``
+(nine phases) and ``commit_failures``: LangGraph's checkpoint writes, the Executor's in its
+subgraph's namespace, through the Session's checkpointer (ctxspec/adapters/langchain_crash.py).
+``triggers``: a supplement is streamed into the thread at the next checkpoint before a model
+call."""
 
 PACKAGES = ("langchain", "langchain-core", "langgraph", "langgraph-checkpoint")
 
@@ -140,6 +141,21 @@ _NO_SHARED = Divergence(
     "agent's state, and the chain's deny is lost with it (§3 scopes).",
     "langchain/agents/middleware/types.py: AgentState (messages only)")
 
+_BUDGET_UNTRACKED = Divergence(
+    "ModelCallLimitMiddleware's run count is an UntrackedValue, never checkpointed: a "
+    "thread resumed after a crash starts the Run's loop budget afresh (§10).",
+    "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState; "
+    "langgraph/pregel/_loop.py: PregelLoop.put_writes (UntrackedValue writes not saved)")
+_NO_TERMINAL = Divergence(
+    "A Run that raised or that the client stopped leaves no terminal state in the thread: "
+    "LangGraph writes no checkpoint after an exception or a closed stream (a raised error is "
+    "only its task's pending write, the failed node still next), so such an ending has no "
+    "commit to crash at and a restarted process would resume the Run rather than know it "
+    "ended (§10, §11). The RUNS example's third and fourth endings (a failed and a stopped "
+    "Run come first) are never passed.",
+    "langgraph/pregel/_runner.py: PregelRunner.tick, commit (the ERROR write); "
+    "langgraph/pregel/main.py: Pregel.stream (no checkpoint after the loop raised)")
+
 DIVERGENCES = {
     "S11-LOOPS-SHARED": _LOOPS_PER_AGENT,
     **{f"HM-MPRE-DENY-ROOT-FAILED{call}-SHARED": _NO_SHARED
@@ -203,10 +219,9 @@ DIVERGENCES = {
         "A reviewer's edit may name another tool: it is not diagnosed as a write to an "
         "unregistered field, and a tool the agent lacks fails the whole Run with a ValueError "
         "(§3).", f"{_HITL}: _apply_edit"),
-    "S10-TAKEOVER-BUDGET": Divergence(
-        "ModelCallLimitMiddleware's run count is an UntrackedValue, never checkpointed: a "
-        "thread resumed after a crash starts the Run's loop budget afresh (§10).",
-        "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState"),
+    "S10-TAKEOVER-BUDGET": _BUDGET_UNTRACKED, "S11-LOOPS-SHARED-TAKEOVER": _BUDGET_UNTRACKED,
+    **{f"CRASH-RUNS-RUN_FINALISED-{n}-{when}": _NO_TERMINAL
+       for n in (3, 4) for when in ("BEFORE", "AFTER")},
     "S11-ARGUMENTS-SCHEMA": Divergence(
         "A tool whose args_schema is a JSON Schema runs with arguments that break it: "
         "LangChain validates only pydantic schemas, where the design answers a format error "
@@ -264,6 +279,16 @@ FINDINGS += (
             "langgraph/pregel/_loop.py: PregelLoop.put_writes, _put_checkpoint"),
     Finding("The run's model-call count is an UntrackedValue channel, not in the checkpoint",
             "langchain/agents/middleware/model_call_limit.py: ModelCallLimitState"),
+    Finding("With durability='sync' each step's checkpoint is saved before the next step "
+            "starts, and a failed put surfaces from the stream before any later node runs",
+            "langgraph/pregel/main.py: Pregel.stream (loop._put_checkpoint_fut.result())"),
+    Finding("A graph invoked inside a tool without a checkpointer of its own is a subgraph: it "
+            "saves its checkpoints in the thread under the tool task's namespace and, when the "
+            "parent resumes, continues from them instead of taking its input again",
+            "langgraph/pregel/_loop.py: PregelLoop._first (CONFIG_KEY_RESUMING)"),
+    Finding("An interrupt inside such a subgraph (an Executor's review) pauses the whole "
+            "thread; Command(resume=...) re-runs the tool call, whose subgraph resumes at its "
+            "interrupt", "langgraph/types.py: interrupt; langgraph/errors.py: GraphBubbleUp"),
 )
 
 NOTES = (
@@ -285,10 +310,16 @@ NOTES = (
     "the reviewer; deny → reject (LangChain's own words), argument or name writes → edit, "
     "otherwise approve; a failed item is dropped (Q290); context patches and other paths "
     "have no place in an edit and are not sent (Q190-Q192).",
-    "Crashes: raw_answer_saved and batch_fed_back are the model and tools nodes' checkpoints "
-    "(durability='sync'); the driver abandons the stream there (before raw_answer_saved: dies "
-    "in the model node once the answer arrived) and resumes the thread with input None on a "
-    "fresh create_agent graph over the same InMemorySaver (Q193, Q194).",
+    "Crashes (ctxspec/adapters/langchain_crash.py): each phase is a checkpoint LangGraph writes "
+    "(durability='sync', max_concurrency=1) — input_accepted the stream's input checkpoint, "
+    "request_frozen the one whose next node is model, raw_answer_saved the model step's, "
+    "effective_result_committed the first after the after_model middleware, hook_decided the "
+    "first after a chain decided, batch_fed_back the tools step's, run_finalised the one with "
+    "no next node, execution_started and execution_ended an Executor subgraph's input and "
+    "final checkpoints; the Session's checkpointer (an InMemorySaver) dies just before or after "
+    "storing it or refuses it (commit_failures); once dead, nothing more runs or is stored. The "
+    "driver resumes the thread on a fresh create_agent graph over the same checkpointer, "
+    "sending again only an input the thread does not hold (Q193, Q194, Q370, Q371).",
     "Hooks (ctxspec/adapters/langchain_hooks.py): model.pre_request is a middleware's "
     "before_model (its context patches a state update of the thread, its params writes the "
     "request's model_settings through wrap_model_call), model.post_response its after_model "
@@ -305,25 +336,25 @@ NOTES = (
     "constraint and material on a line of its own); its last answer is the call's result.",
     "Not declared, because LangChain lacks them: the compaction hook points (the summary "
     "call is inside SummarizationMiddleware.before_model), chunked folds, snapshots, shared "
-    "scopes, retention, the history API, a stop inside a batch.",
+    "scopes, retention, the history API, a stop inside a batch; and the crash phases LangGraph "
+    "writes nothing at: session_opened, attempt_failed, first_output, hook_started, "
+    "tool_started, tool_settled (a tool's writes are saved from a worker while the step's "
+    "other calls run: no reproducible point) and the compaction phases.",
 )
 
-_EXECUTOR_UNMAPPED = (
-    "The adapter's gap, not LangChain's: the Executor is a sub-agent invoked inside the "
-    "Planner's delegate tool without a checkpointer or a reviewer of its own, so its crash "
-    "phases and its tool.pre_call are not mapped (a LangGraph subgraph with interrupts and "
-    "checkpoint_ns could be; not yet written).")
 SUITE_FLAWS = {
-    "HM-TPRE-MODIFY-EXECUTOR-SUCCEEDED": _EXECUTOR_UNMAPPED,
-    "HM-TPRE-DENY-EXECUTOR-SUCCEEDED": _EXECUTOR_UNMAPPED,
-    **{f"CRASH-PLANNER-RAW_ANSWER_SAVED-{n}-{when}": _EXECUTOR_UNMAPPED
-       for n in (4, 5, 6, 7) for when in ("BEFORE", "AFTER")},
-    **{f"CRASH-PLANNER-BATCH_FED_BACK-{n}-{when}": _EXECUTOR_UNMAPPED
-       for n in (2, 3) for when in ("BEFORE", "AFTER")},
     "S11-EXECUTOR-CONTEXT-ERROR": "The adapter's gap, not LangChain's: the delegate tool turns "
                                   "every failure of the Executor into an error result for the "
                                   "Planner, a context error included, where the design ends the "
                                   "whole invocation (§11); a delegate tool could re-raise it.",
+    "S10-COMMIT-REFUSED": "The adapter's mapping, not LangChain's verdict: the refused commit is "
+                          "the checkpoint after the review, but LangGraph has stored the "
+                          "reviewer's answer and the review node's writes before it as pending "
+                          "writes (langgraph/pregel/_loop.py: PregelLoop.put_writes), so the "
+                          "thread resumed after the refusal holds the edit and runs it (b.md); "
+                          "the case presumes the refused commit is the one holding the "
+                          "decision. Refusing those pending writes instead is the other "
+                          "mapping (Q370).",
 }
 """Failures that are our adapter's, not LangChain's (reported apart, to be fixed here)."""
 
@@ -363,9 +394,16 @@ DOUBTS = {
     "S11-COMPACTION-FAILED": "COMPACTION_FAILED is the adapter's reading of an exception out of "
                              "SummarizationMiddleware's node (Q292); LangChain itself raises "
                              "the summariser's error unchanged.",
+    "S10-COMMIT-REFUSED": "which write holds a review's decision is a mapping choice: the "
+                          "checkpoint after the review (ours) or the pending writes stored "
+                          "before it (Q370).",
+    "CRASH-PLANNER-EXECUTION_STARTED-1-BEFORE": "the Executor is a subgraph whose input "
+                                                "checkpoint is execution_started; another "
+                                                "mapping (the delegate call's own start) would "
+                                                "move the crash (Q371).",
     "ROW-03": "the Executor is a sub-agent behind a tool, one of two mappings LangChain offers; "
-              "a subgraph with its own checkpoint namespace would also checkpoint its steps "
-              "and might change the CRASH-PLANNER verdicts (listed as the adapter's flaws).",
+              "it runs as a subgraph checkpointed in the tool task's namespace, so the "
+              "CRASH-PLANNER verdicts rest on LangGraph resuming that subgraph (Q371).",
     "ROW-15": "model.pre_request is a middleware the adapter writes with LangChain's API; that "
               "it checks no patch is LangChain's lack of a patch protocol, but a user could "
               "write the checks into the middleware — then they would be the adapter's, not "

@@ -95,6 +95,20 @@ def rejected_calls(messages: Sequence[BaseMessage], request: Mapping[str, Any],
     return rejected
 
 
+def reviewed_states(graph: Any, checkpointer: Any, config: Any) -> list[list[BaseMessage]]:
+    """The messages of the thread and of each Executor's subgraph paused with it: a review
+    names the calls of the last answer of one of them (a subgraph invoked inside a tool is
+    saved under its parent task's namespace, ``tools:<task id>``)."""
+    snapshot = graph.get_state(config)
+    states = [snapshot.values.get("messages", [])]
+    for task in snapshot.tasks:
+        saved = checkpointer.get_tuple({"configurable": {
+            **config["configurable"], "checkpoint_ns": f"{task.name}:{task.id}"}})
+        if saved is not None:
+            states.append(saved.checkpoint["channel_values"].get("messages", []))
+    return states
+
+
 def _apply(item: HookReply, call: dict[str, Any]) -> list[str]:
     """Write the item's payload writes to the call's name and arguments, as a reviewer's edit
     can; returns the paths written. Other paths and context patches are not sent (Q192)."""
@@ -116,4 +130,4 @@ def _apply(item: HookReply, call: dict[str, Any]) -> list[str]:
     return written
 
 
-__all__ = ["POINT", "Reviewer", "rejected_calls", "review_middleware"]
+__all__ = ["POINT", "Reviewer", "rejected_calls", "review_middleware", "reviewed_states"]
