@@ -11,11 +11,11 @@ it and links each other message it repeats to where it was written (Q435).
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxspec.conformance.html_page import FONTS, document, esc
-from ctxspec.conformance.replay_data import LABELS, Bar, Budget, Change, Episode, ReplayPage
+from ctxspec.conformance.replay_data import LABELS, Bar, Budget, Change, Episode, Mark, ReplayPage
 from ctxspec.conformance.replay_svg import COLOURS, LINES, scale_top, timeline_svg
 
 LEGEND = {"W": "W, the window", "B": "B = W − O − S", "⌊r×B⌋": "the trigger floor(r × B)"}
@@ -157,7 +157,8 @@ def _messages(slot: int, bar: Bar, book: MessageBook) -> str:
             ) if rows else ""
 
 
-def _request(index: int, bar: Bar, page: ReplayPage, book: MessageBook) -> str:
+def _request(index: int, bar: Bar, page: ReplayPage, book: MessageBook,
+             by_slot: Mapping[int, Sequence[Mark]]) -> str:
     run = page.runs[bar.run] if bar.run is not None else None
     where = " · ".join(p for p in ((run.node or "", run.label) if run else ("",)) if p)
     who = "" if bar.role == "root" else f" ({bar.role})"
@@ -173,7 +174,7 @@ def _request(index: int, bar: Bar, page: ReplayPage, book: MessageBook) -> str:
                    f"B = {b.input_budget}, trigger = {b.trigger}"
                    + ("" if bar.max_output is None else f", max_output_tokens = {bar.max_output}")
                    + ("" if bar.target is None else f", the summary's target T = {bar.target}"))
-    marks = "".join(f"<li>{esc(m.title)}</li>" for m in page.marks if m.slot == index)
+    marks = "".join(f"<li>{esc(m.title)}</li>" for m in by_slot.get(index, ()))
     return (f'<details class="request" id="request-{index + 1}"><summary>{esc(head)}</summary>'
             + (f"<p>{esc(figures)}</p>" if figures else "")
             + (f'<p class="note">{esc(bar.note)}</p>' if bar.note else "")
@@ -272,6 +273,9 @@ def render_page(page: ReplayPage) -> str:
     crashes = "".join(f"<li>before request #{c.after_bars + 1}: {esc(c.text)}</li>"
                       for c in page.crashes)
     book = MessageBook()
+    by_slot: dict[int, list[Mark]] = {}
+    for mark in page.marks:
+        by_slot.setdefault(mark.slot, []).append(mark)
     body = [f"<h1>Replay: {esc(page.name)}</h1>",
             f'<p class="partial" id="partial">The replay stopped early: {esc(page.partial)}. '
             "The page shows what happened until then.</p>" if page.partial else "",
@@ -279,7 +283,7 @@ def render_page(page: ReplayPage) -> str:
             _agents(page),
             "<h2>Timeline</h2>", _legend(), _zoom(page),
             f'<p class="note">{esc(HOW)}</p>',
-            *(_request(i, bar, page, book) for i, bar in enumerate(page.bars)
+            *(_request(i, bar, page, book, by_slot) for i, bar in enumerate(page.bars)
               if bar.kind != "none"),
             _episodes(page),
             "<h2>Inputs and their deliveries, request by request</h2>", _lanes(page),

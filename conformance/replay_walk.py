@@ -80,6 +80,8 @@ class _Walk:
         self.first_target: dict[str, str | None] = {}
         self.texts: dict[str, str] = {}
         self.graph: dict[str, Any] = {}
+        self.input_texts: dict[str, str] = {}
+        """Each input's text, from the first request that carried it."""
         self.names = Names({}, {}, {})
         self.views = Views()
         self.episodes = EpisodeTracker(self.page, self.names)
@@ -131,6 +133,9 @@ class _Walk:
             max_output=int(event["max_output_tokens"]),
             messages=tuple(event["view"]["messages"]), changes=changes))
         self.names.learn(slot, event["view"]["messages"])
+        for message in event["view"]["messages"]:
+            if message.get("kind") == "user_ref" and message.get("input_id"):
+                self.input_texts.setdefault(str(message["input_id"]), str(message["text"]))
         self.spans.request(slot, event)
         self.episodes.request(slot, event)
 
@@ -243,9 +248,7 @@ class _Walk:
         for lane, state in self.waiting:
             lane.states.setdefault(len(self.page.runs), []).append(state)
         for lane in self.lanes.values():
-            lane.text = next((str(m["text"]) for bar in self.page.bars for m in bar.messages
-                              if m.get("input_id") == lane.input_id
-                              and m.get("kind") == "user_ref"), "") or self.unsent_text(lane)
+            lane.text = self.input_texts.get(lane.input_id) or self.unsent_text(lane)
         self.page.marks.extend(
             input_mark(slot, lane.kind, lane.number, lane.text, state)
             for lane in self.lanes.values() for states in lane.states.values()
