@@ -66,13 +66,13 @@ class Names:
                 self.calls.setdefault(str(call.get("call_id")),
                                       f"{call.get('name', '?')} #{call.get('action_ordinal', '?')}")
 
-    def batch(self, call: str, later: Callable[[], Iterable[Event]]) -> None:
+    def batch(self, call: str, later: Iterable[Event]) -> None:
         """Name a call no request has shown yet by the batch the tools run next: its name and
         its place among the calls executed before the next request (action order, §2)."""
         if call in self.calls:
             return
         ordinal = 0
-        for event in later():
+        for event in later:
             if event["kind"] == "model_request":
                 return
             if event["kind"] == "tool_executed":
@@ -125,7 +125,7 @@ def hook_changes(event: Event, later: Callable[[], Iterable[Event]], names: Name
         before = UNKNOWN
         if root.startswith("tool_call:"):
             call = root.removeprefix("tool_call:")
-            names.batch(call, later)
+            names.batch(call, later())
             executed = next((e for e in later() if e["kind"] == "tool_executed"
                              and e["call_id"] == call), None)
             if executed is not None and path[:1] == ["arguments"]:

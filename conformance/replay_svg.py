@@ -32,6 +32,8 @@ LINES = (("window", "W", "#1d232a", ""), ("input_budget", "B", "#0969da", "6 3")
 """The budget lines: the attribute of :class:`Budget`, the label, colour and dash."""
 MARK_COLOURS = {"inputs": "#0969da", "hooks": "#bf3989", "tools": "#1d232a",
                 "graph": "#1a7f37"}
+NAME_COLOURS = {"question": "#0969da", "supplement": "#8a4600"}
+"""A question's mark and a supplement's, told apart by colour as well as by letter."""
 
 
 def fit(text: str, width: Fraction | int) -> str:
@@ -259,8 +261,24 @@ def _marks(page: ReplayPage, plot: Plot) -> list[str]:
             out.append(f'<text class="mark" data-row="{row}" data-slot="{slot + 1}" '
                        f'data-names="{esc(names)}" data-labels="{esc(text)}" '
                        f'x="{plot.x(slot) + 4}" y="{y + 11}" fill="{MARK_COLOURS[row]}">'
-                       f"{esc(fit(text, SLOT - 8))}<title>{esc(titles)}</title></text>")
+                       f"{_spans(marks, SLOT - 8)}<title>{esc(titles)}</title></text>")
     return out
+
+
+def _spans(marks: list[Mark], room: int) -> str:
+    """The marks' labels side by side, each in its own colour (a supplement apart from a
+    question), cut as one label is when they run out of room."""
+    cut = fit(" ".join(m.label for m in marks), room)
+    out, at = [], 0
+    for mark in marks:
+        part = cut[at:at + len(mark.label) + 1]
+        if not part:
+            break
+        colour = NAME_COLOURS.get(mark.name)
+        fill = f' fill="{colour}"' if colour else ""
+        out.append(f"<tspan{fill}>{esc(part)}</tspan>")
+        at += len(mark.label) + 1
+    return "".join(out)
 
 
 def timeline_svg(page: ReplayPage, to_window: bool = False) -> str:

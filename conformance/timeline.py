@@ -115,6 +115,10 @@ LINES: Mapping[str, Callable[[Event], list[str]]] = {
 event another runtime adds) is left out."""
 
 
+_BATCH = 10_000
+"""Events after a hook read to name the call it changed (the batch it is in runs within them)."""
+
+
 def timeline(events: Iterable[Event]) -> list[str]:
     """The timeline of a neutral trace (a driver's ``trace()``), one line per thing shown."""
     trace = list(events)
@@ -126,10 +130,10 @@ def timeline(events: Iterable[Event]) -> list[str]:
         if kind == "hook_called":
             names.invocations[event["point"]] = names.invocations.get(event["point"], 0) + 1
         elif kind == "hook_decided":
+            later = trace[at + 1:at + 1 + _BATCH]
             for change in event["changes"]:
                 if str(change).startswith("tool_call:"):
-                    names.batch(str(change).split(".")[0].removeprefix("tool_call:"),
-                                lambda at=at: (trace[i] for i in range(at + 1, len(trace))))
+                    names.batch(str(change).split(".")[0].removeprefix("tool_call:"), later)
             lines.extend(_hook_decided(event, names))
         render = LINES.get(kind)
         if render is not None:

@@ -161,6 +161,11 @@ def test_the_episode_covers_the_first_runs_process_and_its_summary_overshoots_t(
         assert item.startswith(f"chunk {k}:") and f"tool_result of request #{k + 1}" in item
     summary = browser.run("return document.querySelector('#episodes p.summary').dataset;")
     assert int(summary["target"]) == target and int(summary["summary"]) >= len(final)
+    # The second question is in no request (its Run was refused): its text is the ask's.
+    texts = browser.run("return [...document.querySelectorAll('#inputs tr.lane')].map(tr => "
+                        "[tr.dataset.kind, tr.cells[1].title]);")
+    asks = [" ".join(s["ask"].split()) for s in document["steps"] if "ask" in s]
+    assert texts == [["question", ask] for ask in asks]
     [episode] = seen["episodes"]
     assert episode["left"] <= seen["bars"][4]["left"] and \
         seen["bars"][7]["right"] <= episode["right"] < seen["bars"][8]["left"]

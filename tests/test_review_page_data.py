@@ -146,3 +146,18 @@ def test_a_hooks_patch_of_a_record_shows_the_text_it_replaced() -> None:
     first = next(i for i, bar in enumerate(page.bars)
                  if any(m.get("text") == answer for m in bar.messages))
     assert {c.field for c in changes} == {f"assistant of request #{first + 1} text"}
+
+
+def test_the_terminal_timeline_names_the_hook_and_its_field_as_the_scenario_does() -> None:
+    document = json.loads((EXAMPLES / "tool-batch-hook.json").read_text("utf-8"))
+    [hook] = document["hooks"]
+    calls = document["model"]["business"][0]["tool_calls"]
+    ordinal = next(i for i, c in enumerate(calls, start=1) if c["name"] == "write")
+    patch = hook["items"][0]["payload_patch"][0]
+    result = CliRunner().invoke(main, ["replay", str(EXAMPLES / "tool-batch-hook.json")])
+    assert result.exit_code == 0, result.output
+    # Q430: the point's invocation and the item from 1, the field by the call's name.
+    line = (f"  hook {hook['point']} #{hook['ordinal']} item 1 "
+            f"({hook['items'][0]['decision']}): write #{ordinal} {patch['path']}="
+            f"{json.dumps(patch['value'])}")
+    assert line in result.output.splitlines()
