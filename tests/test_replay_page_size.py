@@ -44,3 +44,15 @@ def test_the_page_grows_linearly_with_the_session() -> None:
     small, _ = page_of(8)
     large, _ = page_of(16)
     assert len(large) < 2.2 * len(small), (len(small), len(large))
+
+
+def test_a_linear_trace_makes_the_same_page_as_the_expanded_one() -> None:
+    """A runtime over stdio may answer with the linear form (docs/stdio-protocol.md)."""
+    from ctxspec.conformance.linear_trace import linear
+
+    scenario = Scenario.model_validate(n_run_session(3))
+    driver = ReferenceDriver()
+    run_scenario(scenario, lambda: driver)
+    trace = driver.trace()
+    document = json.loads(json.dumps(linear(trace), default=str))
+    assert replay_html(scenario, document) == replay_html(scenario, trace)
