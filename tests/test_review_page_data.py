@@ -109,6 +109,7 @@ def test_replay_writes_its_page_whole_or_not_at_all(tmp_path: Path) -> None:
     # shows what happened until then, whole: both requests (the second was sent, and found no
     # answer), the hook's change, a Run that did not end, and that it stopped early.
     assert failed.exit_code == 1 and "ran out" in failed.output
+    assert "  tool read" in failed.output  # the timeline up to then is printed too
     text = target.read_text("utf-8")
     assert 'id="partial"' in text and "ran out" in text and "(did not end)" in text
     assert 'id="request-1"' in text and 'id="request-2"' in text and 'id="request-3"' not in text

@@ -28,7 +28,6 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
         writable(folder_of(html_file, "--html"), "--html")
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
-    from ctxspec.conformance.timeline import timeline
     from ctxspec.reference.ports import ScriptExhausted
 
     try:
@@ -40,14 +39,21 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
     try:
         run_scenario(scenario, lambda: driver)
     except ScriptExhausted as error:
-        # What happened until the script ran out is still the story: the page shows it.
+        # What happened until the script ran out is still the story: printed, and the page.
         if html_file is not None:
             _write_html(html_file, scenario, driver, partial=f"the script ran out: {error}")
+        _print(scenario, driver, as_json)
         raise click.ClickException(f"the scenario's script ran out: {error}") from error
     except ScenarioError as error:  # a hook target with nothing behind it at its call
         raise click.UsageError(f"malformed scenario: {error}") from error
     if html_file is not None:
         _write_html(html_file, scenario, driver)
+    _print(scenario, driver, as_json)
+
+
+def _print(scenario: "Scenario", driver: "ReferenceDriver", as_json: bool) -> None:
+    from ctxspec.conformance.timeline import timeline
+
     if as_json:  # the linear form: each message once (conformance/linear_trace.py)
         from ctxspec.conformance.linear_trace import linear
         click.echo(json.dumps(linear(driver.trace()), indent=1, ensure_ascii=False))
