@@ -2,7 +2,7 @@
 started an episode to its last chunk, what each chunk's material covered, the summary target
 T, and the final summary against T in the request that used it.
 
-What a chunk covered is read from the chunk request itself: an earlier request's record is
+What a chunk covered is read from the chunk request itself: a record some request sent is
 covered when the chunk's data block (its last message) names its record id. T is the one the
 §8 evaluation traced (``budget_decision.summary_target``; else the ``T=`` its planned step
 states). The final summary's tokens are the ``summary`` part of the next business request
@@ -32,6 +32,8 @@ class EpisodeTracker:
         self.finished: Episode | None = None
         """The episode closed last, until a request uses (or a refusal shows) its summary."""
         self.decision_event: Event | None = None
+        self.chunks: list[tuple[Episode, str, str]] = []
+        """Each chunk request's episode, title and data block, named by :meth:`resolve`."""
 
     def decision(self, event: Event) -> None:
         self.decision_event = event
@@ -76,9 +78,7 @@ class EpisodeTracker:
         if event["purpose"] == "compaction" and self.current is not None:
             data = str(event["view"]["messages"][-1].get("text", "")) \
                 if event["view"]["messages"] else ""
-            covered = [name for record, name in self.names.records.items() if record in data]
-            self.current.coverage.append(f"{bar.title}: " + (", ".join(covered) or
-                                                             "no earlier record named"))
+            self.chunks.append((self.current, bar.title, data))
         elif event["purpose"] == "business" and self.finished is not None:
             summary = dict(bar.segments).get("summary")
             if summary is not None:
@@ -87,6 +87,17 @@ class EpisodeTracker:
                                               "re-measured on its summary messages")
                 bar.target = self.finished.target
             self.finished = None
+
+    def resolve(self) -> None:
+        """Each chunk's coverage, named once the whole trace is read: a record a chunk folds
+        may be first sent by a later request (one the episode's own Loop added), in the order
+        the chunk's data block names them."""
+        for episode, title, data in self.chunks:
+            found = sorted((data.find(record), name) for record, name in
+                           self.names.records.items() if record in data)
+            episode.coverage.append(f"{title}: " + (", ".join(name for _, name in found)
+                                                    or "no record a request sent is named"))
+        self.chunks = []
 
     def close(self) -> None:
         if self.current is not None:

@@ -245,6 +245,7 @@ class _Walk:
 
     def finish(self, partial: str) -> ReplayPage:
         self.episodes.close()
+        self.episodes.resolve()
         for lane, state in self.waiting:
             lane.states.setdefault(len(self.page.runs), []).append(state)
         for lane in self.lanes.values():
