@@ -197,6 +197,7 @@ def _span(span: Span, y: int, height: int, plot: Plot, css: str, fill: str) -> s
     texts = "".join(f'<text x="{x + 4}" y="{y + 12 + 13 * i}">{esc(fit(row, width - 8))}'
                     f"<title>{esc(row)}</title></text>" for i, row in enumerate(rows))
     return (f'<g class="{css}" data-label="{esc(span.label)}" data-status="{esc(span.status)}" '
+            f'data-detail="{esc(span.detail)}" '
             f'data-first="{span.first + 1}" data-last="{span.last + 1}"><rect x="{x}" y="{y}" '
             f'width="{max(width, 1)}" height="{height}" fill="{fill}" rx="3"/>{texts}</g>')
 

@@ -200,6 +200,10 @@ def test_a_workflow_shows_its_nodes_the_refused_request_and_the_graph_state(
     assert marks(seen, "tools") == {publish: [nodes[2]["tool"]]}
     assert marks(seen, "hooks") == {publish: [document["hooks"][0]["point"]]}
     assert {nodes[1]["output_key"], nodes[2]["output_key"]} <= set(graph)
+    # A node's local failure is routed, not raised (§11): the route, and the error under the
+    # node's output key in the graph state.
+    assert seen["nodes"][0]["detail"].endswith("→ route error")
+    assert f"{analyst['output_key']}.error" in graph
 
 
 def test_the_y_axis_fits_the_bars_and_zooms_to_w(browser: Browser, tmp_path: Path) -> None:
