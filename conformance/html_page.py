@@ -6,20 +6,25 @@ import html
 from fractions import Fraction
 from pathlib import Path
 
+FONTS = ('system-ui, "Noto Sans", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK KR", '
+         '"Noto Sans CJK TC", sans-serif')
+"""The text fonts, with CJK fallbacks (Debian's fonts-noto-cjk, which the README's apt line and
+CI install): with none, a Chinese scenario's texts would be drawn as empty boxes."""
+MONO = 'ui-monospace, "DejaVu Sans Mono", "Noto Sans Mono CJK SC", monospace'
 BASE_CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; color: #1d232a; margin: 24px; max-width: 1280px; }
+body { font: 14px/1.45 FONTS; color: #1d232a; margin: 24px; max-width: 1280px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
 p, li { overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: 6px 0; }
 th, td { border: 1px solid #c9d1d9; padding: 3px 8px; text-align: left; vertical-align: top;
          overflow-wrap: anywhere; }
 th { background: #f2f4f7; }
-code, pre { font: 12px/1.4 ui-monospace, monospace; }
+code, pre { font: 12px/1.4 MONO; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; }
 details { margin: 4px 0; } summary { cursor: pointer; overflow-wrap: anywhere; }
 .note { color: #57606a; font-size: 13px; }
 .scroll { overflow-x: auto; border: 1px solid #d0d7de; }
-"""
+""".replace("MONO", MONO).replace("FONTS", FONTS)
 
 
 def esc(text: object) -> str:

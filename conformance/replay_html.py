@@ -1,191 +1,44 @@
 """The replay page (``ctxspec replay SCENARIO.json --html FILE.html``): the timeline of a
-replay as one self-contained HTML page — every model request a stacked bar of its tokens
-against the trigger floor(r × B), B and W; compaction episodes and their chunks set apart; each
-request's messages and the values hooks changed; each input's delivery states per Run; Run
-endings; crashes and takeovers. What is drawn comes from :mod:`replay_data`."""
+replay as one self-contained HTML page — the timeline of :mod:`replay_svg` at two zooms (fit to
+the bars, or to W) switched without a script; each request's figures, parts, the values hooks
+changed and its messages; each compaction episode with what it covered and its summary against
+T; each input's deliveries request by request; Run endings; crashes and takeovers. What is drawn
+comes from :mod:`replay_data`.
 
-from collections.abc import Iterator, Sequence
-from fractions import Fraction
-from itertools import groupby
+The page grows linearly with the Session (#35): each message's text is written once, in the
+first request that sent it; a later request names the start it shares with the request before
+it and links each other message it repeats to where it was written (Q435).
+"""
 
-from ctxspec.conformance.html_page import document, esc, px
-from ctxspec.conformance.replay_data import LABELS, Bar, Budget, Change, ReplayPage
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-LEFT, SLOT, BAR, BANDS, TOP, PLOT, RIGHT = 140, 84, 44, 46, 76, 300, 24
-CHAR = Fraction(15, 2)
-"""Width of one character of the 11 px labels, generously (capitals measure about 7.3 px):
-labels are cut to fit by it."""
-LONGEST = 36
-"""Characters of a decision label shown whole (the longest error code has 33)."""
-COLOURS = {"fixed": "#8c959f", "protected": "#2f81f7", "material": "#e3b341",
-           "summary": "#8250df", "hooks": "#db61a2", "unsplit": "#d0d7de"}
-LINES = (("window", "W", "#1d232a", ""), ("input_budget", "B", "#0969da", "6 3"),
-         ("trigger", "⌊r×B⌋", "#bc4c00", "2 3"))
-"""The budget lines: the attribute of :class:`Budget`, the label, colour and dash."""
+from ctxspec.conformance.html_page import FONTS, document, esc
+from ctxspec.conformance.replay_data import LABELS, Bar, Budget, Change, Episode, Mark, ReplayPage
+from ctxspec.conformance.replay_svg import COLOURS, LINES, scale_top, timeline_svg
+
 LEGEND = {"W": "W, the window", "B": "B = W − O − S", "⌊r×B⌋": "the trigger floor(r × B)"}
 STATES = {"pending": "#d0d7de", "claimed": "#f2cc60", "delivered": "#4ac26b",
           "carried": "#54aeff"}
 CSS = """
-svg text { font: 11px system-ui, sans-serif; fill: #1d232a; }
+svg text { font: 11px FONTS; fill: #1d232a; }
+""".replace("FONTS", FONTS) + """
+svg text.row-label, svg text.offscale { font-style: italic; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
           vertical-align: -2px; border: 1px solid #57606a; }
 .chip { display: inline-block; padding: 0 6px; margin: 1px; border-radius: 8px;
         white-space: nowrap;
         font-size: 12px; border: 1px solid #8c959f; }
 .failed, .error { color: #cf222e; font-weight: 600; } .succeeded { color: #1a7f37; }
-.changed { background: #fff8c5; } td.nowrap { white-space: nowrap; }
+.changed { background: #fff8c5; } td.nowrap, th.nowrap { white-space: nowrap; }
 .delivery { font-size: 12px; color: #57606a; white-space: nowrap; }
+.partial { border: 2px solid #cf222e; background: #ffebe9; padding: 6px 10px; }
+.zoom > input { margin-left: 12px; } #view-window { display: none; }
+#zoom-window:checked ~ #view-window { display: block; }
+#zoom-window:checked ~ #view-fit { display: none; }
+table.messages td.text { width: 100%; }
 """
-
-
-def _fit(text: str, width: Fraction | int) -> str:
-    """A label cut to the room it has, so no label runs over its neighbour."""
-    room = int(Fraction(width) / CHAR)
-    return text if len(text) <= room else text[:max(room - 1, 0)] + "…"
-
-
-def _decision(bar: Bar) -> str:
-    """The label under a bar: its §8 decision (who asked, when not the root role), its chunk,
-    or why it was not sent."""
-    if bar.kind == "compaction":
-        return bar.title
-    if bar.kind == "evaluated":
-        return f"§8 {bar.decision}, not sent"
-    return bar.decision if bar.role == "root" else f"{bar.role}: {bar.decision}"
-
-
-class _Plot:
-    """Exact coordinates: x of a slot, y of a token count (0 at the baseline, the largest
-    figure on the page at the top)."""
-
-    def __init__(self, page: ReplayPage) -> None:
-        self.slots = max(len(page.bars), 1)
-        self.top_value = max([1, *(b.budget.window for b in page.bars),
-                              *(b.total or 0 for b in page.bars)])
-        self.width = LEFT + self.slots * SLOT + RIGHT
-        longest = max([8, *(len(_decision(bar)) for bar in page.bars)])
-        self.bottom = 30 + int(min(longest, LONGEST) * CHAR)
-        self.height = TOP + PLOT + self.bottom
-
-    def x(self, slot: int) -> int:
-        return LEFT + slot * SLOT
-
-    def y(self, tokens: int) -> Fraction:
-        return TOP + Fraction(PLOT * (self.top_value - tokens), self.top_value)
-
-
-def _line_groups(page: ReplayPage) -> Iterator[tuple[int, int, Budget]]:
-    """Runs of consecutive bars with the same budget figures: (first, last, budget)."""
-    index = 0
-    for budget, members in groupby(page.bars, key=lambda b: b.budget):
-        count = len(list(members))
-        yield index, index + count - 1, budget
-        index += count
-
-
-def _budget_lines(page: ReplayPage, plot: _Plot) -> list[str]:
-    out = []
-    for first, last, budget in _line_groups(page):
-        placed: list[Fraction] = []
-        for attribute, name, colour, dash in LINES:
-            value = getattr(budget, attribute)
-            y = plot.y(value)
-            out.append(f'<line class="budget-line" data-line="{attribute}" data-value="{value}" '
-                       f'x1="{plot.x(first)}" x2="{plot.x(last + 1)}" y1="{px(y)}" y2="{px(y)}" '
-                       f'stroke="{colour}" stroke-width="1.5" stroke-dasharray="{dash}">'
-                       f'<title>{esc(name)} = {value}</title></line>')
-            # In the margin for the first bars; above the line where the figures change.
-            label_y = y + 4 if first == 0 else y - 3
-            while any(abs(label_y - other) < 12 for other in placed):
-                label_y -= 12  # keep close lines' labels apart
-            placed.append(label_y)
-            x, anchor, room = (LEFT - 6, "end", LEFT - 8) if first == 0 else \
-                (plot.x(first) + 3, "start", (last - first + 1) * SLOT - 6)
-            out.append(f'<text class="line-label" x="{x}" y="{px(label_y)}" '
-                       f'text-anchor="{anchor}" fill="{colour}">'
-                       f'{esc(_fit(f"{name} {value}", room))}</text>')
-    return out
-
-
-def _bar(index: int, bar: Bar, plot: _Plot) -> list[str]:
-    centre = plot.x(index) + SLOT // 2
-    left = centre - BAR // 2
-    outline = {"evaluated": ' stroke="#1d232a" stroke-dasharray="4 2" fill-opacity="0.45"',
-               "unsent": ' stroke="#cf222e" stroke-dasharray="4 2" fill-opacity="0.45"',
-               "compaction": ' stroke="#8250df" stroke-width="2"'}.get(bar.kind, "")
-    out = [f'<g class="bar" data-index="{index + 1}" data-kind="{bar.kind}" '
-           f'data-total="{bar.total if bar.total is not None else ""}">']
-    stacked = 0
-    for part, tokens in bar.segments:
-        top, bottom = plot.y(stacked + tokens), plot.y(stacked)
-        out.append(f'<rect class="seg" data-part="{part}" data-tokens="{tokens}" x="{left}" '
-                   f'y="{px(top)}" width="{BAR}" height="{px(bottom - top)}" '
-                   f'fill="{COLOURS[part]}"{outline}><title>{esc(LABELS[part])}: {tokens} '
-                   f'tokens</title></rect>')
-        stacked += tokens
-    if bar.total is not None:
-        out.append(f'<text class="total" x="{centre}" y="{px(plot.y(bar.total) - 4)}" '
-                   f'text-anchor="middle">{esc(_fit(str(bar.total), SLOT - 4))}</text>')
-    base = TOP + PLOT
-    out.append(f'<text class="slot-no" x="{centre}" y="{base + 14}" text-anchor="middle">'
-               f'#{index + 1}</text>')
-    decision = _decision(bar)
-    out.append(f'<text class="decision" x="{centre + 4}" y="{base + 22}" text-anchor="end" '
-               f'transform="rotate(-90 {centre + 4} {base + 22})">'
-               f'{esc(_fit(decision, plot.bottom - 28))}<title>{esc(decision)}</title></text>')
-    out.append("</g>")
-    return out
-
-
-def _bands(page: ReplayPage, plot: _Plot) -> list[str]:
-    out = []
-    for run in page.runs:
-        if not run.bars:
-            continue
-        first, last = min(run.bars), max(run.bars)
-        x, width = plot.x(first) + 2, (last - first + 1) * SLOT - 4
-        status = run.status or "(did not end)"
-        colour = {"succeeded": "#dafbe1", "failed": "#ffebe9"}.get(status, "#eaeef2")
-        rows = [run.node or "", run.label if len({r.session for r in page.runs}) == 1
-                else f"session {run.session} · {run.label}", status]
-        texts = "".join(f'<text x="{x + 4}" y="{14 + 13 * i}">{esc(_fit(row, width - 8))}'
-                        f"<title>{esc(row)}</title></text>"
-                        for i, row in enumerate(r for r in rows if r))
-        out.append(f'<g class="run-band" data-status="{esc(status)}"><rect x="{x}" y="2" '
-                   f'width="{width}" height="{BANDS - 6}" fill="{colour}" rx="3"/>{texts}</g>')
-        if first > 0:
-            out.append(f'<line x1="{plot.x(first)}" x2="{plot.x(first)}" y1="2" '
-                       f'y2="{TOP + PLOT}" stroke="#8c959f"/>')
-    for first, last, label in page.episodes:
-        x, width = plot.x(first) + 2, (last - first + 1) * SLOT - 4
-        out.append(f'<g class="episode"><rect x="{x}" y="{BANDS}" width="{width}" '
-                   f'height="{TOP + PLOT - BANDS}" fill="#8250df" fill-opacity="0.08" '
-                   f'stroke="#8250df" stroke-dasharray="3 3"/><text x="{x + 4}" y="{BANDS + 13}" '
-                   f'fill="#8250df">{esc(_fit(label, width - 8))}</text></g>')
-    for crash in page.crashes:
-        x = plot.x(crash.after_bars)
-        out.append(f'<g class="crash"><line x1="{x}" x2="{x}" y1="{BANDS}" y2="{TOP + PLOT}" '
-                   f'stroke="#cf222e" stroke-width="3" stroke-dasharray="6 3"/>'
-                   f'<text x="{x + 4}" y="{TOP + 12}" fill="#cf222e">crash<title>'
-                   f'{esc(crash.text)}</title></text><text x="{x + 4}" y="{TOP + 25}" '
-                   f'fill="#cf222e">takeover</text></g>')
-    return out
-
-
-def timeline_svg(page: ReplayPage) -> str:
-    plot = _Plot(page)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="timeline" width="{plot.width}" '
-             f'height="{plot.height}" viewBox="0 0 {plot.width} {plot.height}" role="img" '
-             f'data-top-value="{plot.top_value}">',
-             *_bands(page, plot),
-             f'<line id="baseline" data-value="0" x1="{LEFT}" x2="{plot.x(plot.slots)}" '
-             f'y1="{TOP + PLOT}" y2="{TOP + PLOT}" stroke="#1d232a"/>',
-             f'<text x="{LEFT - 6}" y="{TOP + PLOT + 4}" text-anchor="end">0</text>']
-    for index, bar in enumerate(page.bars):
-        parts.extend(_bar(index, bar, plot))
-    parts.extend(_budget_lines(page, plot))
-    parts.append("</svg>")
-    return "\n".join(parts)
 
 
 HOW = ("How the bars are made: I (the bar's height) and the budget lines W, B and the trigger "
@@ -196,8 +49,12 @@ HOW = ("How the bars are made: I (the bar's height) and the budget lines W, B an
        "own messages with the scenario's estimator, and the fixed input is the remainder (I "
        "minus those: the system prompt, tool schemas and framing). In a compaction request the "
        "last message, the data block (the previous summary with the chunk), counts as material. "
-       "Dashed bars were measured but never sent; their I is the one their compaction step or "
-       "Run ending states.")
+       "Dashed bars were measured but never sent (red: refused, named by its error code); their "
+       "I is the one their compaction step or Run ending states. A black tick over a summary "
+       "part is its target T. Under the bars: the inputs each request carried (Q a question, S "
+       "a supplement; S→ handed on to the next question), the hooks that decided (point, "
+       "invocation), the tools and capabilities called, the graph state written; hover a mark "
+       "for the whole of it.")
 
 
 def _legend() -> str:
@@ -212,8 +69,9 @@ def _agents(page: ReplayPage) -> str:
     rows = []
     seen: set[tuple[str, Budget]] = set()
     for bar in page.bars:
-        run = page.runs[bar.run]
-        node = run.node or ""
+        if bar.budget is None or bar.run is None:
+            continue
+        node = page.runs[bar.run].node or ""
         if (node, bar.budget) in seen:
             continue
         seen.add((node, bar.budget))
@@ -241,36 +99,112 @@ def _changes(changes: Sequence[Change]) -> str:
     return f"<table><tr><th>changed by</th><th>field</th><th>before → after</th></tr>{rows}</table>"
 
 
-def _messages(bar: Bar) -> str:
-    rows = []
-    for message in bar.messages:
+class MessageBook:
+    """Each distinct message once (by identity, then by content), numbered in the order the
+    page first writes it, with the request that wrote it."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, int]] = {}
+        self._by_text: dict[str, int] = {}
+        self.written: dict[int, int] = {}
+        """Message number → the slot whose request wrote it out."""
+        self.previous: list[int] = []
+        self.previous_slot = -1
+
+    def ref(self, message: Any) -> int:
+        kept = self._by_id.get(id(message))
+        if kept is not None and kept[0] is message:
+            return kept[1]
+        text = json.dumps(message, sort_keys=True, default=str)
+        number = self._by_text.setdefault(text, len(self._by_text) + 1)
+        self._by_id[id(message)] = (message, number)
+        return number
+
+    def rows(self, slot: int, bar: Bar) -> str:
+        refs = [self.ref(m) for m in bar.messages]
+        shared = 0
+        while shared < min(len(refs), len(self.previous)) and \
+                refs[shared] == self.previous[shared]:
+            shared += 1
+        out = []
+        if shared:
+            out.append(f'<tr class="shared" data-shared="{shared}"><td colspan="3">messages 1 '
+                       f'to {shared}: the first {shared} of <a href="#request-'
+                       f'{self.previous_slot + 1}">request #{self.previous_slot + 1}</a></td></tr>')
+        for ref, message in zip(refs[shared:], bar.messages[shared:], strict=True):
+            out.append(self._row(ref, message, slot))
+        self.previous, self.previous_slot = refs, slot
+        return "".join(out)
+
+    def _row(self, ref: int, message: Any, slot: int) -> str:
+        role, kind = esc(message.get("role", "")), esc(message.get("kind", ""))
+        if ref in self.written:
+            return (f'<tr class="again"><td class="nowrap">{role}</td><td class="nowrap">{kind}'
+                    f'</td><td>the same as <a href="#m-{ref}">message {ref}</a>, written under '
+                    f"request #{self.written[ref] + 1}</td></tr>")
+        self.written[ref] = slot
         calls = "".join(f"<br><code>#{esc(c.get('action_ordinal', ''))} {esc(c.get('name', ''))}"
                         f"{esc(c.get('arguments', ''))}</code>"
                         for c in message.get("tool_calls") or ())
-        rows.append(f"<tr><td>{esc(message.get('role', ''))}</td>"
-                    f"<td>{esc(message.get('kind', ''))}</td>"
-                    f"<td><pre>{esc(message.get('text', ''))}</pre>{calls}</td></tr>")
-    return ("<table class=\"messages\"><tr><th>role</th><th>kind</th><th>text as sent</th></tr>"
-            + "".join(rows) + "</table>") if rows else ""
+        return (f'<tr id="m-{ref}"><td class="nowrap">{role}</td><td class="nowrap">{kind}</td>'
+                f'<td class="text"><pre>{esc(message.get("text", ""))}</pre>{calls}</td></tr>')
 
 
-def _request(index: int, bar: Bar, page: ReplayPage) -> str:
-    run = page.runs[bar.run]
-    where = " · ".join(p for p in (run.node or "", run.label) if p)
+def _messages(slot: int, bar: Bar, book: MessageBook) -> str:
+    rows = book.rows(slot, bar) if bar.messages else ""
+    return ("<table class=\"messages\"><tr><th class=\"nowrap\">role</th>"
+            "<th class=\"nowrap\">kind</th><th>text as sent</th></tr>" + rows + "</table>"
+            ) if rows else ""
+
+
+def _request(index: int, bar: Bar, page: ReplayPage, book: MessageBook,
+             by_slot: Mapping[int, Sequence[Mark]]) -> str:
+    run = page.runs[bar.run] if bar.run is not None else None
+    where = " · ".join(p for p in ((run.node or "", run.label) if run else ("",)) if p)
     who = "" if bar.role == "root" else f" ({bar.role})"
     size = "" if bar.total is None else f" · I = {bar.total}"
-    head = f"#{index + 1} · {where} · {bar.kind}{who} · {bar.title}{size} · {bar.decision}"
-    b = bar.budget
+    head = " · ".join(p for p in (f"#{index + 1}", where, f"{bar.kind}{who}",
+                                  f"{bar.title}{size}", bar.decision) if p)
     parts = "".join(f"<tr><td>{esc(LABELS[part])}</td><td>{tokens}</td></tr>"
                     for part, tokens in bar.segments)
-    figures = (f"W = {b.window}, O = {b.output_reserve}, S = {b.safety_margin}, "
-               f"B = {b.input_budget}, trigger = {b.trigger}"
-               + ("" if bar.max_output is None else f", max_output_tokens = {bar.max_output}"))
+    figures = ""
+    if bar.budget is not None:
+        b = bar.budget
+        figures = (f"W = {b.window}, O = {b.output_reserve}, S = {b.safety_margin}, "
+                   f"B = {b.input_budget}, trigger = {b.trigger}"
+                   + ("" if bar.max_output is None else f", max_output_tokens = {bar.max_output}")
+                   + ("" if bar.target is None else f", the summary's target T = {bar.target}"))
+    marks = "".join(f"<li>{esc(m.title)}</li>" for m in by_slot.get(index, ()))
     return (f'<details class="request" id="request-{index + 1}"><summary>{esc(head)}</summary>'
-            f"<p>{esc(figures)}</p>" + (f'<p class="note">{esc(bar.note)}</p>' if bar.note
-                                        else "")
+            + (f"<p>{esc(figures)}</p>" if figures else "")
+            + (f'<p class="note">{esc(bar.note)}</p>' if bar.note else "")
             + (f"<table><tr><th>part</th><th>tokens</th></tr>{parts}</table>" if parts else "")
-            + _changes(bar.changes) + _messages(bar) + "</details>")
+            + (f'<ul class="marks">{marks}</ul>' if marks else "")
+            + _changes(bar.changes) + _messages(index, bar, book) + "</details>")
+
+
+def _episodes(page: ReplayPage) -> str:
+    if not page.episodes:
+        return ""
+    items = "".join(_episode(n, e) for n, e in enumerate(page.episodes))
+    return f'<h2>Compaction episodes</h2><ol id="episodes">{items}</ol>'
+
+
+def _episode(number: int, episode: Episode) -> str:
+    slots = f"requests #{episode.first + 1} to #{episode.last + 1}"
+    chunks = "".join(f"<li>{esc(line)}</li>" for line in episode.coverage)
+    if episode.summary is not None and episode.target is not None:
+        verdict = "over" if episode.summary > episode.target else "within"
+        summary = (f'<p class="summary" data-summary="{episode.summary}" '
+                   f'data-target="{episode.target}">final summary: {episode.summary} tokens, '
+                   f"{verdict} its target T = {episode.target} ({esc(episode.summary_note)})</p>")
+    elif episode.target is not None:
+        summary = (f'<p class="summary" data-target="{episode.target}">T = {episode.target}; no '
+                   "request after the episode shows its summary</p>")
+    else:
+        summary = ""
+    return (f'<li class="episode-detail" data-episode="{number + 1}">{esc(episode.label)}, '
+            f"{slots}; what each chunk covered:<ul>{chunks}</ul>{summary}</li>")
 
 
 def _column_name(page: ReplayPage, column: int) -> str:
@@ -282,13 +216,15 @@ def _column_name(page: ReplayPage, column: int) -> str:
         else name
 
 
-def _deliveries(states: list[tuple[int, str]]) -> str:
-    """One line per delivery of the input in this Run: its number and its states in order."""
+def _deliveries(states: list[tuple[int, str, int | None]]) -> str:
+    """One line per delivery of the input in this Run: its number and its states in order, each
+    at the request it belongs to."""
     lines: dict[int, list[str]] = {}
-    for number, state in states:
+    for number, state, slot in states:
+        at, data = ("", "") if slot is None else (f" #{slot + 1}", str(slot + 1))
         lines.setdefault(number, []).append(
-            f'<span class="chip" data-state="{esc(state)}" style="background:'
-            f'{STATES.get(state, "#ffffff")}">{esc(state)}</span>')
+            f'<span class="chip" data-state="{esc(state)}" data-slot="{data}" '
+            f'style="background:{STATES.get(state, "#ffffff")}">{esc(state)}{at}</span>')
     return "<br>".join(f'<span class="delivery">delivery {n}:</span> ' + " → ".join(chips)
                        for n, chips in lines.items())
 
@@ -301,10 +237,12 @@ def _lanes(page: ReplayPage) -> str:
         cells = "".join(f"<td>{_deliveries(lane.states.get(c, []))}</td>" for c in columns)
         text = " ".join(lane.text.split())
         shown = text if len(text) <= 80 else text[:79] + "…"  # whole in its requests' messages
-        rows.append(f'<tr class="lane"><td title="{esc(text)}"><code>{esc(lane.input_id[:8])}'
-                    f"</code> {esc(shown)}</td>{cells}</tr>")
-    return (f"<table id=\"inputs\"><tr><th>input</th>{head}</tr>{''.join(rows)}</table>"
-            if rows else "<p>No user input was traced.</p>")
+        letter = "Q" if lane.kind == "question" else "S"
+        rows.append(f'<tr class="lane" data-kind="{lane.kind}"><td class="nowrap">'
+                    f"{letter}{lane.number} {esc(lane.kind)}</td>"
+                    f'<td title="{esc(text)}">{esc(shown)}</td>{cells}</tr>')
+    return (f"<table id=\"inputs\"><tr><th class=\"nowrap\">input</th><th>text</th>{head}</tr>"
+            f"{''.join(rows)}</table>" if rows else "<p>No user input was traced.</p>")
 
 
 def _endings(page: ReplayPage) -> str:
@@ -317,18 +255,38 @@ def _endings(page: ReplayPage) -> str:
             f"</tr>{rows}</table>")
 
 
+def _zoom(page: ReplayPage) -> str:
+    """The two zooms, switched by radio buttons and CSS alone (the page runs no script)."""
+    fit, window = scale_top(page, False), scale_top(page, True)
+    if fit == window:
+        return f'<div class="scroll" id="view-fit">{timeline_svg(page)}</div>'
+    return ('<div class="zoom"><input type="radio" name="zoom" id="zoom-fit" checked>'
+            f'<label for="zoom-fit">fit the bars (0 to {fit} tokens)</label>'
+            '<input type="radio" name="zoom" id="zoom-window">'
+            f'<label for="zoom-window">the whole window (0 to {window})</label>'
+            f'<div class="scroll" id="view-fit">{timeline_svg(page)}</div>'
+            f'<div class="scroll" id="view-window">{timeline_svg(page, True)}</div></div>')
+
+
 def render_page(page: ReplayPage) -> str:
     """The whole replay page as HTML text."""
     crashes = "".join(f"<li>before request #{c.after_bars + 1}: {esc(c.text)}</li>"
                       for c in page.crashes)
+    book = MessageBook()
+    by_slot: dict[int, list[Mark]] = {}
+    for mark in page.marks:
+        by_slot.setdefault(mark.slot, []).append(mark)
     body = [f"<h1>Replay: {esc(page.name)}</h1>",
+            f'<p class="partial" id="partial">The replay stopped early: {esc(page.partial)}. '
+            "The page shows what happened until then.</p>" if page.partial else "",
             f"<p>{esc(page.description)}</p>" if page.description else "",
             _agents(page),
-            "<h2>Model requests</h2>", _legend(),
-            f'<div class="scroll">{timeline_svg(page)}</div>',
+            "<h2>Timeline</h2>", _legend(), _zoom(page),
             f'<p class="note">{esc(HOW)}</p>',
-            *(_request(i, bar, page) for i, bar in enumerate(page.bars) if bar.kind != "none"),
-            "<h2>Inputs and their delivery states, Run by Run</h2>", _lanes(page),
+            *(_request(i, bar, page, book, by_slot) for i, bar in enumerate(page.bars)
+              if bar.kind != "none"),
+            _episodes(page),
+            "<h2>Inputs and their deliveries, request by request</h2>", _lanes(page),
             "<h2>How each Run ended</h2>", _endings(page)]
     if crashes:
         body += ["<h2>Crashes and takeovers</h2>", f"<ul id=\"crashes\">{crashes}</ul>"]

@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ctxspec.conformance.replay_marks import Names
+
 Event = Mapping[str, Any]
 
 
@@ -52,11 +54,13 @@ def _model_usage(event: Event) -> list[str]:
             f"{event['output_tokens']}"]
 
 
-def _hook_decided(event: Event) -> list[str]:
-    changed = ", ".join(event["changes"]) or "no change"
+def _hook_decided(event: Event, names: Names) -> list[str]:
+    """Named as the scenario numbers it, its fields by name (Q430): ``hook tool.pre_call #1
+    item 1 (allow): write #1 arguments.path="reports/a.md"``."""
+    changed = ", ".join(names.field(key) + sep + value for key, sep, value in
+                        (str(c).partition("=") for c in event["changes"])) or "no change"
     problems = f" [{', '.join(event['diagnostics'])}]" if event["diagnostics"] else ""
-    return [f"  hook {event['point']} #{event['chain_position']}: {event['decision']}, "
-            f"{changed}{problems}"]
+    return [f"  hook {names.hook(event)}: {changed}{problems}"]
 
 
 def _tool_executed(event: Event) -> list[str]:
@@ -70,8 +74,8 @@ def _tool_executed(event: Event) -> list[str]:
 def _capability_called(event: Event) -> list[str]:
     arguments = json.dumps(dict(event["effective_input"]), ensure_ascii=False)
     proposed = json.dumps(dict(event["proposed_input"]), ensure_ascii=False)
-    note = "" if arguments == proposed else \
-        f" (mapped {proposed}; changed by hook #{', #'.join(map(str, event['modified_by']))})"
+    items = ", ".join(str(position + 1) for position in event["modified_by"])
+    note = "" if arguments == proposed else f" (mapped {proposed}; changed by item {items})"
     return [f"  capability {event['tool']}{arguments}{note} → {event['outcome']}"]
 
 
@@ -91,7 +95,6 @@ LINES: Mapping[str, Callable[[Event], list[str]]] = {
     "client_event": _client_event,
     "model_request": _model_request,
     "model_usage": _model_usage,
-    "hook_decided": _hook_decided,
     "tool_executed": _tool_executed,
     "compaction": lambda e: [f"  compaction {e['step']}: {e['detail']}"],
     "delivery": lambda e: [f"  input {str(e['input_id'])[:8]} {e['state']}"],
@@ -112,11 +115,30 @@ LINES: Mapping[str, Callable[[Event], list[str]]] = {
 event another runtime adds) is left out."""
 
 
+_BATCH = 10_000
+"""Events after a hook read to name the call it changed (the batch it is in runs within them)."""
+
+
 def timeline(events: Iterable[Event]) -> list[str]:
     """The timeline of a neutral trace (a driver's ``trace()``), one line per thing shown."""
+    trace = list(events)
+    names = Names({}, {}, {})
     lines: list[str] = []
-    for event in events:
-        render = LINES.get(str(event.get("kind")))
+    requests = 0
+    for at, event in enumerate(trace):
+        kind = str(event.get("kind"))
+        if kind == "hook_called":
+            names.invocations[event["point"]] = names.invocations.get(event["point"], 0) + 1
+        elif kind == "hook_decided":
+            later = trace[at + 1:at + 1 + _BATCH]
+            for change in event["changes"]:
+                if str(change).startswith("tool_call:"):
+                    names.batch(str(change).split(".")[0].removeprefix("tool_call:"), later)
+            lines.extend(_hook_decided(event, names))
+        render = LINES.get(kind)
         if render is not None:
             lines.extend(render(event))
+        if kind == "model_request":
+            names.learn(requests, event["view"]["messages"])
+            requests += 1
     return lines

@@ -20,7 +20,7 @@ from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-INSTALL = "apt-get install -y chromium chromium-driver"
+INSTALL = "apt-get install -y chromium chromium-driver fonts-noto-cjk"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars")
@@ -139,10 +139,10 @@ def replayed(example: Path, crash: dict[str, Any] | None = None
     return scenario, trace
 
 
-def screenshots(target: Path) -> list[Path]:
-    """The pictures docs/design-review.md shows: each worked example's replay page, and the
-    report of a runtime with a float-rounded trigger (the FLOAT-THRESHOLD mutant) over every
-    case outside the crash matrix."""
+def screenshots(target: Path, report: bool = True) -> list[Path]:
+    """The pictures docs/design-review.md shows: each worked example's replay page, and (unless
+    ``report`` is False) the report of a runtime with a float-rounded trigger (the
+    FLOAT-THRESHOLD mutant) over every case outside the crash matrix."""
     from ctxspec.conformance.cases import CASES
     from ctxspec.conformance.driver import ReferenceDriver
     from ctxspec.conformance.harness import confirm_capabilities, run_suite
@@ -169,6 +169,8 @@ def screenshots(target: Path) -> list[Path]:
             browser.open(page)
             written.append(target / "replay-crash-takeover.png")
             browser.screenshot(written[-1])
+            if not report:
+                return written
             mutant = next(m for m in all_mutants() if m.id == "FLOAT-THRESHOLD")
             cases = [c for c in CASES if c.source != "§10 crash matrix"]
             began = time.perf_counter()
@@ -188,5 +190,10 @@ def screenshots(target: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for path in screenshots(Path(__file__).resolve().parent.parent / "docs" / "images"):
+    import sys
+
+    # ``python -m tests.browser replay``: the replay pages' pictures only (seconds, not the
+    # suite run the report's picture needs).
+    for path in screenshots(Path(__file__).resolve().parent.parent / "docs" / "images",
+                            report=sys.argv[1:] != ["replay"]):
         print(path)

@@ -31,7 +31,7 @@ const box = e => { const r = e.getBoundingClientRect();
 const svg = document.getElementById('timeline');
 return {
   svg: box(svg),
-  baseline: box(document.getElementById('baseline')).top,
+  baseline: box(svg.querySelector('line.baseline')).top,
   lines: [...svg.querySelectorAll('line.budget-line')].map(l => ({
     name: l.dataset.line, value: +l.dataset.value, ...box(l)})),
   bars: [...svg.querySelectorAll('g.bar')].map(g => ({kind: g.dataset.kind,

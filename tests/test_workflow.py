@@ -207,8 +207,9 @@ def test_the_replay_timeline_shows_the_nodes_and_the_graph_state() -> None:
     lines = timeline(run(example()).trace())
     assert "node publish (capability node) starts" in lines
     assert '  capability publish{"text": "Three fixes shipped; no incidents.", "channel": ' \
-        '"#weekly"} (mapped {"text": "Three fixes shipped; no incidents."}; changed by hook ' \
-        '#0) → ok' in lines
+        '"#weekly"} (mapped {"text": "Three fixes shipped; no incidents."}; changed by item ' \
+        '1) → ok' in lines  # the chain's first item, numbered from 1 as a scenario numbers it
+    assert '  hook capability.pre_call #1 item 1 (allow): input.channel="#weekly"' in lines
     assert '  graph state published = "posted to #weekly" (by publish)' in lines
     assert lines[-1] == "workflow ended: completed"
 

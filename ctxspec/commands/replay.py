@@ -11,6 +11,7 @@ from ctxspec.commands.options import Count, folder_of, writable, write_page
 from ctxspec.reference.budget import ConfigurationError, resolve_budget
 
 if TYPE_CHECKING:  # the conformance package is imported by the command only
+    from ctxspec.conformance.driver import ReferenceDriver
     from ctxspec.conformance.scenario import Scenario
 # --- replay ------------------------------------------------------------------------------
 
@@ -27,7 +28,6 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
         writable(folder_of(html_file, "--html"), "--html")
     from ctxspec.conformance.driver import ReferenceDriver, run_scenario
     from ctxspec.conformance.scenario import ScenarioError, load_scenario
-    from ctxspec.conformance.timeline import timeline
     from ctxspec.reference.ports import ScriptExhausted
 
     try:
@@ -39,12 +39,21 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
     try:
         run_scenario(scenario, lambda: driver)
     except ScriptExhausted as error:
+        # What happened until the script ran out is still the story: printed, and the page.
+        if html_file is not None:
+            _write_html(html_file, scenario, driver, partial=f"the script ran out: {error}")
+        _print(scenario, driver, as_json)
         raise click.ClickException(f"the scenario's script ran out: {error}") from error
     except ScenarioError as error:  # a hook target with nothing behind it at its call
         raise click.UsageError(f"malformed scenario: {error}") from error
     if html_file is not None:
-        from ctxspec.conformance.replay_page import write_replay_page
-        write_page(html_file, lambda: write_replay_page(html_file, scenario, driver.trace()))
+        _write_html(html_file, scenario, driver)
+    _print(scenario, driver, as_json)
+
+
+def _print(scenario: "Scenario", driver: "ReferenceDriver", as_json: bool) -> None:
+    from ctxspec.conformance.timeline import timeline
+
     if as_json:  # the linear form: each message once (conformance/linear_trace.py)
         from ctxspec.conformance.linear_trace import linear
         click.echo(json.dumps(linear(driver.trace()), indent=1, ensure_ascii=False))
@@ -52,6 +61,14 @@ def replay_command(scenario_file: Path, as_json: bool, html_file: Path | None) -
     click.echo(f"scenario {scenario.name}: {scenario.description}".rstrip(": "))
     for line in timeline(driver.trace()):
         click.echo(line)
+
+
+def _write_html(html_file: Path, scenario: "Scenario", driver: "ReferenceDriver",
+                partial: str = "") -> None:
+    from ctxspec.conformance.replay_page import write_replay_page
+
+    write_page(html_file, lambda: write_replay_page(html_file, scenario, driver.trace(),
+                                                    partial=partial))
 
 
 def _refuse_bad_budgets(scenario: "Scenario") -> None:
