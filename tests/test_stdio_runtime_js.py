@@ -21,10 +21,13 @@ from ctxspec.conformance.capabilities import declared
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.stdio import StdioDriver
 
-RUNTIME = Path(__file__).parent / "stdio_runtime_js" / "runtime.js"
-SOME = ("ROW-02", "S6-RESULT-READ", "S10-TAKEOVER-BUDGET", "BAD-SCENARIO-FIELD", "ROW-21")
-"""The default tier's cases: a §12 row, a preview read, the crash case, a refusal and one it
-cannot run (ROW-21 needs compaction)."""
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "tests" / "stdio_runtime_js" / "runtime.js"
+SOME = ("ROW-02", "S6-RESULT-READ", "EX7-BUDGET", "S10-TAKEOVER-BUDGET", "BAD-SCENARIO-FIELD",
+        "ROW-21")
+"""The default tier's cases: a §12 row, a preview read, the §7 example's exact budget (the
+injected estimator), the crash case, a refusal and one it cannot run (ROW-21 needs
+compaction)."""
 
 
 def node(which: Callable[[str], str | None] = shutil.which) -> str:
@@ -78,7 +81,19 @@ def test_the_js_runtime_passes_every_case_it_runs(chosen: tuple[str, ...] | None
     assert {p["capability"]: p["status"] for p in report["probes"]} == dict.fromkeys(
         sorted(capabilities()), "confirmed")
     if chosen is None:  # the whole suite: a modest runtime, but a real one
-        assert report["summary"]["passed"] >= 25, report["summary"]
+        assert report["summary"]["passed"] >= 38, report["summary"]
+
+
+def test_its_estimators_reproduce_every_vector_of_the_spec() -> None:
+    # chars, bytes and content written in JavaScript from the guide's rules alone give every
+    # count (and, for content, the scenario texts in order) of spec/estimators.json.
+    vectors = json.loads((ROOT / "spec" / "estimators.json").read_text("utf-8"))["vectors"]
+    done = subprocess.run([node(), str(RUNTIME.parent / "check_estimators.js")],
+                          capture_output=True, text=True, check=False)
+    checked = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [c["id"] for c in checked] == [v["id"] for v in vectors], done.stderr
+    wrong = [c for c in checked if c["counted"] != c["expected"] or not c["texts_match"]]
+    assert not wrong and done.returncode == 0, wrong
 
 
 def test_its_crash_is_a_real_death_and_a_restart_on_its_store() -> None:

@@ -2,14 +2,16 @@
 // A small agent runtime in JavaScript (Node 20, no packages) that speaks the ctxspec stdio
 // protocol version 2. Written from docs/stdio-protocol.md, docs/scenarios.md,
 // docs/implementing-a-driver.md and the spec/ data alone: no Python of the project runs here.
-// What it implements and what it leaves out: README.md beside it.
+// What it implements and what it leaves out: README.md beside it; its estimators: estimators.js.
 "use strict";
 const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 const readline = require("node:readline");
 
-const CAPABILITIES = ["root_loop", "crash:batch_fed_back"];
+const { estimate, scenarioTexts } = require("./estimators.js");
+
+const CAPABILITIES = ["root_loop", "estimator_injection", "crash:batch_fed_back"];
 const PREVIEW_CHARS = 4000; // docs/scenarios.md "tools": a longer result is a bounded preview
 const SCHEMA = JSON.parse(fs.readFileSync(
   path.join(__dirname, "..", "..", "spec", "schemas", "Scenario.json"), "utf8"));
@@ -93,6 +95,7 @@ class Session {
   constructor(scenario, store, world, trace) {
     this.agent = scenario.agent;
     this.crash = scenario.crash;
+    this.texts = this.agent.estimator === "content" ? scenarioTexts(scenario) : null;
     this.store = store;
     this.world = world;
     this.trace = trace;
@@ -332,11 +335,11 @@ class Session {
   }
 
   estimate(rendered) {
-    // This runtime's own estimator (it declares no estimator_injection): one token per
-    // character of everything it sends, content and tool schemas.
-    return rendered.messages.reduce((n, m) => n + chars(m.content).length
-      + m.tool_calls.reduce((k, c) => k + chars(c.name + c.arguments).length, 0), 0)
-      + rendered.tool_schemas.reduce((n, s) => n + chars(s).length, 0);
+    // The estimator the scenario names, over every message's text as sent and every tool
+    // schema offered (docs/implementing-a-driver.md "Exact token arithmetic").
+    const request = { messages: rendered.messages.map((m) => ({ role: m.role, text: m.content })),
+      tool_schemas: rendered.tool_schemas };
+    return estimate(this.agent.estimator, request, this.texts);
   }
 
   // --- inputs and deliveries ---------------------------------------------------------------
