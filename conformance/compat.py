@@ -141,6 +141,9 @@ class Profile:
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     """How the adapter maps the design onto the framework, one sentence each."""
+    stated: bool = True
+    """False for the profile a driver without ``compat_profile`` gets: then nothing is known
+    of who supplies a capability, and the report says so (docs/implementing-a-driver.md §9)."""
 
 
 def profile_of(driver: object, driver_spec: str) -> Profile:
@@ -148,7 +151,7 @@ def profile_of(driver: object, driver_spec: str) -> Profile:
     if isinstance(found, Profile):
         return found
     module = driver_spec.partition(":")[0]
-    return Profile(runtime=module.rsplit(".", 1)[-1] or "runtime")
+    return Profile(runtime=module.rsplit(".", 1)[-1] or "runtime", stated=False)
 
 
 def rows_of(case: Case) -> tuple[int, ...]:
@@ -278,6 +281,7 @@ def build_report(profile: Profile, driver_spec: str, results: Sequence[CaseResul
             i for i, status in default_statuses.items() if statuses.get(i) != status),
         "notes": list(profile.notes),
         "cases": statuses,
+        **({} if profile.stated else {"profile": False}),
     }
 
 

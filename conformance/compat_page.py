@@ -114,9 +114,12 @@ def _settings(settings: Sequence[Mapping[str, Any]]) -> list[str]:
 def _capabilities(report: Mapping[str, Any]) -> list[str]:
     lines = ["## Capabilities declared", ""]
     supplied = report["adapter_supplied"]
+    # Without a profile nobody said which capabilities the adapter adds: none is the framework's.
+    nobody = "not stated (the driver has no `compat_profile`)"
+    framework = "the framework" if report.get("profile", True) else nobody
     lines += _table(["capability", "probe", "supplied by"], [
         (f"`{name}`", report["probes"].get(name, "not probed"),
-         f"the adapter: {supplied[name]}" if name in supplied else "the framework")
+         f"the adapter: {supplied[name]}" if name in supplied else framework)
         for name in report["capabilities"]])
     return [*lines, ""]
 

@@ -7,19 +7,17 @@ ask, supplement, stop, advance — and finally asked for its neutral trace. It d
 capabilities; a case needing one it lacks is reported unsupported, never passed.
 """
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 from uuid import UUID, uuid5
 
+from ctxspec.conformance.driver_config import agent_config, workflow_node
 from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.phases import CRASH_CAPABILITIES, REFERENCE_COMMITS
 from ctxspec.conformance.scenario import (
     AUDITOR,
-    AgentDoc,
     HistoryReadDoc,
-    NodeDoc,
     Scenario,
     ScenarioError,
     ScriptedHooks,
@@ -41,26 +39,22 @@ from ctxspec.reference.ports import (
     MomentPort,
     NoMoments,
     ToolPort,
-    ToolSpec,
 )
 from ctxspec.reference.runtime import workflow as wf
 from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
-    DELEGATE_TOOL,
     AccessDenied,
-    AgentConfig,
     Crash,
     CrashPlan,
-    ExecutorConfig,
     HistoryCaller,
     ReferenceRuntime,
-    SharedField,
 )
 from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, CommitFailed, Store
 from ctxspec.reference.runtime.trace import (
     BodyDigest,
     HistoryRead,
+    PersistenceFailed,
     RecordBody,
     Restarted,
     Retained,
@@ -69,7 +63,6 @@ from ctxspec.reference.runtime.trace import (
 )
 from ctxspec.reference.runtime.workflow import (
     AgentNode,
-    CapabilityNode,
     Workflow,
     WorkflowControl,
     WorkflowRun,
@@ -86,10 +79,7 @@ CAPABILITIES = frozenset({
 docs/implementing-a-driver.md §4. Of the reference's own choices: it runs a batch's calls one by
 one (``tool_latency`` records the scripted figure on ``tool_executed``, Q58), and its crash
 points are the commits of conformance/phases.py (docs/recovery.md)."""
-DELEGATE_SCHEMA = json.dumps({"name": DELEGATE_TOOL, "parameters": {
-    "type": "object", "properties": {"task": {"type": "string"},
-                                     "constraints": {"type": "array"},
-                                     "materials": {"type": "array"}}}}, sort_keys=True)
+
 
 
 @dataclass(frozen=True)
@@ -177,7 +167,7 @@ class ReferenceDriver:
 
     def _prepare(self, scenario: Scenario, ports: Ports) -> None:
         """Everything ``configure`` sets up but the Session itself."""
-        self.agent, self.ports, self.seed = _agent_config(scenario.agent), ports, scenario.name
+        self.agent, self.ports, self.seed = agent_config(scenario.agent), ports, scenario.name
         self.scenario_name = scenario.name
         self.store, self.clock = Store(), LogicalClock()
         crash = scenario.crash
@@ -190,6 +180,11 @@ class ReferenceDriver:
             self.runtime = self._new(self._pending_crash())
         except (Crash, CommitFailed) as dead:
             self._planned(dead)
+            if isinstance(dead, CommitFailed) and self.crash is not None:
+                # A refused SESSION_OPENED: the runtime traced it, but its trace died with its
+                # constructor; the refusal stays in the trace (the commit_failures probe at
+                # session_opened reads it).
+                self.earlier.add(PersistenceFailed(dead.name, self.crash.occurrence, str(dead)))
             self._restart()
 
     def _planned(self, dead: BaseException) -> None:
@@ -443,7 +438,7 @@ class ReferenceDriver:
                     estimator=own.estimator, clock=clock, seed=seed, lease=HARNESS)
             return runtime, Restarted(plan.commit, plan.occurrence, plan.when)
 
-        stages = tuple(tuple(_node(n) for n in stage) for stage in document.stages)
+        stages = tuple(tuple(workflow_node(n) for n in stage) for stage in document.stages)
         self.workflow_control = WorkflowControl()
         try:
             result = wf.run_workflow(
@@ -456,34 +451,6 @@ class ReferenceDriver:
             self.workflow_control = None
         self.workflow_trace = result.trace
         self.workflow_run = result
-
-
-def _node(node: NodeDoc) -> AgentNode | CapabilityNode:
-    if node.agent_node is not None:
-        doc = node.agent_node
-        return AgentNode(doc.name, _agent_config(doc.agent), doc.question_key, doc.output_key,
-                         doc.on_error)
-    if node.capability_node is None:
-        raise ValueError("a node is an agent_node or a capability_node")
-    capability = node.capability_node
-    return CapabilityNode(capability.name, capability.tool, capability.input,
-                          capability.output_key)
-
-
-def _agent_config(agent: AgentDoc) -> AgentConfig:
-    executor = None if agent.executor is None else ExecutorConfig(
-        agent.executor.system_prompt, tuple(t.spec() for t in agent.executor.tools))
-    tools = tuple(t.spec() for t in agent.tools)
-    if executor is not None and not any(t.name == DELEGATE_TOOL for t in tools):
-        tools += (ToolSpec(DELEGATE_TOOL, DELEGATE_SCHEMA),)
-    return AgentConfig(system_prompt=agent.system_prompt, budget=agent.budget(), tools=tools,
-                       executor=executor, shared=tuple(SharedField(f.name, f.text, f.consumers)
-                                                       for f in agent.shared),
-                       recent_runs=agent.recent_runs, loop_limit=agent.loop_limit,
-                       run_deadline=agent.run_deadline, model_attempts=agent.model_attempts,
-                       tool_quota=agent.tool_quota, persistent_sandbox=agent.persistent_sandbox,
-                       audit_readers=agent.audit_readers,
-                       custom_compaction_prompt=agent.custom_compaction_prompt)
 
 
 class WorkflowDriver(Driver, Protocol):

@@ -2,8 +2,10 @@
 ``spec/schemas/EstimatorVectors.json``) holds requests and, for the ``content`` estimator, the
 scenario document whose texts it counts, each with the count derived by hand from the rule of
 docs/implementing-a-driver.md "Exact token arithmetic" — so a runtime in any language checks
-its own ``chars``, ``bytes`` and ``content`` estimators against the same numbers.
-``tests/test_estimator_vectors.py`` checks the suite's own estimators reproduce every one.
+its own ``chars``, ``bytes`` and ``content`` estimators against the same numbers. The
+``tokenizer`` estimator's vectors are ``spec/estimators-tokenizer.json``, computed by
+conformance/tokenizer_vectors.py with tiktoken directly. ``tests/test_estimator_vectors.py``
+checks the suite's own estimators, and the reference runtime's tokenizer, reproduce every one.
 """
 
 import json
@@ -35,7 +37,7 @@ class VectorRequest(_Doc):
 
 class EstimatorVector(_Doc):
     id: str
-    estimator: Literal["chars", "bytes", "content"]
+    estimator: Literal["chars", "bytes", "content", "tokenizer"]
     scenario: dict[str, Any] | None = Field(default=None, description=(
         "content only: the scenario document (defaults filled in) whose texts count"))
     texts: list[str] | None = Field(default=None, description=(
@@ -50,6 +52,10 @@ class EstimatorVectors(_Doc):
 
     format: Literal["ctxspec-estimator-vectors"] = "ctxspec-estimator-vectors"
     version: int = 1
+    encoding: str | None = Field(default=None, description=(
+        "tokenizer vectors only: the tiktoken encoding whose token counts they use"))
+    rule: str | None = Field(default=None, description=(
+        "tokenizer vectors only: how a request's count is made of its texts' token counts"))
     vectors: list[EstimatorVector]
 
 
@@ -66,6 +72,9 @@ def reproduce(vector: EstimatorVector) -> tuple[int, list[str] | None]:
     if vector.estimator == "content":
         texts = scenario_texts(vector.scenario or {})
         return ContentEstimator(texts).estimate(request).tokens, list(texts)
+    if vector.estimator == "tokenizer":  # the reference runtime's own: its tests check it
+        raise ValueError("a tokenizer vector is checked against the reference runtime's "
+                         "TiktokenEstimator (tests/test_estimator_vectors.py)")
     estimator = CharEstimator() if vector.estimator == "chars" else ByteEstimator()
     return estimator.estimate(request).tokens, None
 

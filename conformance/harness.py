@@ -8,6 +8,7 @@ The trace is read back as plain JSON (a round trip through ``json``), so a case 
 a driver in another language would send.
 """
 
+import contextlib
 import importlib
 import json
 import time
@@ -62,6 +63,9 @@ class ReportLine(BaseModel):
     universal: dict[str, int] = Field(default_factory=dict, description=(
         "violations of the universal checks in the case's traces, by invariant "
         "(docs/conformance.md \"Universal checks\"); empty when none"))
+    log: list[str] = Field(default_factory=list, description=(
+        "the lines a stdio runtime wrote on its standard error while its runs for this case "
+        "were out (docs/stdio-protocol.md \"Log\"); empty for other drivers"))
 
 
 @dataclass(frozen=True)
@@ -72,18 +76,21 @@ class CaseResult:
     seconds: float
     universal: Findings = field(default_factory=Findings)
     """The universal checks' findings on the case's traces (its own and its baseline's)."""
+    log: tuple[str, ...] = ()
+    """What a stdio runtime logged while its runs for this case were out."""
 
     def to_json(self) -> dict[str, object]:
         """The case's entry in ``--json`` output: its report line without the run's context."""
         return self.report_line("").model_dump(
-            include={"id", "title", "source", "requirements", "status", "detail", "universal"})
+            include={"id", "title", "source", "requirements", "status", "detail", "universal",
+                     *(("log",) if self.log else ())})
 
     def report_line(self, driver: str) -> ReportLine:
         return ReportLine(suite_version=SUITE_VERSION, driver=driver, id=self.case.id,
                           title=self.case.title, source=self.case.source,
                           requirements=list(self.case.requirements), status=self.status,
                           detail=self.detail, seconds=round(self.seconds, 6),
-                          universal=self.universal.counts())
+                          universal=self.universal.counts(), log=list(self.log))
 
 
 def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | None = None,
@@ -127,7 +134,7 @@ def scenario_run(driver: Driver | StdioDriver, scenario: Mapping[str, Any]
                  ) -> tuple[Trace, tuple[int, ...] | None]:
     """:func:`scenario_trace`, with the trace's length each time the harness performed a stop
     step (what U-AFTER-STOP reads); None over stdio, where the steps run in the other
-    process."""
+    process (and each run names the case it is for: :func:`for_case`)."""
     if isinstance(driver, StdioDriver):  # the ports live in the other process
         return driver.run_document(dict(scenario)), None
     marked = _StopMarks(driver)
@@ -154,6 +161,20 @@ class _StopMarks:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._driver, name)
+
+
+@contextlib.contextmanager
+def for_case(driver: Driver | StdioDriver, case: str) -> Iterator[None]:
+    """The runs made meanwhile are for ``case`` (a case's ID, or ``probe:<capability>``): a
+    stdio runtime is told so on each ``run`` (docs/stdio-protocol.md)."""
+    if not isinstance(driver, StdioDriver):
+        yield
+        return
+    before, driver.case = driver.case, case
+    try:
+        yield
+    finally:
+        driver.case = before
 
 
 def judged_trace(driver: Driver | StdioDriver, scenario: Mapping[str, Any]
@@ -339,7 +360,10 @@ def run_case(case: Case, factory: DriverFactory,
                    and need in probes and probes[need].status == "not_confirmed"]
     if runs is None or runs.factory is not factory:
         runs = SharedRuns(factory)
-    judged = _judge(case, runs, driver, result)
+    with for_case(driver, case.id):  # its baseline's run too: a stdio factory gives one driver
+        judged = _judge(case, runs, driver, result)
+    if isinstance(driver, StdioDriver):
+        judged = replace(judged, log=tuple(driver.take_log(case.id)))
     if unconfirmed and judged.status != "passed":
         # The probe's verdict is reported once, at the top; the case still shows what it saw.
         return replace(judged, detail=f"{judged.detail}\n(the driver declares "
@@ -430,12 +454,15 @@ def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
     checks judge each probe's trace too: a violation is added to that probe's result (its
     status stays what its sign says) and counted in the report."""
     seen: dict[int, Findings] = {}
+    chosen = probes_for(declared(factory().capabilities))
+    names = {id(each.scenario): f"probe:{each.capability}" for each in chosen}
 
     def trace_of(scenario: Mapping[str, Any]) -> Trace:
-        trace, seen[id(scenario)] = judged_trace(factory(), scenario)
+        driver = factory()
+        with for_case(driver, names.get(id(scenario), "probe")):
+            trace, seen[id(scenario)] = judged_trace(driver, scenario)
         return trace
 
-    chosen = probes_for(declared(factory().capabilities))
     results = probe(declared(factory().capabilities), trace_of, chosen)
     for each in chosen:
         findings = seen.get(id(each.scenario))
@@ -481,10 +508,10 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
                    runs=SharedRuns(factory, suite))
 
 
-def _run_in_worker(case_id: str) -> tuple[str, Status, str, float, Findings]:
+def _run_in_worker(case_id: str) -> tuple[str, Status, str, float, Findings, tuple[str, ...]]:
     result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"],
                       _WORKER["runs"])
-    return case_id, result.status, result.detail, result.seconds, result.universal
+    return case_id, result.status, result.detail, result.seconds, result.universal, result.log
 
 
 def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str | None,
@@ -503,9 +530,9 @@ def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str
     pool = ProcessPoolExecutor(jobs, initializer=_start_worker,
                                initargs=(driver_spec, stdio, dict(probes)))
     try:
-        for case_id, status, detail, seconds, universal in pool.map(
+        for case_id, status, detail, seconds, universal, log in pool.map(
                 _run_in_worker, list(chosen), chunksize=run):
-            yield CaseResult(chosen[case_id], status, detail, seconds, universal)
+            yield CaseResult(chosen[case_id], status, detail, seconds, universal, log)
     finally:
         # Stopped (Ctrl-C, SIGTERM, a consumer that stops reading): the runs not started are
         # dropped, not run to the end; the workers finish the cases in hand and exit, closing

@@ -302,7 +302,9 @@ class CrashDoc(Doc):
 
 
 class Scenario(Doc):
-    """A scenario document (JSON)."""
+    """A scenario document (JSON). Over the stdio protocol (version 2) it arrives with every
+    default of this schema filled in: each field present, ``null`` where its default is
+    none (docs/stdio-protocol.md)."""
 
     scenario_version: Annotated[Literal[1], INTEGER]
     name: str = Field(min_length=1)
@@ -369,6 +371,17 @@ def parse_scenario(document: Mapping[str, Any] | str | bytes) -> Scenario:
         raise ScenarioError(validation_problems(error, "scenario")) from None
 
 
+def filled_in(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with every default this schema gives filled in, as the stdio protocol
+    sends it (docs/stdio-protocol.md): what it means is unchanged (it parses to the same
+    scenario), and a runtime in another language need not know our defaults. A document this
+    schema refuses is given back as written, for the runtime to refuse."""
+    try:
+        return parse_scenario(document).model_dump(mode="json", by_alias=True)
+    except ScenarioError:
+        return dict(document)
+
+
 def load_scenario(path: Path) -> Scenario:
     try:
         data = read_regular(path, MAX_DOCUMENT_BYTES)
@@ -417,6 +430,7 @@ __all__ = [
     "UsageDoc",
     "WorkflowDoc",
     "WriteDoc",
+    "filled_in",
     "load_scenario",
     "parse_scenario",
     "scenario_schema",

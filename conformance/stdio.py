@@ -1,11 +1,18 @@
-"""The stdio protocol v1 (docs/stdio-protocol.md): a runtime in another language is driven as a
+"""The stdio protocol v2 (docs/stdio-protocol.md): a runtime in another language is driven as a
 subprocess, one JSON object per line each way.
 
-The harness sends ``{"protocol": "ctxspec-stdio", "version": 1, "op": "hello"}`` and the runtime
-answers ``{"ok": true, "version": 1, "capabilities": [...]}``; then one ``{"op": "run",
-"scenario": {...}}`` per case, answered ``{"ok": true, "trace": [...]}`` (the neutral trace as
-JSON) or ``{"ok": false, "error": "..."}``; finally ``{"op": "bye"}``. The runtime scripts the
-model, tools and hooks from the scenario itself, exactly as the scenario document describes.
+The harness sends ``{"protocol": "ctxspec-stdio", "version": 2, "op": "hello"}`` and the runtime
+answers ``{"ok": true, "version": 2, "capabilities": [...]}``; then one ``{"op": "run", "case":
+ID, "scenario": {...}, "store": DIR}`` per run a case or probe needs (the scenario with every
+default filled in), answered ``{"ok": true, "trace": [...]}`` (the neutral trace as JSON) or
+``{"ok": false, "error": "..."}``; finally ``{"op": "bye"}``. The runtime scripts the model,
+tools and hooks from the scenario itself, exactly as the scenario document describes.
+
+A runtime that dies at the scenario's ``crash`` says so (``"died": true``, its trace so far and
+its ``world``) and exits; the harness starts the command again and sends ``{"op": "restart",
+...}`` with the same scenario and store and the world echoed, and the new process answers the
+rest of the trace. What the runtime writes on its standard error is its log: each request's
+lines reach that case's report. A runtime of version 1 is still spoken to in version 1 (Q360).
 
 Both sides distrust the other (docs/robustness.md): every read has a time limit and a line
 limit, every message is validated against its published schema, and the harness ends the
@@ -20,6 +27,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Annotated, Any, Literal
@@ -35,14 +43,20 @@ from ctxspec.conformance.documents import (
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.linear_trace import TraceFormatError, events_of, linear
-from ctxspec.conformance.scenario import ScenarioError, parse_scenario
-from ctxspec.conformance.stdio_process import descendants, end_all, start, write_within
+from ctxspec.conformance.scenario import ScenarioError, filled_in, parse_scenario
+from ctxspec.conformance.stdio_process import Log, descendants, end_all, start, write_within
 from ctxspec.limits import shown
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.ports import ScriptExhausted
 
 PROTOCOL = "ctxspec-stdio"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)
+"""The versions this harness speaks: version 2 added ``case``, ``store``, the crash operation
+(``died``, ``restart``) and the log; a runtime of version 1 is spoken to as before (Q360)."""
+RESTARTS = 8
+"""Deaths of one run at most: a scenario has one crash, so a runtime that dies more often is
+broken (it is ended, and named)."""
 READ_TIMEOUT = 60.0
 """Seconds the harness waits for each answer line by default (``--stdio-timeout``): the
 reference answers the largest case in well under a second."""
@@ -60,10 +74,19 @@ class StdioRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     protocol: Literal["ctxspec-stdio"]
-    version: Annotated[Literal[1], INTEGER]
-    op: Literal["hello", "run", "bye"]
-    scenario: dict[str, Any] | None = Field(
-        default=None, description="with op run: a scenario document (Scenario.json)")
+    version: Annotated[Literal[1, 2], INTEGER]
+    op: Literal["hello", "run", "restart", "bye"]
+    scenario: dict[str, Any] | None = Field(default=None, description=(
+        "with op run and restart: a scenario document (Scenario.json), every default filled "
+        "in (version 2; a document the harness cannot read is sent as the case wrote it)"))
+    case: str | None = Field(default=None, description=(
+        "with op run and restart (version 2): the ID of the case the run is for, or "
+        "probe:<capability> for a capability's probe"))
+    store: str | None = Field(default=None, description=(
+        "with op run and restart (version 2): an empty directory of this run alone, where the "
+        "runtime keeps what must outlive its process; restart names the same one"))
+    world: Any = Field(default=None, description=(
+        "with op restart: the world of the died answer, unchanged"))
 
 
 class StdioAnswer(BaseModel):
@@ -76,7 +99,8 @@ class StdioAnswer(BaseModel):
     version: int | None = None
     capabilities: list[str] | None = None
     trace: list[dict[str, Any]] | dict[str, Any] | None = Field(default=None, description=(
-        "with op run: the trace, a list of events or its linear form (trace_format 2)"))
+        "with op run or restart: the trace, a list of events or its linear form (trace_format "
+        "2); with died, the events up to the death"))
     error: str | None = None
     code: ErrorCode | None = Field(default=None, description=(
         "with ok false: the code of the closed set, where one applies (SCENARIO_INVALID, "
@@ -84,6 +108,12 @@ class StdioAnswer(BaseModel):
     exhausted: bool | None = Field(default=None, description=(
         "with ok false: a scripted port ran out — the runtime asked for more calls than the "
         "scenario scripts; the harness reports the case failed, not error"))
+    died: bool | None = Field(default=None, description=(
+        "with ok true (version 2): the runtime died at the scenario's crash and exits now; "
+        "the harness starts it again and sends restart"))
+    world: Any = Field(default=None, description=(
+        "with died: what outlives the runtime but is not its store — the scripted ports' "
+        "places, the clock, the step the harness was performing — echoed on restart"))
 
 
 class ProtocolError(RuntimeError):
@@ -159,43 +189,74 @@ class StdioDriver:
         """A request is out and its answer not read (an interrupt came in between): the
         exchange is out of step, so closing kills rather than says bye."""
         self._buffer = bytearray()
-        # A session of its own: ending it ends whatever the command started, too; and it
-        # ends if the harness is killed (conformance/stdio_process.py).
-        self.process = start(parse_command(command))
         self.escaped: list[int] = []
+        """Processes of the runtime that had left its session when it was ended (reported)."""
         self._family: list[int] = []
         """The runtime's descendants listed when it was asked to leave (see close)."""
-        """Processes of the runtime that had left its session when it was ended (reported)."""
+        self.version = VERSION
+        self.case: str | None = None
+        """The case (or probe:<capability>) the runs are for now (harness.for_case)."""
+        self.logs: dict[str | None, list[str]] = {}
+        """Log lines by the case whose request was out (None: hello, bye, a run without one)."""
+        self.process, self.log = self._launch()
+        self.capabilities = self._hello()
+        self.result: list[dict[str, Any]] = []
+
+    def _launch(self) -> "tuple[subprocess.Popen[bytes], Log]":
+        # A session of its own: ending it ends whatever the command started, too; and it
+        # ends if the harness is killed (conformance/stdio_process.py).
+        self._buffer = bytearray()
+        return start(parse_command(self.command)), Log()
+
+    def _hello(self) -> frozenset[str]:
+        """The capabilities, in the newest version both sides speak: a runtime of version 1
+        answers a version 2 hello with its own version, or refuses it (then it is greeted in
+        version 1)."""
         try:
             hello = self._ask({"op": "hello"})
-            if hello.version != VERSION:
+            if not hello.ok and self.version == VERSION:
+                self.version = 1
+                hello = self._ask({"op": "hello"})
+            if hello.version in VERSIONS and hello.version != self.version and hello.ok:
+                self.version = hello.version
+            if hello.version != self.version:
                 raise ProtocolError(f"{self.command!r} speaks stdio protocol version "
-                                    f"{hello.version!r}; this harness speaks {VERSION}")
+                                    f"{hello.version!r}; this harness speaks "
+                                    f"{' and '.join(map(str, VERSIONS))}")
             if not hello.ok or hello.capabilities is None:
                 raise ProtocolError(f"{self.command!r} answered hello without ok and its "
                                     "capabilities")
         except BaseException:
             self.kill()
             raise
-        self.capabilities = frozenset(hello.capabilities)
-        self.result: list[dict[str, Any]] = []
+        return frozenset(hello.capabilities)
 
-    def _ask(self, message: dict[str, Any]) -> StdioAnswer:
+    def _ask(self, message: dict[str, Any], case: str | None = None) -> StdioAnswer:
         if self.broken is not None:
             raise ProtocolError(f"the runtime is gone: {self.broken}")
         try:
-            return self._exchange(message)
+            try:
+                return self._exchange(message)
+            finally:  # what it logged meanwhile, even on the way to a broken answer
+                self.log.drain(self.process)
+                lines = self.log.take()
+                if lines:
+                    self.logs.setdefault(case, []).extend(lines)
         except ProtocolError as error:
-            self.broken = str(error)
+            self.broken = f"{error}{self.log.said()}"
             self.kill()
-            raise
+            raise ProtocolError(self.broken) from None
+
+    def take_log(self, case: str | None) -> list[str]:
+        """The lines the runtime logged while requests for ``case`` were out (once)."""
+        return self.logs.pop(case, [])
 
     def _exchange(self, message: dict[str, Any]) -> StdioAnswer:
         stdin = self.process.stdin
         if stdin is None:
             raise ProtocolError("the subprocess has no pipes")
         # ASCII, as the server answers: valid UTF-8 whatever the scenario's text holds.
-        line = json.dumps({"protocol": PROTOCOL, "version": VERSION, **message}) + "\n"
+        line = json.dumps({"protocol": PROTOCOL, "version": self.version, **message}) + "\n"
         self._waiting = True
         problem = write_within(self.process, line.encode("ascii"), self.timeout, self.stop,
                                STOP_CHECK)
@@ -214,6 +275,9 @@ class StdioDriver:
         end = self._buffer.find(b"\n")
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
+            stderr = self.process.stderr
+            if stderr is not None and not stderr.closed:
+                selector.register(stderr, selectors.EVENT_READ, "log")
             while end < 0:  # each byte is looked at once: a long line costs linear time
                 if len(self._buffer) > self.max_line:
                     raise ProtocolError(f"{self.command!r} wrote a line longer than "
@@ -224,7 +288,10 @@ class StdioDriver:
                                         f"{self.timeout:g} s")
                 ready = selector.select(min(left, STOP_CHECK))
                 self.stop()  # also between the bytes of a line that trickles in
-                if not ready:
+                for key, _ in ready:
+                    if key.data == "log" and not self.log.read(key.fd):
+                        selector.unregister(key.fileobj)  # it closed its log: read no more
+                if not any(key.data is None for key, _ in ready):
                     continue
                 chunk = os.read(stdout.fileno(), 1 << 16)
                 if not chunk:
@@ -256,7 +323,29 @@ class StdioDriver:
                                 f"{validation_problems(error, 'answer')}") from None
 
     def run_document(self, scenario: dict[str, Any]) -> list[dict[str, Any]]:
-        answer = self._ask({"op": "run", "scenario": scenario})
+        """The trace of one run of ``scenario`` (for the case :attr:`case`), its defaults
+        filled in; in version 2 across every death at its crash: the process ends, the command
+        starts again and restarts on the run's store."""
+        document, case = filled_in(scenario), self.case
+        if self.version == 1:
+            return self._events(self._ask({"op": "run", "scenario": document}, case))
+        with tempfile.TemporaryDirectory(prefix="ctxspec-store-") as store:
+            request: dict[str, Any] = {"op": "run", "case": case, "scenario": document,
+                                       "store": store}
+            events: list[dict[str, Any]] = []
+            for _ in range(RESTARTS):
+                answer = self._ask(request, case)
+                if not (answer.ok and answer.died is True):
+                    return events + self._events(answer)
+                events += self._events(answer)
+                self._restart(case)
+                request = {**request, "op": "restart", "world": answer.world}
+        self.broken = (f"{self.command!r} died {RESTARTS} times in one run (a scenario has "
+                       "one crash)")
+        self.kill()
+        raise ProtocolError(self.broken)
+
+    def _events(self, answer: StdioAnswer) -> list[dict[str, Any]]:
         if not answer.ok and answer.exhausted is True:
             raise ScriptExhausted(str(answer.error))
         if not answer.ok:
@@ -269,6 +358,31 @@ class StdioDriver:
             return events_of(answer.trace)
         except TraceFormatError as error:
             raise ProtocolError(f"the runtime's linear trace is malformed: {error}") from None
+
+    def _restart(self, case: str | None) -> None:
+        """After a died answer: the process must exit within the time limit (it is ended
+        either way, with all it started); then the command starts again and must declare the
+        same capabilities."""
+        deadline = time.monotonic() + self.timeout
+        while self.process.poll() is None and time.monotonic() < deadline:
+            self.stop()
+            time.sleep(0.01)
+        alive = self.process.poll() is None
+        self.log.drain(self.process)
+        self.logs.setdefault(case, []).extend(self.log.take())
+        self.kill()
+        if alive:
+            self.broken = (f"{self.command!r} answered died but was still running after "
+                           f"{self.timeout:g} s")
+            raise ProtocolError(self.broken)
+        before = self.capabilities
+        self.process, self.log = self._launch()
+        self.capabilities = self._hello()
+        if self.capabilities != before:
+            self.broken = (f"{self.command!r} declared other capabilities after its restart: "
+                           f"{sorted(self.capabilities ^ before)}")
+            self.kill()
+            raise ProtocolError(self.broken)
 
     def close(self) -> None:
         """Say bye, close its input and reap it; one that does not leave is killed. A runtime
@@ -303,7 +417,7 @@ class StdioDriver:
             self.escaped += escaped
             print(f"ctxspec: {self.command!r} left {len(escaped)} process(es) outside its "
                   f"session ({', '.join(map(str, escaped))}); ended them", file=sys.stderr)
-        for pipe in (self.process.stdin, self.process.stdout):
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
@@ -336,20 +450,26 @@ def _request(line: str, max_line: int) -> StdioRequest:
         raise ValueError(f"request.scenario: a scenario is a JSON object (got {shown(scenario)})")
     if isinstance(document, dict) and (document.get("protocol") != PROTOCOL
                                        or type(document.get("version")) is not int
-                                       or document.get("version") != VERSION):
-        raise ValueError(f"expected protocol {PROTOCOL} version {VERSION}")
+                                       or document.get("version") not in VERSIONS):
+        raise ValueError(f"expected protocol {PROTOCOL} version "
+                         f"{' or '.join(map(str, VERSIONS))}")
     try:
         request = StdioRequest.model_validate_json(json.dumps(document), strict=True)
     except ValidationError as error:
         raise ValueError(validation_problems(error, "request")) from None
     request = request.model_copy(update={"scenario": scenario})
-    if (request.op == "run") != (request.scenario is not None):
-        raise ValueError("request.scenario: goes with op run, and only with it")
+    if (request.op in ("run", "restart")) != (request.scenario is not None):
+        raise ValueError("request.scenario: goes with op run and restart, and only with them")
+    if request.version == 1 and (request.op == "restart" or request.case is not None
+                                 or request.store is not None):
+        raise ValueError("request: restart, case and store are of version 2")
     return request
 
 
 def serve(lines: Iterator[str], out: IO[str], max_line: int = MAX_LINE) -> None:
-    """The reference runtime over the protocol (``ctxspec stdio-driver``)."""
+    """The reference runtime over the protocol (``ctxspec stdio-driver``), versions 1 and 2:
+    its store is in memory, so a crash restarts within the process and the run is answered
+    whole (never ``died``, Q361)."""
     for line in lines:
         try:
             request = _request(line, max_line)
@@ -361,8 +481,13 @@ def serve(lines: Iterator[str], out: IO[str], max_line: int = MAX_LINE) -> None:
             _write(out, {"ok": True})
             return
         if request.op == "hello":
-            _write(out, {"ok": True, "version": VERSION,
+            _write(out, {"ok": True, "version": request.version,
                          "capabilities": sorted(ReferenceDriver.capabilities)})
+            continue
+        if request.op == "restart":  # its crashes restart within the process (Q361)
+            _write(out, {"ok": False, "code": ErrorCode.STDIO_REQUEST_INVALID.value,
+                         "error": "request.op: restart follows a died answer, and this "
+                                  "runtime never dies: it restarts within its process"})
             continue
         _write(out, _run(request.scenario or {}))
 
@@ -416,5 +541,6 @@ def main(max_line: int = MAX_LINE) -> None:
     serve(read_lines(sys.stdin.buffer, max_line), sys.stdout, max_line)
 
 
-__all__ = ["MAX_LINE", "PROTOCOL", "READ_TIMEOUT", "VERSION", "ProtocolError", "StdioAnswer",
-           "StdioDriver", "StdioRequest", "Stop", "parse_command", "read_lines", "serve"]
+__all__ = ["MAX_LINE", "PROTOCOL", "READ_TIMEOUT", "VERSION", "VERSIONS", "ProtocolError",
+           "StdioAnswer", "StdioDriver", "StdioRequest", "Stop", "parse_command", "read_lines",
+           "serve"]

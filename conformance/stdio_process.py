@@ -8,6 +8,9 @@ ended with every process it started (issue #35).
   (success, failure, Ctrl-C, SIGTERM) still end it.
 - **A write** to a runtime that stopped reading waits at most the time limit, as a read does:
   the pipe is written without blocking, in chunks, while the time lasts.
+- **Its standard error is the log channel** (docs/stdio-protocol.md "Log"): read while the
+  harness waits for an answer (a runtime that writes much there never blocks), each line kept
+  for the report of the case whose request was out (:class:`Log`).
 - **A grandchild that left the session** (it called ``setsid()``) is not reached by ending the
   session: the runtime's descendants are listed from ``/proc`` before it is ended, and each
   still alive outside the session is ended by its pid and reported (Q323).
@@ -38,7 +41,7 @@ def _die_with_parent() -> None:  # runs in the child, between fork and exec
 def start(argv: Sequence[str]) -> "subprocess.Popen[bytes]":
     """The runtime in a session of its own, ended by the kernel if the harness dies."""
     return subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            preexec_fn=_die_with_parent)
+                            stderr=subprocess.PIPE, preexec_fn=_die_with_parent)
 
 
 def write_within(process: "subprocess.Popen[bytes]", data: bytes, timeout: float,
@@ -70,6 +73,68 @@ def write_within(process: "subprocess.Popen[bytes]", data: bytes, timeout: float
             except OSError as error:
                 return f"stopped reading ({error.strerror}; exit code {process.poll()})"
     return None
+
+
+class Log:
+    """The lines a runtime wrote on its standard error, the current request's apart: at most
+    ``MAX_LINES`` of ``MAX_CHARS`` characters each are kept per request (the rest counted),
+    bytes that are not UTF-8 shown as U+FFFD."""
+
+    MAX_LINES = 200
+    MAX_CHARS = 2000
+
+    def __init__(self) -> None:
+        self._partial = bytearray()
+        self.lines: list[str] = []
+        self.dropped = 0
+        self.tail: list[str] = []
+        """The last lines whatever request they came with (a broken runtime's words)."""
+
+    def take(self) -> list[str]:
+        """The current request's lines (and how many were dropped), and start afresh."""
+        lines = self.lines + ([f"(and {self.dropped} more lines)"] if self.dropped else [])
+        self.lines, self.dropped = [], 0
+        return lines
+
+    def feed(self, chunk: bytes) -> None:
+        """Bytes read from the pipe; an empty chunk is its end (a last unended line counts).
+        A line longer than the limit is cut, never held whole."""
+        self._partial += chunk if chunk else b"\n" if self._partial else b""
+        *whole, rest = self._partial.split(b"\n")
+        self._partial = bytearray(rest[:4 * self.MAX_CHARS])
+        for raw in whole:
+            self._keep(raw.decode("utf-8", "replace").rstrip("\r")[:self.MAX_CHARS])
+
+    def _keep(self, line: str) -> None:
+        self.tail = [*self.tail[-9:], line]
+        if len(self.lines) < self.MAX_LINES:
+            self.lines.append(line)
+        else:
+            self.dropped += 1
+
+    def drain(self, process: "subprocess.Popen[bytes]", wait: float = 0.0) -> None:
+        """Read what the pipe holds now (within ``wait`` seconds), without blocking."""
+        stderr = process.stderr
+        if stderr is None or stderr.closed:
+            return
+        with selectors.DefaultSelector() as selector:
+            selector.register(stderr, selectors.EVENT_READ)
+            while selector.select(wait):
+                if not self.read(stderr.fileno()):
+                    return
+
+    def read(self, descriptor: int) -> bool:
+        """One read of the pipe; False at its end."""
+        try:
+            chunk = os.read(descriptor, 1 << 16)
+        except OSError:
+            chunk = b""
+        self.feed(chunk)
+        return bool(chunk)
+
+    def said(self) -> str:
+        """The last lines, for an error message; empty when there were none."""
+        return "; its last log lines: " + " | ".join(self.tail) if self.tail else ""
 
 
 def descendants(pid: int) -> list[int]:
@@ -107,4 +172,4 @@ def end_all(process: "subprocess.Popen[bytes]", listed: Sequence[int] = ()) -> l
     return escaped
 
 
-__all__ = ["descendants", "end_all", "start", "write_within"]
+__all__ = ["Log", "descendants", "end_all", "start", "write_within"]

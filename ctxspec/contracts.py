@@ -199,14 +199,17 @@ def trace_fields() -> TraceFields:
     return table(lookups(CASES, lambda document: runs.trace(document)[0]))
 
 
-DOCUMENTS = ("hooks.json", "trace-fields.json")
+DOCUMENTS = ("hooks.json", "trace-fields.json", "estimators-tokenizer.json")
 
 
 def published(only: tuple[str, ...] = DOCUMENTS) -> dict[str, str]:
     """File name under spec/ → its text, for the contract documents generated here (``only``
     those named)."""
+    from ctxspec.conformance.tokenizer_vectors import document as tokenizer_vectors
+
     makers = {"hooks.json": lambda: render(hook_registry()),
-              "trace-fields.json": lambda: render(trace_fields())}
+              "trace-fields.json": lambda: render(trace_fields()),
+              "estimators-tokenizer.json": lambda: render(tokenizer_vectors())}
     return {name: makers[name]() for name in only}
 
 

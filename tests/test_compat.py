@@ -131,3 +131,18 @@ def test_a_default_failure_names_its_setting_or_is_unexplained() -> None:
     failing = [CaseResult(case, "error", "raised", 0.0)]
     [unverified] = build_report(profile, "x:y", failing, (), {}, "2026-01-02", plain)["failures"]
     assert unverified["configuration"] == "best"
+
+
+def test_without_a_profile_no_capability_is_said_to_be_the_frameworks(tmp_path: Path) -> None:
+    # Issue #33: a driver without compat_profile had every capability "supplied by the
+    # framework". Nothing is known of who supplies it: the report says so, and says why.
+    report = run_compat(ToyDriver, "toy_driver:ToyDriver", by_id(["ROW-02"]), "2026-01-02")
+    assert report["profile"] is False and report["runtime"] == "toy_driver"
+    write_report(tmp_path, report)
+    page = (tmp_path / "toy_driver.md").read_text("utf-8")
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows and all(line.endswith(
+        "| not stated (the driver has no `compat_profile`) |") for line in rows), rows
+    assert "the framework |" not in page
+    # A profiled driver's own capabilities are still the framework's.
+    assert "profile" not in _report()

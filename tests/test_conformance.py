@@ -472,7 +472,7 @@ def test_a_driver_speaking_another_protocol_version_is_refused(tmp_path: Path) -
     old.write_text(f"import sys\nfor line in sys.stdin:\n    print({answer!r}, flush=True)\n")
     outcome = CliRunner().invoke(main, ["conformance", "--stdio", f"{sys.executable} {old}"])
     assert outcome.exit_code == 1
-    assert "speaks stdio protocol version 0; this harness speaks 1" in outcome.output
+    assert "speaks stdio protocol version 0; this harness speaks 1 and 2" in outcome.output
 
 
 def test_a_runtime_that_adds_fields_and_events_this_harness_does_not_know_still_passes(
@@ -513,7 +513,7 @@ def test_the_stdio_server_answers_every_bad_line_and_goes_on() -> None:
     serve(iter(lines), out)
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [a["ok"] for a in answers] == [False, False, False, False, True, True]
-    assert answers[1]["error"] == f"expected protocol {PROTOCOL} version {VERSION}"
+    assert answers[1]["error"] == f"expected protocol {PROTOCOL} version 1 or 2"
     assert answers[2]["error"].startswith("request.op: ") and "(got 'dance')" in answers[2]["error"]
     assert [a.get("code") for a in answers[:4]] == [
         "STDIO_REQUEST_INVALID", "STDIO_REQUEST_INVALID", "STDIO_REQUEST_INVALID",
@@ -538,4 +538,4 @@ def test_stdio_messages_follow_their_published_schemas() -> None:
     for message in answers:
         jsonschema.validate(message, answer)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate({**hello, "version": 2}, request)
+        jsonschema.validate({**hello, "version": 3}, request)

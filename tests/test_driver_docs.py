@@ -14,7 +14,7 @@ from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.estimator import FREE, OPAQUE
 from ctxspec.conformance.phases import PHASES
 from ctxspec.conformance.scenario import AgentDoc
-from ctxspec.conformance.stdio import StdioRequest
+from ctxspec.conformance.stdio import VERSION, StdioAnswer, StdioRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = (ROOT / "docs" / "implementing-a-driver.md").read_text("utf-8")
@@ -111,6 +111,17 @@ def test_every_stdio_op_is_in_the_protocol_document() -> None:
     assert ops <= table, ops - table
 
 
+def test_every_stdio_field_and_the_version_are_in_the_protocol_document() -> None:
+    # Version 2's operations: each request field (case, store, world on restart) and each
+    # answer field (died, world, exhausted, code) is named, and the version is the harness's.
+    fields = {*StdioRequest.model_fields, *StdioAnswer.model_fields}
+    assert fields <= named(STDIO), sorted(fields - named(STDIO))
+    assert f"# The stdio protocol, version {VERSION}" in STDIO
+    assert f'"version": {VERSION}' in STDIO
+    for section in ("## Crash and restart", "## Log", "## Versions"):
+        assert section in STDIO, section
+
+
 def test_a_contract_left_out_is_caught() -> None:
     # Not vacuous: the same reading of a guide without the tool.pre_call point, the stop
     # capability and the bytes estimator finds each missing.
@@ -119,3 +130,4 @@ def test_a_contract_left_out_is_caught() -> None:
     assert "tool.pre_call" not in named(cut)
     assert "stop" not in capability_rows(cut)
     assert "bytes" not in named(cut)
+    assert "died" not in named(STDIO.replace("`died`", "died").replace('"died"', "died"))

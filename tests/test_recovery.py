@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.driver import _agent_config
+from ctxspec.conformance.driver_config import agent_config
 from ctxspec.conformance.estimator import ESTIMATORS, CharEstimator, estimator_for
 from ctxspec.conformance.scenario import (
     Scenario,
@@ -74,7 +74,7 @@ def scenario() -> Scenario:
 
 def start(store: Store, ports: Counting, crash: CrashPlan | None, clock: LogicalClock
           ) -> ReferenceRuntime:
-    return ReferenceRuntime(_agent_config(scenario().agent), model=ports, tools=ports,
+    return ReferenceRuntime(agent_config(scenario().agent), model=ports, tools=ports,
                             hooks=ports, estimator=ESTIMATORS["chars"](), clock=clock,
                             store=store, crash=crash, lease=HARNESS)
 
@@ -87,7 +87,7 @@ def crash_and_recover(plan: CrashPlan, tmp_path: Path) -> tuple[Counting, Store,
         first.ask("Write the report and read my notes.")
         first.advance()
     del first  # abandoned mid-step: nothing of it is used again
-    second = restore(store, _agent_config(scenario().agent), model=ports, tools=ports,
+    second = restore(store, agent_config(scenario().agent), model=ports, tools=ports,
                      hooks=ports, estimator=CharEstimator(), clock=clock, lease=HARNESS)
     second.advance()
     return ports, store, second
@@ -178,7 +178,7 @@ def test_the_previous_owner_cannot_advance_a_taken_over_run(tmp_path: Path) -> N
     with pytest.raises(Crash):
         old.ask("Write the report and read my notes.")
         old.advance()
-    new = restore(store, _agent_config(scenario().agent), model=ports, tools=ports, hooks=ports,
+    new = restore(store, agent_config(scenario().agent), model=ports, tools=ports, hooks=ports,
                   estimator=CharEstimator(), clock=clock, lease=HARNESS)
     records = store.count("records")
     # The old owner wakes up and tries to go on (its late result): its commit's owner fence
@@ -206,7 +206,7 @@ def run_compaction(plan: CrashPlan | None, tmp_path: Path) -> tuple[Counting, Re
     tmp_path.mkdir(parents=True, exist_ok=True)
     store = Store(tmp_path / "compaction.db")
     ports, clock = Counting(scenario_doc), LogicalClock()
-    agent = _agent_config(scenario_doc.agent)
+    agent = agent_config(scenario_doc.agent)
     estimator = estimator_for(scenario_doc, scenario_doc.agent)  # the example's own
 
     def fresh() -> ReferenceRuntime:

@@ -10,7 +10,7 @@ from uuid import uuid4
 import pytest
 
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import _agent_config
+from ctxspec.conformance.driver_config import agent_config
 from ctxspec.conformance.estimator import ESTIMATORS
 from ctxspec.conformance.scenario import (
     AUDITOR,
@@ -36,7 +36,7 @@ def finished_run(tmp_path: Path, persistent: bool = False) -> tuple[ReferenceRun
     scenario = parse_scenario(scenario_doc(persistent))
     triggers = Triggers(())
     store = Store(tmp_path / "retention.db")
-    runtime = ReferenceRuntime(_agent_config(scenario.agent),
+    runtime = ReferenceRuntime(agent_config(scenario.agent),
                                model=ScriptedModel(scenario.model, triggers),
                                tools=ScriptedTools(scenario.tools, triggers),
                                hooks=ScriptedHooks(scenario.hooks),

@@ -21,7 +21,8 @@ from click.testing import CliRunner
 
 from ctxspec.cli import main
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ReferenceDriver, _agent_config
+from ctxspec.conformance.driver import ReferenceDriver
+from ctxspec.conformance.driver_config import agent_config
 from ctxspec.conformance.estimator import ESTIMATORS
 from ctxspec.conformance.harness import scenario_trace
 from ctxspec.conformance.scenario import (
@@ -165,7 +166,7 @@ def test_the_projects_own_refusal_vectors_replay_to_a_usage_error(tmp_path: Path
 def test_a_stimulus_after_the_agent_was_deleted_is_refused_by_name() -> None:
     scenario = parse_scenario(example("tool-batch-hook"))
     triggers = Triggers(())
-    runtime = ReferenceRuntime(_agent_config(scenario.agent),
+    runtime = ReferenceRuntime(agent_config(scenario.agent),
                                model=ScriptedModel(scenario.model, triggers),
                                tools=ScriptedTools(scenario.tools, triggers),
                                hooks=ScriptedHooks(scenario.hooks),
@@ -358,7 +359,7 @@ def runtime_of(store: Store | None = None, seed: str | None = None,
                **agent: Any) -> ReferenceRuntime:
     scenario = parse_scenario(example("tool-batch-hook"))
     triggers = Triggers(())
-    config = dataclasses.replace(_agent_config(scenario.agent), **agent)
+    config = dataclasses.replace(agent_config(scenario.agent), **agent)
     return ReferenceRuntime(config, model=ScriptedModel(scenario.model, triggers),
                             tools=ScriptedTools(scenario.tools, triggers),
                             hooks=ScriptedHooks(scenario.hooks),
@@ -394,7 +395,7 @@ def test_restore_refuses_a_session_of_another_agent() -> None:
     runtime_of(store, seed="mine").ask("Write the report and read my notes.")
     scenario = parse_scenario(example("tool-batch-hook"))
     triggers = Triggers(())
-    other = dataclasses.replace(_agent_config(scenario.agent), agent_id=uuid4())
+    other = dataclasses.replace(agent_config(scenario.agent), agent_id=uuid4())
     with pytest.raises(AccessDenied, match="another Agent"):
         restore(store, other, model=ScriptedModel(scenario.model, triggers),
                 tools=ScriptedTools(scenario.tools, triggers), hooks=ScriptedHooks(()),

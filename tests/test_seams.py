@@ -12,10 +12,11 @@ from pathlib import Path
 from tests.purity import ROOT
 
 RUNTIME = "ctxspec.reference.runtime"
-MAY_IMPORT_THE_RUNTIME = ("conformance/driver.py", "conformance/crash_runup.py",
+MAY_IMPORT_THE_RUNTIME = ("conformance/driver.py", "conformance/driver_config.py",
+                          "conformance/crash_runup.py",
                           "conformance/mutants/")
-"""The reference driver (with its crashed-run sharing), and the deliberately wrong runtimes made
-from it."""
+"""The reference driver (with its reading of a scenario's Agent and its crashed-run sharing), and
+the deliberately wrong runtimes made from it."""
 
 
 def runtime_imports(path: Path) -> list[str]:

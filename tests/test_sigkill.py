@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from ctxspec.conformance.case import example
-from ctxspec.conformance.driver import ReferenceDriver, _agent_config, run_scenario
+from ctxspec.conformance.driver import ReferenceDriver, run_scenario
+from ctxspec.conformance.driver_config import agent_config
 from ctxspec.conformance.estimator import estimator_for
 from ctxspec.conformance.scenario import (
     Scenario,
@@ -147,7 +148,7 @@ def child(name: str, database: Path, journal: Path, progress: Path, commits: Any
         store = Store(database)
         coordinator = CommitCoordinator(store, slow_disk)
         world = World(scenario, journal, database)
-        agent = _agent_config(scenario.agent)
+        agent = agent_config(scenario.agent)
         ports: dict[str, Any] = {"model": world, "tools": world,
                                  "hooks": ScriptedHooks(scenario.hooks),
                                  "estimator": estimator_for(scenario, scenario.agent),

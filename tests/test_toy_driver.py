@@ -2,11 +2,14 @@
 reference passes every case that needs no capability and gets ``unsupported`` for the rest —
 the suite asserts the design's observables, not the reference's internals."""
 
+import re
 import sys
+from collections import Counter
+from functools import cache
 from pathlib import Path
 
 from ctxspec.conformance.cases import CASES
-from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.harness import CaseResult, run_case
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "driver-example"
@@ -20,8 +23,14 @@ would carry their marks (§6) — the cases about them fail, saying what they sa
 field is missing."""
 
 
+@cache
+def toy_results() -> dict[str, CaseResult]:
+    """The toy over the whole suite, once per test process."""
+    return {case.id: run_case(case, ToyDriver) for case in CASES}
+
+
 def test_the_toy_passes_what_it_supports_and_reports_the_rest_unsupported() -> None:
-    results = {case.id: run_case(case, ToyDriver) for case in CASES}
+    results = toy_results()
     supported = {case.id for case in CASES if case.needs <= ToyDriver.capabilities}
     assert {i for i, r in results.items() if r.status == "passed"} == supported - LACKS, \
         {i: r.detail for i, r in results.items() if r.status in ("failed", "error")}
@@ -42,3 +51,36 @@ def test_the_toy_passes_what_it_supports_and_reports_the_rest_unsupported() -> N
     # budget's defaults and overrides, the §7 example and the §8 table's rows without material.
     assert {"EX7-BUDGET", "S7-DEFAULTS-LARGE-WINDOW", "S7-RATIO-ONE"} <= supported
     assert len(supported - LACKS) == 34
+
+
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "twenty-one": 21, "thirty-four": 34}
+QUOTED = (
+    ("docs/implementing-a-driver.md", r"It passes (\w+) cases", "passed"),
+    ("docs/implementing-a-driver.md", r"the ([\w-]+) that need nothing and it has",
+     "passed needing nothing"),
+    ("docs/implementing-a-driver.md", r"It fails the\s+(\w+) cases about bounded previews",
+     "failed"),
+    ("docs/implementing-a-driver.md", r"cases in … s: (\w+) passed,", "passed"),
+    ("docs/implementing-a-driver.md", r"cases in … s: \w+ passed, (\w+) failed,", "failed"),
+    ("docs/conformance.md", r"`triggers` and passes (\w+) cases", "passed"),
+    ("docs/conformance.md", r"failing only the (\w+) about bounded previews", "failed"),
+    ("docs/driver-example/toy_driver.py", r"(\w+) cases it runs it fails", "failed"),
+)
+"""Every place the docs quote the toy's counts: the page, the words and which count they are
+(issue #33: the pages disagreed, two failures in one place and four in another)."""
+
+
+def test_every_page_quoting_the_toys_counts_agrees_with_a_run() -> None:
+    results = toy_results()
+    counted = Counter(r.status for r in results.values())
+    seen = {"passed": counted["passed"], "failed": counted["failed"],
+            "passed needing nothing": sum(r.status == "passed" and not r.case.needs
+                                          for r in results.values())}
+    for page, pattern, count in QUOTED:
+        text = " ".join((ROOT / page).read_text("utf-8").split())  # words across line breaks
+        found = re.findall(pattern, text)
+        assert len(found) == 1, f"{page}: {pattern!r} found {len(found)} times"
+        quoted = found[0].lower()
+        value = int(quoted) if quoted.isdigit() else NUMBERS.get(quoted)
+        assert value == seen[count], (f"{page} says the toy has {quoted} {count}; a run of "
+                                      f"the suite gives {seen[count]}")

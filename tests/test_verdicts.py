@@ -13,8 +13,14 @@ import pytest
 from ctxspec.conformance.case import CaseFailure
 from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import confirm_capabilities, run_case, run_suite
-from ctxspec.conformance.phases import PHASES
+from ctxspec.conformance.harness import (
+    confirm_capabilities,
+    judged_trace,
+    run_case,
+    run_suite,
+)
+from ctxspec.conformance.phases import PHASES, crash_need
+from ctxspec.conformance.probes import commit_failure_probe, crash_probe
 
 BY_ID = {case.id: case for case in CASES}
 
@@ -40,6 +46,9 @@ def without(field: str) -> type[ReferenceDriver]:
      "model_request[business].view.messages[assistant].modified_by"),
     ("S6-ARGS-ADJUSTED-SENT", "marks", "model_request[business].rendered.messages.marks"),
     ("ROW-05-SNAPSHOT", "snapshot_id", "model_request[business].snapshot_id"),
+    # The issue's other two cases that broke with KeyError, a fault of the suite.
+    ("S6-TEXT-MODIFIED-SENT", "marks", "model_request[business].rendered.messages.marks"),
+    ("S6-RESULT-READ", "rendered", "model_request[business].rendered"),
 ])
 def test_a_missing_optional_field_is_the_drivers_failure_naming_it(
         case_id: str, field: str, path: str) -> None:
@@ -142,3 +151,32 @@ def test_a_crash_phase_the_runtime_does_not_keep_is_not_confirmed() -> None:
             return [e for e in super().trace() if e["kind"] != "restarted"]
 
     assert confirm_capabilities(Forgets)["crash:tool_settled"].status == "not_confirmed"
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_the_commit_failures_probe_accepts_any_declared_phase(phase: str) -> None:
+    # A runtime that can fail a commit at one phase only (and not request_frozen) is probed
+    # there, and confirmed: the probe refuses the commit of the phase it declares.
+    declared = frozenset({"root_loop", crash_need(phase), "commit_failures"})
+    declared |= crash_probe(phase, declared).needs
+    probe = commit_failure_probe(declared)
+    chosen = "request_frozen" if "crash:request_frozen" in declared else phase
+    assert (probe.scenario["crash"]["phase"], probe.scenario["crash"]["when"]) == (chosen, "fails")
+    trace, _ = judged_trace(ReferenceDriver(), probe.scenario)
+    assert probe.shows(trace), f"no persistence_failed after a refused {phase} commit"
+    [failed] = [e for e in trace if e["kind"] == "persistence_failed"]
+    assert failed["phase"] == chosen
+
+
+def test_each_declared_crash_phase_is_counted_among_the_capabilities() -> None:
+    # "15 declared" for 23 (issue #33): every crash:<phase> a driver declares is one line of
+    # the probes, confirmed or said why not, and counted in the report's first line.
+    class Some(ReferenceDriver):
+        capabilities = frozenset({"root_loop", "crash:raw_answer_saved", "crash:tool_settled",
+                                  "crash:hook_decided"})
+
+    results = confirm_capabilities(Some)
+    assert set(results) == Some.capabilities
+    assert {name: r.status for name, r in results.items()} == {
+        "root_loop": "confirmed", "crash:raw_answer_saved": "confirmed",
+        "crash:tool_settled": "confirmed", "crash:hook_decided": "not_probed"}

@@ -50,12 +50,14 @@ def schemas_command(check: bool, out: Path | None) -> None:
 
 @click.command("contracts")
 @click.option("--check", is_flag=True,
-              help="Exit 1 if spec/hooks.json or spec/trace-fields.json differs from the "
-                   "reference's registries and the cases' reads.")
+              help="Exit 1 if spec/hooks.json, spec/trace-fields.json or "
+                   "spec/estimators-tokenizer.json differs from the reference's registries, "
+                   "the cases' reads and tiktoken's counts.")
 def contracts_command(check: bool) -> None:
     """Write (or check) the contracts a driver meets as data: the hook registry
-    (spec/hooks.json, from the reference's field registries) and the trace contract field by
-    field with the cases that read each optional field (spec/trace-fields.json)."""
+    (spec/hooks.json, from the reference's field registries), the trace contract field by
+    field with the cases that read each optional field (spec/trace-fields.json), and the
+    tokenizer estimator's vectors (spec/estimators-tokenizer.json, counted with tiktoken)."""
     from ctxspec import contracts
 
     spec = catalogue.package_root() / "spec"

@@ -53,7 +53,7 @@ def _list_cases(cases: Sequence["Case"], as_json: bool) -> None:
 @click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The driver to test (default: the reference runtime).")
 @click.option("--stdio", "stdio_command", metavar="COMMAND",
-              help="Drive a runtime in a subprocess over the stdio protocol v1 instead.")
+              help="Drive a runtime in a subprocess over the stdio protocol v2 instead.")
 @click.option("--stdio-timeout", type=Seconds(0.1, 86400), default=60.0,
               show_default=True, metavar="SECONDS",
               help="How long to wait for each answer of the --stdio runtime before ending it.")
@@ -225,7 +225,8 @@ def _echo_result(result: "CaseResult", done: int, total: int, verbose: bool) -> 
     if verbose or result.status in ("failed", "error"):
         click.echo(f"{result.case.id:<40} {result.status:<11} "
                    f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
-                   + "".join(f"\n{'':41}{line}" for line in result.detail.splitlines()))
+                   + "".join(f"\n{'':41}{line}" for line in result.detail.splitlines())
+                   + "".join(f"\n{'':41}log: {line}" for line in result.log))
     if sys.stderr.isatty():
         click.echo(f"\r[{done}/{total}] {result.case.id:<48}", nl=False, err=True)
 
