@@ -310,6 +310,14 @@ def example(name: str) -> dict[str, Any]:
     return document
 
 
+def two_call_batch() -> dict[str, Any]:
+    """The tool-batch-hook example without its pre-call hook: one decision with two calls,
+    their results and the answer — a Run's records for a case whose rule reads no hook."""
+    document = example("tool-batch-hook")
+    del document["hooks"]
+    return document
+
+
 def base(**agent: Any) -> dict[str, Any]:
     """A scenario skeleton measured with the character estimator (one token per character)."""
     return {"scenario_version": 1, "name": "case", "steps": [],

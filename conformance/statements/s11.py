@@ -12,13 +12,13 @@ from ctxspec.conformance.case import (
     delivery_chains,
     endings,
     equal,
-    example,
     expect,
     lines,
     of,
     request_text,
     requests,
     result_facts,
+    two_call_batch,
 )
 from ctxspec.conformance.sessions import boundary
 
@@ -253,7 +253,7 @@ def _shared_loops_takeover_check(trace: Trace) -> None:
 def _audit_grant_scenario() -> dict[str, Any]:
     """The Agent grants audit to "compliance" only: an audit read as "compliance" is served,
     one as any other audit caller (the scenario's default "auditor" included) is refused."""
-    document = example("tool-batch-hook")
+    document = two_call_batch()
     document["agent"]["audit_readers"] = ["compliance"]
     document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}},
                          {"read_history": {"kind": "audit", "role": "compliance"}},
@@ -280,7 +280,7 @@ def _audit_grant_check(trace: Trace) -> None:
 CASES: tuple[Case, ...] = (
     Case("S11-AUDIT-NEEDS-GRANT", "an audit read needs the Agent's grant; any other audit "
          "caller is refused", "§11", ("CTX-11.15", "CTX-4.11"), _audit_grant_scenario(),
-         _audit_grant_check, frozenset({"history_api", "hooks"})),
+         _audit_grant_check, frozenset({"history_api"})),
     Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
          ("CTX-11.1",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection", "history_api"})),
