@@ -10,6 +10,7 @@ from ctxspec.conformance.case import (
     Trace,
     base,
     delivery_chains,
+    ending_figures,
     endings,
     equal,
     expect,
@@ -40,9 +41,9 @@ def _too_large_check(trace: Trace) -> None:
     # the prompt; the question itself stays in the Session's history.
     equal(requests(trace), [], "requests sent")
     equal(endings(trace), [(1, "failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE")], "Run endings")
-    message = of(trace, "run_ended")[-1]["message"]
-    expect(message is not None and "4000" in message and "SECRET" not in message,
-           f"the message does not give the window or shows the prompt: {message!r}")
+    ending_figures(trace, {"window": 4000}, "the window")
+    message = of(trace, "run_ended")[-1]["message"] or ""
+    expect("SECRET" not in message, f"the message shows the prompt: {message!r}")
     equal([r["message_kinds"] for r in of(trace, "history_read")], [["user_ref"]],
           "the history after the Run")
 
