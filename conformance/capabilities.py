@@ -148,8 +148,10 @@ def evidence(case: Case, need: str) -> tuple[str, ...]:
         return tuple(path for verb in sorted(verbs) for path in DOING.get(verb, ("*",)))
     if need.startswith("hooks:"):
         point = need.removeprefix("hooks:")
+        # A history read shows a hook's work only in the records' bodies; which kinds of
+        # record there are is the same whether or not the hook acted.
         return (f"hook_*[{point}]*", "model_request*", "tool_executed*", "run_ended*",
-                "capability_called*", "history_read*")
+                "capability_called*", "history_read*.records*")
     if need.startswith("crash:"):
         # The crash itself, or (a relational case) its comparison with the uncrashed Session.
         phase = need.removeprefix("crash:")

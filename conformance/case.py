@@ -288,6 +288,16 @@ def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
     return [last[n] for n in sorted(last)]
 
 
+def ending_figures(trace: Trace, expected: Mapping[str, int], what: str) -> None:
+    """A window error's figures as the last Run ending carries them, compared as numbers,
+    never as the words of its message, which are the runtime's own (#32, Q294, Q295); a
+    runtime that traces no figures is judged on the ending alone."""
+    figures = of(trace, "run_ended")[-1].get("figures")
+    if figures is not None:
+        equal({key: figures.get(key) for key in expected}, dict(expected),
+              f"the ending's figures ({what})")
+
+
 def delivery_chains(trace: Trace, input_id: str) -> list[tuple[str, list[str], str | None]]:
     """The deliveries of one input, in the order they appear: (delivery_id, its states without
     repeats, previous_delivery_id). The order of events inside one commit is not the design's
@@ -307,6 +317,14 @@ def example(name: str) -> dict[str, Any]:
     """A worked example of docs/examples, as the scenario of a case."""
     path = EXAMPLES / f"{name}.json"
     document: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return document
+
+
+def two_call_batch() -> dict[str, Any]:
+    """The tool-batch-hook example without its pre-call hook: one decision with two calls,
+    their results and the answer — a Run's records for a case whose rule reads no hook."""
+    document = example("tool-batch-hook")
+    del document["hooks"]
     return document
 
 

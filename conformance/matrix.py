@@ -49,6 +49,8 @@ from ctxspec.conformance.hook_rules import (
     applicable,
 )
 from ctxspec.conformance.matrix_sessions import (
+    BIG,
+    BODY,
     DECISION,
     PRE_CALL,
     RAW,
@@ -125,7 +127,8 @@ allowing hook while the Run stops or times out."""
 
 
 def _scenario(point: Point) -> dict[str, Any]:
-    document = scenario(point.call, point.role, shared=point.scope == "shared")
+    document = scenario(point.call, point.role, shared=point.scope == "shared",
+                        compacting=_compaction_point(point))
     subject = CALL[point.call].subject
     document["hooks"] = [{"point": point.point,
                           "ordinal": ordinal(point.point, point.decision, point.call,
@@ -193,15 +196,37 @@ def _actor_requests(point: Point) -> int:
     return kind.business_requests
 
 
-def _compacts(point: Point) -> bool:
-    """The actor's last request compacts when the subject's result reaches it as produced:
-    not when the subject never ran, nor when a post-call hook replaced or denied its result;
-    and a compaction request is sent unless its own pre-request chain denied it (§3)."""
+def _compaction_point(point: Point) -> bool:
+    """A compaction call's point: only its Session compacts (Q393)."""
+    return point.point.startswith("compaction.")
+
+
+def _reaches(point: Point) -> bool:
+    """The subject's result reaches the actor's next request as produced: not when the Run
+    stopped or timed out while it ran, the subject never ran, or a post-call hook replaced or
+    denied its result."""
     if point.ending in ("stopped", "timed_out") or not _subject_runs(point):
         return False
-    if point.point == "tool.post_call" and subject_write(point) != "append":
-        return False
-    return not (point.point == "compaction.pre_request" and not point.rule.runs)
+    return not (point.point == "tool.post_call" and subject_write(point) != "append")
+
+
+def _produced(point: Point) -> str:
+    """The start of the subject's result as produced: t's or the Executor's answer, or the
+    characters the read spans — from 4000, or from where a pre-call modify moved it."""
+    if point.role == "executor" or point.call != "result_read":
+        return BIG[:20]
+    start = 4000
+    if point.point == "tool.pre_call" and subject_write(point) == "hook_change":
+        start = int(PRE_CALL["result_read"][1])
+    return BODY[start:start + 20]
+
+
+def _compacts(point: Point) -> bool:
+    """At a compaction point, the actor's last request compacts when the subject's result
+    reaches it as produced, and a compaction request is sent unless its own pre-request chain
+    denied it (§3)."""
+    return _reaches(point) and not (point.point == "compaction.pre_request"
+                                    and not point.rule.runs)
 
 
 def _run_ending(point: Point) -> tuple[str, str | None]:
@@ -223,10 +248,16 @@ def _check_shape(point: Point, trace: Trace) -> list[dict[str, Any]]:
           _tools(point), "tools executed (name, effective arguments)")
     actor = [r for r in requests(trace, "business") if r["role"] == point.role]
     equal(len(actor), _actor_requests(point), f"the {point.role}'s business requests")
-    compactions = requests(trace, "compaction")
-    expect(bool(compactions) == _compacts(point),
-           f"compaction requests: expected {'some' if _compacts(point) else 'none'}, saw "
-           f"{len(compactions)}")
+    if _compaction_point(point):
+        compactions = requests(trace, "compaction")
+        expect(bool(compactions) == _compacts(point),
+               f"compaction requests: expected {'some' if _compacts(point) else 'none'}, saw "
+               f"{len(compactions)}")
+    elif _reaches(point):  # the result as produced, in the actor's request after the call
+        produced = _produced(point)
+        expect(produced in str(_subject_result(point, trace, actor).get("text")),
+               f"the {point.role}'s request after the subject call lacks its result as "
+               f"produced ({produced!r} …)")
     if point.role == "executor":
         planner = [r for r in requests(trace, "business") if r["role"] == "root"]
         # The Planner asks once, and again with the delegation's result unless the Executor's
@@ -389,7 +420,8 @@ def _requirements(point: Point) -> tuple[str, ...]:
 
 
 def _needs(point: Point) -> frozenset[str]:
-    needs = {"hooks", "final_answers"} | set(COMPACTING)
+    # Only a compaction point's Session compacts (Q393).
+    needs = {"hooks", "final_answers"} | (set(COMPACTING) if _compaction_point(point) else set())
     # The root's request denied ends the Run before its call is made or the denied item's
     # patch could be read: the call's kind and the patch's scope are never seen (Q311).
     unseen = (point.point, point.decision, point.role) == ("model.pre_request", "deny", "root")

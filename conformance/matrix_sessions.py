@@ -15,6 +15,9 @@ character of scenario text, no overhead):
   :data:`BODY`, 6500 characters, shown as a bounded preview of its first 4000 (§6; the second
   request, about 4030, stays below 6000); the model reads characters [4000, 6500) — the 2500
   characters of :data:`READ` — and the third request (4000 + 2500 and the rest) compacts.
+
+Only the compaction points need that compaction; the Sessions of the other points are
+widened (:data:`WIDER`) so that none happens.
 """
 
 from collections.abc import Mapping
@@ -33,6 +36,11 @@ DECISION = {"tool": {"name": "t", "arguments": {"path": "a"}},
             "result_read": {"name": "result.read", "arguments": {
                 "result_ref": result_ref(BODY), "from": 4000, "to": 6500}}}
 """The subject call the actor's model proposes, with its arguments."""
+
+WIDER = 8000
+"""How much wider the window of a Session that must not compact is: W = 13000 (B = 12500,
+trigger 10000) for a tool or a delegation, W = 16000 (B = 15500, trigger 12400) for a read,
+each far above the actor's largest request (about 3700 and 6600)."""
 
 RAW = {"tool": "RAW-RESULT", "delegate": "RAW-RESULT", "result_read": "READ-RESULT"}
 """A word of the subject's result as produced, which no request shows once a hook replaced or
@@ -96,33 +104,39 @@ def ordinal(point: str, decision: str, call: str, role: str, subject: int) -> in
     return subject
 
 
-def scenario(call: str, role: str, *, shared: bool = False) -> dict[str, Any]:
-    """The Session of a kind of call in a role, without its hooks and triggers."""
+def scenario(call: str, role: str, *, shared: bool = False, compacting: bool = True
+             ) -> dict[str, Any]:
+    """The Session of a kind of call in a role, without its hooks and triggers. Not
+    ``compacting`` (a point that is no compaction call's), the window is widened so that no
+    request reaches the trigger — the subject's result reaches the actor's next request as it
+    is, and no compaction is scripted (Q393)."""
+    wide = 0 if compacting else WIDER
     decision = {"text": "RAW-DECISION", "tool_calls": [DECISION[call]]}
     actor = [decision, {"text": "final words"}]
     tools: dict[str, Any] = {}
     if role == "executor":
-        document = base(window=5000, executor={"tools": [{"name": "t"}]})
+        document = base(window=5000 + wide, executor={"tools": [{"name": "t"}]})
         document["model"] = {"business": [
             {"text": "", "tool_calls": [{"name": "delegate", "arguments": {"task": "do it"}}]},
             {"text": "planner done"}], "executor": actor}
         tools = {"t": [{"text": BIG}]}
     elif call == "delegate":
-        document = base(window=5000, executor={"tools": []})
+        document = base(window=5000 + wide, executor={"tools": []})
         document["model"] = {"business": actor, "executor": [{"text": BIG}]}
     elif call == "result_read":
-        document = base(window=8000, tools=[{"name": "dump"}, {"name": "result.read"}])
+        document = base(window=8000 + wide, tools=[{"name": "dump"}, {"name": "result.read"}])
         document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "dump"}]},
                                           *actor]}
         tools = {"dump": [{"text": BODY}]}
     else:
-        document = base(window=5000, tools=[{"name": "t"}])
+        document = base(window=5000 + wide, tools=[{"name": "t"}])
         document["model"] = {"business": actor}
         tools = {"t": [{"text": BIG}]}
     if shared:
         document["agent"]["shared"] = [{"name": "brief", "text": SHARED_OLD,
                                         "consumers": ["root"]}]
-    document["model"]["compaction"] = [{"text": f"ZSUM{n}"} for n in range(1, 6)]
+    if compacting:
+        document["model"]["compaction"] = [{"text": f"ZSUM{n}"} for n in range(1, 6)]
     document["steps"] = [{"ask": "go"}, {"advance": True}]
     document["tools"] = tools
     return document

@@ -96,15 +96,20 @@ def _result(original: Callable[..., ViewMessage]) -> Callable[..., ViewMessage]:
     return message
 
 
-def _refusal(original: Callable[..., str]) -> Callable[..., str]:
-    """The provider's refusal worded its own way: its figures are traced as numbers. The
-    runtime's own window errors keep the reference's words: ROW-11, EX8-ROW4, EX8-ROW6,
-    S8-PROTECTED-TOO-LARGE and an S11 case still read the figures in the message's prose (not
-    yet changed, see docs/open-questions.md Q295)."""
+def _refusal(_original: Callable[..., str]) -> Callable[..., str]:
+    """Every window error worded its own way — the provider's refusal and the runtime's own —
+    with none of the reference's figures in its words: the cases read the figures the ending
+    carries as numbers (Q294, Q295)."""
     def message(self: Any, tokens: int, stage: str) -> str:
-        if "provider refused" not in stage:
-            return original(self, tokens, stage)
-        return f"The provider would not take it: {tokens} tokens estimated."
+        if "provider refused" in stage:
+            return "The provider would not take it: the request is too long."
+        return "This conversation no longer fits the model; start a new one."
+    return message
+
+
+def _fixed(_original: Callable[..., str]) -> Callable[..., str]:
+    def message(self: Any, fixed: int, tokens: int) -> str:
+        return "The instructions and your message alone are too long for the model."
     return message
 
 
@@ -162,6 +167,7 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (node_driver, "estimation_request", _estimation),
     (session.SessionState, "commit", _renamed),
     (node_driver.NodeDriver, "window_message", _refusal),
+    (node_driver.NodeDriver, "fixed_message", _fixed),
     (batch, "ProtectedInput", _handover),
     (hooks, "_diag", _diagnostic),
 )

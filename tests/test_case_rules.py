@@ -5,13 +5,14 @@ in the reference's trace, conformance/reads.py; each capability's trace paths ar
 ``EVIDENCE`` in conformance/capabilities.py)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
 
 from ctxspec.cli import main
-from ctxspec.conformance.capabilities import evidence, unread
-from ctxspec.conformance.case import Case, no_check
+from ctxspec.conformance.capabilities import evidence, refine, unread
+from ctxspec.conformance.case import Case, example, no_check
 from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.harness import SharedRuns, load_factory
 from ctxspec.conformance.reads import read_paths
@@ -53,6 +54,20 @@ def test_a_needed_capability_never_read_is_caught() -> None:
                    case.check, case.needs | {"stop_mid_batch", "history_api"})
     assert unread(bundled, paths) == ["history_api", "stop_mid_batch"]
     assert evidence(bundled, "history_api") == ("history_read*",)
+
+
+@pytest.mark.parametrize("case_id", ["ROW-24", "ROW-25", "S11-AUDIT-NEEDS-GRANT"])
+def test_a_hook_the_rule_never_reads_is_caught(case_id: str) -> None:
+    # These read the history's kinds of record after one tool batch: put back the pre-call
+    # hook their scenario once carried, and the hook point they would need is never read
+    # (which kinds of record a history read serves is the same whether or not a hook acted).
+    case = next(c for c in CASES if c.id == case_id)
+    hooked = {**case.scenario, "hooks": example("tool-batch-hook")["hooks"]}
+    bundled = refine(replace(case, scenario=hooked, needs=case.needs | {"hooks"}))
+    assert "hooks:tool.pre_call" in bundled.needs
+    paths = read_paths(case.check, SharedRuns(load_factory(None)).trace(hooked)[0])
+    assert unread(bundled, paths) == ["hooks:tool.pre_call"]
+    assert unread(case, reads_of(case, SharedRuns(load_factory(None)))) == []
 
 
 @pytest.mark.parametrize(("case_id", "needs"), [

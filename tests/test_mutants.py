@@ -104,11 +104,15 @@ CATCHER = {
     "SHARED-BASE-IS-PRIVATE": "S3-SHARED-OWN-REVISION",
     "EPISODE-AFTER-STOP": "S11-STOP-DURING-PREPARATION",
     "ORPHAN-AFTER-CUT": "ROW-20",
+    "CALLS-AFTER-LOOP-END": "S10-TAKEOVER-BUDGET",
+    "FAILED-ENDING-TWICE": "ROW-12",
+    "PARTIAL-SUMMARY-KEPT": "S8-SUMMARY-RETRIED",
 }
 """The case each mutant's bug was written against (the §12 row or example that states it)."""
 
 
-UNIVERSAL = {"ORPHAN-AFTER-CUT": "U-PAIRED"}
+UNIVERSAL = {"ORPHAN-AFTER-CUT": "U-PAIRED", "CALLS-AFTER-LOOP-END": "U-AFTER-END",
+             "FAILED-ENDING-TWICE": "U-ONE-ENDING", "PARTIAL-SUMMARY-KEPT": "U-FAILED-SUMMARY"}
 """Mutants whose catcher is a case about something else: there only a universal check
 (conformance/universal.py) catches the bug, the case's own check holding."""
 

@@ -34,6 +34,14 @@ def test_the_paraphrase_really_rewords() -> None:
     executor = next(r for r in requests(handed) if r["role"] == "executor")
     assert "Your job: list TODO lines" in [m["text"] for m in executor["view"]["messages"]]
     assert "window is" not in str([e["message"] for e in refused if e["kind"] == "run_ended"])
+    with paraphrasing():  # the runtime's own window errors too, with no figure in words (Q295)
+        worded = [e["message"] for case in ("ROW-11", "EX8-ROW4", "EX8-ROW6",
+                                            "S8-PROTECTED-TOO-LARGE", "S11-PROTECTED-TOO-LARGE")
+                  for e in scenario_trace(ReferenceDriver(), BY_ID[case].scenario)
+                  if e["kind"] == "run_ended" and e["status"] == "failed"]
+    assert len(worded) == 5 and not any(
+        figure in message for message in worded
+        for figure in ("4000", "3500", "3513", "3603", "100000", "100001", "106000")), worded
     assert [d["diagnostics"] for d in named if d["kind"] == "hook_decided"] == [
         ["NO_SUCH_RECORD"]]
 

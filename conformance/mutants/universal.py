@@ -1,14 +1,25 @@
 """Mutants only the universal checks catch (conformance/universal.py, issue #31): realistic bugs
-that break a rule holding on every request, in cases that are about something else."""
+that break a rule holding on every request — a tool result without its call, a retry after the
+calls run after the Run's end, a Run ended twice, a failed summary's part shown as
+a summary — in cases that are about something else."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import snapshots
-from ctxspec.reference.compaction import material_key
+from ctxspec.reference.compaction import material_key, summary_message
+from ctxspec.reference.contracts import RunStatus
+from ctxspec.reference.ports import PartialThenFailed
+from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime.batch import ToolBatch
+from ctxspec.reference.runtime.node_driver import NodeDriver
+from ctxspec.reference.runtime.pipeline import InvocationPipeline
+from ctxspec.reference.runtime.runtime import RunState
 from ctxspec.reference.view import ModelView, ViewKind
+
+Method = Callable[..., Any]
 
 
 def _cut_keeps_last_result(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,9 +39,83 @@ def _cut_keeps_last_result(original: Callable[..., Any]) -> Callable[..., Any]:
     return apply_snapshot
 
 
+# --- mutants only the universal checks about Runs and summaries catch ---------------------------
+
+
+def _loop_ends_before_batch(original: Method) -> Method:
+    def batch(self: ToolBatch, run: RunState, decision_id: Any, call_ids: Sequence[Any],
+              *rest: Any, **kept: Any) -> None:
+        # The Loop budget is counted at the answer: the answer that took the last Loop ends
+        # the Run at once, and its calls, already scheduled, run after the Run's end.
+        if run.parent is None and call_ids and not rest and not kept \
+                and not self.driver.stop_pending(run) \
+                and self.driver.loops_taken(run) >= self.s.agent.loop_limit:
+            self.driver.end(run, RunStatus.LOOP_EXHAUSTED)
+        original(self, run, decision_id, call_ids, *rest, **kept)
+    return batch
+
+
+def _failed_ending_twice(original: Method) -> Method:
+    def end(self: NodeDriver, run: RunState, status: RunStatus, *rest: Any, **kept: Any) -> None:
+        # A failed Run's end is reported by the error's handler and again by the Loop's own
+        # wind-up: its waiter hears the same ending twice.
+        original(self, run, status, *rest, **kept)
+        if run.parent is None and run.status is RunStatus.FAILED:
+            last = self.s.trace.of(tr.RunEnded)[-1]
+            self.s.trace.add(last)
+    return end
+
+
+_PARTIALS = "_mutant_summary_partials"
+"""Where the mutant keeps, on the Session's state, the partial outputs of failed summary
+attempts."""
+
+
+def _stream_kept(original: Method) -> Method:
+    def call_model(self: InvocationPipeline, run: RunState, purpose: str, *rest: Any,
+                   **kept: Any) -> Any:
+        outcome = original(self, run, purpose, *rest, **kept)
+        if purpose == "compaction" and isinstance(outcome, PartialThenFailed):
+            setattr(self.s, _PARTIALS, [*getattr(self.s, _PARTIALS, ()), outcome.fragment])
+        return outcome
+    return call_model
+
+
+def _partial_shown_as_summary(original: Method) -> Method:
+    def fit(self: NodeDriver, run: RunState, *rest: Any, **kept: Any) -> Any:
+        prepared = original(self, run, *rest, **kept)
+        partials: list[str] = getattr(self.s, _PARTIALS, None) or []
+        if prepared is None or not partials:
+            return prepared
+        view, decision, snapshot_id = prepared
+        messages = list(view.messages)
+        at = next((i for i, m in enumerate(messages) if m.kind is ViewKind.SUMMARY), None)
+        if at is None:
+            return prepared
+        # The summary stream was written to the context as it came: the broken attempt's part
+        # stays a summary record beside the retry's.
+        shown = [summary_message(p, messages[at].record_id) for p in partials]
+        return ModelView(tuple(messages[:at] + shown + messages[at:])), decision, snapshot_id
+    return fit
+
+
 MUTANTS = (
     Mutant("ORPHAN-AFTER-CUT",
            "the compaction cut keeps the covered material's last tool result after the summary, "
            "its call summarised away (§6: every tool result in a request has its call)",
            (Patch(snapshots, "apply_snapshot", _cut_keeps_last_result),)),
+    Mutant("CALLS-AFTER-LOOP-END",
+           "the answer that takes the last Loop ends the Run loop_exhausted at once, and its "
+           "tool calls run after the Run's end (§10, §11: nothing advances an ended Run)",
+           (Patch(ToolBatch, "run", _loop_ends_before_batch),)),
+    Mutant("FAILED-ENDING-TWICE",
+           "a failed Run's ending is reported twice, by the error's handler and by the Loop's "
+           "wind-up (§10, §11: an ended Run has one terminal state)",
+           (Patch(NodeDriver, "end", _failed_ending_twice),)),
+    Mutant("PARTIAL-SUMMARY-KEPT",
+           "a summary attempt that broke after a partial output leaves that part in the context "
+           "as a summary beside the retry's (§8: a failed summary is never passed off as one; "
+           "only a complete answer enters the view)",
+           (Patch(InvocationPipeline, "call_model", _stream_kept),
+            Patch(NodeDriver, "fit", _partial_shown_as_summary))),
 )

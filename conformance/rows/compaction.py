@@ -6,6 +6,7 @@ and an old summary over a modified record (§7, §8, §9). Each case stands besi
 from ctxspec.conformance.case import (
     Case,
     Trace,
+    ending_figures,
     endings,
     equal,
     exactly,
@@ -147,10 +148,9 @@ def _row11_check(trace: Trace) -> None:
     equal([r["purpose"] for r in requests(trace)], ["business"] * 4 + ["compaction"] * 3,
           "requests")
     equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
-    message = of(trace, "run_ended")[-1]["message"]
-    expect(message is not None and "window is 4000" in message,
-           "the message does not give the window")
-    expect("You are" not in message, "the message shows the system prompt")
+    ending_figures(trace, {"window": 4000}, "the window")
+    expect("You are" not in (of(trace, "run_ended")[-1]["message"] or ""),
+           "the message shows the system prompt")
     _within_window(trace)
 
 

@@ -8,16 +8,16 @@ from ctxspec.conformance.case import (
     Trace,
     equal,
     exactly,
-    example,
     expect,
     of,
+    two_call_batch,
 )
 
 # --- §12 rows 24 and 25: retention and the history API ----------------------------------------
 
 
 def _row24_scenario() -> dict[str, Any]:
-    document = example("tool-batch-hook")
+    document = two_call_batch()
     document["tools"]["write"][0]["workspace_writes"] = {"reports/a.md": "report"}
     document["steps"] = [*document["steps"], {"observe_retention": True},
                          {"read_history": {"kind": "role", "role": "root"}},
@@ -42,11 +42,11 @@ def _row24_check(trace: Trace) -> None:
 ROW_24 = Case(
     "ROW-24", "working files go at Run end; deleting the Agent removes its records",
     "§12 row 24", ("CTX-1.14", "CTX-1.15"), _row24_scenario(), _row24_check,
-    frozenset({"retention", "history_api", "hooks"}))
+    frozenset({"retention", "history_api"}))
 
 
 def _row25_scenario() -> dict[str, Any]:
-    document = example("tool-batch-hook")
+    document = two_call_batch()
     callers = [{"kind": "role", "role": "root"}, {"kind": "role", "role": "executor"},
                {"kind": "script"}, {"kind": "script", "role": "root"},
                {"kind": "role", "role": "root", "session": "other"}]
@@ -74,4 +74,4 @@ def _row25_check(trace: Trace) -> None:
 ROW_25 = Case(
     "ROW-25", "the history API refuses other Sessions, roles and scripts", "§12 row 25",
     ("CTX-11.15", "CTX-4.11"), _row25_scenario(), _row25_check,
-    frozenset({"history_api", "hooks"}))
+    frozenset({"history_api"}))

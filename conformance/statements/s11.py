@@ -10,15 +10,16 @@ from ctxspec.conformance.case import (
     Trace,
     base,
     delivery_chains,
+    ending_figures,
     endings,
     equal,
-    example,
     expect,
     lines,
     of,
     request_text,
     requests,
     result_facts,
+    two_call_batch,
 )
 from ctxspec.conformance.sessions import boundary
 
@@ -40,9 +41,9 @@ def _too_large_check(trace: Trace) -> None:
     # the prompt; the question itself stays in the Session's history.
     equal(requests(trace), [], "requests sent")
     equal(endings(trace), [(1, "failed", "CONTEXT_PROTECTED_INPUT_TOO_LARGE")], "Run endings")
-    message = of(trace, "run_ended")[-1]["message"]
-    expect(message is not None and "4000" in message and "SECRET" not in message,
-           f"the message does not give the window or shows the prompt: {message!r}")
+    ending_figures(trace, {"window": 4000}, "the window")
+    message = of(trace, "run_ended")[-1]["message"] or ""
+    expect("SECRET" not in message, f"the message shows the prompt: {message!r}")
     equal([r["message_kinds"] for r in of(trace, "history_read")], [["user_ref"]],
           "the history after the Run")
 
@@ -253,7 +254,7 @@ def _shared_loops_takeover_check(trace: Trace) -> None:
 def _audit_grant_scenario() -> dict[str, Any]:
     """The Agent grants audit to "compliance" only: an audit read as "compliance" is served,
     one as any other audit caller (the scenario's default "auditor" included) is refused."""
-    document = example("tool-batch-hook")
+    document = two_call_batch()
     document["agent"]["audit_readers"] = ["compliance"]
     document["steps"] = [*document["steps"], {"read_history": {"kind": "audit"}},
                          {"read_history": {"kind": "audit", "role": "compliance"}},
@@ -280,7 +281,7 @@ def _audit_grant_check(trace: Trace) -> None:
 CASES: tuple[Case, ...] = (
     Case("S11-AUDIT-NEEDS-GRANT", "an audit read needs the Agent's grant; any other audit "
          "caller is refused", "§11", ("CTX-11.15", "CTX-4.11"), _audit_grant_scenario(),
-         _audit_grant_check, frozenset({"history_api", "hooks"})),
+         _audit_grant_check, frozenset({"history_api"})),
     Case("S11-PROTECTED-TOO-LARGE", "protected inputs over the budget end the Run, kept", "§11",
          ("CTX-11.1",), _too_large_scenario(), _too_large_check,
          frozenset({"estimator_injection", "history_api"})),

@@ -10,6 +10,7 @@ from ctxspec.conformance.case import (
     Case,
     Trace,
     base,
+    ending_figures,
     endings,
     equal,
     exactly,
@@ -54,11 +55,8 @@ def _refused_check(trace: Trace) -> None:
     sent = requests(trace)
     equal(len(sent), 1, "requests sent")
     equal(endings(trace), [(1, "failed", "CONTEXT_LENGTH_EXCEEDED")], "Run endings")
-    figures = of(trace, "run_ended")[-1].get("figures")
-    if figures is not None:
-        equal((figures.get("window"), figures.get("input_tokens")),
-              (4000, sent[0]["estimated_input_tokens"]),
-              "the ending's figures (window, estimated input)")
+    ending_figures(trace, {"window": 4000, "input_tokens": sent[0]["estimated_input_tokens"]},
+                   "window, estimated input")
 
 
 
