@@ -92,8 +92,8 @@ class BudgetRefused(Exception):
     filter so the SDK ends the Run."""
 
     def __init__(self, code: str, figures: dict[str, int]) -> None:
-        super().__init__(f"{code}: the fixed input needs {figures['input']} tokens; the input "
-                         f"budget is {figures['input_budget']}")
+        super().__init__(f"{code}: the fixed input needs {figures['input_tokens']} tokens; "
+                         f"the input budget is {figures['input_budget']}")
         self.code, self.figures = code, figures
 
 
@@ -351,7 +351,8 @@ class OpenAIAgentsDriver:
         _, tokens, decision = self._measure(given.instructions, given.input)
         if decision == "error":
             raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
-                "fixed_input": tokens, "input": tokens, "input_budget": self.budget.input_budget,
+                "fixed_input_tokens": tokens, "input_tokens": tokens,
+                "input_budget": self.budget.input_budget,
                 "window": self.budget.window, "output_reserve": self.budget.output_reserve,
                 "safety_margin": self.budget.safety_margin})
         return given

@@ -32,6 +32,10 @@ _GUARDRAIL_GRAIN = Divergence(
     "so what the design applies, voids or refuses is neither applied nor diagnosed (§3).",
     "agents/tool_guardrails.py: ToolGuardrailFunctionOutput, ToolInputGuardrail.run, "
     "ToolOutputGuardrail.run")
+_NO_DEADLINE = Divergence(
+    "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
+    "is sent, or a tool run, after the Run's time is up (§8, §11).",
+    "agents/model_settings.py: ModelSettings.timeout")
 
 DIVERGENCES = {
     **dict.fromkeys((
@@ -39,21 +43,25 @@ DIVERGENCES = {
         "BAD-UNREGISTERED-FIELD", "BAD-STALE-ALLOW", "BAD-STALE-DENY", "BAD-INVALID-PATCH",
         "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
         "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
-        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD"),
+        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD",
+        "HM-TPRE-MODIFY-ROOT-SUCCEEDED", "HM-TPOST-MODIFY-ROOT-SUCCEEDED"),
         _GUARDRAIL_GRAIN),
+    **dict.fromkeys((
+        "ROW-08", "S6-PREVIEW-STAYS", "S6-PREVIEW-MARKED-SENT", "S6-RESULT-READ",
+        "HM-TPRE-ALLOW-ROOT-SUCCEEDED-RESULTREAD", "HM-TPRE-MODIFY-ROOT-SUCCEEDED-RESULTREAD",
+        "HM-TPRE-FAIL-ROOT-SUCCEEDED-RESULTREAD", "HM-TPOST-ALLOW-ROOT-SUCCEEDED-RESULTREAD",
+        "HM-TPOST-MODIFY-ROOT-SUCCEEDED-RESULTREAD", "HM-TPOST-DENY-ROOT-SUCCEEDED-RESULTREAD",
+        "HM-TPOST-FAIL-ROOT-SUCCEEDED-RESULTREAD"),
+        _NO_PREVIEW),
+    **dict.fromkeys(("S8-DEADLINE-BETWEEN-ATTEMPTS", "HM-TPRE-ALLOW-ROOT-TIMED_OUT",
+                     "HM-TPOST-ALLOW-ROOT-TIMED_OUT"), _NO_DEADLINE),
     "ROW-01": Divergence(
         _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
         "call never reaches the session at all.",
         _WHOLE_SESSION.source + "; agents/run_internal/run_loop.py: run_single_turn_streamed"),
     "ROW-02": _WHOLE_SESSION, "EX4-OLDER-RUN": _WHOLE_SESSION,
     "S4-CURRENT-RUN": _WHOLE_SESSION, "S4-RECENT-BY-ORDER": _WHOLE_SESSION,
-    "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
-    "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
-    "S8-DEADLINE-BETWEEN-ATTEMPTS": Divergence(
-        "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
-        "is sent after the Run's time is up (§8, §11).",
-        "agents/model_settings.py: ModelSettings.timeout"),
     "S2-PROVIDER-CALL-IDS": Divergence(
         "A tool call's identity is the provider's call_id: two calls of one response sharing an "
         "id make the SDK raise ModelBehaviorError and end the Run, where the design runs each "
