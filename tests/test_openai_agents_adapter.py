@@ -28,15 +28,21 @@ def profile() -> Profile:
     from ctxspec.adapters.openai_agents.profile import PROFILE
     return PROFILE
 
-KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT")
+KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT",
+        "ROW-03", "S3-DELEGATE-POST-DENY", "S3-REQUEST-DENIED")
 """A claimed supplement carried once to the next question; a stop that wins over an answer in
 flight; a missing tool answered by an error the next Loop sees; inputs delivered on the first
-output — each the SDK's own doing."""
+output; two Executors behind ``Agent.as_tool`` each seeing only its hand-over, one at a time
+(Q380); a post-call deny of the delegate call withholding the Executor's answer; a
+pre-request deny from ``call_model_input_filter`` sending nothing (Q381) — each the SDK's own
+doing."""
 
 DIVERGING = {
     "ROW-12": "attempts",  # a broken stream is never retried (model_retry._evaluate_retry)
     "S2-PROVIDER-CALL-IDS": "tools executed",  # a shared provider call_id ends the Run
     "ROW-02": "outcome",  # the session replayed whole: no outcome of the ended Run
+    "S11-LOOPS-SHARED": "('root', 'business')",  # as_tool's nested Run has its own max_turns
+    "S3-HOOK-CHANGE-SEEN": "corrected",  # the input filter applies no patch (Q381)
 }
 """Cases the SDK fails, and a word of what the failure shows."""
 

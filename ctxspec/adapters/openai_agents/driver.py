@@ -33,6 +33,7 @@ from typing import Any
 from agents import (
     Agent,
     AgentsException,
+    FunctionTool,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelSettings,
@@ -52,6 +53,7 @@ from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 from openai import APIConnectionError, BadRequestError
 
+from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
 from ctxspec.adapters.openai_agents.guardrails import Guardrails
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
@@ -77,14 +79,20 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency", *GUARDRAILS})
+                       "sessions", "tool_latency", "planner_executor", *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
 turn), input staged on a running Run (``RunState.add_input``), another session on the same
-SQLite file, a batch's function tools run concurrently and fed back in call order."""
+SQLite file, a batch's function tools run concurrently and fed back in call order, a Planner
+whose ``delegate`` tool is an Executor ``Agent`` through ``Agent.as_tool``."""
 ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
 """What the adapter computes because the SDK has none of it: the request's measure with the
 injected estimator, W, O, S, B, the trigger and the §8 refusal."""
+
+
+class HookDenied(Exception):
+    """A ``model.pre_request`` deny, raised from the SDK's input filter so the model is never
+    called and the Run ends (Q75)."""
 
 
 class BudgetRefused(Exception):
@@ -158,21 +166,30 @@ class OpenAIAgentsDriver:
         self.session = self._session("session-1")
         self.sessions = 1
         self.model = ScenarioModel(self)
-        self.tools = [build(tool, self._run_tool) for tool in doc.tools]
-        self.result_facts: dict[str, dict[str, Any]] = {}
-        """What each call's formatted error result stands for, by call_id (Q210)."""
-        Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
-            {**fields, "kind": kind}), self.result_facts).attach(self.tools)
         retry = ModelRetrySettings(
             max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
             backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
-        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
-                                model=self.model, model_settings=ModelSettings(
-                                    max_tokens=budget.output_reserve, retry=retry))
+        settings = ModelSettings(max_tokens=budget.output_reserve, retry=retry)
+        self.tools = [build(tool, self._run_tool) for tool in doc.tools
+                      if doc.executor is None or tool.name != DELEGATE]
+        self.executor_tools: list[FunctionTool] = []
+        """The Executor's own tools, when the scenario has a Planner (``Agent.as_tool``)."""
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
         self.config = RunConfig(
             tracing_disabled=True, call_model_input_filter=self._filter,
             tool_not_found_behavior="raise_error" if self.sdk_defaults
             else "return_error_to_model", tool_error_formatter=self._tool_error)
+        if doc.executor is not None:
+            delegate, self.executor_tools = delegate_tool(
+                doc, self, self._run_tool, settings, self.config, self.sdk_defaults,
+                self.model.ids)
+            self.tools.append(delegate)
+        self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
+            {**fields, "kind": kind}), self.result_facts)
+        self.guardrails.attach([*self.tools, *self.executor_tools])
+        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
+                                model=self.model, model_settings=settings)
         self.hooks = _Usage(self)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
@@ -184,6 +201,8 @@ class OpenAIAgentsDriver:
         self.events: list[Message] = []
         self.streaming: RunResultStreaming | None = None
         self.requests = 0
+        self.asked: dict[str, int] = {}
+        """The requests each role made (the port's ordinal, per purpose and role)."""
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
         self.reported = False
@@ -296,6 +315,8 @@ class OpenAIAgentsDriver:
             raise cause
         if isinstance(cause, BudgetRefused):
             self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+        elif isinstance(cause, HookDenied):
+            self._end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
             self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, APIConnectionError):
@@ -328,19 +349,21 @@ class OpenAIAgentsDriver:
 
     # --- what the SDK sends, read where it hands it to the model -----------------------------
 
-    def _measure(self, instructions: str | None,
-                 items: Sequence[Any]) -> tuple[list[Message], int, str]:
+    def _measure(self, instructions: str | None, items: Sequence[Any],
+                 role: str = "root") -> tuple[list[Message], int, str]:
         view = read_view(instructions, items, self.sent)
         for each in view:
             if each.get("input_id") is not None:
                 each["source_run_id"] = self.input_runs.get(each["input_id"])
             if each["kind"] == "tool_result" and each.get("call_id") in self.result_facts:
                 each["result_facts"] = self.result_facts[each["call_id"]]
-        schemas = [tool_schema(t.name, t.description, t.params_json_schema) for t in self.tools]
+        schemas = [tool_schema(t.name, t.description, t.params_json_schema)
+                   for t in (self.tools if role == "root" else self.executor_tools)]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self._active_inputs()}
+        # An Executor's fixed input is its prompt and its hand-over (its only user item).
         material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       for m in view)
+                       and (role == "root" or m["kind"] != "user_ref") for m in view)
         verdict = evaluate_compaction(self.budget, 0 if material else tokens,
                                       tokens if material else 0)
         return view, tokens, verdict.decision if verdict.error_code is None else "error"
@@ -348,7 +371,11 @@ class OpenAIAgentsDriver:
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         """§8 before the request leaves: a fixed input over B is refused (adapter-supplied)."""
         given = data.model_data
-        _, tokens, decision = self._measure(given.instructions, given.input)
+        role = "executor" if data.agent.name == "executor" else "root"
+        view, tokens, decision = self._measure(given.instructions, given.input, role)
+        run = self._active()
+        if self.guardrails.request_denied(view, None if run is None else run.question_id):
+            raise HookDenied("HOOK_DENIED: a model.pre_request hook denied the request")
         if decision == "error":
             raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
                 "fixed_input": tokens, "input": tokens, "input_budget": self.budget.input_budget,
@@ -356,10 +383,10 @@ class OpenAIAgentsDriver:
                 "safety_margin": self.budget.safety_margin})
         return given
 
-    def request(self, call: SdkCall) -> ModelOutcome:
+    def request(self, call: SdkCall, role: str = "root") -> ModelOutcome:
         """The Model's observer: trace the request as sent, ask the scripted port."""
         items = sdk_call_texts(call)
-        view, tokens, decision = self._measure(call.system_instructions, items)
+        view, tokens, decision = self._measure(call.system_instructions, items, role)
         fingerprint = json.dumps(view, sort_keys=True)
         last = self.last
         if last is not None and last["failed"] and last["view"] == fingerprint:
@@ -368,7 +395,7 @@ class OpenAIAgentsDriver:
             self.requests += 1
             key, attempt = f"openai-agents:{self.requests}", 1
         run = self._active()
-        claimed = [d for d in self._active_inputs() if d.state == "pending"
+        claimed = [d for d in self._active_inputs() if d.state == "pending" and role == "root"
                    and any(m.get("input_id") == d.input_id for m in view)]
         for delivery in claimed:
             delivery.state = "claimed"
@@ -376,7 +403,7 @@ class OpenAIAgentsDriver:
         budget = self.budget
         max_output = call.model_settings.max_tokens
         self.events.append({
-            "kind": "model_request", "purpose": "business", "role": "root",
+            "kind": "model_request", "purpose": "business", "role": role,
             "purpose_key": key, "attempt": attempt, "view": {"messages": view},
             "estimated_input_tokens": tokens,
             "max_output_tokens": budget.output_reserve if max_output is None else max_output,
@@ -387,7 +414,7 @@ class OpenAIAgentsDriver:
             "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
         self.in_model = True
         try:
-            outcome = self._ask_port(key, attempt, view)
+            outcome = self._ask_port(key, attempt, view, role)
         finally:
             self.in_model = False
         self.last = {"key": key, "attempt": attempt, "view": fingerprint,
@@ -395,11 +422,13 @@ class OpenAIAgentsDriver:
         self._answered(outcome)
         return outcome
 
-    def _ask_port(self, key: str, attempt: int, view: list[Message]) -> ModelOutcome:
+    def _ask_port(self, key: str, attempt: int, view: list[Message],
+                  role: str) -> ModelOutcome:
+        self.asked[role] = ordinal = self.asked.get(role, 0) + (attempt == 1)
         return self.ports.model.call(ModelCall(
             "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
             tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), self.budget.output_reserve, self.requests))
+                  for m in view), (), self.budget.output_reserve, ordinal, role))
 
     def _answered(self, outcome: ModelOutcome) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
@@ -501,7 +530,7 @@ def _root(failure: BaseException) -> BaseException:
     """The first cause in the chain the adapter knows (the SDK wraps a filter's error)."""
     seen: BaseException | None = failure
     while seen is not None:
-        if isinstance(seen, BudgetRefused | BadRequestError | APIConnectionError
+        if isinstance(seen, BudgetRefused | HookDenied | BadRequestError | APIConnectionError
                       | ScriptExhausted):
             return seen
         seen = seen.__cause__ or seen.__context__

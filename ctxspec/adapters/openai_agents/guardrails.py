@@ -1,6 +1,13 @@
-"""The design's tool hook points at the grain the Agents SDK has them (the Agents SDK driver,
+"""The design's hook points at the grain the Agents SDK has them (the Agents SDK driver,
 ctxspec/adapters/openai_agents/driver.py): a function tool's ``ToolInputGuardrail`` is
-``tool.pre_call``, its ``ToolOutputGuardrail`` ``tool.post_call``.
+``tool.pre_call``, its ``ToolOutputGuardrail`` ``tool.post_call``, and
+``RunConfig.call_model_input_filter`` ``model.pre_request``.
+
+The filter runs before every model call and may raise, which ends the Run before the call
+(a deny), or return the input (an allow). It could also return other input, but the design's
+patch (a target, a field, a base revision, checked against a registry) has no counterpart in
+it: applying one would be the §3 protocol written by the adapter, so its writes are not
+applied either (Q381).
 
 A guardrail answers allow, ``reject_content`` (a message in place of the call or of its result)
 or ``raise_exception`` (agents/tool_guardrails.py: ToolGuardrailFunctionOutput): it can deny,
@@ -28,7 +35,7 @@ from agents.tool_guardrails import (
 
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort
 
-POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call")
+POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request")
 CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
 PRE_DENIED = "denied by a pre-call guardrail"
 POST_DENIED = "denied by a post-call guardrail"
@@ -70,12 +77,24 @@ class Guardrails:
             return ToolGuardrailFunctionOutput.reject_content(POST_DENIED)
         return ToolGuardrailFunctionOutput.allow()
 
-    def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str) -> bool:
+    def request_denied(self, messages: list[dict[str, Any]], question: str | None) -> bool:
+        """``model.pre_request`` from ``RunConfig.call_model_input_filter``: the chain asked
+        with the request about to be sent; a deny raises there, so the SDK never calls the
+        model and ends the Run (agents/run_internal/turn_preparation.py). ``question``: the
+        input id of the current Run's question, which names the records a patch may target."""
+        if not self.hooks.registered("model.pre_request"):
+            return False
+        return self._denies("model.pre_request", {"messages": messages}, "pre",
+                            _named(messages, question))
+
+    def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str,
+                records: dict[str, uuid.UUID] | None = None) -> bool:
         self.asked[point] = ordinal = self.asked.get(point, 0) + 1
         self.event("hook_called", point=point, stage=stage)
         items = self.hooks.items(HookContext(
             point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal))
+            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal,
+            records or {}))
         denied = False
         for position, item in enumerate(items):
             self.event("hook_decided", point=point, chain_position=position,
@@ -83,6 +102,25 @@ class Guardrails:
                        patch_valid=not item.failed, diagnostics=[], changes=[])
             denied = denied or (not item.failed and item.decision == "deny")
         return denied
+
+
+def _named(messages: list[dict[str, Any]], question: str | None) -> dict[str, uuid.UUID]:
+    """The records a hook item may name (the Run's question, its first assistant message, the
+    last message), each an identity made from its place in the request: the SDK keeps none
+    for a user item, and a write is never applied (Q381), so the name only has to resolve."""
+    def identity(index: int) -> uuid.UUID:
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:openai-agents:record:{index}")
+
+    named = {"last": identity(len(messages) - 1)} if messages else {}
+    start = next((i for i, m in enumerate(messages)
+                  if question is not None and m.get("input_id") == question), None)
+    if start is not None:
+        named["question"] = identity(start)
+        first = next((i for i in range(start, len(messages))
+                      if messages[i]["kind"] == "assistant"), None)
+        if first is not None:
+            named["first_assistant"] = identity(first)
+    return named
 
 
 __all__ = ["CAPABILITIES", "POINTS", "Guardrails"]

@@ -33,14 +33,33 @@ _GUARDRAIL_GRAIN = Divergence(
     "agents/tool_guardrails.py: ToolGuardrailFunctionOutput, ToolInputGuardrail.run, "
     "ToolOutputGuardrail.run")
 
+_FILTER_GRAIN = Divergence(
+    "RunConfig.call_model_input_filter, the SDK's one hook before every model call, can let "
+    "the request go or raise (the Run ends, nothing sent) or return other input wholesale: it "
+    "has no patch of a named record's field on a base revision, no field registry, scope or "
+    "fit check, so what the design applies, refuses or re-measures of a pre-request hook's "
+    "write is neither applied nor diagnosed (§3, §7).",
+    "agents/run_config.py: CallModelData, ModelInputData; agents/run_internal/"
+    "turn_preparation.py: maybe_filter_model_input")
+
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-15", "S1-NO-SCOPE", "S3-HOOK-CHANGE-SEEN", "S7-ESTIMATE-WHOLE-REQUEST",
+                     "S7-HOOK-FIXED-TOO-BIG"), _FILTER_GRAIN),
     **dict.fromkeys((
         "ROW-16-17", "EX3-WRITE", "EX3-WRITE-CONFLICT", "EX3-DENY-CONFLICT",
         "BAD-UNREGISTERED-FIELD", "BAD-STALE-ALLOW", "BAD-STALE-DENY", "BAD-INVALID-PATCH",
         "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
         "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
-        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD"),
+        "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD",
+        "S3-DELEGATE-POST-MODIFY"),
         _GUARDRAIL_GRAIN),
+    "S11-LOOPS-SHARED": Divergence(
+        "An Executor behind Agent.as_tool runs a nested Run with its own max_turns, fixed when "
+        "the tool is made, and the Planner's Run counts only its own turns: the Loops of the "
+        "Planner and of its Executors share no budget, so the Planner is asked again after an "
+        "Executor spent the Run's Loops (§11).",
+        "agents/agent.py: Agent.as_tool (resolved_max_turns); agents/run.py: Runner.run "
+        "(max_turns)"),
     "ROW-01": Divergence(
         _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
         "call never reaches the session at all.",
@@ -63,6 +82,12 @@ DIVERGENCES = {
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
 FINDINGS = (
+    Finding("Agent.as_tool runs the Executor as a nested Runner.run on the input its "
+            "input_builder makes from the call's arguments (by default a preamble and the "
+            "arguments as JSON): the Executor sees none of the Planner's items, and its final "
+            "output is the call's result.",
+            "agents/agent.py: Agent.as_tool; agents/agent_tool_input.py: "
+            "default_tool_input_builder"),
     Finding("History is the session's items, all of them, followed by the new input; a "
             "session_input_callback or SessionSettings.limit may cut it, nothing projects it "
             "per Run.",
@@ -124,19 +149,34 @@ NOTES = (
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+    "The Planner and its Executors (ctxspec/adapters/openai_agents/executor.py): the root "
+    "Agent's delegate tool is the Executor Agent through Agent.as_tool(parameters=Handover) — "
+    "task, constraints and materials validated by the SDK and rendered into the Executor's "
+    "only input by its own structured-input builder — with max_turns = loop_limit, the "
+    "Planner's RunConfig and, in the best configuration, failure_error_function=None. Its "
+    "on_invoke_tool is wrapped to run one execution at a time, since the scripted world "
+    "answers Executor requests in arrival order (Q380).",
     "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
     "which the SDK runs concurrently, finish in that order.",
     "Hooks at the SDK's grain (ctxspec/adapters/openai_agents/guardrails.py, Q293): "
     "tool.pre_call is each function tool's ToolInputGuardrail, tool.post_call its "
-    "ToolOutputGuardrail; a deny is reject_content (the call never runs, or its result is "
-    "withheld), a write has no place (a guardrail cannot modify), a failed item is dropped. "
-    "The other points are not declared: input and output guardrails see a Run's first input "
+    "ToolOutputGuardrail, model.pre_request RunConfig.call_model_input_filter (Q381); a deny "
+    "is reject_content (the call never runs, or its result is withheld) or, before a request, "
+    "an exception the SDK ends the Run on (HOOK_DENIED); a write has no place (a guardrail "
+    "cannot modify, the filter replaces the input wholesale), a failed item is dropped. The "
+    "other points are not declared: input and output guardrails see a Run's first input "
     "and final output only, RunHooks observe and cannot deny. Nor crash points: a "
     "SQLiteSession saves items, not the Run's position, so a restarted process can only "
     "start a new Run.",
 )
 
 SETTINGS = (
+    Setting("Agent.as_tool(failure_error_function=...)", "default_tool_error_function (the "
+            "Executor's failure answered to the Planner as the tool's error sentence)",
+            "None (the Executor's failure raised through the Planner's Run)",
+            "An Executor's context error becomes a tool result the Planner reads and answers "
+            "on, where the design ends the whole invocation with that error (§11).",
+            frozenset({"S11-EXECUTOR-CONTEXT-ERROR"})),
     Setting("RunConfig(tool_error_formatter=...)", "None (the fixed sentence 'An error occurred "
             "while running the tool. Please try again.')",
             "a formatter answering {status: error, error: {code, detail}}",
