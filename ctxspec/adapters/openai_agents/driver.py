@@ -43,6 +43,7 @@ from agents import (
     RunResultStreaming,
     SQLiteSession,
 )
+from agents.agent_tool_input import StructuredToolInputBuilder
 from agents.items import ModelResponse, TResponseInputItem
 from agents.memory import SessionSettings
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
@@ -146,6 +147,9 @@ class OpenAIAgentsDriver:
     compat_profile = PROFILE
     """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
+    handover_builder: StructuredToolInputBuilder | None = None
+    """``Agent.as_tool(input_builder=...)``: None, the SDK's own rendering of the hand-over."""
+
     def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None) -> None:
         self.sdk_defaults = sdk_defaults
         self.session_limit = session_limit
@@ -183,7 +187,7 @@ class OpenAIAgentsDriver:
         if doc.executor is not None:
             delegate, self.executor_tools = delegate_tool(
                 doc, self, self._run_tool, settings, self.config, self.sdk_defaults,
-                self.model.ids)
+                self.model.ids, self.handover_builder)
             self.tools.append(delegate)
         self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
             {**fields, "kind": kind}), self.result_facts)
@@ -275,9 +279,7 @@ class OpenAIAgentsDriver:
         stored = {input_id for input_id, _ in self.sent}  # the session holds them already
         start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
         while True:
-            result = Runner.run_streamed(self.agent, start, session=self.session,
-                                         run_config=self.config, hooks=self.hooks,
-                                         max_turns=self.doc.loop_limit)
+            result = self._streamed(start)
             self.streaming = result
             if run.stop_requested:  # stopped before the SDK began: cancelled at once
                 result.cancel(mode="immediate")
@@ -285,6 +287,7 @@ class OpenAIAgentsDriver:
             self.streaming = None
             if self.exhausted is not None:
                 raise self.exhausted
+            self._settled(result)
             if failure is not None:
                 self._failed(run, failure)
                 return
@@ -295,6 +298,16 @@ class OpenAIAgentsDriver:
                 self._end(run, "stopped")
                 return
             start = self._resume(run, result.to_state())
+
+    def _streamed(self, start: Any) -> RunResultStreaming:
+        """One streamed Run of the SDK on the session, which carries the history."""
+        return Runner.run_streamed(self.agent, start, session=self.session,
+                                   run_config=self.config, hooks=self.hooks,
+                                   max_turns=self.doc.loop_limit)
+
+    def _settled(self, result: RunResultStreaming) -> None:
+        """After each streamed Run: nothing to keep, the session saved it (a mapping that
+        carries the history itself keeps it here)."""
 
     def _resume(self, run: Run, state: RunState[Any]) -> RunState[Any]:
         """Stage the supplements that arrived on the paused Run (``RunState.add_input``)."""

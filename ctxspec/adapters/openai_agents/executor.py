@@ -17,6 +17,7 @@ import itertools
 from typing import Any
 
 from agents import Agent, FunctionTool, ModelSettings, RunConfig
+from agents.agent_tool_input import StructuredToolInputBuilder
 from agents.tool import default_tool_error_function
 from agents.tool_context import ToolContext
 from pydantic import BaseModel, Field
@@ -38,7 +39,8 @@ class Handover(BaseModel):
 
 
 def delegate_tool(doc: AgentDoc, observer: Observer, run_tool: Run, settings: ModelSettings,
-                  config: RunConfig, sdk_defaults: bool, ids: "itertools.count[int]"
+                  config: RunConfig, sdk_defaults: bool, ids: "itertools.count[int]",
+                  builder: StructuredToolInputBuilder | None = None
                   ) -> tuple[FunctionTool, list[FunctionTool]]:
     """The Planner's ``delegate`` tool and the Executor's own tools (so the driver can give
     them the scenario's guardrails). Each call runs the Executor afresh: ``as_tool`` starts a
@@ -55,6 +57,7 @@ def delegate_tool(doc: AgentDoc, observer: Observer, run_tool: Run, settings: Mo
                           model_settings=settings)
     tool = executor.as_tool(
         tool_name=DELEGATE, tool_description=DESCRIPTION, parameters=Handover,
+        input_builder=builder,
         max_turns=doc.loop_limit, run_config=config,
         failure_error_function=default_tool_error_function if sdk_defaults else None)
     return _one_at_a_time(tool), tools

@@ -149,6 +149,11 @@ NOTES = (
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+    "A second mapping of the same API (tests/agents_second_mapping.py: no SQLiteSession, the "
+    "caller carrying each Run's RunResultStreaming.to_input_list() into the next; the "
+    "hand-over worded by an as_tool input_builder of our own) reaches the same verdict on "
+    "every case (tests/test_agents_second_mapping.py), so no verdict here rests on the "
+    "session or on the SDK's rendering of the hand-over.",
     "The Planner and its Executors (ctxspec/adapters/openai_agents/executor.py): the root "
     "Agent's delegate tool is the Executor Agent through Agent.as_tool(parameters=Handover) — "
     "task, constraints and materials validated by the SDK and rendered into the Executor's "
