@@ -11,7 +11,9 @@ the same public API:
   structured-input builder (a preamble and the arguments as JSON).
 
 Everything else (the scripted Model, the tools, the guardrails, the filter) is the adapter's,
-so a verdict that differs between the two shows a case that judges a mapping choice.
+so a verdict that differs between the two shows a case that judges a mapping choice. With no
+session there is no compaction session either: the cases that need ``compaction_summary``
+are unsupported here and compared only where both reach a verdict.
 """
 
 from typing import Any
@@ -37,6 +39,11 @@ class CarriedHistoryDriver(OpenAIAgentsDriver):
     """The SDK with the history carried by the caller and the hand-over worded by us."""
 
     handover_builder = staticmethod(_lines)
+
+    def __init__(self) -> None:
+        # The SDK compacts only a session's history (OpenAIResponsesCompactionSession wraps a
+        # Session), so a caller carrying the history has no compaction: it declares none.
+        super().__init__(compaction=False)
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         super().configure(scenario, ports)

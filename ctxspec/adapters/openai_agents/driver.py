@@ -26,7 +26,6 @@ import json
 import tempfile
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +44,29 @@ from agents import (
 )
 from agents.agent_tool_input import StructuredToolInputBuilder
 from agents.items import ModelResponse, TResponseInputItem
-from agents.memory import SessionSettings
+from agents.memory import OpenAIResponsesCompactionSession, Session, SessionSettings
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import RunContextWrapper
 from agents.run_state import RunState
 from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
-from openai import APIConnectionError, BadRequestError
+from openai import APIConnectionError, APIError, BadRequestError, InternalServerError
 
+from ctxspec.adapters.openai_agents.compaction import compacting
 from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
 from ctxspec.adapters.openai_agents.guardrails import Guardrails
-from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
+from ctxspec.adapters.openai_agents.model import ScenarioModel, response_text, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
+from ctxspec.adapters.openai_agents.runs import (
+    BudgetRefused,
+    Delivery,
+    HookDenied,
+    Run,
+    consume,
+    root_cause,
+)
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
@@ -87,52 +95,18 @@ turn), input staged on a running Run (``RunState.add_input``), another session o
 SQLite file, a batch's function tools run concurrently and fed back in call order, a Planner
 whose ``delegate`` tool is an Executor ``Agent`` through ``Agent.as_tool``."""
 ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
+COMPACTION = frozenset({"compaction_summary"})
+"""With the SDK's compaction session: the SDK summarises and replaces the history, the
+adapter decides when (compaction.py), so it counts as adapter-supplied."""
 """What the adapter computes because the SDK has none of it: the request's measure with the
 injected estimator, W, O, S, B, the trigger and the §8 refusal."""
 
 
-class HookDenied(Exception):
-    """A ``model.pre_request`` deny, raised from the SDK's input filter so the model is never
-    called and the Run ends (Q75)."""
-
-
-class BudgetRefused(Exception):
-    """The §8 refusal of a request whose fixed input exceeds B, raised from the SDK's input
-    filter so the SDK ends the Run."""
-
-    def __init__(self, code: str, figures: dict[str, int]) -> None:
-        super().__init__(f"{code}: the fixed input needs {figures['input']} tokens; the input "
-                         f"budget is {figures['input_budget']}")
-        self.code, self.figures = code, figures
-
-
-@dataclass
-class Delivery:
-    input_id: str
-    delivery_id: str
-    text: str
-    run_no: int | None
-    state: str = "pending"
-    previous: str | None = None
-
-
-@dataclass
-class Run:
-    no: int
-    run_id: str
-    inputs: list[Delivery] = field(default_factory=list)
-    question_id: str = ""
-    started: bool = False
-    status: str = "running"
-    stop_requested: bool = False
-    staged: list[Delivery] = field(default_factory=list)
-    """Supplements that arrived while the SDK ran: admitted at the next resume."""
-    seq: int = 0
-
-
 class _Usage(RunHooks[Any]):
     """The SDK's hook after each model call: the provider's reported usage, beside the
-    request's estimate (§7: audit only)."""
+    request's estimate (§7: audit only), and ``model.post_response`` (Q383): the SDK awaits
+    it after the response is validated and before its tool calls run, so a deny raised
+    there ends the Run with the answer withheld and its calls never run."""
 
     def __init__(self, driver: "OpenAIAgentsDriver") -> None:
         self.driver = driver
@@ -140,6 +114,8 @@ class _Usage(RunHooks[Any]):
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
                          response: ModelResponse) -> None:
         self.driver.usage_reported(response)
+        if self.driver.guardrails.response_denied(response_text(response)):
+            raise HookDenied("HOOK_DENIED: a model.post_response hook denied the answer")
 
 
 class OpenAIAgentsDriver:
@@ -150,8 +126,13 @@ class OpenAIAgentsDriver:
     handover_builder: StructuredToolInputBuilder | None = None
     """``Agent.as_tool(input_builder=...)``: None, the SDK's own rendering of the hand-over."""
 
-    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None) -> None:
+    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None,
+                 compaction: bool = False) -> None:
         self.sdk_defaults = sdk_defaults
+        self.compaction = compaction
+        """The session wrapped in the SDK's ``OpenAIResponsesCompactionSession`` (compaction.py)."""
+        if compaction:
+            self.capabilities = self.capabilities | COMPACTION
         self.session_limit = session_limit
         """``SessionSettings(limit=...)``: the session hands the Runner only its last items
         (the bug corpus's path, tests/real_bugs/); None, every item."""
@@ -180,6 +161,7 @@ class OpenAIAgentsDriver:
         """The Executor's own tools, when the scenario has a Planner (``Agent.as_tool``)."""
         self.result_facts: dict[str, dict[str, Any]] = {}
         """What each call's formatted error result stands for, by call_id (Q210)."""
+        self.hooks = _Usage(self)
         self.config = RunConfig(
             tracing_disabled=True, call_model_input_filter=self._filter,
             tool_not_found_behavior="raise_error" if self.sdk_defaults
@@ -187,14 +169,14 @@ class OpenAIAgentsDriver:
         if doc.executor is not None:
             delegate, self.executor_tools = delegate_tool(
                 doc, self, self._run_tool, settings, self.config, self.sdk_defaults,
-                self.model.ids, self.handover_builder)
+                self.model.ids, self.handover_builder, self._executor_failed, self.hooks)
             self.tools.append(delegate)
         self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
             {**fields, "kind": kind}), self.result_facts)
         self.guardrails.attach([*self.tools, *self.executor_tools])
+        self.guardrails.shared = tuple(each.name for each in doc.shared)
         self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
                                 model=self.model, model_settings=settings)
-        self.hooks = _Usage(self)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
         self.waiting: list[Delivery] = []
@@ -205,6 +187,8 @@ class OpenAIAgentsDriver:
         self.events: list[Message] = []
         self.streaming: RunResultStreaming | None = None
         self.requests = 0
+        self.compacted = False
+        """A compaction ran for the next root request (its decision is ``compact``)."""
         self.asked: dict[str, int] = {}
         """The requests each role made (the port's ordinal, per purpose and role)."""
         self.last: dict[str, Any] | None = None
@@ -264,10 +248,13 @@ class OpenAIAgentsDriver:
         self.session = self._session(f"session-{self.sessions}")
         self.events.append({"kind": "session_opened", "session": self.sessions})
 
-    def _session(self, name: str) -> SQLiteSession:
+    def _session(self, name: str) -> Session:
         settings = None if self.session_limit is None else SessionSettings(
             limit=self.session_limit)
-        return SQLiteSession(name, self.database, session_settings=settings)
+        stored = SQLiteSession(name, self.database, session_settings=settings)
+        if not self.compaction:
+            return stored
+        return compacting(name, stored, self, self.doc.model_attempts)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -278,12 +265,14 @@ class OpenAIAgentsDriver:
         run.started = True
         stored = {input_id for input_id, _ in self.sent}  # the session holds them already
         start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
+        if self.compaction and not await self._compacted_before(run, start):
+            return
         while True:
             result = self._streamed(start)
             self.streaming = result
             if run.stop_requested:  # stopped before the SDK began: cancelled at once
                 result.cancel(mode="immediate")
-            failure = await _consume(result)
+            failure = await consume(result)
             self.streaming = None
             if self.exhausted is not None:
                 raise self.exhausted
@@ -298,6 +287,28 @@ class OpenAIAgentsDriver:
                 self._end(run, "stopped")
                 return
             start = self._resume(run, result.to_state())
+
+    async def _compacted_before(self, run: Run, start: list[Any]) -> bool:
+        """The SDK asks whether to compact only after a turn: before a Run whose first
+        request would reach the trigger, the adapter calls the session's ``run_compaction``
+        itself. False when that compaction failed and ended the Run."""
+        assert isinstance(self.session, OpenAIResponsesCompactionSession)
+        stored = await self.session.get_items()
+        if not stored or not self._reaches_trigger([*stored, *start]):
+            return True
+        try:
+            await self.session.run_compaction({"force": True, "compaction_mode": "input"})
+        except APIError as failure:
+            # The Run's inputs are kept, as the SDK keeps a failed Run's (saved before its
+            # first model call): the context stays whole for the next question (§8, §11).
+            await self.session.add_items(start)
+            if run.stop_requested:  # the user's stop wins over the failure it cut short
+                self._end(run, "stopped")
+            else:
+                self._end(run, "failed", "COMPACTION_FAILED", str(failure))
+            return False
+        self.compacted = True
+        return True
 
     def _streamed(self, start: Any) -> RunResultStreaming:
         """One streamed Run of the SDK on the session, which carries the history."""
@@ -323,11 +334,13 @@ class OpenAIAgentsDriver:
         if isinstance(failure, MaxTurnsExceeded):
             self._end(run, "loop_exhausted")
             return
-        cause = _root(failure)
+        cause = root_cause(failure)
         if isinstance(cause, ScriptExhausted):
             raise cause
         if isinstance(cause, BudgetRefused):
             self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+        elif isinstance(cause, InternalServerError):  # the compact endpoint, finally failed
+            self._end(run, "failed", "COMPACTION_FAILED", str(cause))
         elif isinstance(cause, HookDenied):
             self._end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
@@ -359,6 +372,14 @@ class OpenAIAgentsDriver:
             if args.kind != "approval_rejected" else {
                 "status": "denied", "stage": "pre", "executed": False, "result_delivered": False}
         return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
+
+    def _executor_failed(self, context: RunContextWrapper[Any], error: Exception) -> str:
+        """An Executor's failure as the ``delegate`` call's structured error (§11)."""
+        code = "HOOK_DENIED" if isinstance(root_cause(error), HookDenied) else "EXECUTOR_FAILED"
+        call_id = getattr(context, "tool_call_id", None)
+        if call_id is not None:
+            self.result_facts[call_id] = {"status": "error", "code": code}
+        return json.dumps({"status": "error", "error": {"code": code, "detail": str(error)}})
 
     # --- what the SDK sends, read where it hands it to the model -----------------------------
 
@@ -398,9 +419,28 @@ class OpenAIAgentsDriver:
 
     def request(self, call: SdkCall, role: str = "root") -> ModelOutcome:
         """The Model's observer: trace the request as sent, ask the scripted port."""
-        items = sdk_call_texts(call)
-        view, tokens, decision = self._measure(call.system_instructions, items, role)
-        fingerprint = json.dumps(view, sort_keys=True)
+        return self._traced("business", role, call.system_instructions, sdk_call_texts(call),
+                            call.model_settings.max_tokens)
+
+    def compaction_request(self, items: list[Any]) -> ModelOutcome:
+        """The scripted compact endpoint's observer (compaction.py): the same, for §8."""
+        return self._traced("compaction", "root", None, items, None)
+
+    def _reaches_trigger(self, items: list[Any]) -> bool:
+        """Whether a request of these items, with the prompt and the tool schemas, reaches
+        the trigger (the adapter's measure)."""
+        return self._measure(self.doc.system_prompt, items)[1] >= self.budget.trigger_threshold
+
+    def _traced(self, purpose: str, role: str, instructions: str | None, items: Sequence[Any],
+                max_output: int | None) -> ModelOutcome:
+        if purpose == "business":
+            view, tokens, decision = self._measure(instructions, items, role)
+            if self.compacted and role == "root":  # the request a compaction was made for
+                decision, self.compacted = "compact", False
+        else:  # what is summarised, measured alone: a compaction request carries no tools
+            view, decision = read_view(None, items, self.sent), None
+            tokens = self.ports.estimator.estimate(estimation(view, [])).tokens
+        fingerprint = json.dumps([purpose, view], sort_keys=True)
         last = self.last
         if last is not None and last["failed"] and last["view"] == fingerprint:
             key, attempt = last["key"], last["attempt"] + 1  # the SDK's retry of that request
@@ -409,14 +449,14 @@ class OpenAIAgentsDriver:
             key, attempt = f"openai-agents:{self.requests}", 1
         run = self._active()
         claimed = [d for d in self._active_inputs() if d.state == "pending" and role == "root"
+                   and purpose == "business"
                    and any(m.get("input_id") == d.input_id for m in view)]
         for delivery in claimed:
             delivery.state = "claimed"
             self._delivery(delivery)
         budget = self.budget
-        max_output = call.model_settings.max_tokens
         self.events.append({
-            "kind": "model_request", "purpose": "business", "role": role,
+            "kind": "model_request", "purpose": purpose, "role": role,
             "purpose_key": key, "attempt": attempt, "view": {"messages": view},
             "estimated_input_tokens": tokens,
             "max_output_tokens": budget.output_reserve if max_output is None else max_output,
@@ -425,21 +465,24 @@ class OpenAIAgentsDriver:
             "trigger_threshold": budget.trigger_threshold, "compaction": decision,
             "snapshot_id": None, "run_no": None if run is None else run.no,
             "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
-        self.in_model = True
+        self.in_model = purpose == "business"
         try:
-            outcome = self._ask_port(key, attempt, view, role)
+            outcome = self._ask_port(purpose, key, attempt, view, role)
         finally:
             self.in_model = False
         self.last = {"key": key, "attempt": attempt, "view": fingerprint,
                      "failed": not isinstance(outcome, Complete), "tokens": tokens}
-        self._answered(outcome)
+        if purpose == "business":
+            self._answered(outcome)
         return outcome
 
-    def _ask_port(self, key: str, attempt: int, view: list[Message],
+    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
                   role: str) -> ModelOutcome:
-        self.asked[role] = ordinal = self.asked.get(role, 0) + (attempt == 1)
+        asked = f"{purpose}:{role}"
+        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
         return self.ports.model.call(ModelCall(
-            "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
+            "compaction" if purpose == "compaction" else "business",
+            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
             tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
                   for m in view), (), self.budget.output_reserve, ordinal, role))
 
@@ -529,37 +572,17 @@ class OpenAIAgentsDriver:
                             "event": event, "detail": detail})
 
 
-async def _consume(result: RunResultStreaming) -> BaseException | None:
-    """Let the streamed Run work to its end; the exception that ended it, if any."""
-    try:
-        async for _ in result.stream_events():
-            pass
-    except Exception as failure:
-        return failure
-    return result.run_loop_exception
-
-
-def _root(failure: BaseException) -> BaseException:
-    """The first cause in the chain the adapter knows (the SDK wraps a filter's error)."""
-    seen: BaseException | None = failure
-    while seen is not None:
-        if isinstance(seen, BudgetRefused | HookDenied | BadRequestError | APIConnectionError
-                      | ScriptExhausted):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return failure
-
-
 def make_driver() -> OpenAIAgentsDriver:
     """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
-    careful user following the design configures it (the best configuration)."""
-    return OpenAIAgentsDriver()
+    careful user following the design configures it (the best configuration), its session
+    the SDK's ``OpenAIResponsesCompactionSession``."""
+    return OpenAIAgentsDriver(compaction=True)
 
 
 def make_limited_driver() -> OpenAIAgentsDriver:
     """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
     the bug corpus's path (tests/real_bugs/)."""
-    return OpenAIAgentsDriver(session_limit=4)
+    return OpenAIAgentsDriver(session_limit=4, compaction=True)
 
 
 def make_default_driver() -> OpenAIAgentsDriver:

@@ -14,9 +14,10 @@ ours.
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from typing import Any
 
-from agents import Agent, FunctionTool, ModelSettings, RunConfig
+from agents import Agent, FunctionTool, ModelSettings, RunConfig, RunContextWrapper, RunHooks
 from agents.agent_tool_input import StructuredToolInputBuilder
 from agents.tool import default_tool_error_function
 from agents.tool_context import ToolContext
@@ -27,6 +28,8 @@ from ctxspec.adapters.openai_agents.tools import Run, build
 from ctxspec.conformance.scenario import AgentDoc
 
 DELEGATE = "delegate"
+CONTEXT_ERROR = "CONTEXT_PROTECTED_INPUT_TOO_LARGE"
+"""The code of the driver's refusal of a request over B (driver.py ``BudgetRefused``)."""
 DESCRIPTION = "Hand one task to an Executor."
 
 
@@ -40,16 +43,18 @@ class Handover(BaseModel):
 
 def delegate_tool(doc: AgentDoc, observer: Observer, run_tool: Run, settings: ModelSettings,
                   config: RunConfig, sdk_defaults: bool, ids: "itertools.count[int]",
-                  builder: StructuredToolInputBuilder | None = None
+                  builder: StructuredToolInputBuilder | None = None,
+                  failed: Callable[[RunContextWrapper[Any], Exception], str] | None = None,
+                  hooks: RunHooks[Any] | None = None
                   ) -> tuple[FunctionTool, list[FunctionTool]]:
     """The Planner's ``delegate`` tool and the Executor's own tools (so the driver can give
     them the scenario's guardrails). Each call runs the Executor afresh: ``as_tool`` starts a
     new nested Run with only the hand-over as its input, under the Planner's ``RunConfig``
     (its input filter refuses an Executor's request over B too).
 
-    Best configuration: ``failure_error_function=None``, so an Executor's failure (a context
-    error, §11) is raised through the Planner's Run and ends the whole invocation; the SDK's
-    default answers it to the Planner as a tool error, and the Planner goes on."""
+    Best configuration: a ``failure_error_function`` raising an Executor's context error
+    through the Planner's Run, which ends the whole invocation (§11); the SDK's default
+    answers every failure to the Planner as a tool error, and the Planner goes on."""
     assert doc.executor is not None
     tools = [build(tool, run_tool) for tool in doc.executor.tools]
     executor = Agent[Any](name="executor", instructions=doc.executor.system_prompt,
@@ -58,9 +63,28 @@ def delegate_tool(doc: AgentDoc, observer: Observer, run_tool: Run, settings: Mo
     tool = executor.as_tool(
         tool_name=DELEGATE, tool_description=DESCRIPTION, parameters=Handover,
         input_builder=builder,
-        max_turns=doc.loop_limit, run_config=config,
-        failure_error_function=default_tool_error_function if sdk_defaults else None)
+        max_turns=doc.loop_limit, run_config=config, hooks=hooks,
+        failure_error_function=default_tool_error_function if sdk_defaults or failed is None
+        else _context_errors_raised(failed))
     return _one_at_a_time(tool), tools
+
+
+def _context_errors_raised(failed: Callable[[RunContextWrapper[Any], Exception], str]
+                           ) -> Callable[[RunContextWrapper[Any], Exception], str]:
+    """The best configuration's ``failure_error_function``: a context error of the Executor
+    (its request refused over B) is raised through the Planner's Run, which ends (§11: it
+    acts on the whole invocation); any other failure of the execution is answered to the
+    Planner by ``failed`` (a structured error), and the Planner goes on."""
+
+    def answer(context: RunContextWrapper[Any], error: Exception) -> str:
+        seen: BaseException | None = error
+        while seen is not None:
+            if getattr(seen, "code", None) == CONTEXT_ERROR:
+                raise error
+            seen = seen.__cause__ or seen.__context__
+        return failed(context, error)
+
+    return answer
 
 
 def _one_at_a_time(tool: FunctionTool) -> FunctionTool:

@@ -35,7 +35,8 @@ from agents.tool_guardrails import (
 
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort
 
-POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request")
+POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request",
+                                 "model.post_response")
 CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
 PRE_DENIED = "denied by a pre-call guardrail"
 POST_DENIED = "denied by a post-call guardrail"
@@ -77,6 +78,10 @@ class Guardrails:
             return ToolGuardrailFunctionOutput.reject_content(POST_DENIED)
         return ToolGuardrailFunctionOutput.allow()
 
+    shared: tuple[str, ...] = ()
+    """The names of the Agent's shared fields, which a patch may target as ``shared:<name>``
+    (the SDK has no shared scope; the name only resolves, Q381)."""
+
     def request_denied(self, messages: list[dict[str, Any]], question: str | None) -> bool:
         """``model.pre_request`` from ``RunConfig.call_model_input_filter``: the chain asked
         with the request about to be sent; a deny raises there, so the SDK never calls the
@@ -84,8 +89,17 @@ class Guardrails:
         input id of the current Run's question, which names the records a patch may target."""
         if not self.hooks.registered("model.pre_request"):
             return False
-        return self._denies("model.pre_request", {"messages": messages}, "pre",
-                            _named(messages, question))
+        named = _named(messages, question)
+        named.update({f"shared:{name}": uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:shared:{name}")
+                      for name in self.shared})
+        return self._denies("model.pre_request", {"messages": messages}, "pre", named)
+
+    def response_denied(self, text: str) -> bool:
+        """``model.post_response`` from ``RunHooks.on_llm_end`` (Q383): the chain asked with
+        the answer's text; a deny raises there and ends the Run before the answer's calls."""
+        if not self.hooks.registered("model.post_response"):
+            return False
+        return self._denies("model.post_response", {"text": text}, "post")
 
     def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str,
                 records: dict[str, uuid.UUID] | None = None) -> bool:

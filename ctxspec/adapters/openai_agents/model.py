@@ -135,3 +135,12 @@ def sdk_call_texts(call: SdkCall) -> Sequence[Any]:
     """The input items of a call, always as a list."""
     items = call.input
     return [{"role": "user", "content": items}] if isinstance(items, str) else list(items)
+
+
+def response_text(response: Any) -> str:
+    """The text of a model response's messages (``ModelResponse.output``)."""
+    parts = []
+    for item in getattr(response, "output", ()):
+        for part in getattr(item, "content", None) or ():
+            parts.append(str(getattr(part, "text", "")))
+    return "".join(parts)

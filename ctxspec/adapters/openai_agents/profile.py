@@ -42,7 +42,73 @@ _FILTER_GRAIN = Divergence(
     "agents/run_config.py: CallModelData, ModelInputData; agents/run_internal/"
     "turn_preparation.py: maybe_filter_model_input")
 
+_NO_DEADLINE = Divergence(
+    "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a Run "
+    "goes on, and a retry is sent, after the Run's time is up (§8, §11).",
+    "agents/model_settings.py: ModelSettings.timeout")
+_AFTER_A_TURN = Divergence(
+    "The compaction session is asked to compact only after a turn's items are saved, and "
+    "defers while that turn has tool outputs (until the Run's last turn): nothing compacts "
+    "before a request inside a Run, so a Run's later request at or over the trigger is sent "
+    "as it is (the user can call run_compaction only between Runs) (§7, §8).",
+    "agents/run_internal/session_persistence.py: _apply_post_write_compaction; "
+    "agents/memory/openai_responses_compaction_session.py: "
+    "OpenAIResponsesCompactionSession._defer_compaction")
+_USER_MESSAGES_KEPT = Divergence(
+    "The compact endpoint answers every user message of the compacted input verbatim, then "
+    "one compaction item, and the session's history becomes that output: an earlier Run's "
+    "question is never summarised but sent whole after every compaction, before the summary, "
+    "so the request after a compaction is larger than the design's (§4, §8).",
+    "openai/types/responses/compacted_response.py: CompactedResponse.output; "
+    "agents/memory/openai_responses_compaction_session.py: _normalize_compaction_output_items")
+_NO_SUMMARY_BUDGET = Divergence(
+    "responses.compact takes no output limit and the compaction session computes no summary "
+    "budget (H = B − F, T, the chunk's room): the summary is asked with no T, a compaction "
+    "whose summary cannot fit is made anyway, and the request after it is sent without B "
+    "checked again (§8).",
+    "openai/types/responses/response_compact_params.py: ResponseCompactParams; "
+    "agents/memory/openai_responses_compaction_session.py: _run_compaction_locked")
+_HOOK_AFTER_COMPACTION = Divergence(
+    "The input filter, the SDK's only hook before a request, runs inside the Run on the "
+    "history the session hands over, after that history was compacted: a request's "
+    "pre-request hook is asked after its summary, not before (§5).",
+    "agents/run_internal/turn_preparation.py: maybe_filter_model_input; "
+    "agents/run_internal/session_persistence.py: prepare_input_with_session")
+_RESPONSE_HOOK_GRAIN = Divergence(
+    "RunHooks.on_llm_end, the SDK's one hook on every model response, sees the response "
+    "before its tool calls run and may raise (the Run ends, the answer withheld), but cannot "
+    "replace it: the SDK goes on with the provider's own output, so a post-response hook's "
+    "edit of the answer is neither applied nor sent (§2, §3).",
+    "agents/lifecycle.py: RunHooksBase.on_llm_end; agents/run_internal/run_loop.py: "
+    "run_single_turn_streamed (after_invocation_validation)")
+_HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
+                "HM-{}-EXECUTOR-SUCCEEDED")
+
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-04-AT", "ROW-05", "ROW-06", "EX8-ROW1", "EX8-ROW2", "S7-USAGE-TINY"),
+                    _USER_MESSAGES_KEPT),
+    **dict.fromkeys(("EX8-ROW3", "EX8-ROW4", "EX8-ROW6", "S8-TARGET-EXPLICIT",
+                     "S8-TARGET-PROVIDER-LIMIT", "S8-SOFT-TARGET", "S8-TARGET-CAP",
+                     "S8-SUMMARY-CUT-AT-T", "S8-PROMPTS-LEAVE-NO-ROOM", "S8-CHUNK-FLOOR"),
+                    _NO_SUMMARY_BUDGET),
+    "S5-FREEZE-LATE": _HOOK_AFTER_COMPACTION,
+    **dict.fromkeys(("S7-HOOK-OVER-BUDGET", "S7-HOOK-FIXED-KEPT", "S8-ABOVE-TRIGGER-AFTER",
+                     *(form.format(part) for form in _HOOK_MATRIX
+                       for part in ("MPRE-ALLOW", "MPRE-MODIFY", "MPRE-FAIL", "TPRE-ALLOW",
+                                    "TPRE-FAIL", "TPOST-ALLOW", "TPOST-FAIL", "MPOST-ALLOW",
+                                    "MPOST-MODIFY", "MPOST-FAIL")),
+                     "HM-TPRE-MODIFY-ROOT-SUCCEEDED-DELEGATE"), _AFTER_A_TURN),
+    **dict.fromkeys(("S2-POST-PROCESSED", "S6-TEXT-MODIFIED-SENT", "S2-FINAL-ANSWER-DELIVERED",
+                     "S3-EXECUTOR-ANSWER-EFFECTIVE"), _RESPONSE_HOOK_GRAIN),
+    **dict.fromkeys((*(f"HM-{point}-{part}-TIMED_OUT"
+                       for point in ("MPRE", "TPRE", "TPOST", "MPOST")
+                       for part in ("ALLOW-ROOT", "ALLOW-EXECUTOR")),
+                     "S11-DEADLINE-DURING-COMPACTION", "S8-DEADLINE-BETWEEN-ATTEMPTS"),
+                    _NO_DEADLINE),
+    **dict.fromkeys((f"HM-{part}-ROOT-SUCCEEDED-RESULTREAD" for part in (
+        "MPRE-ALLOW", "MPRE-MODIFY", "MPRE-FAIL", "TPRE-ALLOW", "TPRE-MODIFY", "TPRE-FAIL",
+        "TPOST-ALLOW", "TPOST-MODIFY", "TPOST-DENY", "TPOST-FAIL", "MPOST-ALLOW",
+        "MPOST-MODIFY", "MPOST-FAIL")), _NO_PREVIEW),
     **dict.fromkeys(("ROW-15", "S1-NO-SCOPE", "S3-HOOK-CHANGE-SEEN", "S7-ESTIMATE-WHOLE-REQUEST",
                      "S7-HOOK-FIXED-TOO-BIG"), _FILTER_GRAIN),
     **dict.fromkeys((
@@ -51,7 +117,9 @@ DIVERGENCES = {
         "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
         "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
         "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD",
-        "S3-DELEGATE-POST-MODIFY"),
+        "S3-DELEGATE-POST-MODIFY", "HM-TPRE-MODIFY-ROOT-SUCCEEDED",
+        "HM-TPOST-MODIFY-ROOT-SUCCEEDED", "HM-TPOST-MODIFY-ROOT-SUCCEEDED-DELEGATE",
+        "HM-TPRE-MODIFY-EXECUTOR-SUCCEEDED", "HM-TPOST-MODIFY-EXECUTOR-SUCCEEDED"),
         _GUARDRAIL_GRAIN),
     "S11-LOOPS-SHARED": Divergence(
         "An Executor behind Agent.as_tool runs a nested Run with its own max_turns, fixed when "
@@ -69,10 +137,6 @@ DIVERGENCES = {
     "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
     "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
-    "S8-DEADLINE-BETWEEN-ATTEMPTS": Divergence(
-        "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
-        "is sent after the Run's time is up (§8, §11).",
-        "agents/model_settings.py: ModelSettings.timeout"),
     "S2-PROVIDER-CALL-IDS": Divergence(
         "A tool call's identity is the provider's call_id: two calls of one response sharing an "
         "id make the SDK raise ModelBehaviorError and end the Run, where the design runs each "
@@ -149,11 +213,21 @@ NOTES = (
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+    "Compaction (best configuration; ctxspec/adapters/openai_agents/compaction.py, Q382): "
+    "the session is the SDK's OpenAIResponsesCompactionSession (input mode) over the "
+    "SQLiteSession, its client a real AsyncOpenAI whose transport answers POST "
+    "/responses/compact from the scenario's compaction script as the endpoint's documented "
+    "output (every user message, then one compaction item holding the summary), with "
+    "max_retries = model_attempts - 1. Its should_trigger_compaction hook answers no; before "
+    "a Run whose first request would reach the trigger the adapter calls run_compaction "
+    "(force), and a failed one keeps the Run's inputs in the session. The defaults "
+    "configuration keeps the plain SQLiteSession, the SDK's default.",
     "A second mapping of the same API (tests/agents_second_mapping.py: no SQLiteSession, the "
     "caller carrying each Run's RunResultStreaming.to_input_list() into the next; the "
     "hand-over worded by an as_tool input_builder of our own) reaches the same verdict on "
-    "every case (tests/test_agents_second_mapping.py), so no verdict here rests on the "
-    "session or on the SDK's rendering of the hand-over.",
+    "every case it judges (tests/test_agents_second_mapping.py; without a session it has no "
+    "compaction session, so the compaction cases are judged by this mapping alone): no other "
+    "verdict here rests on the session or on the SDK's rendering of the hand-over.",
     "The Planner and its Executors (ctxspec/adapters/openai_agents/executor.py): the root "
     "Agent's delegate tool is the Executor Agent through Agent.as_tool(parameters=Handover) — "
     "task, constraints and materials validated by the SDK and rendered into the Executor's "
@@ -165,12 +239,13 @@ NOTES = (
     "which the SDK runs concurrently, finish in that order.",
     "Hooks at the SDK's grain (ctxspec/adapters/openai_agents/guardrails.py, Q293): "
     "tool.pre_call is each function tool's ToolInputGuardrail, tool.post_call its "
-    "ToolOutputGuardrail, model.pre_request RunConfig.call_model_input_filter (Q381); a deny "
+    "ToolOutputGuardrail, model.pre_request RunConfig.call_model_input_filter (Q381), "
+    "model.post_response RunHooks.on_llm_end, given to the Executor's nested Runs too "
+    "(Q383); a deny "
     "is reject_content (the call never runs, or its result is withheld) or, before a request, "
     "an exception the SDK ends the Run on (HOOK_DENIED); a write has no place (a guardrail "
     "cannot modify, the filter replaces the input wholesale), a failed item is dropped. The "
-    "other points are not declared: input and output guardrails see a Run's first input "
-    "and final output only, RunHooks observe and cannot deny. Nor crash points: a "
+    "compaction points are not declared: the compact call has no hook. Nor crash points: a "
     "SQLiteSession saves items, not the Run's position, so a restarted process can only "
     "start a new Run.",
 )
@@ -199,6 +274,10 @@ DOUBTS = {
     "EX3-WRITE": "a guardrail cannot modify, so every case with an edit fails on the grain "
                  "(Q293); a user could instead reject and let the model propose again, which "
                  "the design does not count as an edit.",
+    "ROW-04-FLOOR": "passes on a compaction the adapter starts (run_compaction before the "
+                    "Run) with a summary the scripted compact endpoint wrote as the API "
+                    "documents its output; a real endpoint's summary is encrypted and what "
+                    "the model reads of it is not judged (Q382).",
     "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
               "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
               "SDK's default of no limit.",
@@ -215,6 +294,13 @@ PROFILE = Profile(
                                "SDK hands the model with the injected estimator, computes W, "
                                "O, S, B and the trigger, and refuses a fixed input over B in "
                                "RunConfig.call_model_input_filter",
+        "compaction_summary": "the SDK's OpenAIResponsesCompactionSession summarises (the "
+                              "Responses API's compact endpoint, scripted offline) and "
+                              "replaces the history, but asks whether to compact only after "
+                              "a turn is saved: the adapter measures the history against the "
+                              "trigger in its should_trigger_compaction hook and calls "
+                              "run_compaction before a Run whose first request would reach "
+                              "it (ctxspec/adapters/openai_agents/compaction.py)",
     },
     divergences=DIVERGENCES, settings=SETTINGS, doubts=DOUBTS, findings=FINDINGS, notes=NOTES,
     defaults="ctxspec.adapters.openai_agents:make_default_driver",

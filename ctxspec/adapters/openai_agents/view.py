@@ -69,6 +69,9 @@ def read_view(instructions: str | None, items: Sequence[Any],
                           "arguments": str(item.get("arguments", ""))})
             calls_open = True
             continue
+        elif kind == "compaction":  # the compact endpoint's summary (compaction.py)
+            summary = str(item.get("encrypted_content", ""))
+            view.append(message("system", "summary", summary, record_id=record, body=summary))
         elif kind == "function_call_output":
             view.append(message("tool", "tool_result", _output(item.get("output")),
                                 call_id=str(item.get("call_id")), record_id=record))
