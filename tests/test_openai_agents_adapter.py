@@ -88,3 +88,30 @@ def test_a_pass_on_the_adapters_decisions_is_not_the_frameworks(
     result = _run(case_id, probes)
     assert result.status == "passed", result.detail
     assert status_of(result, profile().adapter_supplied) == "adapter"
+
+
+ALONE = {"RunConfig(tool_not_found_behavior=...)": "tool_not_found_behavior",
+         "RunConfig(tool_error_formatter=...)": "tool_error_formatter",
+         "Agent.as_tool(failure_error_function=...)": "executor_failure"}
+"""Each setting of the report as the driver's name of that one change (driver.py ``BEST``)."""
+
+
+@pytest.mark.slow
+def test_the_settings_that_name_a_case_fix_it(probes: dict[str, ProbeResult]) -> None:
+    # A default failure is its settings', not the best configuration's as a whole: the
+    # defaults with only the settings naming the case changed pass it (Q291).
+    from functools import partial
+
+    from ctxspec.adapters.openai_agents.driver import BEST, OpenAIAgentsDriver
+    from ctxspec.adapters.openai_agents.profile import SETTINGS
+    assert sorted(ALONE) == sorted(s.name for s in SETTINGS), "a setting without its change"
+    assert set(ALONE.values()) == BEST, "a change of the best configuration no setting names"
+    for case in by_id(sorted({c for s in SETTINGS for c in s.cases})):
+        named = [s for s in SETTINGS if case.id in s.cases]
+        only = frozenset(ALONE[s.name] for s in named)
+        defaults = run_case(case, partial(OpenAIAgentsDriver, best=frozenset()), probes)
+        assert defaults.status == "failed", f"{case.id} does not fail with the defaults"
+        result = run_case(case, partial(OpenAIAgentsDriver, best=only), probes)
+        assert result.status == "passed", (
+            f"{case.id} does not pass with only {', '.join(s.name for s in named)} changed: "
+            f"{result.detail}")

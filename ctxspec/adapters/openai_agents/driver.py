@@ -37,7 +37,6 @@ from agents import (
     ModelBehaviorError,
     ModelSettings,
     RunConfig,
-    RunHooks,
     Runner,
     RunResultStreaming,
     SQLiteSession,
@@ -56,8 +55,8 @@ from openai import APIConnectionError, APIError, BadRequestError, InternalServer
 from ctxspec.adapters.openai_agents.compaction import compacting
 from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
-from ctxspec.adapters.openai_agents.guardrails import Guardrails
-from ctxspec.adapters.openai_agents.model import ScenarioModel, response_text, sdk_call_texts
+from ctxspec.adapters.openai_agents.guardrails import Guardrails, ResponseHooks
+from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.runs import (
     BudgetRefused,
@@ -70,7 +69,7 @@ from ctxspec.adapters.openai_agents.runs import (
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
-from ctxspec.conformance.scenario import Scenario
+from ctxspec.conformance.scenario import AgentDoc, Scenario
 from ctxspec.reference.budget import (
     ConfigurationError,
     ResolvedBudget,
@@ -94,28 +93,15 @@ carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, e
 turn), input staged on a running Run (``RunState.add_input``), another session on the same
 SQLite file, a batch's function tools run concurrently and fed back in call order, a Planner
 whose ``delegate`` tool is an Executor ``Agent`` through ``Agent.as_tool``."""
+BEST = frozenset({"tool_error_formatter", "tool_not_found_behavior", "executor_failure"})
+"""The settings the best configuration changes from the SDK's defaults (profile.py
+``SETTINGS`` names each with the cases it fixes)."""
 ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
 COMPACTION = frozenset({"compaction_summary"})
 """With the SDK's compaction session: the SDK summarises and replaces the history, the
 adapter decides when (compaction.py), so it counts as adapter-supplied."""
 """What the adapter computes because the SDK has none of it: the request's measure with the
 injected estimator, W, O, S, B, the trigger and the §8 refusal."""
-
-
-class _Usage(RunHooks[Any]):
-    """The SDK's hook after each model call: the provider's reported usage, beside the
-    request's estimate (§7: audit only), and ``model.post_response`` (Q383): the SDK awaits
-    it after the response is validated and before its tool calls run, so a deny raised
-    there ends the Run with the answer withheld and its calls never run."""
-
-    def __init__(self, driver: "OpenAIAgentsDriver") -> None:
-        self.driver = driver
-
-    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
-                         response: ModelResponse) -> None:
-        self.driver.usage_reported(response)
-        if self.driver.guardrails.response_denied(response_text(response)):
-            raise HookDenied("HOOK_DENIED: a model.post_response hook denied the answer")
 
 
 class OpenAIAgentsDriver:
@@ -127,8 +113,11 @@ class OpenAIAgentsDriver:
     """``Agent.as_tool(input_builder=...)``: None, the SDK's own rendering of the hand-over."""
 
     def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None,
-                 compaction: bool = False) -> None:
-        self.sdk_defaults = sdk_defaults
+                 compaction: bool = False, best: frozenset[str] = BEST) -> None:
+        self.best = frozenset() if sdk_defaults else best
+        """The settings of the best configuration applied (``BEST``; none: the SDK's
+        defaults, its fixed error sentence, a Run ended on a missing tool, an Executor's
+        failure answered by that sentence)."""
         self.compaction = compaction
         """The session wrapped in the SDK's ``OpenAIResponsesCompactionSession`` (compaction.py)."""
         if compaction:
@@ -136,8 +125,6 @@ class OpenAIAgentsDriver:
         self.session_limit = session_limit
         """``SessionSettings(limit=...)``: the session hands the Runner only its last items
         (the bug corpus's path, tests/real_bugs/); None, every item."""
-        """The SDK's defaults (``tool_not_found_behavior="raise_error"``, its fixed error
-        sentence) instead of the best configuration."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
@@ -150,33 +137,7 @@ class OpenAIAgentsDriver:
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
         self.session = self._session("session-1")
         self.sessions = 1
-        self.model = ScenarioModel(self)
-        retry = ModelRetrySettings(
-            max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
-            backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
-        settings = ModelSettings(max_tokens=budget.output_reserve, retry=retry)
-        self.tools = [build(tool, self._run_tool) for tool in doc.tools
-                      if doc.executor is None or tool.name != DELEGATE]
-        self.executor_tools: list[FunctionTool] = []
-        """The Executor's own tools, when the scenario has a Planner (``Agent.as_tool``)."""
-        self.result_facts: dict[str, dict[str, Any]] = {}
-        """What each call's formatted error result stands for, by call_id (Q210)."""
-        self.hooks = _Usage(self)
-        self.config = RunConfig(
-            tracing_disabled=True, call_model_input_filter=self._filter,
-            tool_not_found_behavior="raise_error" if self.sdk_defaults
-            else "return_error_to_model", tool_error_formatter=self._tool_error)
-        if doc.executor is not None:
-            delegate, self.executor_tools = delegate_tool(
-                doc, self, self._run_tool, settings, self.config, self.sdk_defaults,
-                self.model.ids, self.handover_builder, self._executor_failed, self.hooks)
-            self.tools.append(delegate)
-        self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
-            {**fields, "kind": kind}), self.result_facts)
-        self.guardrails.attach([*self.tools, *self.executor_tools])
-        self.guardrails.shared = tuple(each.name for each in doc.shared)
-        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
-                                model=self.model, model_settings=settings)
+        self._build_agent(doc, ports)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
         self.waiting: list[Delivery] = []
@@ -198,6 +159,41 @@ class OpenAIAgentsDriver:
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None
         """A scripted port that ran out inside a tool, which the SDK turned into a result."""
+
+
+    def _build_agent(self, doc: AgentDoc, ports: Ports) -> None:
+        """The SDK's parts: the scripted Model, the tools (the Executor behind ``delegate``),
+        the guardrails, the RunConfig and the root Agent."""
+        budget = self.budget
+        self.model = ScenarioModel(self)
+        retry = ModelRetrySettings(
+            max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
+            backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
+        settings = ModelSettings(max_tokens=budget.output_reserve, retry=retry)
+        self.tools = [build(tool, self._run_tool) for tool in doc.tools
+                      if doc.executor is None or tool.name != DELEGATE]
+        self.executor_tools: list[FunctionTool] = []
+        """The Executor's own tools, when the scenario has a Planner (``Agent.as_tool``)."""
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
+        self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
+            {**fields, "kind": kind}), self.result_facts)
+        self.hooks = ResponseHooks(self.usage_reported, self.guardrails)
+        self.config = RunConfig(
+            tracing_disabled=True, call_model_input_filter=self._filter,
+            tool_not_found_behavior="return_error_to_model"
+            if "tool_not_found_behavior" in self.best else "raise_error",
+            tool_error_formatter=self._tool_error)
+        if doc.executor is not None:
+            delegate, self.executor_tools = delegate_tool(
+                doc, self, self._run_tool, settings, self.config,
+                "executor_failure" not in self.best,
+                self.model.ids, self.handover_builder, self._executor_failed, self.hooks)
+            self.tools.append(delegate)
+        self.guardrails.attach([*self.tools, *self.executor_tools])
+        self.guardrails.shared = tuple(each.name for each in doc.shared)
+        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
+                                model=self.model, model_settings=settings)
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -365,7 +361,7 @@ class OpenAIAgentsDriver:
             code = "INVALID_ARGUMENTS"
         else:
             code = args.kind.upper()
-        if self.sdk_defaults:  # the SDK's own sentence, as with no formatter
+        if "tool_error_formatter" not in self.best:  # the SDK's sentence, as with none
             return args.default_message
         detail = str(error) if error is not None else args.default_message
         self.result_facts[args.call_id] = {"status": "error", "code": code} \

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool
+from agents import Agent, FunctionTool, RunContextWrapper, RunHooks
+from agents.items import ModelResponse
 from agents.tool_guardrails import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
@@ -33,6 +34,8 @@ from agents.tool_guardrails import (
     tool_output_guardrail,
 )
 
+from ctxspec.adapters.openai_agents.model import response_text
+from ctxspec.adapters.openai_agents.runs import HookDenied
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort
 
 POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request",
@@ -137,4 +140,20 @@ def _named(messages: list[dict[str, Any]], question: str | None) -> dict[str, uu
     return named
 
 
-__all__ = ["CAPABILITIES", "POINTS", "Guardrails"]
+class ResponseHooks(RunHooks[Any]):
+    """The SDK's hook after each model call: the provider's reported usage, beside the
+    request's estimate (§7: audit only), and ``model.post_response`` (Q383): the SDK awaits
+    it after the response is validated and before its tool calls run, so a deny raised
+    there ends the Run with the answer withheld and its calls never run."""
+
+    def __init__(self, usage: Callable[[ModelResponse], None], guardrails: Guardrails) -> None:
+        self.usage, self.guardrails = usage, guardrails
+
+    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
+                         response: ModelResponse) -> None:
+        self.usage(response)
+        if self.guardrails.response_denied(response_text(response)):
+            raise HookDenied("HOOK_DENIED: a model.post_response hook denied the answer")
+
+
+__all__ = ["CAPABILITIES", "POINTS", "Guardrails", "ResponseHooks"]

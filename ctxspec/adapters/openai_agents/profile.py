@@ -251,6 +251,11 @@ NOTES = (
 )
 
 SETTINGS = (
+    Setting("RunConfig(tool_not_found_behavior=...)", "'raise_error' (the Run ends on a call "
+            "to a tool the Agent does not have)", "'return_error_to_model'",
+            "A call to a missing tool ends the Run with ModelBehaviorError, where the design "
+            "answers it as a format error a new business Loop corrects (§11).",
+            frozenset({"S11-FORMAT-ERROR"})),
     Setting("Agent.as_tool(failure_error_function=...)", "default_tool_error_function (the "
             "Executor's failure answered to the Planner as the tool's error sentence)",
             "None (the Executor's failure raised through the Planner's Run)",
