@@ -87,12 +87,14 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency", "planner_executor", *GUARDRAILS})
+                       "sessions", "tool_latency", "planner_executor", "stop_mid_batch",
+                       *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
-turn), input staged on a running Run (``RunState.add_input``), another session on the same
-SQLite file, a batch's function tools run concurrently and fed back in call order, a Planner
-whose ``delegate`` tool is an Executor ``Agent`` through ``Agent.as_tool``."""
+turn, a running batch's included), input staged on a running Run (``RunState.add_input``),
+another session on the same SQLite file, a batch's function tools run concurrently and fed
+back in call order, a Planner whose ``delegate`` tool is an Executor ``Agent`` through
+``Agent.as_tool``."""
 BEST = frozenset({"tool_error_formatter", "tool_not_found_behavior", "executor_failure"})
 """The settings the best configuration changes from the SDK's defaults (profile.py
 ``SETTINGS`` names each with the cases it fixes)."""

@@ -81,6 +81,18 @@ _RESPONSE_HOOK_GRAIN = Divergence(
     "edit of the answer is neither applied nor sent (§2, §3).",
     "agents/lifecycle.py: RunHooksBase.on_llm_end; agents/run_internal/run_loop.py: "
     "run_single_turn_streamed (after_invocation_validation)")
+_STOP_RUNS_THE_BATCH_OUT = Divergence(
+    "A stop while a batch runs is cancel(mode='after_turn'): the SDK lets the turn finish, "
+    "its whole batch included, so the calls after the stop still run and none gets a "
+    "'stopped' placeholder (cancel(mode='immediate') drops the model call in flight only) "
+    "(§6, §11).",
+    "agents/result.py: RunResultStreaming.cancel")
+_STOP_MISSES_THE_EXECUTOR = Divergence(
+    "A stop cancels the Planner's streamed Run but not the Executor's nested Runner.run "
+    "inside Agent.as_tool, which goes on to its end and asks its model again after the stop "
+    "(§11).",
+    "agents/agent.py: Agent.as_tool (_run_agent_impl); agents/result.py: "
+    "RunResultStreaming.cancel")
 _HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
                 "HM-{}-EXECUTOR-SUCCEEDED")
 
@@ -92,6 +104,10 @@ DIVERGENCES = {
                      "S8-SUMMARY-CUT-AT-T", "S8-PROMPTS-LEAVE-NO-ROOM", "S8-CHUNK-FLOOR"),
                     _NO_SUMMARY_BUDGET),
     "S5-FREEZE-LATE": _HOOK_AFTER_COMPACTION,
+    "ROW-07-PLACEHOLDERS": _STOP_RUNS_THE_BATCH_OUT,
+    **dict.fromkeys((f"HM-{point}-ALLOW-EXECUTOR-STOPPED"
+                     for point in ("MPRE", "MPOST", "TPRE", "TPOST")),
+                    _STOP_MISSES_THE_EXECUTOR),
     **dict.fromkeys(("S7-HOOK-OVER-BUDGET", "S7-HOOK-FIXED-KEPT", "S8-ABOVE-TRIGGER-AFTER",
                      *(form.format(part) for form in _HOOK_MATRIX
                        for part in ("MPRE-ALLOW", "MPRE-MODIFY", "MPRE-FAIL", "TPRE-ALLOW",
@@ -204,11 +220,15 @@ NOTES = (
     "raises.",
     "A supplement that arrives while the Run works pauses it after the turn "
     "(cancel(mode='after_turn')), is staged with RunState.add_input and the Run resumed; the "
-    "user's stop cancels the call in flight (immediate) or, between calls, after the turn.",
-    "Best configuration: tool_not_found_behavior='return_error_to_model' and a "
-    "tool_error_formatter answering {status: error, error: {code, detail}}; the defaults "
+    "user's stop cancels the call in flight (immediate) or, between calls and while a batch "
+    "runs, after the turn (stop_mid_batch, Q384).",
+    "Best configuration: tool_not_found_behavior='return_error_to_model', a "
+    "tool_error_formatter answering {status: error, error: {code, detail}}, an Agent.as_tool "
+    "failure_error_function raising an Executor's context error and answering its other "
+    "failures as that structured error, and the compaction session; the defaults "
     "configuration keeps the SDK's (the Run ends on a missing tool, errors answered with a "
-    "fixed sentence).",
+    "fixed sentence, a plain SQLiteSession). Each setting is checked alone "
+    "(tests/test_openai_agents_adapter.py: the defaults with only it changed pass its cases).",
     "The request the trace shows is the one the SDK hands the Model, read back: the "
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
