@@ -76,9 +76,15 @@ UNREACHED: dict[str, str] = {
     "strategy='last' may keep a ToolMessage without its AIMessage); the adapter's trim "
     "configuration (make_trim_driver) runs it, but no case has an answer whose own text "
     "and call outweigh its result, the shape the cut falls inside.",
-    "openai/openai-agents-python#4628": "the compaction session "
-    "(OpenAIResponsesCompactionSession) calls the Responses API's compact endpoint, which "
-    "does not run offline.",
+    "openai/openai-agents-python#4628": "runs offline (the compaction session's only call, "
+    "client.responses.compact, answered by a scripted transport: ctxspec/adapters/"
+    "openai_agents/compaction.py) and is present in 0.24.0 on the manual run_compaction path "
+    "the adapter takes (its docstring: it replaces the complete stored history even when the "
+    "retrieval limit shows the compaction fewer items; tests/real_bugs/test_sdk_4628.py "
+    "shows it), and make_limited_driver reaches it; but no case can see it: the items it "
+    "deletes are exactly those SessionSettings(limit=...) already keeps out of every request, "
+    "so every request is the same with it or without it, and only a read of the stored "
+    "items shows the loss, which the adapter cannot serve (no history_api).",
     "pydantic/pydantic-ai#2050": "no adapter runs pydantic-ai yet.",
 }
 """Reports of the corpus no case reaches today, and why."""

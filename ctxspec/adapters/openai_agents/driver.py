@@ -26,40 +26,50 @@ import json
 import tempfile
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents import (
     Agent,
     AgentsException,
+    FunctionTool,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelSettings,
     RunConfig,
-    RunHooks,
     Runner,
     RunResultStreaming,
     SQLiteSession,
 )
+from agents.agent_tool_input import StructuredToolInputBuilder
 from agents.items import ModelResponse, TResponseInputItem
-from agents.memory import SessionSettings
+from agents.memory import OpenAIResponsesCompactionSession, Session, SessionSettings
 from agents.retry import ModelRetryBackoffSettings, ModelRetrySettings, retry_policies
 from agents.run_config import CallModelData, ModelInputData, ToolErrorFormatterArgs
 from agents.run_context import RunContextWrapper
 from agents.run_state import RunState
 from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
-from openai import APIConnectionError, BadRequestError
+from openai import APIConnectionError, APIError, BadRequestError, InternalServerError
 
+from ctxspec.adapters.openai_agents.compaction import compacting
+from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
-from ctxspec.adapters.openai_agents.guardrails import Guardrails
+from ctxspec.adapters.openai_agents.guardrails import Guardrails, ResponseHooks
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
+from ctxspec.adapters.openai_agents.runs import (
+    BudgetRefused,
+    Delivery,
+    HookDenied,
+    Run,
+    consume,
+    root_cause,
+)
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
-from ctxspec.conformance.scenario import Scenario
+from ctxspec.conformance.scenario import AgentDoc, Scenario
 from ctxspec.reference.budget import (
     ConfigurationError,
     ResolvedBudget,
@@ -77,60 +87,23 @@ from ctxspec.reference.ports import (
 from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency", *GUARDRAILS})
+                       "sessions", "tool_latency", "planner_executor", "stop_mid_batch",
+                       *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
-turn), input staged on a running Run (``RunState.add_input``), another session on the same
-SQLite file, a batch's function tools run concurrently and fed back in call order."""
+turn, a running batch's included), input staged on a running Run (``RunState.add_input``),
+another session on the same SQLite file, a batch's function tools run concurrently and fed
+back in call order, a Planner whose ``delegate`` tool is an Executor ``Agent`` through
+``Agent.as_tool``."""
+BEST = frozenset({"tool_error_formatter", "tool_not_found_behavior", "executor_failure"})
+"""The settings the best configuration changes from the SDK's defaults (profile.py
+``SETTINGS`` names each with the cases it fixes)."""
 ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
+COMPACTION = frozenset({"compaction_summary"})
+"""With the SDK's compaction session: the SDK summarises and replaces the history, the
+adapter decides when (compaction.py), so it counts as adapter-supplied."""
 """What the adapter computes because the SDK has none of it: the request's measure with the
 injected estimator, W, O, S, B, the trigger and the §8 refusal."""
-
-
-class BudgetRefused(Exception):
-    """The §8 refusal of a request whose fixed input exceeds B, raised from the SDK's input
-    filter so the SDK ends the Run."""
-
-    def __init__(self, code: str, figures: dict[str, int]) -> None:
-        super().__init__(f"{code}: the fixed input needs {figures['input_tokens']} tokens; "
-                         f"the input budget is {figures['input_budget']}")
-        self.code, self.figures = code, figures
-
-
-@dataclass
-class Delivery:
-    input_id: str
-    delivery_id: str
-    text: str
-    run_no: int | None
-    state: str = "pending"
-    previous: str | None = None
-
-
-@dataclass
-class Run:
-    no: int
-    run_id: str
-    inputs: list[Delivery] = field(default_factory=list)
-    question_id: str = ""
-    started: bool = False
-    status: str = "running"
-    stop_requested: bool = False
-    staged: list[Delivery] = field(default_factory=list)
-    """Supplements that arrived while the SDK ran: admitted at the next resume."""
-    seq: int = 0
-
-
-class _Usage(RunHooks[Any]):
-    """The SDK's hook after each model call: the provider's reported usage, beside the
-    request's estimate (§7: audit only)."""
-
-    def __init__(self, driver: "OpenAIAgentsDriver") -> None:
-        self.driver = driver
-
-    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
-                         response: ModelResponse) -> None:
-        self.driver.usage_reported(response)
 
 
 class OpenAIAgentsDriver:
@@ -138,13 +111,22 @@ class OpenAIAgentsDriver:
     compat_profile = PROFILE
     """The compatibility report's description of the SDK (``ctxspec compat``)."""
 
-    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None) -> None:
-        self.sdk_defaults = sdk_defaults
+    handover_builder: StructuredToolInputBuilder | None = None
+    """``Agent.as_tool(input_builder=...)``: None, the SDK's own rendering of the hand-over."""
+
+    def __init__(self, sdk_defaults: bool = False, session_limit: int | None = None,
+                 compaction: bool = False, best: frozenset[str] = BEST) -> None:
+        self.best = frozenset() if sdk_defaults else best
+        """The settings of the best configuration applied (``BEST``; none: the SDK's
+        defaults, its fixed error sentence, a Run ended on a missing tool, an Executor's
+        failure answered by that sentence)."""
+        self.compaction = compaction
+        """The session wrapped in the SDK's ``OpenAIResponsesCompactionSession`` (compaction.py)."""
+        if compaction:
+            self.capabilities = self.capabilities | COMPACTION
         self.session_limit = session_limit
         """``SessionSettings(limit=...)``: the session hands the Runner only its last items
         (the bug corpus's path, tests/real_bugs/); None, every item."""
-        """The SDK's defaults (``tool_not_found_behavior="raise_error"``, its fixed error
-        sentence) instead of the best configuration."""
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
@@ -157,23 +139,7 @@ class OpenAIAgentsDriver:
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
         self.session = self._session("session-1")
         self.sessions = 1
-        self.model = ScenarioModel(self)
-        self.tools = [build(tool, self._run_tool) for tool in doc.tools]
-        self.result_facts: dict[str, dict[str, Any]] = {}
-        """What each call's formatted error result stands for, by call_id (Q210)."""
-        Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
-            {**fields, "kind": kind}), self.result_facts).attach(self.tools)
-        retry = ModelRetrySettings(
-            max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
-            backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
-        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
-                                model=self.model, model_settings=ModelSettings(
-                                    max_tokens=budget.output_reserve, retry=retry))
-        self.config = RunConfig(
-            tracing_disabled=True, call_model_input_filter=self._filter,
-            tool_not_found_behavior="raise_error" if self.sdk_defaults
-            else "return_error_to_model", tool_error_formatter=self._tool_error)
-        self.hooks = _Usage(self)
+        self._build_agent(doc, ports)
         self.ids = itertools.count(1)
         self.runs: list[Run] = []
         self.waiting: list[Delivery] = []
@@ -184,6 +150,10 @@ class OpenAIAgentsDriver:
         self.events: list[Message] = []
         self.streaming: RunResultStreaming | None = None
         self.requests = 0
+        self.compacted = False
+        """A compaction ran for the next root request (its decision is ``compact``)."""
+        self.asked: dict[str, int] = {}
+        """The requests each role made (the port's ordinal, per purpose and role)."""
         self.last: dict[str, Any] | None = None
         """The last request traced: its key, attempt, view and whether its answer failed."""
         self.reported = False
@@ -191,6 +161,41 @@ class OpenAIAgentsDriver:
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None
         """A scripted port that ran out inside a tool, which the SDK turned into a result."""
+
+
+    def _build_agent(self, doc: AgentDoc, ports: Ports) -> None:
+        """The SDK's parts: the scripted Model, the tools (the Executor behind ``delegate``),
+        the guardrails, the RunConfig and the root Agent."""
+        budget = self.budget
+        self.model = ScenarioModel(self)
+        retry = ModelRetrySettings(
+            max_retries=doc.model_attempts - 1, policy=retry_policies.network_error(),
+            backoff=ModelRetryBackoffSettings(initial_delay=0, max_delay=0, jitter=False))
+        settings = ModelSettings(max_tokens=budget.output_reserve, retry=retry)
+        self.tools = [build(tool, self._run_tool) for tool in doc.tools
+                      if doc.executor is None or tool.name != DELEGATE]
+        self.executor_tools: list[FunctionTool] = []
+        """The Executor's own tools, when the scenario has a Planner (``Agent.as_tool``)."""
+        self.result_facts: dict[str, dict[str, Any]] = {}
+        """What each call's formatted error result stands for, by call_id (Q210)."""
+        self.guardrails = Guardrails(ports.hooks, lambda kind, **fields: self.events.append(
+            {**fields, "kind": kind}), self.result_facts)
+        self.hooks = ResponseHooks(self.usage_reported, self.guardrails)
+        self.config = RunConfig(
+            tracing_disabled=True, call_model_input_filter=self._filter,
+            tool_not_found_behavior="return_error_to_model"
+            if "tool_not_found_behavior" in self.best else "raise_error",
+            tool_error_formatter=self._tool_error)
+        if doc.executor is not None:
+            delegate, self.executor_tools = delegate_tool(
+                doc, self, self._run_tool, settings, self.config,
+                "executor_failure" not in self.best,
+                self.model.ids, self.handover_builder, self._executor_failed, self.hooks)
+            self.tools.append(delegate)
+        self.guardrails.attach([*self.tools, *self.executor_tools])
+        self.guardrails.shared = tuple(each.name for each in doc.shared)
+        self.agent = Agent[Any](name="root", instructions=doc.system_prompt, tools=[*self.tools],
+                                model=self.model, model_settings=settings)
 
     # --- the Driver's stimuli -------------------------------------------------------------
 
@@ -241,10 +246,13 @@ class OpenAIAgentsDriver:
         self.session = self._session(f"session-{self.sessions}")
         self.events.append({"kind": "session_opened", "session": self.sessions})
 
-    def _session(self, name: str) -> SQLiteSession:
+    def _session(self, name: str) -> Session:
         settings = None if self.session_limit is None else SessionSettings(
             limit=self.session_limit)
-        return SQLiteSession(name, self.database, session_settings=settings)
+        stored = SQLiteSession(name, self.database, session_settings=settings)
+        if not self.compaction:
+            return stored
+        return compacting(name, stored, self, self.doc.model_attempts)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -255,17 +263,18 @@ class OpenAIAgentsDriver:
         run.started = True
         stored = {input_id for input_id, _ in self.sent}  # the session holds them already
         start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
+        if self.compaction and not await self._compacted_before(run, start):
+            return
         while True:
-            result = Runner.run_streamed(self.agent, start, session=self.session,
-                                         run_config=self.config, hooks=self.hooks,
-                                         max_turns=self.doc.loop_limit)
+            result = self._streamed(start)
             self.streaming = result
             if run.stop_requested:  # stopped before the SDK began: cancelled at once
                 result.cancel(mode="immediate")
-            failure = await _consume(result)
+            failure = await consume(result)
             self.streaming = None
             if self.exhausted is not None:
                 raise self.exhausted
+            self._settled(result)
             if failure is not None:
                 self._failed(run, failure)
                 return
@@ -276,6 +285,38 @@ class OpenAIAgentsDriver:
                 self._end(run, "stopped")
                 return
             start = self._resume(run, result.to_state())
+
+    async def _compacted_before(self, run: Run, start: list[Any]) -> bool:
+        """The SDK asks whether to compact only after a turn: before a Run whose first
+        request would reach the trigger, the adapter calls the session's ``run_compaction``
+        itself. False when that compaction failed and ended the Run."""
+        assert isinstance(self.session, OpenAIResponsesCompactionSession)
+        stored = await self.session.get_items()
+        if not stored or not self._reaches_trigger([*stored, *start]):
+            return True
+        try:
+            await self.session.run_compaction({"force": True, "compaction_mode": "input"})
+        except APIError as failure:
+            # The Run's inputs are kept, as the SDK keeps a failed Run's (saved before its
+            # first model call): the context stays whole for the next question (§8, §11).
+            await self.session.add_items(start)
+            if run.stop_requested:  # the user's stop wins over the failure it cut short
+                self._end(run, "stopped")
+            else:
+                self._end(run, "failed", "COMPACTION_FAILED", str(failure))
+            return False
+        self.compacted = True
+        return True
+
+    def _streamed(self, start: Any) -> RunResultStreaming:
+        """One streamed Run of the SDK on the session, which carries the history."""
+        return Runner.run_streamed(self.agent, start, session=self.session,
+                                   run_config=self.config, hooks=self.hooks,
+                                   max_turns=self.doc.loop_limit)
+
+    def _settled(self, result: RunResultStreaming) -> None:
+        """After each streamed Run: nothing to keep, the session saved it (a mapping that
+        carries the history itself keeps it here)."""
 
     def _resume(self, run: Run, state: RunState[Any]) -> RunState[Any]:
         """Stage the supplements that arrived on the paused Run (``RunState.add_input``)."""
@@ -291,11 +332,15 @@ class OpenAIAgentsDriver:
         if isinstance(failure, MaxTurnsExceeded):
             self._end(run, "loop_exhausted")
             return
-        cause = _root(failure)
+        cause = root_cause(failure)
         if isinstance(cause, ScriptExhausted):
             raise cause
         if isinstance(cause, BudgetRefused):
             self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+        elif isinstance(cause, InternalServerError):  # the compact endpoint, finally failed
+            self._end(run, "failed", "COMPACTION_FAILED", str(cause))
+        elif isinstance(cause, HookDenied):
+            self._end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
             self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, APIConnectionError):
@@ -318,7 +363,7 @@ class OpenAIAgentsDriver:
             code = "INVALID_ARGUMENTS"
         else:
             code = args.kind.upper()
-        if self.sdk_defaults:  # the SDK's own sentence, as with no formatter
+        if "tool_error_formatter" not in self.best:  # the SDK's sentence, as with none
             return args.default_message
         detail = str(error) if error is not None else args.default_message
         self.result_facts[args.call_id] = {"status": "error", "code": code} \
@@ -326,21 +371,31 @@ class OpenAIAgentsDriver:
                 "status": "denied", "stage": "pre", "executed": False, "result_delivered": False}
         return json.dumps({"status": "error", "error": {"code": code, "detail": detail}})
 
+    def _executor_failed(self, context: RunContextWrapper[Any], error: Exception) -> str:
+        """An Executor's failure as the ``delegate`` call's structured error (§11)."""
+        code = "HOOK_DENIED" if isinstance(root_cause(error), HookDenied) else "EXECUTOR_FAILED"
+        call_id = getattr(context, "tool_call_id", None)
+        if call_id is not None:
+            self.result_facts[call_id] = {"status": "error", "code": code}
+        return json.dumps({"status": "error", "error": {"code": code, "detail": str(error)}})
+
     # --- what the SDK sends, read where it hands it to the model -----------------------------
 
-    def _measure(self, instructions: str | None,
-                 items: Sequence[Any]) -> tuple[list[Message], int, str]:
+    def _measure(self, instructions: str | None, items: Sequence[Any],
+                 role: str = "root") -> tuple[list[Message], int, str]:
         view = read_view(instructions, items, self.sent)
         for each in view:
             if each.get("input_id") is not None:
                 each["source_run_id"] = self.input_runs.get(each["input_id"])
             if each["kind"] == "tool_result" and each.get("call_id") in self.result_facts:
                 each["result_facts"] = self.result_facts[each["call_id"]]
-        schemas = [tool_schema(t.name, t.description, t.params_json_schema) for t in self.tools]
+        schemas = [tool_schema(t.name, t.description, t.params_json_schema)
+                   for t in (self.tools if role == "root" else self.executor_tools)]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self._active_inputs()}
+        # An Executor's fixed input is its prompt and its hand-over (its only user item).
         material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       for m in view)
+                       and (role == "root" or m["kind"] != "user_ref") for m in view)
         verdict = evaluate_compaction(self.budget, 0 if material else tokens,
                                       tokens if material else 0)
         return view, tokens, verdict.decision if verdict.error_code is None else "error"
@@ -348,7 +403,11 @@ class OpenAIAgentsDriver:
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         """§8 before the request leaves: a fixed input over B is refused (adapter-supplied)."""
         given = data.model_data
-        _, tokens, decision = self._measure(given.instructions, given.input)
+        role = "executor" if data.agent.name == "executor" else "root"
+        view, tokens, decision = self._measure(given.instructions, given.input, role)
+        run = self._active()
+        if self.guardrails.request_denied(view, None if run is None else run.question_id):
+            raise HookDenied("HOOK_DENIED: a model.pre_request hook denied the request")
         if decision == "error":
             raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
                 "fixed_input_tokens": tokens, "input_tokens": tokens,
@@ -357,11 +416,30 @@ class OpenAIAgentsDriver:
                 "safety_margin": self.budget.safety_margin})
         return given
 
-    def request(self, call: SdkCall) -> ModelOutcome:
+    def request(self, call: SdkCall, role: str = "root") -> ModelOutcome:
         """The Model's observer: trace the request as sent, ask the scripted port."""
-        items = sdk_call_texts(call)
-        view, tokens, decision = self._measure(call.system_instructions, items)
-        fingerprint = json.dumps(view, sort_keys=True)
+        return self._traced("business", role, call.system_instructions, sdk_call_texts(call),
+                            call.model_settings.max_tokens)
+
+    def compaction_request(self, items: list[Any]) -> ModelOutcome:
+        """The scripted compact endpoint's observer (compaction.py): the same, for §8."""
+        return self._traced("compaction", "root", None, items, None)
+
+    def _reaches_trigger(self, items: list[Any]) -> bool:
+        """Whether a request of these items, with the prompt and the tool schemas, reaches
+        the trigger (the adapter's measure)."""
+        return self._measure(self.doc.system_prompt, items)[1] >= self.budget.trigger_threshold
+
+    def _traced(self, purpose: str, role: str, instructions: str | None, items: Sequence[Any],
+                max_output: int | None) -> ModelOutcome:
+        if purpose == "business":
+            view, tokens, decision = self._measure(instructions, items, role)
+            if self.compacted and role == "root":  # the request a compaction was made for
+                decision, self.compacted = "compact", False
+        else:  # what is summarised, measured alone: a compaction request carries no tools
+            view, decision = read_view(None, items, self.sent), None
+            tokens = self.ports.estimator.estimate(estimation(view, [])).tokens
+        fingerprint = json.dumps([purpose, view], sort_keys=True)
         last = self.last
         if last is not None and last["failed"] and last["view"] == fingerprint:
             key, attempt = last["key"], last["attempt"] + 1  # the SDK's retry of that request
@@ -369,15 +447,15 @@ class OpenAIAgentsDriver:
             self.requests += 1
             key, attempt = f"openai-agents:{self.requests}", 1
         run = self._active()
-        claimed = [d for d in self._active_inputs() if d.state == "pending"
+        claimed = [d for d in self._active_inputs() if d.state == "pending" and role == "root"
+                   and purpose == "business"
                    and any(m.get("input_id") == d.input_id for m in view)]
         for delivery in claimed:
             delivery.state = "claimed"
             self._delivery(delivery)
         budget = self.budget
-        max_output = call.model_settings.max_tokens
         self.events.append({
-            "kind": "model_request", "purpose": "business", "role": "root",
+            "kind": "model_request", "purpose": purpose, "role": role,
             "purpose_key": key, "attempt": attempt, "view": {"messages": view},
             "estimated_input_tokens": tokens,
             "max_output_tokens": budget.output_reserve if max_output is None else max_output,
@@ -386,21 +464,26 @@ class OpenAIAgentsDriver:
             "trigger_threshold": budget.trigger_threshold, "compaction": decision,
             "snapshot_id": None, "run_no": None if run is None else run.no,
             "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
-        self.in_model = True
+        self.in_model = purpose == "business"
         try:
-            outcome = self._ask_port(key, attempt, view)
+            outcome = self._ask_port(purpose, key, attempt, view, role)
         finally:
             self.in_model = False
         self.last = {"key": key, "attempt": attempt, "view": fingerprint,
                      "failed": not isinstance(outcome, Complete), "tokens": tokens}
-        self._answered(outcome)
+        if purpose == "business":
+            self._answered(outcome)
         return outcome
 
-    def _ask_port(self, key: str, attempt: int, view: list[Message]) -> ModelOutcome:
+    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
+                  role: str) -> ModelOutcome:
+        asked = f"{purpose}:{role}"
+        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
         return self.ports.model.call(ModelCall(
-            "business", uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
+            "compaction" if purpose == "compaction" else "business",
+            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
             tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), self.budget.output_reserve, self.requests))
+                  for m in view), (), self.budget.output_reserve, ordinal, role))
 
     def _answered(self, outcome: ModelOutcome) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
@@ -488,37 +571,17 @@ class OpenAIAgentsDriver:
                             "event": event, "detail": detail})
 
 
-async def _consume(result: RunResultStreaming) -> BaseException | None:
-    """Let the streamed Run work to its end; the exception that ended it, if any."""
-    try:
-        async for _ in result.stream_events():
-            pass
-    except Exception as failure:
-        return failure
-    return result.run_loop_exception
-
-
-def _root(failure: BaseException) -> BaseException:
-    """The first cause in the chain the adapter knows (the SDK wraps a filter's error)."""
-    seen: BaseException | None = failure
-    while seen is not None:
-        if isinstance(seen, BudgetRefused | BadRequestError | APIConnectionError
-                      | ScriptExhausted):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return failure
-
-
 def make_driver() -> OpenAIAgentsDriver:
     """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
-    careful user following the design configures it (the best configuration)."""
-    return OpenAIAgentsDriver()
+    careful user following the design configures it (the best configuration), its session
+    the SDK's ``OpenAIResponsesCompactionSession``."""
+    return OpenAIAgentsDriver(compaction=True)
 
 
 def make_limited_driver() -> OpenAIAgentsDriver:
     """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
     the bug corpus's path (tests/real_bugs/)."""
-    return OpenAIAgentsDriver(session_limit=4)
+    return OpenAIAgentsDriver(session_limit=4, compaction=True)
 
 
 def make_default_driver() -> OpenAIAgentsDriver:

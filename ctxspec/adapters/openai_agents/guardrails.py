@@ -1,6 +1,13 @@
-"""The design's tool hook points at the grain the Agents SDK has them (the Agents SDK driver,
+"""The design's hook points at the grain the Agents SDK has them (the Agents SDK driver,
 ctxspec/adapters/openai_agents/driver.py): a function tool's ``ToolInputGuardrail`` is
-``tool.pre_call``, its ``ToolOutputGuardrail`` ``tool.post_call``.
+``tool.pre_call``, its ``ToolOutputGuardrail`` ``tool.post_call``, and
+``RunConfig.call_model_input_filter`` ``model.pre_request``.
+
+The filter runs before every model call and may raise, which ends the Run before the call
+(a deny), or return the input (an allow). It could also return other input, but the design's
+patch (a target, a field, a base revision, checked against a registry) has no counterpart in
+it: applying one would be the §3 protocol written by the adapter, so its writes are not
+applied either (Q381).
 
 A guardrail answers allow, ``reject_content`` (a message in place of the call or of its result)
 or ``raise_exception`` (agents/tool_guardrails.py: ToolGuardrailFunctionOutput): it can deny,
@@ -17,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import FunctionTool
+from agents import Agent, FunctionTool, RunContextWrapper, RunHooks
+from agents.items import ModelResponse
 from agents.tool_guardrails import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
@@ -26,9 +34,12 @@ from agents.tool_guardrails import (
     tool_output_guardrail,
 )
 
+from ctxspec.adapters.openai_agents.model import response_text
+from ctxspec.adapters.openai_agents.runs import HookDenied
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort
 
-POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call")
+POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request",
+                                 "model.post_response")
 CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
 PRE_DENIED = "denied by a pre-call guardrail"
 POST_DENIED = "denied by a post-call guardrail"
@@ -70,12 +81,37 @@ class Guardrails:
             return ToolGuardrailFunctionOutput.reject_content(POST_DENIED)
         return ToolGuardrailFunctionOutput.allow()
 
-    def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str) -> bool:
+    shared: tuple[str, ...] = ()
+    """The names of the Agent's shared fields, which a patch may target as ``shared:<name>``
+    (the SDK has no shared scope; the name only resolves, Q381)."""
+
+    def request_denied(self, messages: list[dict[str, Any]], question: str | None) -> bool:
+        """``model.pre_request`` from ``RunConfig.call_model_input_filter``: the chain asked
+        with the request about to be sent; a deny raises there, so the SDK never calls the
+        model and ends the Run (agents/run_internal/turn_preparation.py). ``question``: the
+        input id of the current Run's question, which names the records a patch may target."""
+        if not self.hooks.registered("model.pre_request"):
+            return False
+        named = _named(messages, question)
+        named.update({f"shared:{name}": uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:shared:{name}")
+                      for name in self.shared})
+        return self._denies("model.pre_request", {"messages": messages}, "pre", named)
+
+    def response_denied(self, text: str) -> bool:
+        """``model.post_response`` from ``RunHooks.on_llm_end`` (Q383): the chain asked with
+        the answer's text; a deny raises there and ends the Run before the answer's calls."""
+        if not self.hooks.registered("model.post_response"):
+            return False
+        return self._denies("model.post_response", {"text": text}, "post")
+
+    def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str,
+                records: dict[str, uuid.UUID] | None = None) -> bool:
         self.asked[point] = ordinal = self.asked.get(point, 0) + 1
         self.event("hook_called", point=point, stage=stage)
         items = self.hooks.items(HookContext(
             point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal))
+            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal,
+            records or {}))
         denied = False
         for position, item in enumerate(items):
             self.event("hook_decided", point=point, chain_position=position,
@@ -85,4 +121,39 @@ class Guardrails:
         return denied
 
 
-__all__ = ["CAPABILITIES", "POINTS", "Guardrails"]
+def _named(messages: list[dict[str, Any]], question: str | None) -> dict[str, uuid.UUID]:
+    """The records a hook item may name (the Run's question, its first assistant message, the
+    last message), each an identity made from its place in the request: the SDK keeps none
+    for a user item, and a write is never applied (Q381), so the name only has to resolve."""
+    def identity(index: int) -> uuid.UUID:
+        return uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:openai-agents:record:{index}")
+
+    named = {"last": identity(len(messages) - 1)} if messages else {}
+    start = next((i for i, m in enumerate(messages)
+                  if question is not None and m.get("input_id") == question), None)
+    if start is not None:
+        named["question"] = identity(start)
+        first = next((i for i in range(start, len(messages))
+                      if messages[i]["kind"] == "assistant"), None)
+        if first is not None:
+            named["first_assistant"] = identity(first)
+    return named
+
+
+class ResponseHooks(RunHooks[Any]):
+    """The SDK's hook after each model call: the provider's reported usage, beside the
+    request's estimate (§7: audit only), and ``model.post_response`` (Q383): the SDK awaits
+    it after the response is validated and before its tool calls run, so a deny raised
+    there ends the Run with the answer withheld and its calls never run."""
+
+    def __init__(self, usage: Callable[[ModelResponse], None], guardrails: Guardrails) -> None:
+        self.usage, self.guardrails = usage, guardrails
+
+    async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
+                         response: ModelResponse) -> None:
+        self.usage(response)
+        if self.guardrails.response_denied(response_text(response)):
+            raise HookDenied("HOOK_DENIED: a model.post_response hook denied the answer")
+
+
+__all__ = ["CAPABILITIES", "POINTS", "Guardrails", "ResponseHooks"]

@@ -31,18 +31,22 @@ ENDPOINT = "https://scripted.invalid/v1/responses"
 
 
 class Observer(Protocol):
-    def request(self, call: SdkCall) -> ModelOutcome:
-        """Trace the request the SDK sends and ask the scripted port for its answer."""
+    def request(self, call: SdkCall, role: str) -> ModelOutcome:
+        """Trace the request the SDK sends ``role``'s model (root, or the Executor behind
+        ``delegate``) and ask the scripted port for its answer."""
         ...
 
 
 class ScenarioModel(ScriptedModel):
     """A ``Model`` answering every call from the scenario through ``observer``."""
 
-    def __init__(self, observer: Observer) -> None:
+    def __init__(self, observer: Observer, role: str = "root",
+                 ids: "itertools.count[int] | None" = None) -> None:
         super().__init__()
-        self.observer = observer
-        self.ids = itertools.count(1)
+        self.observer, self.role = observer, role
+        self.ids = itertools.count(1) if ids is None else ids
+        """The provider's item and call ids: one counter for every role's model, as one
+        provider gives them, so no two items of a Session share an id."""
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
         self.enqueue(ModelStep.respond(self._answer))
@@ -55,7 +59,7 @@ class ScenarioModel(ScriptedModel):
             yield event
 
     async def _answer(self, call: SdkCall) -> ModelStep:
-        outcome = self.observer.request(call)
+        outcome = self.observer.request(call, self.role)
         # The answer arrives after the request left: the event loop runs in between, so a stop
         # the user sent meanwhile (a trigger inside the port) cancels the call first.
         await asyncio.sleep(0)
@@ -131,3 +135,12 @@ def sdk_call_texts(call: SdkCall) -> Sequence[Any]:
     """The input items of a call, always as a list."""
     items = call.input
     return [{"role": "user", "content": items}] if isinstance(items, str) else list(items)
+
+
+def response_text(response: Any) -> str:
+    """The text of a model response's messages (``ModelResponse.output``)."""
+    parts = []
+    for item in getattr(response, "output", ()):
+        for part in getattr(item, "content", None) or ():
+            parts.append(str(getattr(part, "text", "")))
+    return "".join(parts)

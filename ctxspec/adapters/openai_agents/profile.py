@@ -32,35 +32,126 @@ _GUARDRAIL_GRAIN = Divergence(
     "so what the design applies, voids or refuses is neither applied nor diagnosed (§3).",
     "agents/tool_guardrails.py: ToolGuardrailFunctionOutput, ToolInputGuardrail.run, "
     "ToolOutputGuardrail.run")
+
+_FILTER_GRAIN = Divergence(
+    "RunConfig.call_model_input_filter, the SDK's one hook before every model call, can let "
+    "the request go or raise (the Run ends, nothing sent) or return other input wholesale: it "
+    "has no patch of a named record's field on a base revision, no field registry, scope or "
+    "fit check, so what the design applies, refuses or re-measures of a pre-request hook's "
+    "write is neither applied nor diagnosed (§3, §7).",
+    "agents/run_config.py: CallModelData, ModelInputData; agents/run_internal/"
+    "turn_preparation.py: maybe_filter_model_input")
+
 _NO_DEADLINE = Divergence(
-    "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a retry "
-    "is sent, or a tool run, after the Run's time is up (§8, §11).",
+    "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a Run "
+    "goes on, and a retry is sent, after the Run's time is up (§8, §11).",
     "agents/model_settings.py: ModelSettings.timeout")
+_AFTER_A_TURN = Divergence(
+    "The compaction session is asked to compact only after a turn's items are saved, and "
+    "defers while that turn has tool outputs (until the Run's last turn): nothing compacts "
+    "before a request inside a Run, so a Run's later request at or over the trigger is sent "
+    "as it is (the user can call run_compaction only between Runs) (§7, §8).",
+    "agents/run_internal/session_persistence.py: _apply_post_write_compaction; "
+    "agents/memory/openai_responses_compaction_session.py: "
+    "OpenAIResponsesCompactionSession._defer_compaction")
+_USER_MESSAGES_KEPT = Divergence(
+    "The compact endpoint answers every user message of the compacted input verbatim, then "
+    "one compaction item, and the session's history becomes that output: an earlier Run's "
+    "question is never summarised but sent whole after every compaction, before the summary, "
+    "so the request after a compaction is larger than the design's (§4, §8).",
+    "openai/types/responses/compacted_response.py: CompactedResponse.output; "
+    "agents/memory/openai_responses_compaction_session.py: _normalize_compaction_output_items")
+_NO_SUMMARY_BUDGET = Divergence(
+    "responses.compact takes no output limit and the compaction session computes no summary "
+    "budget (H = B − F, T, the chunk's room): the summary is asked with no T, a compaction "
+    "whose summary cannot fit is made anyway, and the request after it is sent without B "
+    "checked again (§8).",
+    "openai/types/responses/response_compact_params.py: ResponseCompactParams; "
+    "agents/memory/openai_responses_compaction_session.py: _run_compaction_locked")
+_HOOK_AFTER_COMPACTION = Divergence(
+    "The input filter, the SDK's only hook before a request, runs inside the Run on the "
+    "history the session hands over, after that history was compacted: a request's "
+    "pre-request hook is asked after its summary, not before (§5).",
+    "agents/run_internal/turn_preparation.py: maybe_filter_model_input; "
+    "agents/run_internal/session_persistence.py: prepare_input_with_session")
+_RESPONSE_HOOK_GRAIN = Divergence(
+    "RunHooks.on_llm_end, the SDK's one hook on every model response, sees the response "
+    "before its tool calls run and may raise (the Run ends, the answer withheld), but cannot "
+    "replace it: the SDK goes on with the provider's own output, so a post-response hook's "
+    "edit of the answer is neither applied nor sent (§2, §3).",
+    "agents/lifecycle.py: RunHooksBase.on_llm_end; agents/run_internal/run_loop.py: "
+    "run_single_turn_streamed (after_invocation_validation)")
+_STOP_RUNS_THE_BATCH_OUT = Divergence(
+    "A stop while a batch runs is cancel(mode='after_turn'): the SDK lets the turn finish, "
+    "its whole batch included, so the calls after the stop still run and none gets a "
+    "'stopped' placeholder (cancel(mode='immediate') drops the model call in flight only) "
+    "(§6, §11).",
+    "agents/result.py: RunResultStreaming.cancel")
+_STOP_MISSES_THE_EXECUTOR = Divergence(
+    "A stop cancels the Planner's streamed Run but not the Executor's nested Runner.run "
+    "inside Agent.as_tool, which goes on to its end and asks its model again after the stop "
+    "(§11).",
+    "agents/agent.py: Agent.as_tool (_run_agent_impl); agents/result.py: "
+    "RunResultStreaming.cancel")
+_HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
+                "HM-{}-EXECUTOR-SUCCEEDED")
 
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-04-AT", "ROW-05", "ROW-06", "EX8-ROW1", "EX8-ROW2", "S7-USAGE-TINY"),
+                    _USER_MESSAGES_KEPT),
+    **dict.fromkeys(("EX8-ROW3", "EX8-ROW4", "EX8-ROW6", "S8-TARGET-EXPLICIT",
+                     "S8-TARGET-PROVIDER-LIMIT", "S8-SOFT-TARGET", "S8-TARGET-CAP",
+                     "S8-SUMMARY-CUT-AT-T", "S8-PROMPTS-LEAVE-NO-ROOM", "S8-CHUNK-FLOOR"),
+                    _NO_SUMMARY_BUDGET),
+    "S5-FREEZE-LATE": _HOOK_AFTER_COMPACTION,
+    "ROW-07-PLACEHOLDERS": _STOP_RUNS_THE_BATCH_OUT,
+    **dict.fromkeys((f"HM-{point}-ALLOW-EXECUTOR-STOPPED"
+                     for point in ("MPRE", "MPOST", "TPRE", "TPOST")),
+                    _STOP_MISSES_THE_EXECUTOR),
+    **dict.fromkeys(("S7-HOOK-OVER-BUDGET", "S7-HOOK-FIXED-KEPT", "S8-ABOVE-TRIGGER-AFTER",
+                     *(form.format(part) for form in _HOOK_MATRIX
+                       for part in ("MPRE-ALLOW", "MPRE-MODIFY", "MPRE-FAIL", "TPRE-ALLOW",
+                                    "TPRE-FAIL", "TPOST-ALLOW", "TPOST-FAIL", "MPOST-ALLOW",
+                                    "MPOST-MODIFY", "MPOST-FAIL")),
+                     "HM-TPRE-MODIFY-ROOT-SUCCEEDED-DELEGATE"), _AFTER_A_TURN),
+    **dict.fromkeys(("S2-POST-PROCESSED", "S6-TEXT-MODIFIED-SENT", "S2-FINAL-ANSWER-DELIVERED",
+                     "S3-EXECUTOR-ANSWER-EFFECTIVE"), _RESPONSE_HOOK_GRAIN),
+    **dict.fromkeys((*(f"HM-{point}-{part}-TIMED_OUT"
+                       for point in ("MPRE", "TPRE", "TPOST", "MPOST")
+                       for part in ("ALLOW-ROOT", "ALLOW-EXECUTOR")),
+                     "S11-DEADLINE-DURING-COMPACTION", "S8-DEADLINE-BETWEEN-ATTEMPTS"),
+                    _NO_DEADLINE),
+    **dict.fromkeys((f"HM-{part}-ROOT-SUCCEEDED-RESULTREAD" for part in (
+        "MPRE-ALLOW", "MPRE-MODIFY", "MPRE-FAIL", "TPRE-ALLOW", "TPRE-MODIFY", "TPRE-FAIL",
+        "TPOST-ALLOW", "TPOST-MODIFY", "TPOST-DENY", "TPOST-FAIL", "MPOST-ALLOW",
+        "MPOST-MODIFY", "MPOST-FAIL")), _NO_PREVIEW),
+    **dict.fromkeys(("ROW-15", "S1-NO-SCOPE", "S3-HOOK-CHANGE-SEEN", "S7-ESTIMATE-WHOLE-REQUEST",
+                     "S7-HOOK-FIXED-TOO-BIG"), _FILTER_GRAIN),
     **dict.fromkeys((
         "ROW-16-17", "EX3-WRITE", "EX3-WRITE-CONFLICT", "EX3-DENY-CONFLICT",
         "BAD-UNREGISTERED-FIELD", "BAD-STALE-ALLOW", "BAD-STALE-DENY", "BAD-INVALID-PATCH",
         "BAD-FORBIDDEN-FIELD", "BAD-UNKNOWN-TARGET", "S3-VIEW-INDEX", "S3-OVERLAPPING-WRITES",
         "S3-REBASE", "S3-POST-CALL", "S3-ANNOTATIONS", "S3-ALLOW-NO-GRANT",
         "S6-ARGS-ADJUSTED-SENT", "S6-TOOL-EDIT-MARKED-SENT", "S6-REPLACED-BODY-UNREAD",
-        "HM-TPRE-MODIFY-ROOT-SUCCEEDED", "HM-TPOST-MODIFY-ROOT-SUCCEEDED"),
+        "S3-DELEGATE-POST-MODIFY", "HM-TPRE-MODIFY-ROOT-SUCCEEDED",
+        "HM-TPOST-MODIFY-ROOT-SUCCEEDED", "HM-TPOST-MODIFY-ROOT-SUCCEEDED-DELEGATE",
+        "HM-TPRE-MODIFY-EXECUTOR-SUCCEEDED", "HM-TPOST-MODIFY-EXECUTOR-SUCCEEDED"),
         _GUARDRAIL_GRAIN),
-    **dict.fromkeys((
-        "ROW-08", "S6-PREVIEW-STAYS", "S6-PREVIEW-MARKED-SENT", "S6-RESULT-READ",
-        "HM-TPRE-ALLOW-ROOT-SUCCEEDED-RESULTREAD", "HM-TPRE-MODIFY-ROOT-SUCCEEDED-RESULTREAD",
-        "HM-TPRE-FAIL-ROOT-SUCCEEDED-RESULTREAD", "HM-TPOST-ALLOW-ROOT-SUCCEEDED-RESULTREAD",
-        "HM-TPOST-MODIFY-ROOT-SUCCEEDED-RESULTREAD", "HM-TPOST-DENY-ROOT-SUCCEEDED-RESULTREAD",
-        "HM-TPOST-FAIL-ROOT-SUCCEEDED-RESULTREAD"),
-        _NO_PREVIEW),
-    **dict.fromkeys(("S8-DEADLINE-BETWEEN-ATTEMPTS", "HM-TPRE-ALLOW-ROOT-TIMED_OUT",
-                     "HM-TPOST-ALLOW-ROOT-TIMED_OUT"), _NO_DEADLINE),
+    "S11-LOOPS-SHARED": Divergence(
+        "An Executor behind Agent.as_tool runs a nested Run with its own max_turns, fixed when "
+        "the tool is made, and the Planner's Run counts only its own turns: the Loops of the "
+        "Planner and of its Executors share no budget, so the Planner is asked again after an "
+        "Executor spent the Run's Loops (§11).",
+        "agents/agent.py: Agent.as_tool (resolved_max_turns); agents/run.py: Runner.run "
+        "(max_turns)"),
     "ROW-01": Divergence(
         _WHOLE_SESSION.sentence + " A question whose Run was stopped before its first model "
         "call never reaches the session at all.",
         _WHOLE_SESSION.source + "; agents/run_internal/run_loop.py: run_single_turn_streamed"),
     "ROW-02": _WHOLE_SESSION, "EX4-OLDER-RUN": _WHOLE_SESSION,
     "S4-CURRENT-RUN": _WHOLE_SESSION, "S4-RECENT-BY-ORDER": _WHOLE_SESSION,
+    "ROW-08": _NO_PREVIEW, "S6-PREVIEW-STAYS": _NO_PREVIEW,
+    "S6-PREVIEW-MARKED-SENT": _NO_PREVIEW, "S6-RESULT-READ": _NO_PREVIEW,
     "ROW-12": _NO_RETRY_AFTER_OUTPUT, "ROW-12-RETRY": _NO_RETRY_AFTER_OUTPUT,
     "S2-PROVIDER-CALL-IDS": Divergence(
         "A tool call's identity is the provider's call_id: two calls of one response sharing an "
@@ -71,6 +162,12 @@ DIVERGENCES = {
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
 FINDINGS = (
+    Finding("Agent.as_tool runs the Executor as a nested Runner.run on the input its "
+            "input_builder makes from the call's arguments (by default a preamble and the "
+            "arguments as JSON): the Executor sees none of the Planner's items, and its final "
+            "output is the call's result.",
+            "agents/agent.py: Agent.as_tool; agents/agent_tool_input.py: "
+            "default_tool_input_builder"),
     Finding("History is the session's items, all of them, followed by the new input; a "
             "session_input_callback or SessionSettings.limit may cut it, nothing projects it "
             "per Run.",
@@ -123,28 +220,68 @@ NOTES = (
     "raises.",
     "A supplement that arrives while the Run works pauses it after the turn "
     "(cancel(mode='after_turn')), is staged with RunState.add_input and the Run resumed; the "
-    "user's stop cancels the call in flight (immediate) or, between calls, after the turn.",
-    "Best configuration: tool_not_found_behavior='return_error_to_model' and a "
-    "tool_error_formatter answering {status: error, error: {code, detail}}; the defaults "
+    "user's stop cancels the call in flight (immediate) or, between calls and while a batch "
+    "runs, after the turn (stop_mid_batch, Q384).",
+    "Best configuration: tool_not_found_behavior='return_error_to_model', a "
+    "tool_error_formatter answering {status: error, error: {code, detail}}, an Agent.as_tool "
+    "failure_error_function raising an Executor's context error and answering its other "
+    "failures as that structured error, and the compaction session; the defaults "
     "configuration keeps the SDK's (the Run ends on a missing tool, errors answered with a "
-    "fixed sentence).",
+    "fixed sentence, a plain SQLiteSession). Each setting is checked alone "
+    "(tests/test_openai_agents_adapter.py: the defaults with only it changed pass its cases).",
     "The request the trace shows is the one the SDK hands the Model, read back: the "
     "instructions and the Responses input items; user items are mapped to the inputs handed "
     "over, by text and order (the SDK keeps no input identity).",
     "Loop exhaustion is the SDK's MaxTurnsExceeded with max_turns = loop_limit.",
+    "Compaction (best configuration; ctxspec/adapters/openai_agents/compaction.py, Q382): "
+    "the session is the SDK's OpenAIResponsesCompactionSession (input mode) over the "
+    "SQLiteSession, its client a real AsyncOpenAI whose transport answers POST "
+    "/responses/compact from the scenario's compaction script as the endpoint's documented "
+    "output (every user message, then one compaction item holding the summary), with "
+    "max_retries = model_attempts - 1. Its should_trigger_compaction hook answers no; before "
+    "a Run whose first request would reach the trigger the adapter calls run_compaction "
+    "(force), and a failed one keeps the Run's inputs in the session. The defaults "
+    "configuration keeps the plain SQLiteSession, the SDK's default.",
+    "A second mapping of the same API (tests/agents_second_mapping.py: no SQLiteSession, the "
+    "caller carrying each Run's RunResultStreaming.to_input_list() into the next; the "
+    "hand-over worded by an as_tool input_builder of our own) reaches the same verdict on "
+    "every case it judges (tests/test_agents_second_mapping.py; without a session it has no "
+    "compaction session, so the compaction cases are judged by this mapping alone): no other "
+    "verdict here rests on the session or on the SDK's rendering of the hand-over.",
+    "The Planner and its Executors (ctxspec/adapters/openai_agents/executor.py): the root "
+    "Agent's delegate tool is the Executor Agent through Agent.as_tool(parameters=Handover) — "
+    "task, constraints and materials validated by the SDK and rendered into the Executor's "
+    "only input by its own structured-input builder — with max_turns = loop_limit, the "
+    "Planner's RunConfig and, in the best configuration, failure_error_function=None. Its "
+    "on_invoke_tool is wrapped to run one execution at a time, since the scripted world "
+    "answers Executor requests in arrival order (Q380).",
     "A scripted tool latency is real time (2 ms a tick) inside the tool, so the batch's calls, "
     "which the SDK runs concurrently, finish in that order.",
     "Hooks at the SDK's grain (ctxspec/adapters/openai_agents/guardrails.py, Q293): "
     "tool.pre_call is each function tool's ToolInputGuardrail, tool.post_call its "
-    "ToolOutputGuardrail; a deny is reject_content (the call never runs, or its result is "
-    "withheld), a write has no place (a guardrail cannot modify), a failed item is dropped. "
-    "The other points are not declared: input and output guardrails see a Run's first input "
-    "and final output only, RunHooks observe and cannot deny. Nor crash points: a "
+    "ToolOutputGuardrail, model.pre_request RunConfig.call_model_input_filter (Q381), "
+    "model.post_response RunHooks.on_llm_end, given to the Executor's nested Runs too "
+    "(Q383); a deny "
+    "is reject_content (the call never runs, or its result is withheld) or, before a request, "
+    "an exception the SDK ends the Run on (HOOK_DENIED); a write has no place (a guardrail "
+    "cannot modify, the filter replaces the input wholesale), a failed item is dropped. The "
+    "compaction points are not declared: the compact call has no hook. Nor crash points: a "
     "SQLiteSession saves items, not the Run's position, so a restarted process can only "
     "start a new Run.",
 )
 
 SETTINGS = (
+    Setting("RunConfig(tool_not_found_behavior=...)", "'raise_error' (the Run ends on a call "
+            "to a tool the Agent does not have)", "'return_error_to_model'",
+            "A call to a missing tool ends the Run with ModelBehaviorError, where the design "
+            "answers it as a format error a new business Loop corrects (§11).",
+            frozenset({"S11-FORMAT-ERROR"})),
+    Setting("Agent.as_tool(failure_error_function=...)", "default_tool_error_function (the "
+            "Executor's failure answered to the Planner as the tool's error sentence)",
+            "None (the Executor's failure raised through the Planner's Run)",
+            "An Executor's context error becomes a tool result the Planner reads and answers "
+            "on, where the design ends the whole invocation with that error (§11).",
+            frozenset({"S11-EXECUTOR-CONTEXT-ERROR"})),
     Setting("RunConfig(tool_error_formatter=...)", "None (the fixed sentence 'An error occurred "
             "while running the tool. Please try again.')",
             "a formatter answering {status: error, error: {code, detail}}",
@@ -162,6 +299,10 @@ DOUBTS = {
     "EX3-WRITE": "a guardrail cannot modify, so every case with an edit fails on the grain "
                  "(Q293); a user could instead reject and let the model propose again, which "
                  "the design does not count as an edit.",
+    "ROW-04-FLOOR": "passes on a compaction the adapter starts (run_compaction before the "
+                    "Run) with a summary the scripted compact endpoint wrote as the API "
+                    "documents its output; a real endpoint's summary is encrypted and what "
+                    "the model reads of it is not judged (Q382).",
     "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
               "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
               "SDK's default of no limit.",
@@ -178,6 +319,13 @@ PROFILE = Profile(
                                "SDK hands the model with the injected estimator, computes W, "
                                "O, S, B and the trigger, and refuses a fixed input over B in "
                                "RunConfig.call_model_input_filter",
+        "compaction_summary": "the SDK's OpenAIResponsesCompactionSession summarises (the "
+                              "Responses API's compact endpoint, scripted offline) and "
+                              "replaces the history, but asks whether to compact only after "
+                              "a turn is saved: the adapter measures the history against the "
+                              "trigger in its should_trigger_compaction hook and calls "
+                              "run_compaction before a Run whose first request would reach "
+                              "it (ctxspec/adapters/openai_agents/compaction.py)",
     },
     divergences=DIVERGENCES, settings=SETTINGS, doubts=DOUBTS, findings=FINDINGS, notes=NOTES,
     defaults="ctxspec.adapters.openai_agents:make_default_driver",

@@ -38,7 +38,8 @@ def read_view(instructions: str | None, items: Sequence[Any],
               sent: Sequence[tuple[str, str]]) -> list[Message]:
     """The request as messages. ``sent`` is every input handed to the SDK so far, as
     (input_id, text) in hand-over order."""
-    view = [] if instructions is None else [message("system", "system_prompt", instructions)]
+    view = [] if instructions is None else [message("system", "system_prompt", instructions,
+                                                     record_id=None)]
     users = [_text(item.get("content")) for item in items
              if isinstance(item, Mapping) and item.get("role") == "user"]
     ids = _input_ids(users, sent)
@@ -46,27 +47,34 @@ def read_view(instructions: str | None, items: Sequence[Any],
     for raw in items:
         item: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         kind, role = item.get("type", "message"), item.get("role")
+        # The SDK's own item identity where it keeps one (a model output's id), else none.
+        record = item.get("id") if isinstance(item.get("id"), str) else None
         if kind == "message" and role == "user":
             view.append(message("user", "user_ref", _text(item.get("content")),
-                                input_id=ids.pop(0)))
+                                input_id=ids.pop(0), record_id=record))
         elif kind == "message" and role in ("system", "developer"):
-            view.append(message("system", "prompt", _text(item.get("content"))))
+            view.append(message("system", "prompt", _text(item.get("content")),
+                                record_id=record))
         elif kind == "message":
-            view.append(message("assistant", "assistant", _text(item.get("content"))))
+            view.append(message("assistant", "assistant", _text(item.get("content")),
+                                record_id=record))
             calls_open = True
             continue
         elif kind == "function_call":
             if not calls_open:  # a response of calls only
-                view.append(message("assistant", "assistant", ""))
+                view.append(message("assistant", "assistant", "", record_id=record))
             calls = view[-1]["tool_calls"]
             calls.append({"call_id": str(item.get("call_id")),
                           "action_ordinal": len(calls) + 1, "name": str(item.get("name")),
                           "arguments": str(item.get("arguments", ""))})
             calls_open = True
             continue
+        elif kind == "compaction":  # the compact endpoint's summary (compaction.py)
+            summary = str(item.get("encrypted_content", ""))
+            view.append(message("system", "summary", summary, record_id=record, body=summary))
         elif kind == "function_call_output":
             view.append(message("tool", "tool_result", _output(item.get("output")),
-                                call_id=str(item.get("call_id"))))
+                                call_id=str(item.get("call_id")), record_id=record))
         calls_open = False
     return view
 
