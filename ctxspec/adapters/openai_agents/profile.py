@@ -281,7 +281,8 @@ SETTINGS = (
             "None (the Executor's failure raised through the Planner's Run)",
             "An Executor's context error becomes a tool result the Planner reads and answers "
             "on, where the design ends the whole invocation with that error (§11).",
-            frozenset({"S11-EXECUTOR-CONTEXT-ERROR"})),
+            frozenset({"S11-EXECUTOR-CONTEXT-ERROR", "HM-MPRE-DENY-EXECUTOR-SUCCEEDED",
+                       "HM-MPOST-DENY-EXECUTOR-SUCCEEDED"})),
     Setting("RunConfig(tool_error_formatter=...)", "None (the fixed sentence 'An error occurred "
             "while running the tool. Please try again.')",
             "a formatter answering {status: error, error: {code, detail}}",
