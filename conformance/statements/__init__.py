@@ -12,6 +12,7 @@ from ctxspec.conformance.statements import (
     s4,
     s5,
     s6,
+    s6_groups,
     s7,
     s8,
     s8_summary,
@@ -22,7 +23,8 @@ from ctxspec.conformance.statements import (
 )
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
-                                *s6.CASES, *s7.CASES, *s8.CASES, *s8_summary.CASES,
+                                *s6.CASES, *s6_groups.CASES, *s7.CASES, *s8.CASES,
+                                *s8_summary.CASES,
                                 *s9.CASES, *s10.CASES,
                                 *s11.CASES, *workflow.CASES, *paths.CASES,
                                 *moments.CASES, *results.CASES)

@@ -13,6 +13,7 @@ from tests.real_bugs.patches import Patch, cut_between_call_and_result, error_te
 
 LANGCHAIN = "ctxspec.adapters.langchain:make_driver"
 LANGCHAIN_DEFAULTS = "ctxspec.adapters.langchain:make_default_driver"
+LANGCHAIN_TRIM = "ctxspec.adapters.langchain:make_trim_driver"
 AGENTS_SDK = "ctxspec.adapters.openai_agents:make_driver"
 AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
 
@@ -32,6 +33,9 @@ class Bug:
     clean: str = ""
     """Where the same cases pass: the configuration without the bug (default: ``driver``
     with the patch undone)."""
+    shows: str = ""
+    """A text every named case's failure detail must contain: the check that sees the bug
+    (default: any failure)."""
 
 
 CORPUS: tuple[Bug, ...] = (
@@ -64,18 +68,24 @@ CORPUS: tuple[Bug, ...] = (
         "an answer replies to (§4: the current Run's records are all kept). Present in 0.24.0 "
         "with SessionSettings(limit=…).",
         AGENTS_SDK_LIMITED, ("ROW-07",), clean=AGENTS_SDK),
+    Bug("langchain-ai/langchain#33245",
+        "trim_messages(strategy='last') keeps the last max_tokens of the history by tokens "
+        "alone: when an answer's own text and call outweigh what follows it, the kept tail "
+        "starts with that answer's ToolMessage and no call (§6: a protocol group is never cut "
+        "at a token tail). Present in langchain-core 1.8.3 as a pre-model hook with no "
+        "start_on.",
+        LANGCHAIN_TRIM, ("S6-CUT-KEEPS-GROUPS",), clean=LANGCHAIN, shows="U-PAIRED"),
 )
 """The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
 
 UNREACHED: dict[str, str] = {
-    "langchain-ai/langchain#38352": "present in 1.5.2 (_find_safe_cutoff_point matches a "
-    "run of ToolMessages by set intersection), but it needs results of two different "
-    "AIMessages side by side at the cut; create_agent puts each answer's results right after "
-    "it, and no case of the suite makes that history.",
-    "langchain-ai/langchain#33245": "present in langchain-core 1.8.3 (trim_messages with "
-    "strategy='last' may keep a ToolMessage without its AIMessage); the adapter's trim "
-    "configuration (make_trim_driver) runs it, but no case has an answer whose own text "
-    "and call outweigh its result, the shape the cut falls inside.",
+    "langchain-ai/langchain#38352": "present in 1.5.2 (_find_safe_cutoff_point stops at the "
+    "first AIMessage whose calls meet the run of ToolMessages at the cut, by set "
+    "intersection), but it needs results of two different AIMessages side by side at the "
+    "cut, and create_agent never makes that history: its tools node, ToolCallLimitMiddleware's "
+    "error results and a rejected review all put an answer's results right after it, and a "
+    "Run stopped mid-batch leaves the batch's calls with no results at all. "
+    "S6-CUT-KEEPS-GROUPS, which cuts between a call and its result, passes on make_driver.",
     "openai/openai-agents-python#4628": "runs offline (the compaction session's only call, "
     "client.responses.compact, answered by a scripted transport: ctxspec/adapters/"
     "openai_agents/compaction.py) and is present in 0.24.0 on the manual run_compaction path "
