@@ -40,7 +40,6 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.exceptions import ContextOverflowError, ModelAPIError
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.output_parsers import StrOutputParser
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
@@ -75,6 +74,7 @@ from ctxspec.adapters.langchain_review import (
     review_middleware,
     reviewed_states,
 )
+from ctxspec.adapters.langchain_summary import summarization
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import ConfigurationError, resolve_budget
@@ -141,6 +141,7 @@ class LangChainDriver:
         """The calls whose result a post-call hook withheld."""
         self.hooks: DesignHooks | None = None
         self.reviewer: Reviewer | None = None
+        self.chain = Chain(ports.hooks, self._event)  # one per Session: its ordinals count on
         middleware = self._middleware(ports)
         self.middleware = middleware
         self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)
@@ -167,7 +168,7 @@ class LangChainDriver:
         if any(ports.hooks.registered(point) for point in HOOK_POINTS):
             # First: its before_model runs before the summary's, its wrap_model_call outside the
             # retries (a request's pre-request chain runs once, not per Attempt).
-            hooks = DesignHooks(Chain(ports.hooks, self._event), self.post_denied.add)
+            hooks = DesignHooks(self.chain, self.post_denied.add)
             self.hooks = hooks
             middleware.insert(0, hooks)
         if ports.hooks.registered(POINT):
@@ -177,21 +178,17 @@ class LangChainDriver:
 
     def _summarization(self, model: ScriptedChatModel, prompt: str
                        ) -> SummarizationMiddleware[Any, Any]:
-        """SummarizationMiddleware as the configuration sets it, for a role with ``prompt``."""
+        """SummarizationMiddleware as the configuration sets it, for a role with ``prompt``
+        (ctxspec/adapters/langchain_summary.py, with the compaction hooks)."""
         whole = self.configuration.count_whole_request
 
         def count(messages: Iterable[Any]) -> int:
             return self._count_request(messages, prompt) if whole else self._count(messages)
 
-        summariser: Any = ScriptedChatModel(purpose="compaction", answer=self._answer)
-        if self.configuration.summary_attempts:
-            summariser = summariser.with_retry(
-                stop_after_attempt=self.agent.model_attempts,
-                retry_if_exception_type=(ModelAPIError,)) | StrOutputParser()
-        return SummarizationMiddleware(
-            model, trigger=("tokens", self.budget.trigger_threshold), keep=("messages", 1),
-            summarizer=summariser, token_counter=count,
-            trim_tokens_to_summarize=self.configuration.trim_tokens_to_summarize)
+        return summarization(
+            model, ScriptedChatModel(purpose="compaction", answer=self._answer),
+            self.agent.model_attempts, self.configuration, count, self.budget.trigger_threshold,
+            self.chain, self.summaries.append)
 
     def _executor_middleware(self, model: ScriptedChatModel, prompt: str
                              ) -> list[AgentMiddleware[Any, Any, Any]]:
@@ -258,7 +255,7 @@ class LangChainDriver:
         except ScriptExhausted:
             raise
         except HookDenied as denied:
-            self._end(run, "failed", "HOOK_DENIED", str(denied))
+            self._end(run, "failed", denied.code, str(denied))
         except ModelCallLimitExceededError as limit:
             self._end(run, "loop_exhausted", None, str(limit))
         except ContextOverflowError as refused:

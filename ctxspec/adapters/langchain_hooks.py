@@ -48,12 +48,16 @@ from ctxspec.reference.hook_changes import ContextOp
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
 
 POINTS: tuple[HookPoint, ...] = ("model.pre_request", "model.post_response", "tool.post_call")
-CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
+COMPACTION_POINTS: tuple[HookPoint, ...] = ("compaction.pre_request", "compaction.post_response")
+"""The points around SummarizationMiddleware's summary call (langchain_summary.py)."""
+CAPABILITIES = frozenset(f"hooks:{point}" for point in (*POINTS, *COMPACTION_POINTS))
 DENIED_RESULT = "denied by a post-call hook"
 
 
 class HookDenied(Exception):
     """A hook denied the request or the answer: the role has no answer (HOOK_DENIED)."""
+
+    code = "HOOK_DENIED"
 
 
 @dataclass
@@ -92,12 +96,12 @@ def _written(item: HookReply, apply: Callable[[str, Any], bool]) -> list[str]:
     return [op.path for op in item.payload_ops if apply(op.path, op.value)]
 
 
-def _uid(message: BaseMessage) -> uuid.UUID:
+def uid(message: BaseMessage) -> uuid.UUID:
     """A message's id as the uuid a hook addresses it by."""
     return uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:message:{message.id}")
 
 
-def _names(messages: Sequence[BaseMessage]) -> dict[str, uuid.UUID]:
+def names(messages: Sequence[BaseMessage]) -> dict[str, uuid.UUID]:
     """The records a scenario's patch may name: the current question, the last message, the
     first answer."""
     named: dict[str, uuid.UUID] = {}
@@ -106,7 +110,7 @@ def _names(messages: Sequence[BaseMessage]) -> dict[str, uuid.UUID]:
     for name, message in (("question", question), ("last", messages[-1] if messages else None),
                           ("first_assistant", answer)):
         if message is not None:
-            named[name] = _uid(message)
+            named[name] = uid(message)
     return named
 
 
@@ -129,12 +133,12 @@ class DesignHooks(AgentMiddleware[Any, Any, Any]):
         if "model.pre_request" not in self.registered:
             return None
         messages: list[BaseMessage] = list(state["messages"])
-        named = _names(messages)
+        named = names(messages)
         self.settings = {}
         changed: list[BaseMessage] = []
 
         def apply(op: ContextOp) -> bool:
-            target = next((m for m in messages if _uid(m) == op.target_record_id), None)
+            target = next((m for m in messages if uid(m) == op.target_record_id), None)
             if target is None or op.field_key != "text" or not isinstance(op.value, str):
                 return False
             if op.operation == PatchOperationKind.APPEND_ANNOTATION:
@@ -175,14 +179,14 @@ class DesignHooks(AgentMiddleware[Any, Any, Any]):
             return True
 
         def patch(op: ContextOp) -> bool:  # a context patch of the answer's own text
-            if op.target_record_id != _uid(answer) or op.field_key != "text" or not isinstance(
+            if op.target_record_id != uid(answer) or op.field_key != "text" or not isinstance(
                     op.value, str) or op.operation == PatchOperationKind.APPEND_ANNOTATION:
                 return False
             edited["text"] = op.value
             return True
 
         if self.chain.ask("model.post_response", {"text": answer.text}, "post", text,
-                          {"last": _uid(answer)}, patch):
+                          {"last": uid(answer)}, patch):
             self.denied = True
             return {"messages": [RemoveMessage(id=str(answer.id))], "jump_to": "end"}
         if edited["text"] == answer.text:
@@ -236,5 +240,5 @@ class TrimBeforeModel(AgentMiddleware[Any, Any, Any]):
         return handler(request.override(messages=kept))  # type: ignore[arg-type]
 
 
-__all__ = ["CAPABILITIES", "DENIED_RESULT", "POINTS", "Chain", "DesignHooks", "HookDenied",
-           "TrimBeforeModel"]
+__all__ = ["CAPABILITIES", "COMPACTION_POINTS", "DENIED_RESULT", "POINTS", "Chain", "DesignHooks",
+           "HookDenied", "TrimBeforeModel", "names", "uid"]

@@ -156,14 +156,37 @@ _NO_TERMINAL = Divergence(
     "langgraph/pregel/_runner.py: PregelRunner.tick, commit (the ERROR write); "
     "langgraph/pregel/main.py: Pregel.stream (no checkpoint after the loop raised)")
 
+_SUMMARISER_COPY = Divergence(
+    "SummarizationMiddleware hands its summarizer the messages to summarise and builds the "
+    "thread from its own list: a compaction pre-request change of the material reaches the "
+    "summary call only, while the kept tail the next request carries keeps the text the hook "
+    "replaced (§3, §8).", f"{_SUMMARY}: before_model (preserved_messages returned unchanged), "
+    "_create_summary (self.summarizer.invoke(trimmed_messages))")
+_SUMMARY_AS_USER = Divergence(
+    "SummarizationMiddleware puts the summary into the thread as a HumanMessage: the model "
+    "reads it as a user turn, not as the system's summary of earlier material (§8).",
+    f"{_SUMMARY}: _build_new_messages (HumanMessage(content=..., additional_kwargs="
+    "{'lc_source': 'summarization'}))")
+_SUMMARISER_UNCHECKED = Divergence(
+    "A Runnable composed around the summarizer changes the material or the summary as it "
+    "returns them: no field registry or coverage check, so a compaction hook's write of an "
+    "unregistered field is applied and no diagnostic names it (§3, §8).",
+    "langchain_core/runnables/base.py: RunnableSequence.invoke; "
+    f"{_SUMMARY}: _check_summary (only that the summary is a str)")
+_BELOW_TRIGGER_UNMARKED = Divergence(
+    "create_agent sends the thread's messages with no marker of the earlier Run's terminal "
+    "status, so Run 2's request counts 3576 where the design's crosses the trigger 3600: "
+    "SummarizationMiddleware does not summarise, no compaction hook decides and there is no "
+    "decision to crash after (§4, §10).",
+    f"{_AGENT}: model_node (request.messages = state['messages']); {_SUMMARY}: "
+    "_should_summarize")
+
 DIVERGENCES = {
     "S11-LOOPS-SHARED": _LOOPS_PER_AGENT,
     **{f"HM-MPRE-DENY-ROOT-FAILED{call}-SHARED": _NO_SHARED
        for call in ("", "-DELEGATE", "-RESULTREAD")},
     "HM-MPRE-DENY-EXECUTOR-SUCCEEDED": _ERROR_NO_CODE,
     "HM-MPOST-DENY-EXECUTOR-SUCCEEDED": _ERROR_NO_CODE,
-    **{f"HM-{point}-ALLOW-EXECUTOR-TIMED_OUT": _NO_DEADLINE
-       for point in ("MPRE", "MPOST", "TPRE", "TPOST")},
     "ROW-06": _NO_FREEZE, "S5-RETRY-FROZEN": _NO_FREEZE, "S5-FREEZE-LATE": _NO_FREEZE,
     "S11-STOP-DURING-COMPACTION": _NO_DELIVERY, "S3-REQUEST-DENIED": _NO_DELIVERY,
     "S2-POST-PROCESSED": _WHOLE_THREAD,
@@ -174,11 +197,12 @@ DIVERGENCES = {
     "S6-TEXT-MODIFIED-SENT": _NO_MARK, "S6-TOOL-EDIT-MARKED-SENT": _NO_MARK,
     "S6-REPLACED-BODY-UNREAD": _NO_READ,
     **{f"HM-{point}-{decision}-ROOT-{end}-RESULTREAD": _NO_READ
-       for point in ("MPRE", "MPOST", "TPRE", "TPOST")
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST", "CPRE", "CPOST")
        for decision, end in (("ALLOW", "SUCCEEDED"), ("MODIFY", "SUCCEEDED"),
                              ("FAIL", "SUCCEEDED"), ("DENY", "SUCCEEDED"), ("DENY", "FAILED"))},
-    **{f"HM-{point}-ALLOW-ROOT-TIMED_OUT": _NO_DEADLINE
-       for point in ("MPRE", "MPOST", "TPRE", "TPOST")},
+    **{f"HM-{point}-ALLOW-{role}-TIMED_OUT": _NO_DEADLINE
+       for point in ("MPRE", "MPOST", "TPRE", "TPOST", "CPRE", "CPOST")
+       for role in ("ROOT", "EXECUTOR")},
     "ROW-01": _NO_DELIVERY, "ROW-13": _NO_DELIVERY, "S5-DELIVERED-ON-OUTPUT": _NO_DELIVERY,
     "ROW-02": _WHOLE_THREAD, "EX4-OLDER-RUN": _WHOLE_THREAD, "S4-CURRENT-RUN": _WHOLE_THREAD,
     "S4-RECENT-BY-ORDER": _WHOLE_THREAD,
@@ -222,6 +246,10 @@ DIVERGENCES = {
     "S10-TAKEOVER-BUDGET": _BUDGET_UNTRACKED, "S11-LOOPS-SHARED-TAKEOVER": _BUDGET_UNTRACKED,
     **{f"CRASH-RUNS-RUN_FINALISED-{n}-{when}": _NO_TERMINAL
        for n in (3, 4) for when in ("BEFORE", "AFTER")},
+    "S8-CHUNK-REDACTION-SENT": _SUMMARISER_COPY, "S8-COMPACTION-HOOK-FAILS": _SUMMARY_AS_USER,
+    "S8-COMPACTION-PATCH": _SUMMARISER_UNCHECKED,
+    **{f"CRASH-HOOK-COMPACTION-POST-{decision}-HOOK_DECIDED": _BELOW_TRIGGER_UNMARKED
+       for decision in ("ALLOW", "MODIFY", "DENY")},
     "S11-ARGUMENTS-SCHEMA": Divergence(
         "A tool whose args_schema is a JSON Schema runs with arguments that break it: "
         "LangChain validates only pydantic schemas, where the design answers a format error "
@@ -334,8 +362,13 @@ NOTES = (
     "runs an Executor, a second create_agent with the Executor's prompt, tools, summary, hooks "
     "and retries, invoked on a fresh state holding only the hand-over (the task, each "
     "constraint and material on a line of its own); its last answer is the call's result.",
-    "Not declared, because LangChain lacks them: the compaction hook points (the summary "
-    "call is inside SummarizationMiddleware.before_model), chunked folds, snapshots, shared "
+    "Compaction hooks (ctxspec/adapters/langchain_summary.py): SummarizationMiddleware's "
+    "summarizer is a Runnable composed as RunnableLambda(compaction.pre_request) | the "
+    "summary model (its retries) | StrOutputParser() | RunnableLambda(compaction."
+    "post_response): the pre-request chain runs once per summary request and may change or "
+    "annotate a message of the material, the post-response chain may write the summary; a "
+    "deny at either raises out of before_model and the Run ends COMPACTION_FAILED.",
+    "Not declared, because LangChain lacks them: chunked folds, snapshots, shared "
     "scopes, retention, the history API, a stop inside a batch; and the crash phases LangGraph "
     "writes nothing at: session_opened, attempt_failed, first_output, hook_started, "
     "tool_started, tool_settled (a tool's writes are saved from a worker while the step's "
@@ -355,6 +388,11 @@ SUITE_FLAWS = {
                           "the case presumes the refused commit is the one holding the "
                           "decision. Refusing those pending writes instead is the other "
                           "mapping (Q370).",
+    **{f"HM-{point}-DENY-EXECUTOR-FAILED": "The adapter's gap, as S11-EXECUTOR-CONTEXT-ERROR: "
+       "the delegate tool turns the Executor's failed compaction (its compaction hook's deny) "
+       "into an error result the Planner reads and answers, where the design ends the whole "
+       "invocation COMPACTION_FAILED (§8, §11); a delegate tool could re-raise it."
+       for point in ("CPRE", "CPOST")},
 }
 """Failures that are our adapter's, not LangChain's (reported apart, to be fixed here)."""
 
