@@ -35,10 +35,14 @@ class Segment:
     passes made of it. Not a dataclass: two segments are the same kept part only when they
     are one object, and nothing of it is serialised."""
 
-    __slots__ = ("_kept", "items")
+    __slots__ = ("_kept", "backing", "items")
 
-    def __init__(self, items: tuple[Any, ...]) -> None:
+    def __init__(self, items: tuple[Any, ...], backing: list[Any] | None = None) -> None:
         self.items = items
+        self.backing = list(items) if backing is None else backing
+        """The items as the first ``len(self)`` of a list its extensions append to: one list
+        for a lineage of segments, so a trace that keeps each request's (the list and a
+        length) keeps each message once, however many Runs extended it (issue #35)."""
         self._kept: dict[object, tuple[Any, Extend | None]] = {}
 
     def __len__(self) -> int:
@@ -61,7 +65,11 @@ class Segment:
         extended by them alone."""
         if not items:
             return self
-        longer = Segment(self.items + items)
+        backing = self.backing
+        if len(backing) != len(self.items):  # another extension went on from this one
+            backing = list(self.items)
+        backing.extend(items)
+        longer = Segment(self.items + items, backing)
         for key, (value, extend) in self._kept.items():
             if extend is not None:
                 longer._kept[key] = (extend(value, items), extend)

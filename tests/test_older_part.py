@@ -3,6 +3,7 @@ from the kept part equal those built afresh, over generated Sessions; and each p
 view with a kept segment marked gives what the plain pass gives over the same messages."""
 
 from typing import Any
+from uuid import UUID
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,9 +13,8 @@ from ctxspec.conformance.driver import ReferenceDriver, run_scenario
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference import history
 from ctxspec.reference.compaction import RequestParts, split_request
-from ctxspec.reference.protection import check_protected_inputs
-from ctxspec.reference.runtime import history_source
-from ctxspec.reference.runtime.trace import ModelRequestSent
+from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+from ctxspec.reference.runtime import history_source, pipeline
 from ctxspec.reference.segments import marked
 from ctxspec.reference.snapshots import view_hash
 from ctxspec.reference.tokens import ByteEstimator
@@ -62,10 +62,20 @@ def _document(steps: list[str], recent_runs: int, tools: bool) -> dict[str, Any]
             "tools": {"read": [{"text": f"file {n}"} for n in range(4 * len(steps) + 4)]}}
 
 
-def _trace(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[ModelRequestSent]]:
-    driver = ReferenceDriver()
-    run_scenario(Scenario.model_validate(document), lambda: driver)
-    return driver.trace(), driver.raw_trace().model_requests()
+def _trace(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[ModelView]]:
+    """The trace, and each request's view as sent (its kept segment marked: the trace keeps
+    the messages only)."""
+    driver, sent = ReferenceDriver(), []
+
+    def hashed(view: ModelView) -> str:
+        sent.append(view)
+        return view_hash(view)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "view_hash", hashed)
+        run_scenario(Scenario.model_validate(document), lambda: driver)
+    requests = driver.raw_trace().model_requests()
+    assert [r.view for r in requests] == sent
+    return driver.trace(), sent
 
 
 def _fresh_part(self: history_source.StoredHistory, ended: Any, recent_runs: int,
@@ -82,20 +92,20 @@ def _fresh_part(self: history_source.StoredHistory, ended: Any, recent_runs: int
 def test_kept_older_part_gives_the_fresh_requests(steps: list[str], recent_runs: int,
                                                    tools: bool) -> None:
     document = _document(steps, recent_runs, tools)
-    kept, requests = _trace(document)
+    kept, views = _trace(document)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(history_source.StoredHistory, "older_part", _fresh_part)
         fresh, _ = _trace(document)
     assert kept == fresh
-    for request in requests:  # each pass over the marked view = the plain pass
-        _assert_passes_plain(request)
+    requests = [e for e in kept if e["kind"] == "model_request"]
+    for view, request in zip(views, requests, strict=True):  # each marked pass = the plain
+        _assert_passes_plain(view, request)
 
 
-def _assert_passes_plain(request: ModelRequestSent) -> None:
-    view = request.view
+def _assert_passes_plain(view: ModelView, request: dict[str, Any]) -> None:
     plain = ModelView(view.messages)
     assert marked(plain) is None
-    assert view_hash(view) == view_hash(plain) == request.view_hash
+    assert view_hash(view) == view_hash(plain) == request["view_hash"]
     rendered = render_request(view, ("s",))
     assert rendered == render_request(plain, ("s",))
     estimator = ByteEstimator()
@@ -103,9 +113,9 @@ def _assert_passes_plain(request: ModelRequestSent) -> None:
         estimator.estimate(rendered_estimation(render_request(plain, ("s",))))
     assert estimator.estimate(estimation_request(view)) == \
         estimator.estimate(estimation_request(plain))
-    protected = [p for p in _protected(request)]
+    protected = _protected(view, request)
     assert check_protected_inputs(view, protected) == check_protected_inputs(plain, protected)
-    ids = frozenset(request.protected_input_ids)
+    ids = frozenset(p.input_id for p in protected)
     parts = RequestParts((), (), view.messages, (), (), ids)
     if (found := marked(view)) is not None:
         object.__setattr__(parts, "_segment", found)
@@ -113,11 +123,10 @@ def _assert_passes_plain(request: ModelRequestSent) -> None:
         RequestParts((), (), view.messages, (), (), ids), estimator)
 
 
-def _protected(request: ModelRequestSent) -> list[Any]:
-    from ctxspec.reference.protection import ProtectedInput
-    texts = {m.input_id: m.text for m in request.view.messages if m.input_id is not None}
-    return [ProtectedInput(i, n, texts.get(i, "")) for n, i in
-            enumerate(request.protected_input_ids, start=1)]
+def _protected(view: ModelView, request: dict[str, Any]) -> list[ProtectedInput]:
+    texts = {m.input_id: m.text for m in view.messages if m.input_id is not None}
+    return [ProtectedInput(UUID(i), n, texts.get(UUID(i), "")) for n, i in
+            enumerate(request["protected_input_ids"], start=1)]
 
 
 def test_a_kept_part_is_reused_and_extended() -> None:
@@ -134,8 +143,25 @@ def test_a_kept_part_is_reused_and_extended() -> None:
                           "ask"], 1, False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(history_source.StoredHistory, "older_part", spy)
-        _trace(document)
+        _, views = _trace(document)
     assert seen == [0, 0, 1, 2, 3]
+    assert [None if (found := marked(v)) is None else found[0] for v in views] == \
+        [None, None, 1, 1, 1]  # after the system prompt, once there is an older Run
+
+
+def test_the_trace_keeps_the_older_messages_once() -> None:
+    """Each request's view and rendering in the trace keep the older Runs' messages as one
+    list the Session's requests share (and a length), not a tuple per request: the trace of
+    5,000 short Runs holds each message once (issue #35)."""
+    driver = ReferenceDriver()
+    run_scenario(Scenario.model_validate(_document(
+        ["advance", "ask", "advance", "ask", "advance", "ask", "advance", "ask"], 1, False)),
+        lambda: driver)
+    requests = driver.raw_trace().model_requests()
+    for key in ("_view_parts", "_rendered_parts"):
+        lists = [r.__dict__[key][1][1] for r in requests[2:]]
+        assert all(kept is lists[0] for kept in lists)
+        assert [r.__dict__[key][1][2] for r in requests[2:]] == [3, 6, 9]
 
 
 @settings(max_examples=150, deadline=None)

@@ -102,13 +102,9 @@ class InvocationPipeline:
         it back — not this request's figures, not a later budget (§7; Q57 "Reported usage").
         CTX-7.21"""
         ordinal = self.s.ordinal(f"{purpose}:{run.role}")
-        # The trace keeps the request's messages, not the kept segment marked in them: the
-        # segment and what passes kept with it are the current Run's, not every Run's.
-        sent_view = ModelView(view.messages)
-        sent = RenderedRequest(rendered.messages, rendered.tool_schemas, rendered.reasoning_sent)
         self.s.trace.add(tr.ModelRequestSent(
             purpose=purpose, operation_id=operation_id, purpose_key=purpose_key,
-            attempt=attempt, view=sent_view,
+            attempt=attempt, view=view,
             estimated_input_tokens=estimation, max_output_tokens=max_output,
             window=self.s.budget.window, output_reserve=self.s.budget.output_reserve,
             safety_margin=self.s.budget.safety_margin, input_budget=self.s.budget.input_budget,
@@ -117,7 +113,7 @@ class InvocationPipeline:
                               self.s.contexts[run.context_id].head.revision},
             snapshot_id=snapshot_id, protected_input_ids=tuple(p.input_id for p in protected),
             input_cutoff=cutoff, view_hash=view_hash(view), compaction=compaction,
-            role=run.role, rendered=sent))
+            role=run.role, rendered=rendered))
         self.s.clock.tick()
         outcome = self.gateway.send(ModelCall(purpose, operation_id, purpose_key, attempt,
                                               messages, schemas, max_output, ordinal, run.role))
