@@ -122,6 +122,7 @@ class Driver(Protocol):
         ...
 
 
+_LAST_INPUT = "SELECT MAX(rowid) AS n FROM user_inputs"  # not a count: a step per input (#35)
 class ReferenceDriver:
     """The reference runtime behind the Driver interface. A scenario's ``crash`` kills the
     runtime at its commit: the object is dropped, a new one restores the Session from the same
@@ -270,10 +271,9 @@ class ReferenceDriver:
             self.depth -= 1
 
     def _input(self, text: str, send: Callable[[ReferenceRuntime, str], object]) -> None:
-        inputs = self.store.count("user_inputs")
-
+        inputs = self.store.query(_LAST_INPUT)
         def resend() -> None:  # an input the dead runtime never committed is sent again
-            if self.store.count("user_inputs") == inputs:
+            if self.store.query(_LAST_INPUT) == inputs:
                 send(self._runtime(), text)
         self._outermost(lambda: send(self._runtime(), text), resend)
 

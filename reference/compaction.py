@@ -25,7 +25,7 @@ In the design's order:
    CTX-8.73 to CTX-8.78, CTX-9.38 to CTX-9.43).
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
@@ -38,6 +38,8 @@ from ctxspec.reference.contracts import (
     PayloadRef,
 )
 from ctxspec.reference.errors import ErrorCode
+from ctxspec.reference.protection import segment_user_refs
+from ctxspec.reference.segments import carried, marked
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, TokenEstimator
 from ctxspec.reference.view import (
     ModelView,
@@ -79,7 +81,9 @@ class RequestParts:
     protected_input_ids: frozenset[UUID]
 
     def view(self) -> ModelView:
-        return ModelView(self.system + self.history + self.hook_increments + self.tail)
+        """The whole request; a segment kept in ``history`` stays marked in it."""
+        view = ModelView(self.system + self.history + self.hook_increments + self.tail)
+        return carried(view, view.messages, self, len(self.system))
 
 
 @dataclass(frozen=True)
@@ -105,15 +109,30 @@ def summary_message(text: str, snapshot_id: UUID | None = None) -> ViewMessage:
                        text=SUMMARY_ENVELOPE_TEXT + text, record_id=snapshot_id, body=text)
 
 
-def split_request(parts: RequestParts, estimator: TokenEstimator) -> Split:
-    """Separate F and M; nothing counted twice.  CTX-8.26, CTX-8.27, CTX-8.64, CTX-4.18"""
+def _partition(history: Iterable[ViewMessage], protected_input_ids: frozenset[UUID]
+               ) -> tuple[list[ViewMessage], list[ViewMessage]]:
+    """The current protected inputs, and the rest (material), in order."""
     protected: list[ViewMessage] = []
     material: list[ViewMessage] = []
     user_ref = ViewKind.USER_REF  # read once: an enum member through its class is slow
-    for message in parts.history:  # one pass, no comparison of whole messages
-        is_protected = (message.kind is user_ref
-                        and message.input_id in parts.protected_input_ids)
+    for message in history:  # one pass, no comparison of whole messages
+        is_protected = (message.kind is user_ref and message.input_id in protected_input_ids)
         (protected if is_protected else material).append(message)
+    return protected, material
+
+
+def split_request(parts: RequestParts, estimator: TokenEstimator) -> Split:
+    """Separate F and M; nothing counted twice.  CTX-8.26, CTX-8.27, CTX-8.64, CTX-4.18"""
+    found = marked(parts)
+    if found is not None and not segment_user_refs(found[1])[0].keys() \
+            & parts.protected_input_ids:  # a kept segment is all material (issue #35)
+        at, segment = found
+        protected, material = _partition(parts.history[:at], parts.protected_input_ids)
+        after = _partition(parts.history[at + len(segment):], parts.protected_input_ids)
+        protected += after[0]
+        material += (*segment.items, *after[1])
+    else:
+        protected, material = _partition(parts.history, parts.protected_input_ids)
     fixed = (*parts.system, *protected, *parts.hook_increments, *parts.tail)
     whole = estimator.estimate(estimation_request(parts.view(), parts.tool_schemas)).tokens
     fixed_only = estimator.estimate(estimation_request(ModelView(fixed),

@@ -72,6 +72,7 @@ from ctxspec.reference.delivery_book import (
     book_index,
     derive,
     empty_book,
+    has_run,
 )
 
 _T = TypeVar("_T")
@@ -217,7 +218,7 @@ def _in_receive_order(book: DeliveryBook,
 
 
 def _require_run(book: DeliveryBook, run_id: UUID) -> None:
-    if run_id not in book.run_ids:
+    if not has_run(book, run_id):
         raise KeyError(run_id)
 
 
@@ -327,7 +328,7 @@ def _unused_delivery_ids(book: DeliveryBook, ids: Sequence[UUID]) -> DeliveryRej
 
 
 def _run_state(book: DeliveryBook, run_id: UUID) -> DeliveryRejected | None:
-    if run_id not in book.run_ids:
+    if not has_run(book, run_id):
         return DeliveryRejected(DeliveryRejectCode.UNKNOWN_RUN,
                                 f"Run {run_id} is not a Run of this Session")
     if run_id != book.active_run_id:
@@ -362,7 +363,7 @@ def _question_refused(book: DeliveryBook, received: UserInput,
         return DeliveryRejected(DeliveryRejectCode.RUN_ALREADY_ACTIVE,
                                 f"Run {book.active_run_id} is still active; a supplement is "
                                 "the only input it accepts")
-    if run_id in book.run_ids:
+    if has_run(book, run_id):
         return DeliveryRejected(DeliveryRejectCode.DUPLICATE_RUN_ID,
                                 f"Run {run_id} already exists")
     if received.origin_run_id != run_id:
@@ -376,7 +377,7 @@ def _supplement_refused(book: DeliveryBook, received: UserInput) -> DeliveryReje
     target = book.active_run_id
     if received.origin_run_id == target:
         return None
-    if received.origin_run_id in book.run_ids:
+    if has_run(book, received.origin_run_id):
         return DeliveryRejected(DeliveryRejectCode.RUN_ENDED,
                                 f"Run {received.origin_run_id} has ended; a supplement "
                                 "now waits for the next question")

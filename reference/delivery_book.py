@@ -122,10 +122,16 @@ class BookIndex:
     by_target: dict[UUID | None, list[int]]
     manifests_of: dict[UUID, list[int]]
     manifest_at: dict[UUID, int]
+    run_ids: tuple[UUID, ...] = ()
+    run_at: dict[UUID, int] = field(default_factory=dict)
+    """Each Run's place in ``run_ids`` (a Session of 5,000 Runs asks it per transition)."""
 
     def add(self, inputs: tuple[UserInput, ...], deliveries: tuple[UserInputDelivery, ...],
-            manifests: tuple[InputManifest, ...]) -> None:
+            manifests: tuple[InputManifest, ...], run_ids: tuple[UUID, ...] = ()) -> None:
         """Index what follows the positions already indexed, and become these tuples'."""
+        for at in range(len(self.run_ids), len(run_ids)):
+            self.run_at[run_ids[at]] = at
+        self.run_ids = run_ids
         for at in range(len(self.inputs), len(inputs)):
             self.input_at[inputs[at].input_id] = at
         for at in range(len(self.deliveries), len(deliveries)):
@@ -153,10 +159,16 @@ def book_index(book: DeliveryBook) -> BookIndex:
     changes nothing a caller can observe."""
     if book.index is None:
         index = BookIndex((), (), (), {}, {}, {}, {}, {}, {})
-        index.add(book.inputs, book.deliveries, book.manifests)
+        index.add(book.inputs, book.deliveries, book.manifests, book.run_ids)
         object.__setattr__(book, "index", index)
         return index
     return book.index
+
+
+def has_run(book: DeliveryBook, run_id: UUID | None) -> bool:
+    """Whether ``run_id`` is one of the book's Runs, through its index."""
+    return book_index(book).run_at.get(run_id, len(book.run_ids)) < len(book.run_ids) \
+        if run_id is not None else False
 
 
 def derive(book: DeliveryBook, *, inputs: tuple[UserInput, ...] | None = None,
@@ -177,8 +189,9 @@ def derive(book: DeliveryBook, *, inputs: tuple[UserInput, ...] | None = None,
         manifests=book.manifests if manifests is None else manifests)
     index = book.index
     if index is not None and index.inputs is book.inputs \
-            and index.deliveries is book.deliveries and index.manifests is book.manifests:
-        index.add(new.inputs, new.deliveries, new.manifests)
+            and index.deliveries is book.deliveries and index.manifests is book.manifests \
+            and index.run_ids is book.run_ids:
+        index.add(new.inputs, new.deliveries, new.manifests, new.run_ids)
         index.moved(changed)
         object.__setattr__(new, "index", index)
     return new

@@ -27,8 +27,11 @@ queries (CTX-4.23): it streams Run by Run and record by record, holding only the
 produces, one open batch, and the set of input ids already shown.
 """
 
+import itertools
+import operator
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from typing import Final, Protocol
 from uuid import UUID
 
@@ -40,11 +43,16 @@ from ctxspec.reference.contracts import (
     RunStatus,
 )
 from ctxspec.reference.protocol import NO_STATES, ProtocolRepair, UnsettledBatch
+from ctxspec.reference.segments import Segment, mark
 from ctxspec.reference.view import EffectiveRecord, ModelView, ViewKind, ViewMessage
 
 _USER_REF = ViewKind.USER_REF
 """As a module name: an enum member read through its class costs about 0.14 µs on Python 3.11,
 and the projection asks every message of the recent Runs."""
+
+_RUN_NO: Final = attrgetter("run_no")
+_RUN_ID: Final = attrgetter("run_id")
+_BELOW: Final = operator.lt
 
 DEFAULT_RECENT_RUNS = 2
 """context.recent_runs when the Agent's release does not set it (CTX-4.1)."""
@@ -112,8 +120,8 @@ def select_history(ended: Sequence[EndedRun],
     """
     if recent_n < 0:
         raise ValueError(f"context.recent_runs must be >= 0, got {recent_n}")
-    numbers = [run.run_no for run in ended]
-    if numbers != sorted(set(numbers)):
+    numbers = list(map(_RUN_NO, ended))  # C loops: a request of a 5,000-Run Session asks
+    if not all(map(_BELOW, numbers, itertools.islice(numbers, 1, None))):
         raise ValueError(f"ended runs must be in strictly increasing run_no order: {numbers}")
     recent = ended[-recent_n:] if recent_n else []
     older = ended[:-recent_n] if recent_n else ended
@@ -153,10 +161,19 @@ class _Deduplicator:
     keeps a marker that says where the body is.
     """
 
-    def __init__(self, protected: Collection[UUID], current_run_id: UUID) -> None:
+    def __init__(self, protected: Collection[UUID], current_run_id: UUID,
+                 shown_before: Collection[UUID] = frozenset()) -> None:
         self._protected = protected
         self._current_run_id = current_run_id
         self._shown: set[UUID] = set()
+        self._shown_before = shown_before
+        """The inputs whose body an older part already shows (:class:`OlderPart`)."""
+
+    def shown(self, input_id: UUID) -> bool:
+        return input_id in self._shown or input_id in self._shown_before
+
+    def shown_here(self) -> frozenset[UUID]:
+        return frozenset(self._shown)
 
     def place(self, message: ViewMessage, placement: InputPlacement) -> ViewMessage:
         input_id = message.input_id
@@ -164,12 +181,12 @@ class _Deduplicator:
             raise ValueError("only a message that carries an input is de-duplicated")
         at = message.source_run_id
         if at == self._current_run_id:
-            body_here = input_id not in self._shown
+            body_here = not self.shown(input_id)
             where = "earlier in this request"
         elif input_id in self._protected:
             body_here, where = False, "in the current request"
         else:
-            body_here = at == placement.body_run_id and input_id not in self._shown
+            body_here = at == placement.body_run_id and not self.shown(input_id)
             where = f"in run {placement.body_run_id}"
         if body_here:
             self._shown.add(input_id)
@@ -188,20 +205,26 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
                     current_records: Iterable[EffectiveRecord],
                     protected_input_ids: Collection[UUID],
                     call_states: Mapping[UUID, OperationState] = NO_STATES,
-                    ) -> ModelView | UnsettledBatch:
+                    older_part: "OlderPart | None" = None) -> ModelView | UnsettledBatch:
     """The history projection of the current role's next model request (§4, §5, §6).
 
     ``ended_runs`` are the Session's Runs ended before the current one, by run_no;
     ``current_records`` the current role's effective records; ``protected_input_ids`` the
-    current request's protected inputs (they win de-duplication). Answers
+    current request's protected inputs (they win de-duplication); ``older_part``, when it is
+    the older part of this request (:meth:`OlderPart.shows`), the older Runs' part as kept
+    (:func:`extend_older`), else it is projected here. Answers
     :class:`UnsettledBatch` when the current batch is not settled (CTX-6.7).
 
     CTX-4.2, CTX-4.4 to CTX-4.16, CTX-4.20, CTX-4.23, CTX-5.24 to CTX-5.26, CTX-6.1 to
     CTX-6.17
     """
     older, recent = select_history(ended_runs, recent_runs)
-    dedup = _Deduplicator(protected_input_ids, current_run_id)
-    messages: list[ViewMessage] = []
+    part = older_part if older_part is not None and older_part.shows(
+        older, protected_input_ids) else extend_older(
+            OlderPart(), older, source=source, current_run_id=current_run_id,
+            protected_input_ids=protected_input_ids, call_states=call_states)
+    dedup = _Deduplicator(protected_input_ids, current_run_id, part.shown)
+    messages: list[ViewMessage] = list(part.segment.items if part.segment else ())
 
     def place_inputs(start: int) -> None:
         """De-duplicate the user inputs among the messages appended since ``start``."""
@@ -210,17 +233,6 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
             if message.kind is _USER_REF and message.input_id is not None:
                 messages[index] = dedup.place(message, source.placement(message.input_id))
 
-    for run in older:
-        for occurrence in source.user_inputs(run):
-            messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
-        answer = run.final_answer
-        if answer is not None and answer.record.message_kind == "assistant" and not (
-                answer.incomplete or answer.denied or answer.tool_calls) \
-                and answer.record.run_id == run.run_id:
-            messages.append(answer.view_message(run.run_id))  # what the repair would emit
-        elif answer is not None:
-            _repair_ended((answer,), call_states, messages, run.run_id)
-        messages.append(terminal_marker(run))
     for run in recent:
         start = len(messages)
         _repair_ended(source.root_records(run), call_states, messages, run.run_id)
@@ -234,7 +246,69 @@ def project_history(*, ended_runs: Sequence[EndedRun], recent_runs: int,
     if unsettled is not None:
         return unsettled
     place_inputs(start)
-    return ModelView(messages=tuple(messages))
+    view = ModelView(messages=tuple(messages))
+    return mark(view, view.messages, 0, part.segment)
+
+
+@dataclass(frozen=True)
+class OlderPart:
+    """The older Runs' part of a projection (§4 ``for run in older``: each Run's inputs, its
+    final result and its terminal marker) as a kept segment, with what the de-duplication of
+    the rest of the view needs of it. Every request of a Run shows the same older part, and
+    the next Run's shows it followed by one Run more (:func:`extend_older`), so a runtime
+    that keeps it projects only what a request adds (issue #35)."""
+
+    runs: tuple[UUID, ...] = ()
+    """The older Runs it shows, by run_no."""
+    segment: Segment | None = None
+    """Its messages (None when there are none)."""
+    shown: frozenset[UUID] = frozenset()
+    """The inputs whose body it shows."""
+    listed: frozenset[UUID] = frozenset()
+    """Every input it lists, its body or a marker."""
+    protected: frozenset[UUID] = frozenset()
+    """The inputs it lists that were protected in the request it was made for: a marker
+    stands for each (their body is in that request's current context)."""
+    repaired: bool = False
+    """Whether a final result of it passed through protocol repair, which reads the calls'
+    states: a part that did is made again for each request, never kept."""
+
+    def shows(self, older: Sequence[EndedRun], protected_input_ids: Collection[UUID]) -> bool:
+        """Whether it is the older part of a request with these older Runs and protected
+        inputs: the same Runs, and the same of its inputs protected."""
+        return self.runs == tuple(map(_RUN_ID, older)) and \
+            self.protected == frozenset(i for i in protected_input_ids if i in self.listed)
+
+
+def extend_older(part: OlderPart, runs: Sequence[EndedRun], *, source: HistorySource,
+                 current_run_id: UUID, protected_input_ids: Collection[UUID],
+                 call_states: Mapping[UUID, OperationState] = NO_STATES) -> OlderPart:
+    """``part`` followed by the older Runs ``runs`` (those after its own), as the projection
+    shows them after it; the inputs' placements are the source's now.  CTX-4.4, CTX-4.14,
+    CTX-5.24 to CTX-5.26"""
+    dedup = _Deduplicator(protected_input_ids, current_run_id, part.shown)
+    messages: list[ViewMessage] = []
+    listed: set[UUID] = set()
+    repaired = part.repaired
+    for run in runs:
+        for occurrence in source.user_inputs(run):
+            listed.add(occurrence.input_id)
+            messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
+        answer = run.final_answer
+        if answer is not None and answer.record.message_kind == "assistant" and not (
+                answer.incomplete or answer.denied or answer.tool_calls) \
+                and answer.record.run_id == run.run_id:
+            messages.append(answer.view_message(run.run_id))  # what the repair would emit
+        elif answer is not None:
+            _repair_ended((answer,), call_states, messages, run.run_id)
+            repaired = True
+        messages.append(terminal_marker(run))
+    segment = part.segment.extended(tuple(messages)) if part.segment is not None else \
+        Segment(tuple(messages)) if messages else None
+    all_listed = part.listed | listed
+    return OlderPart(part.runs + tuple(map(_RUN_ID, runs)), segment,
+                     part.shown | dedup.shown_here(), all_listed,
+                     frozenset(i for i in protected_input_ids if i in all_listed), repaired)
 
 
 def _repair_ended(records: Iterable[EffectiveRecord], call_states: Mapping[UUID, OperationState],

@@ -31,14 +31,17 @@ class HistoryProjector:
                 current_records: Iterable[EffectiveRecord],
                 protected_input_ids: Collection[UUID],
                 call_states: Mapping[UUID, OperationState] = NO_STATES,
-                ) -> ModelView | UnsettledBatch:
+                older_part: history.OlderPart | None = None) -> ModelView | UnsettledBatch:
         """The ModelView of the current role's next request, or :class:`UnsettledBatch` when
-        its batch is not settled (CTX-6.7)."""
+        its batch is not settled (CTX-6.7). ``older_part``: the older Runs' part as a
+        runtime kept it (:class:`~ctxspec.reference.history.OlderPart`), used when it is
+        this request's."""
         # Through the module, so a fault planted in the projection reaches the runtime.
         return history.project_history(
             ended_runs=ended_runs, recent_runs=self.recent_runs, source=source,
             current_run_id=current_run_id, current_records=current_records,
-            protected_input_ids=protected_input_ids, call_states=call_states)
+            protected_input_ids=protected_input_ids, call_states=call_states,
+            older_part=older_part)
 
 
 __all__ = ["HistoryProjector"]

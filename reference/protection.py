@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
-from ctxspec.reference.view import ModelView, ViewKind
+from ctxspec.reference.segments import Segment, marked
+from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,58 @@ class ProtectionViolation:
     problem: Literal["missing", "altered", "out_of_order", "repeated"]
 
 
+Refs = tuple[dict[UUID, list[int]], dict[UUID, list[str]]]
+"""Each input's positions as a ``user_ref`` message, and its texts there, in order."""
+
+
+def user_refs(messages: Sequence[ViewMessage], start: int = 0) -> Refs:
+    """Where each input is shown as a ``user_ref`` message (positions from ``start``)."""
+    positions: dict[UUID, list[int]] = {}
+    texts: dict[UUID, list[str]] = {}
+    user_ref = ViewKind.USER_REF
+    for index, message in enumerate(messages, start):
+        if message.kind is user_ref and message.input_id is not None:
+            positions.setdefault(message.input_id, []).append(index)
+            texts.setdefault(message.input_id, []).append(message.text)
+    return positions, texts
+
+
+def segment_user_refs(segment: Segment) -> Refs:
+    """:func:`user_refs` of a kept segment, kept with it and extended with it: the lists of
+    an input the new items show again are copied, never changed in place."""
+    def extend(kept: tuple[Refs, int], items: tuple[ViewMessage, ...]) -> tuple[Refs, int]:
+        (positions, texts), length = kept
+        added_positions, added_texts = user_refs(items, length)
+        if not added_positions:
+            return (positions, texts), length + len(items)
+        positions, texts = dict(positions), dict(texts)
+        for input_id, found in added_positions.items():
+            positions[input_id] = [*positions.get(input_id, ()), *found]
+            texts[input_id] = [*texts.get(input_id, ()), *added_texts[input_id]]
+        return (positions, texts), length + len(items)
+    made: tuple[Refs, int] = segment.memo(
+        "user_refs", lambda: (user_refs(segment.items), len(segment)), extend)
+    return made[0]
+
+
+def _refs_around(messages: tuple[ViewMessage, ...], at: int, segment: Segment,
+                 wanted: set[UUID]) -> Refs:
+    """:func:`user_refs` of the ``wanted`` inputs, the segment at ``at`` taken from what it
+    keeps."""
+    end = at + len(segment)
+    parts = ((*user_refs(messages[:at]), 0), (*segment_user_refs(segment), at),
+             (*user_refs(messages[end:], end), 0))
+    positions: dict[UUID, list[int]] = {}
+    texts: dict[UUID, list[str]] = {}
+    for input_id in wanted:
+        for part_positions, part_texts, shift in parts:
+            if input_id in part_positions:
+                positions.setdefault(input_id, []).extend(
+                    p + shift for p in part_positions[input_id])
+                texts.setdefault(input_id, []).extend(part_texts[input_id])
+    return positions, texts
+
+
 def check_protected_inputs(view: ModelView,
                            protected: Sequence[ProtectedInput]) -> tuple[ProtectionViolation, ...]:
     """Every protected input appears exactly once as a user message with its input_id and its
@@ -83,12 +136,12 @@ def check_protected_inputs(view: ModelView,
 
     Run it on the final request, after hooks and compaction.  CTX-5.5, CTX-5.6, CTX-5.7
     """
-    positions: dict[UUID, list[int]] = {}
-    texts: dict[UUID, list[str]] = {}
-    for index, message in enumerate(view.messages):
-        if message.kind is ViewKind.USER_REF and message.input_id is not None:
-            positions.setdefault(message.input_id, []).append(index)
-            texts.setdefault(message.input_id, []).append(message.text)
+    found_segment = marked(view)
+    if found_segment is None:
+        positions, texts = user_refs(view.messages)
+    else:  # a kept segment's inputs are listed once (issue #35)
+        positions, texts = _refs_around(view.messages, *found_segment,
+                                        {p.input_id for p in protected})
     violations: list[ProtectionViolation] = []
     last_position = -1
     for item in sorted(protected, key=lambda p: p.input_seq):

@@ -20,7 +20,7 @@ and the lease epoch (CTX-9.17, CTX-9.30, CTX-9.31, CTX-9.33).
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -28,6 +28,7 @@ from uuid import UUID
 from ctxspec.reference.compaction import material_key, summary_message, transcript
 from ctxspec.reference.contracts import ContextSnapshot, ContextSourceRange, PayloadRef
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.segments import marked
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
 _UNICODE = json.JSONEncoder(ensure_ascii=False)
@@ -288,17 +289,39 @@ def view_hash(view: ModelView) -> str:
     content hash]``. Each message keeps its item once made, so a request hashes only the
     messages it made itself (those of ended Runs it shares with the previous request are kept
     with their revisions, Q321); the bytes hashed are the JSON list's, whatever was kept."""
-    digest = hashlib.sha256(b"[")
-    first = True
-    for message in view.messages:
+    found = marked(view)
+    if found is None:
+        digest = hashlib.sha256(b"[")
+        digest.update(_joined(view.messages, False))
+    else:  # the hash state after a kept segment is kept with it, by what came before
+        at, segment = found
+        before = b"[" + _joined(view.messages[:at], False) + (b", " if at else b"")
+        digest = segment.memo(("view_hash", before), lambda: hashlib.sha256(
+            before + _joined(segment.items, False)), _hashed_on).copy()
+        digest.update(_joined(view.messages[at + len(segment):], True))
+    digest.update(b"]")
+    return "sha256:" + digest.hexdigest()
+
+
+def _hashed_on(digest: "hashlib._Hash", items: tuple[ViewMessage, ...]) -> "hashlib._Hash":
+    longer = digest.copy()
+    longer.update(_joined(items, True))
+    return longer
+
+
+def _joined(messages: Iterable[ViewMessage], after_one: bool) -> bytes:
+    """The messages' items of a view hash joined by ", " (led by one when ``after_one``),
+    each made once per message (Q321)."""
+    items = []
+    for message in messages:
         item: str | None = getattr(message, "_digest", None)
         if item is None:
             item = _UNICODE.encode([material_key(message), content_hash(message)])
             object.__setattr__(message, "_digest", item)
-        digest.update((item if first else ", " + item).encode("utf-8", "surrogatepass"))
-        first = False
-    digest.update(b"]")
-    return "sha256:" + digest.hexdigest()
+        items.append(item)
+    if not items:
+        return b""
+    return ((", " if after_one else "") + ", ".join(items)).encode("utf-8", "surrogatepass")
 
 
 def bind_frozen_request(view: ModelView, source_revisions: Mapping[UUID, int],

@@ -49,10 +49,13 @@ per fragment.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+
+from ctxspec.reference.segments import marked
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -116,6 +119,17 @@ class EstimationRequest(BaseModel):
 
     messages: tuple[PromptMessage, ...]
     tool_schemas: tuple[str, ...] = ()
+    _segment: Any = PrivateAttr(default=None)
+    """Where a kept segment of prompt messages lies among ``messages``
+    (:mod:`~ctxspec.reference.segments`): no field, so equality and hashing ignore it."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EstimationRequest):
+            return NotImplemented
+        return self.messages == other.messages and self.tool_schemas == other.tool_schemas
+
+    def __hash__(self) -> int:
+        return hash((self.messages, self.tool_schemas))
 
 
 PROMPT_MESSAGE_ADAPTER: TypeAdapter[PromptMessage] = TypeAdapter(PromptMessage)
@@ -203,6 +217,19 @@ def utf8_length(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def _sizes(messages: Iterable[PromptMessage]) -> int:
+    """Σ (utf8_length(role) + utf8_length(text) + MESSAGE_OVERHEAD), each message's size kept
+    with it once counted."""
+    tokens = 0
+    for message in messages:
+        size: int | None = getattr(message, "_bytes", None)
+        if size is None:
+            size = utf8_length(message.role) + utf8_length(message.text) + MESSAGE_OVERHEAD
+            object.__setattr__(message, "_bytes", size)
+        tokens += size
+    return tokens
+
+
 class ByteEstimator:
     """The conservative estimator (§7): UTF-8 bytes plus message and tool protocol overhead.
 
@@ -223,13 +250,16 @@ class ByteEstimator:
 
     def estimate(self, request: EstimationRequest) -> TokenEstimate:
         """Estimate the whole ``request`` from UTF-8 byte counts (§7, §8)."""
-        tokens = REQUEST_OVERHEAD
-        for message in request.messages:  # a message kept with its view is counted once
-            size: int | None = getattr(message, "_bytes", None)
-            if size is None:
-                size = utf8_length(message.role) + utf8_length(message.text) + MESSAGE_OVERHEAD
-                object.__setattr__(message, "_bytes", size)
-            tokens += size
+        messages = request.messages
+        found = marked(request)
+        if found is None:
+            tokens = REQUEST_OVERHEAD + _sizes(messages)
+        else:  # the sum is additive: a kept segment's is made once (issue #35)
+            at, segment = found
+            kept = segment.memo("bytes", lambda: _sizes(segment.items),
+                                lambda total, items: total + _sizes(items))
+            tokens = (REQUEST_OVERHEAD + _sizes(messages[:at]) + kept
+                      + _sizes(messages[at + len(segment):]))
         for schema in request.tool_schemas:
             tokens += utf8_length(schema) + TOOL_SCHEMA_OVERHEAD
         return TokenEstimate(tokens=tokens, accuracy="estimated", estimator=self.name)

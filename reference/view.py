@@ -30,6 +30,7 @@ from ctxspec.reference.contracts import (
     PayloadRef,
     Seq,
 )
+from ctxspec.reference.segments import Segment, around, mark, marked
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
 
 
@@ -221,8 +222,17 @@ class ViewMessage(_KeptRendering):
     "post"), ``executed`` and ``result_delivered``; for an error its ``code`` (§11)."""
 
 
+class _KeptSegment:
+    """A slot for where a kept segment lies among a request value's messages
+    (:mod:`~ctxspec.reference.segments`): no field, so equality, copies and serialisation
+    ignore it."""
+
+    __slots__ = ("_segment",)
+    _segment: "tuple[int, Segment] | None"
+
+
 @dataclass(frozen=True, slots=True)
-class ModelView:
+class ModelView(_KeptSegment):
     """The ordered messages of one model request, provider-neutral."""
 
     messages: tuple[ViewMessage, ...]
@@ -350,7 +360,7 @@ class RenderedMessage(_KeptPrompt):
 
 
 @dataclass(frozen=True, slots=True)
-class RenderedRequest:
+class RenderedRequest(_KeptSegment):
     """What the adapter sends for one request (§6): messages and tool schemas."""
 
     messages: tuple[RenderedMessage, ...]
@@ -399,8 +409,22 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
     keeps it), never invented. Markers, placeholders, fragments and outcomes are sent as what
     they are: a placeholder answers its call as a tool message saying it did not run.
     CTX-6.14, CTX-6.17, CTX-2.33"""
+    found = marked(view)
+    if found is None:
+        rendered = _rendered(view.messages, {}, accepts_reasoning)
+        return RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+    at, segment = found
+    rendered, kept = around(view.messages, at, segment, ("rendered", accepts_reasoning),
+                             lambda items, adjusted: _rendered(items, adjusted,
+                                                               accepts_reasoning))
+    request = RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+    return mark(request, request.messages, at, kept)
+
+
+def _rendered(messages: Iterable[ViewMessage], adjusted: dict[UUID, ToolCall],
+              accepts_reasoning: bool) -> list[RenderedMessage]:
     rendered: list[RenderedMessage] = []
-    for message, adjustment in _with_adjustments(view):
+    for message, adjustment in _with_adjustments(messages, adjusted):
         answered = message.call_id if message.role is _TOOL else None
         if adjustment is not None or (accepts_reasoning and message.reasoning is not None):
             rendered.append(_render(message, answered, adjustment, accepts_reasoning))
@@ -411,14 +435,15 @@ def render_request(view: ModelView, tool_schemas: tuple[str, ...] = (), *,
             kept = _render(message, answered, None, False)
             object.__setattr__(message, "_rendered", kept)
         rendered.append(kept)
-    return RenderedRequest(tuple(rendered), tool_schemas, accepts_reasoning)
+    return rendered
 
 
-def _with_adjustments(view: ModelView) -> Iterator[tuple[ViewMessage, ToolCall | None]]:
-    """Each message of the view with the call it answers if a hook adjusted that call's
-    arguments (its mark goes in this tool message, §6), else None."""
-    adjusted: dict[UUID, ToolCall] = {}
-    for message in view.messages:
+def _with_adjustments(messages: Iterable[ViewMessage], adjusted: dict[UUID, ToolCall]
+                      ) -> Iterator[tuple[ViewMessage, ToolCall | None]]:
+    """Each message with the call it answers if a hook adjusted that call's arguments (its
+    mark goes in this tool message, §6), else None; ``adjusted`` holds the adjusted calls
+    not answered yet (those of earlier messages on entry, updated as the messages pass)."""
+    for message in messages:
         for call in message.tool_calls:
             if call.proposed_arguments is not None:
                 adjusted[call.call_id] = call
@@ -480,17 +505,31 @@ def estimation_request(view: ModelView, tool_schemas: tuple[str, ...] = ()) -> E
     they are sent with it. A message keeps the prompt message it is counted as, unless an
     adjustment mark makes it depend on the view (the answer to an adjusted call).
     """
-    messages: list[PromptMessage] = []
-    for message, adjustment in _with_adjustments(view):
+    found = marked(view)
+    if found is None:
+        messages = _prompts(view.messages, {})
+        return EstimationRequest.model_construct(messages=tuple(messages),
+                                                 tool_schemas=tool_schemas)
+    at, segment = found
+    messages, kept = around(view.messages, at, segment, "prompts", _prompts)
+    request = EstimationRequest.model_construct(messages=tuple(messages),
+                                                tool_schemas=tool_schemas)
+    return mark(request, request.messages, at, kept)
+
+
+def _prompts(messages: Iterable[ViewMessage], adjusted: dict[UUID, ToolCall]
+             ) -> list[PromptMessage]:
+    prompts: list[PromptMessage] = []
+    for message, adjustment in _with_adjustments(messages, adjusted):
         if adjustment is not None:
-            messages.append(_counted(message, adjustment))
+            prompts.append(_counted(message, adjustment))
             continue
         prompt: PromptMessage | None = getattr(message, "_prompt", None)
         if prompt is None:  # not counted before: made once, then kept with the message
             prompt = _counted(message, None)
             object.__setattr__(message, "_prompt", prompt)
-        messages.append(prompt)
-    return EstimationRequest(messages=tuple(messages), tool_schemas=tool_schemas)
+        prompts.append(prompt)
+    return prompts
 
 
 def _counted(message: ViewMessage, adjustment: ToolCall | None) -> PromptMessage:
@@ -508,14 +547,30 @@ def _counted(message: ViewMessage, adjustment: ToolCall | None) -> PromptMessage
 def rendered_estimation(request: RenderedRequest) -> EstimationRequest:
     """A rendered request as the TokenEstimator port counts it: each message's content, its
     calls and the reasoning sent with it."""
-    messages = []
-    for message in request.messages:
+    found = marked(request)
+    if found is None:
+        return EstimationRequest.model_construct(
+            messages=tuple(_rendered_prompts(request.messages)),
+            tool_schemas=request.tool_schemas)
+    at, segment = found
+    kept = segment.memo("prompts", lambda: Segment(tuple(_rendered_prompts(segment.items))),
+                        lambda made, items: made.extended(tuple(_rendered_prompts(items))))
+    messages = (*_rendered_prompts(request.messages[:at]), *kept.items,
+                *_rendered_prompts(request.messages[at + len(segment):]))
+    return mark(EstimationRequest.model_construct(messages=messages,
+                                                  tool_schemas=request.tool_schemas),
+                messages, at, kept)
+
+
+def _rendered_prompts(messages: Iterable[RenderedMessage]) -> list[PromptMessage]:
+    prompts = []
+    for message in messages:
         prompt: PromptMessage | None = getattr(message, "_prompt", None)
         if prompt is None:  # not counted before: made once, then kept with the message
             prompt = _prompt(message)
             object.__setattr__(message, "_prompt", prompt)
-        messages.append(prompt)
-    return EstimationRequest(messages=tuple(messages), tool_schemas=request.tool_schemas)
+        prompts.append(prompt)
+    return prompts
 
 
 def _prompt(message: RenderedMessage) -> PromptMessage:

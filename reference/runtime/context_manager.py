@@ -89,6 +89,7 @@ from ctxspec.reference.runtime.session import (
     RunState,
     SessionState,
 )
+from ctxspec.reference.segments import carried
 from ctxspec.reference.view import (
     EffectiveRecord,
     ModelView,
@@ -146,7 +147,8 @@ class ContextManager:
         shared = self.shared_messages(run)
         if isinstance(view, UnsettledBatch) or not shared:
             return view
-        return ModelView((*shared, *view.messages))
+        whole = ModelView((*shared, *view.messages))
+        return carried(whole, whole.messages, view, len(shared))
 
     def project(self, run: RunState, protected: Sequence[ProtectedInput]
                     ) -> ModelView | UnsettledBatch:
@@ -159,17 +161,27 @@ class ContextManager:
         # A placeholder states its call's real Operation state; a call with none never
         # started (§6: the projection never changes a state, Q69).
         states = self.s.operations.tool_states
+        ended = self.repository.ended_runs(run.run_no)
+        protected_ids = {p.input_id for p in protected}
+        older_part = self.repository.older_part(
+            ended, self.projector.recent_runs, protected_ids, run.run_id, states) \
+            if isinstance(self.repository, StoredHistory) else None
         return self.projector.project(
-            ended_runs=self.repository.ended_runs(run.run_no), source=self.repository,
-            current_run_id=run.run_id,
+            ended_runs=ended, source=self.repository, current_run_id=run.run_id,
             current_records=effective_records(self.s.contexts[run.context_id]),
-            protected_input_ids={p.input_id for p in protected}, call_states=states)
+            protected_input_ids=protected_ids, call_states=states, older_part=older_part)
 
     def system(self, run: RunState) -> ViewMessage:
         executor = self.s.agent.executor
         text = executor.system_prompt if run.parent is not None and executor else \
             self.s.agent.system_prompt
         return ViewMessage(role=MessageRole.SYSTEM, kind=ViewKind.SYSTEM_PROMPT, text=text)
+
+    def with_system(self, run: RunState, view: ModelView) -> ModelView:
+        """The request as sent: the role's system prompt, then the view (its kept segment
+        still marked)."""
+        final = ModelView((self.system(run), *view.messages))
+        return carried(final, final.messages, view, 1)
 
     def tools_of(self, run: RunState) -> tuple[ToolSpec, ...]:
         """The role's own tools: an Executor never gets the Planner's, nor ``delegate``."""
@@ -185,6 +197,10 @@ class ContextManager:
         input is a hook increment kept verbatim: it rides with its input and is never
         summarised (Q56)."""
         pinned = self.protected_annotations(run, protected)
+        if not pinned:  # the view's messages as they are, a kept segment marked in them
+            parts = RequestParts((self.system(run),), self.schemas(run), view.messages, (),
+                                 (), frozenset(p.input_id for p in protected))
+            return carried(parts, parts.history, view, 0)
         return RequestParts((self.system(run),), self.schemas(run),
                             tuple(m for m in view.messages if m.record_id not in pinned),
                             tuple(m for m in view.messages if m.record_id in pinned), (),

@@ -30,20 +30,24 @@ Decisions (where the design leaves the stored form open):
   includes it, so the head's watermark covers every stored record.
 """
 
+import bisect
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
+from ctxspec.reference import history
 from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
     InputKind,
     MessageRole,
+    OperationState,
     Run,
     RunStatus,
     UserInput,
 )
 from ctxspec.reference.effective import Override, effective_record
-from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement
+from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, OlderPart
 from ctxspec.reference.repository import ContextRepository
 from ctxspec.reference.runtime.store import Store
 from ctxspec.reference.view import EffectiveRecord
@@ -62,15 +66,23 @@ class StoredHistory(ContextRepository):
         self.store = store
         self.session_id = session_id
         self.page_size = page_size
-        self._ended: dict[str, EndedRun] = {}
-        """Each ended Run (by its id as stored) as it is projected (its final answer): fixed
-        once the Run ended."""
+        self._ended: list[EndedRun] = []
+        """Each ended Run read, by run_no, as it is projected (its final answer): fixed once
+        the Run ended."""
+        self._ended_nos: list[int] = []
+        """Their run_nos, in the same order."""
+        self._seen = -1
+        """The highest run_no read."""
+        self._not_ended: set[int] = set()
+        """The run_nos read while their Run had not ended."""
         self._inputs: dict[UUID, tuple[_Received, ...]] = {}
         """Each ended Run's inputs (id, seq, kind, original text): fixed once it ended."""
         self._placed: dict[UUID, InputPlacement] = {}
         """Placements that can no longer change: an input delivered (at most once, CTX-5.17)."""
         self._records: dict[UUID, list[EffectiveRecord]] = {}
         """The root records of the last KEPT_RUNS ended Runs read whole (the recent Runs)."""
+        self._older = OlderPart()
+        """The older Runs' part last kept (:meth:`older_part`)."""
         self._occurrences: dict[UUID, InputOccurrence] = {}
         """An ended Run's input with a placement that can no longer change, kept as one value
         (the projection keeps its view message with it)."""
@@ -81,35 +93,37 @@ class StoredHistory(ContextRepository):
         """The Session's Runs ended before ``before_run_no``, by run_no, each with its final
         answer (see the module docstring).  CTX-4.3, CTX-4.12, CTX-4.13
 
-        One query lists them; a Run seen ended before is answered from what was kept when it
-        was first read (an ended Run's records, inputs and final answer never change), so a
-        request reads the store at most twice here however many Runs ended (Q321)."""
-        statuses = sorted(status.value for status in TERMINAL_RUN_STATUSES)
-        rows = self._ended_rows(before_run_no, statuses)
-        ended = []
-        for row in rows:
-            known = self._ended.get(row["run_id"])
-            if known is None:
-                run = Run.model_validate_json(row["doc"])
-                known = EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run))
-                self._ended[row["run_id"]] = known
-            ended.append(known)
-        return ended
+        A Run once ended never changes, and a new Run takes the next run_no: so one query
+        reads only the Runs after the highest run_no seen and those seen not ended yet, and
+        what was read of an ended Run is kept (its final answer, inputs and records never
+        change). A request reads O(1) rows here however many Runs ended (Q321, Q400)."""
+        for row in self._runs_to_read(before_run_no):
+            run_no = row["run_no"]
+            self._seen = max(self._seen, run_no)
+            if row["status"] not in _ENDED:
+                self._not_ended.add(run_no)
+                continue
+            self._not_ended.discard(run_no)
+            run = Run.model_validate_json(row["doc"])
+            ended = EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run))
+            at = bisect.bisect(self._ended_nos, run_no)
+            self._ended_nos.insert(at, run_no)
+            self._ended.insert(at, ended)
+        return self._ended[:bisect.bisect_left(self._ended_nos, before_run_no)]
 
-    def _ended_rows(self, before_run_no: int, statuses: list[str]) -> list[dict[str, str]]:
-        """The ended Runs' ids, with the document of those not kept yet (fetched in a second
-        query only when there are any)."""
-        rows = self.store.query(
-            "SELECT run_id FROM runs WHERE session_id = ? AND run_no < ? AND status IN "
-            f"({', '.join('?' for _ in statuses)}) ORDER BY run_no",
-            (str(self.session_id), before_run_no, *statuses))
-        new = [row["run_id"] for row in rows if row["run_id"] not in self._ended]
-        docs: dict[str, str] = {}
-        if new:
-            docs = {row["run_id"]: row["doc"] for row in self.store.query(
-                f"SELECT run_id, doc FROM runs WHERE run_id IN ({', '.join('?' for _ in new)})",
-                tuple(new))}
-        return [{"run_id": row["run_id"], "doc": docs.get(row["run_id"], "")} for row in rows]
+    def _runs_to_read(self, before_run_no: int) -> list[dict[str, Any]]:
+        """The rows of the Runs before ``before_run_no`` not known ended: those after the
+        highest run_no seen, and those seen while they ran."""
+        waiting = sorted(n for n in self._not_ended if n < before_run_no)
+        # Searches of the (session_id, run_no) index: an OR of them would scan every Run.
+        after = ("SELECT run_no, status, doc FROM runs WHERE session_id = ? AND run_no > ? AND "
+                 "run_no < ?")
+        params: list[str | int] = [str(self.session_id), self._seen, before_run_no]
+        if waiting:
+            after += (" UNION ALL SELECT run_no, status, doc FROM runs WHERE session_id = ? AND "
+                      f"run_no IN ({', '.join('?' for _ in waiting)})")
+            params += [str(self.session_id), *waiting]
+        return self.store.query(after + " ORDER BY run_no", params)
 
     def final_answer(self, run: Run) -> EffectiveRecord | None:
         """The effective final answer of a succeeded Run, else None."""
@@ -150,6 +164,31 @@ class StoredHistory(ContextRepository):
         if context_id is not None:
             yield from self.effective_records(context_id)
 
+    def older_part(self, ended: Sequence[EndedRun], recent_runs: int,
+                   protected_input_ids: Collection[UUID], current_run_id: UUID,
+                   call_states: Mapping[UUID, OperationState]) -> OlderPart:
+        """The older Runs' part of a request's projection (§4), from the one kept: kept while
+        it shows a prefix of the same older Runs with the same of its inputs protected, and
+        extended Run by Run. A part is kept only as far as every input it lists has a
+        placement that can no longer change (a delivered input, CTX-5.17) and no final result
+        in it was repaired (the repair reads calls' states): it is then a function of facts
+        that never change (issue #35, Q400)."""
+        older, _ = history.select_history(ended, recent_runs)
+        kept = self._older
+        if kept.runs and not kept.shows(older[:len(kept.runs)], protected_input_ids):
+            kept = self._older = OlderPart()
+        part, keep = kept, True
+        for run in older[len(kept.runs):]:
+            part = history.extend_older(part, (run,), source=self,
+                                        current_run_id=current_run_id,
+                                        protected_input_ids=protected_input_ids,
+                                        call_states=call_states)
+            keep = keep and not part.repaired and all(
+                input_id in self._placed for input_id in part.listed - kept.listed)
+            if keep:
+                self._older = kept = part
+        return part
+
     # --- HistorySource -----------------------------------------------------------------------
 
     def user_inputs(self, run: EndedRun) -> Iterator[InputOccurrence]:
@@ -168,10 +207,13 @@ class StoredHistory(ContextRepository):
             yield known
 
     def _read_inputs(self, run_id: UUID) -> "tuple[_Received, ...]":
+        # A UNION of two index searches (an OR of them, or the session_id index the ORDER BY
+        # draws the planner to, scans the Session's every input: "+" keeps it off).
         rows = self.store.query(
-            "SELECT doc FROM user_inputs WHERE session_id = ? AND (origin_run_id = ? OR "
-            "input_id IN (SELECT input_id FROM deliveries WHERE target_run_id = ?)) "
-            "ORDER BY input_seq", (str(self.session_id), str(run_id), str(run_id)))
+            "SELECT doc, input_seq FROM user_inputs WHERE origin_run_id = ? AND +session_id = ? "
+            "UNION SELECT doc, input_seq FROM user_inputs WHERE input_id IN (SELECT input_id "
+            "FROM deliveries WHERE target_run_id = ?) AND +session_id = ? ORDER BY input_seq",
+            (str(run_id), str(self.session_id), str(run_id), str(self.session_id)))
         found = [UserInput.model_validate_json(row["doc"]) for row in rows]
         return tuple((u.input_id, u.input_seq, u.kind, self.store.text(u.body_ref))
                      for u in found)
@@ -218,6 +260,8 @@ class StoredHistory(ContextRepository):
             self._placed[input_id] = placed
         return placed
 
+
+_ENDED = frozenset(status.value for status in TERMINAL_RUN_STATUSES)
 
 KEPT_RUNS = 4
 """How many ended Runs' records are kept (recent_runs = 2 reads two per request)."""

@@ -350,7 +350,7 @@ class NodeDriver:
             if compacted is None or self.stopped_or_out_of_time(run):
                 return None
             view, snapshot_id = compacted
-        final = ModelView((self.context.system(run), *view.messages))
+        final = self.context.with_system(run, view)
         tokens = self.s.estimator.estimate(
             estimation_request(final, self.context.schemas(run))).tokens
         if check_protected_inputs(final, protected):

@@ -11,6 +11,7 @@ fact puts its rows into the pending write set with the ``put_*`` methods at once
 """
 
 
+import itertools
 import uuid as uuidlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -430,7 +431,10 @@ class SessionState:
         if key not in self.pending.entries:
             done = (0, 0) if before is None else (len(before.records), len(before.revisions))
             self.pending.put(key, lambda _new: self.context_rows(context_id, *done))
-        role = next((r for r in (*self.runs.values(), *self.tasks)
+        # Each role has a context of its own: the newest roles first, since a step changes
+        # the current one (a Session of 5,000 Runs keeps 5,000, issue #35).
+        role = next((r for r in itertools.chain(reversed(self.tasks),
+                                                reversed(self.runs.values()))
                      if r.context_id == context_id), None)
         if role is not None:
             self.put_role(role, new=new)

@@ -12,7 +12,57 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 from uuid import UUID
 
+from ctxspec.reference.segments import marked
 from ctxspec.reference.view import ModelView, RenderedMessage, RenderedRequest, ViewMessage
+
+_Parts = tuple[tuple[Any, ...], list[Any] | None, int, tuple[Any, ...]]
+"""A request value's messages as the trace keeps them: those before a kept segment, the
+segment's shared list and length, those after it."""
+
+
+def _parts(messages: tuple[Any, ...], holder: object) -> _Parts:
+    found = marked(holder)
+    if found is None:
+        return messages, None, 0, ()
+    at, segment = found
+    return messages[:at], segment.backing, len(segment), messages[at + len(segment):]
+
+
+def _joined(parts: _Parts) -> tuple[Any, ...]:
+    before, backing, length, after = parts
+    return before if backing is None else (*before, *backing[:length], *after)
+
+
+class _KeptInParts:
+    """The field of a request's view or rendering, kept as :data:`_Parts`: every request of a
+    Run sends the older Runs' messages (the kept segment of :mod:`~ctxspec.reference.segments`),
+    and a trace that kept a tuple of them per request would grow with the square of the
+    Session (5,000 short Runs: a gigabyte, issue #35). Reading the field gives the value whole
+    (without the mark), made from its parts."""
+
+    def __init__(self, name: str) -> None:
+        self.key = f"_{name}_parts"
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        kept = instance.__dict__[self.key]
+        if not isinstance(kept, tuple):
+            return kept
+        kind, parts, *rest = kept
+        if kind is ModelView:
+            return ModelView(_joined(parts))
+        return RenderedRequest(_joined(parts), *rest)
+
+    def __set__(self, instance: object, value: Any) -> None:
+        if isinstance(value, ModelView):
+            kept: Any = (ModelView, _parts(value.messages, value))
+        elif isinstance(value, RenderedRequest):
+            kept = (RenderedRequest, _parts(value.messages, value), value.tool_schemas,
+                    value.reasoning_sent)
+        else:
+            kept = value
+        instance.__dict__[self.key] = kept
 
 
 @dataclass(frozen=True)
@@ -43,6 +93,10 @@ class ModelRequestSent:
     """What the adapter sent for ``view`` (§6): the messages as the provider receives them,
     tool-call pairing, the marks in them, the tool schemas, whether reasoning was sent."""
     kind: Literal["model_request"] = "model_request"
+
+
+for _name in ("view", "rendered"):  # set after the dataclass made its fields and __init__
+    setattr(ModelRequestSent, _name, _KeptInParts(_name))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ the sizes are interleaved: for each N, ctxspec then LangGraph, in one run. Figur
 ``--extra`` also runs the two other shapes of the issue on ctxspec: one question with 50,000
 supplements and 5,000 short Runs. LangGraph is given ``--langgraph-seconds`` (default 600)
 per size; a size it does not finish in that time is reported with the Runs it reached.
+A last table puts each of issue #35's "Done when" figures this run measured beside its target.
 """
 
 import argparse
@@ -197,6 +198,36 @@ def _row(name: str, n: int, f: dict[str, Any]) -> str:
             f"{_mb(f['stored_bytes'])} | {_mb(f['trace_bytes'])}{per} |")
 
 
+def _targets(figures: dict[tuple[str, str, int], dict[str, Any]]) -> None:
+    """Issue #35's "Done when" figures from this run, each beside its target."""
+    ours, peer = figures.get(("ours", "runs", 1000), {}), figures.get(("lg", "runs", 200), {})
+    at200 = figures.get(("ours", "runs", 200), {})
+    rows: list[tuple[str, str, bool | None]] = []
+
+    def row(name: str, figure: str, met: bool | None) -> None:
+        rows.append((name, figure, met))
+    if "total_s" in ours:
+        row("1,000 Runs in under 30 s", f"{ours['total_s']:.1f} s", ours["total_s"] < 30)
+        row("… peak RSS under 200 MB", f"{ours['run_peak_mb']:.0f} MB",
+            ours["run_peak_mb"] < 200)
+        per = ours["us_per_message_last"] / ours["us_per_message_run100"]
+        row("a request at Run 1,000 within 2× of Run 100, per message", f"{per:.2f}×", per <= 2)
+    if "total_s" in at200 and "total_s" in peer:
+        ratio, share = peer["total_s"] / at200["total_s"], at200["stored_bytes"] / peer[
+            "stored_bytes"]
+        row("200 Runs at least 5× faster than LangGraph", f"{ratio:.1f}×", ratio >= 5)
+        row("… with at most 1/50 of its stored bytes", f"1/{1 / share:.0f}", share <= 1 / 50)
+    for kind, n, name in (("supplements", 50_000, "50,000 supplements in under 60 s"),
+                          ("short", 5_000, "5,000 short Runs in under 60 s")):
+        if (key := ("ours", kind, n)) in figures:
+            f = figures[key]
+            row(name, f.get("error") or f"{f['total_s']:.1f} s",
+                "total_s" in f and f["total_s"] < 60)
+    print("\n| target (issue #35) | this run | met |\n|---|---:|---|")
+    for name, figure, met in rows:
+        print(f"| {name} | {figure} | {'yes' if met else 'no'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 1000])
@@ -223,18 +254,22 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     if args.before:
         print(f"(before: {args.before})")
+    measured: dict[tuple[str, str, int], dict[str, Any]] = {}
     for n in args.sizes:
         if args.before and n in args.before_sizes:
             print(_row("ctxspec before", n, _child(["ours", "runs", str(n)], args.before,
                                                    args.before_seconds)), flush=True)
-        print(_row("ctxspec", n, _child(["ours", "runs", str(n)])), flush=True)
+        measured["ours", "runs", n] = _child(["ours", "runs", str(n)])
+        print(_row("ctxspec", n, measured["ours", "runs", n]), flush=True)
         if not args.no_langgraph:
-            print(_row("LangGraph + SqliteSaver", n, _child(
-                ["langgraph", "runs", str(n), str(args.langgraph_seconds)])), flush=True)
+            measured["lg", "runs", n] = _child(
+                ["langgraph", "runs", str(n), str(args.langgraph_seconds)])
+            print(_row("LangGraph + SqliteSaver", n, measured["lg", "runs", n]), flush=True)
     if args.extra:
         for kind, n in (("supplements", 50_000), ("short", 5_000)):
-            print(_row(f"ctxspec, {kind}", n, _child(["ours", kind, str(n)],
-                                                    limit=args.extra_seconds)), flush=True)
+            measured["ours", kind, n] = _child(["ours", kind, str(n)], limit=args.extra_seconds)
+            print(_row(f"ctxspec, {kind}", n, measured["ours", kind, n]), flush=True)
+    _targets(measured)
 
 
 if __name__ == "__main__":
