@@ -81,7 +81,10 @@ def test_replay_writes_its_page_whole_or_not_at_all(tmp_path: Path) -> None:
     failed = runner.invoke(main, ["replay", str(tmp_path / "short.json"), "--html",
                                   str(target)])
     assert failed.exit_code == 1 and "ran out" in failed.output
-    assert target.read_text("utf-8") == "the page before"
+    # The run is drawn as far as it got (issue #36: the partial trace is not lost), whole.
+    partial = target.read_text("utf-8")
+    assert 'id="stopped"' in partial and "ran out" in partial
+    assert partial.rstrip().endswith("</html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "short.json"]
     nowhere = runner.invoke(main, ["replay", str(EXAMPLES / "tool-batch-hook.json"), "--html",
                                    str(tmp_path / "missing" / "page.html")])
