@@ -126,6 +126,15 @@ def _partial(driver: Driver | StdioDriver) -> Trace:
     return partial
 
 
+def shown(trace: Trace) -> Trace:
+    """A runtime's trace as the timeline and the replay page read it: they name a takeover's
+    ``commit``, a field of the reference's own that the trace contract leaves out (it asks the
+    crash's ``phase``): a ``restarted`` event without one is shown by its phase."""
+    return [{**event, "commit": f"phase {event.get('phase')}"}
+            if event.get("kind") == "restarted" and "commit" not in event else event
+            for event in trace]
+
+
 def page_ready(trace: Trace) -> Trace:
     """A runtime's trace as the replay page reads it: ids are the runtime's own choice (the
     trace contract asks a string), while the page builds the reference's view models, which
@@ -142,7 +151,7 @@ def page_ready(trace: Trace) -> Trace:
             except ValueError:
                 return str(uuid.uuid5(uuid.NAMESPACE_URL, value))
         return value
-    return [fixed("", event) for event in trace]
+    return [fixed("", event) for event in shown(trace)]
 
 
 def replay_command(case_id: str, driver: str) -> str:
@@ -160,4 +169,4 @@ def replay_command(case_id: str, driver: str) -> str:
 
 
 __all__ = ["REFERENCE", "STDIO", "Replayed", "Target", "case_target", "example_target",
-           "examples", "file_target", "page_ready", "replay_command", "run_document"]
+           "examples", "file_target", "page_ready", "replay_command", "run_document", "shown"]

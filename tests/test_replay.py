@@ -264,3 +264,38 @@ def test_every_adapter_replay_command_the_compatibility_pages_print_runs(
     monkeypatch.chdir(ROOT)
     for command in [c for c in printed_commands() if _adapter(c)]:
         _run_printed(command, tmp_path)
+
+
+def test_a_runtime_trace_with_its_own_ids_and_no_commit_names_is_drawn() -> None:
+    """The page and the timeline read two things the trace contract does not promise: ids that
+    are UUIDs and a takeover's ``commit`` (the contract asks its ``phase``). A runtime's trace
+    without them is drawn all the same (LangChain's S10-TAKEOVER-BUDGET broke both)."""
+    from ctxspec.conformance.replay_page import replay_html
+    from ctxspec.conformance.replays import page_ready, shown
+    from ctxspec.conformance.scenario import parse_scenario
+    from ctxspec.conformance.timeline import timeline
+
+    case, trace = _reference("ROW-09")
+    for event in trace:
+        if event["kind"] == "restarted":
+            event.pop("commit", None)
+        for message in event.get("view", {}).get("messages", ()):
+            message["record_id"] = message["record_id"] and f"rt-{message['record_id']}"
+    assert any(e["kind"] == "restarted" for e in trace)
+    died = [line for line in timeline(shown(trace)) if "the process died" in line]
+    assert died and all("phase " in line for line in died)
+    page = replay_html(parse_scenario(case.scenario), page_ready(trace))
+    assert page.rstrip().endswith("</html>") and "phase " in page
+
+
+def test_a_stdio_runtime_replays_beside_the_reference_with_its_own_command() -> None:
+    import sys
+
+    from ctxspec.conformance.replays import replay_command
+
+    serve = f"{sys.executable} -m ctxspec stdio-driver"
+    command = replay_command("ROW-02", f"stdio: {serve}")
+    assert command == (f"ctxspec replay ROW-02 --stdio '{serve}' --compare --html ROW-02.html")
+    code, output = _invoke("replay", "ROW-02", "--stdio", serve, "--compare")
+    # The reference served over stdio is the reference: nothing to list.
+    assert code == 0 and "0 differences from the reference" in output, output

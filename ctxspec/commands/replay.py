@@ -153,6 +153,7 @@ def _show(chosen: "Target", label: str, runs: "Sequence[Replayed]", as_json: boo
     """The run on the terminal (its timeline, or its trace as JSON; with --compare the
     differences first) and, with --html, its page or the compare page."""
     from ctxspec.conformance.replay_compare import differences
+    from ctxspec.conformance.replays import shown
     from ctxspec.conformance.timeline import timeline
 
     runtime = runs[0]
@@ -175,7 +176,7 @@ def _show(chosen: "Target", label: str, runs: "Sequence[Replayed]", as_json: boo
         click.echo(f"{len(found)} differences from the reference"
                    + "".join(f"\n  {line}" for line in found))
         click.echo(f"-- {label} --")
-    for line in timeline(runtime.trace):
+    for line in timeline(shown(runtime.trace)):
         click.echo(line)
 
 
