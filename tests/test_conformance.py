@@ -386,6 +386,8 @@ def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
     assert failing.returncode == 1
     assert "test_conformance_case[ROW-02]" in failing.stdout
     assert "1 failed" in failing.stdout
+    assert ("replay: ctxspec replay ROW-02 --driver tests.test_conformance:DropsThirdSupplement "
+            "--compare --html ROW-02.html") in failing.stdout
     unsupported = _suite(runner, *only, "-rs", "--ctxspec-driver",
                          "tests.test_conformance:WithoutCrashes")
     assert unsupported.returncode == 0
