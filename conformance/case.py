@@ -22,7 +22,13 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
 
 
 class CaseFailure(AssertionError):
-    """A case's expectation does not hold; the message says which and what was seen."""
+    """A case's expectation does not hold; the message says which and what was seen.
+    ``requirement``: the ID of the requirement that expectation checks, when the check names
+    it (``cites=``); None: the case's own first requirement (conformance/verdicts.py)."""
+
+    def __init__(self, message: str, requirement: str | None = None) -> None:
+        super().__init__(message)
+        self.requirement = requirement
 
 
 @dataclass(frozen=True)
@@ -60,14 +66,18 @@ def no_check(trace: Trace) -> None:
 # --- reading the trace ----------------------------------------------------------------------
 
 
-def expect(condition: bool, message: str) -> None:
+def expect(condition: bool, message: str, cites: str | None = None) -> None:
+    """Fail with ``message`` unless ``condition``; ``cites``: the requirement this expectation
+    checks, when it is not the case's first one."""
     if not condition:
-        raise CaseFailure(message)
+        raise CaseFailure(message, cites)
 
 
-def equal(seen: object, expected: object, what: str) -> None:
+def equal(seen: object, expected: object, what: str, cites: str | None = None) -> None:
+    """Fail naming ``what``, expected and seen, unless they are equal; ``cites`` as for
+    :func:`expect`."""
     if seen != expected:
-        raise CaseFailure(f"{what}: {difference(expected, seen)}")
+        raise CaseFailure(f"{what}: {difference(expected, seen)}", cites)
 
 
 LONG = 48
@@ -129,21 +139,21 @@ def result_facts(message: dict[str, Any], what: str) -> dict[str, Any]:
     return facts
 
 
-def exactly(count: int, events: Sequence[T], what: str) -> list[T]:
+def exactly(count: int, events: Sequence[T], what: str, cites: str | None = None) -> list[T]:
     """``events`` when there are ``count`` of them, to unpack; otherwise a failure naming
     ``what`` and how many the trace shows (an empty trace, an extra request), never a
     ``ValueError`` of the unpacking that would read as the suite's fault."""
     if len(events) != count:
-        raise CaseFailure(f"{what}: expected {count}, the trace shows {len(events)}")
+        raise CaseFailure(f"{what}: expected {count}, the trace shows {len(events)}", cites)
     return list(events)
 
 
-def the(events: Iterable[T], missing: str) -> T:
+def the(events: Iterable[T], missing: str, cites: str | None = None) -> T:
     """The first of ``events``; when there is none, a failure that names in words what the
     trace lacks (``missing``: "no delivery event with state carried", …)."""
     for event in events:
         return event
-    raise CaseFailure(f"the trace has {missing}")
+    raise CaseFailure(f"the trace has {missing}", cites)
 
 
 def of(trace: Trace, kind: str) -> list[dict[str, Any]]:
@@ -288,14 +298,15 @@ def endings(trace: Trace) -> list[tuple[int, str, str | None]]:
     return [last[n] for n in sorted(last)]
 
 
-def ending_figures(trace: Trace, expected: Mapping[str, int], what: str) -> None:
+def ending_figures(trace: Trace, expected: Mapping[str, int], what: str,
+                   cites: str | None = None) -> None:
     """A window error's figures as the last Run ending carries them, compared as numbers,
     never as the words of its message, which are the runtime's own (#32, Q294, Q295); a
     runtime that traces no figures is judged on the ending alone."""
     figures = of(trace, "run_ended")[-1].get("figures")
     if figures is not None:
         equal({key: figures.get(key) for key in expected}, dict(expected),
-              f"the ending's figures ({what})")
+              f"the ending's figures ({what})", cites=cites)
 
 
 def delivery_chains(trace: Trace, input_id: str) -> list[tuple[str, list[str], str | None]]:

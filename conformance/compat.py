@@ -26,7 +26,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ctxspec.conformance.capabilities import declared
@@ -40,6 +39,7 @@ from ctxspec.conformance.harness import (
     rule,
     run_suite,
 )
+from ctxspec.conformance.replays import replay_command
 
 STATUSES = ("passed", "adapter", "failed", "unsupported", "error")
 """A case's status in a report: ``adapter`` is a pass that needed a capability the adapter,
@@ -154,6 +154,19 @@ def profile_of(driver: object, driver_spec: str) -> Profile:
     return Profile(runtime=module.rsplit(".", 1)[-1] or "runtime", stated=False)
 
 
+def reasons(profile: Profile) -> dict[str, str]:
+    """Case ID → why it fails, as the profile says: an inherent divergence (with the source
+    read), a flaw of the suite, or the setting whose default fails it."""
+    why = {case: f"{d.sentence} (source read: {d.source})"
+           for case, d in profile.divergences.items()}
+    why.update({case: f"a flaw of the suite: {flaw}" for case, flaw in profile.suite_flaws.items()})
+    for setting in profile.settings:
+        for case in setting.cases:
+            why.setdefault(case, f"{setting.why} Setting {setting.name} = {setting.best} "
+                                 f"(default {setting.default}) fixes it.")
+    return why
+
+
 def rows_of(case: Case) -> tuple[int, ...]:
     """The §12 rows a case comes from (``§12 row 4``, ``§12 rows 16-17``)."""
     match = _ROW.fullmatch(case.source)
@@ -178,10 +191,9 @@ def status_of(result: CaseResult, adapter_supplied: Iterable[str]) -> str:
 
 
 def _replay(case: Case, driver_spec: str) -> str:
-    vector = Path("spec") / "vectors" / f"{case.id}.json"
-    reference = f"; the reference: `ctxspec replay {vector}`" if (
-        Path(__file__).resolve().parent.parent / vector).exists() else ""
-    return f"`ctxspec conformance --driver {driver_spec} --case {case.id} -v`{reference}"
+    """The command that shows the case's run on this runtime beside the reference's
+    (conformance/replays.py)."""
+    return f"`{replay_command(case.id, driver_spec)}`"
 
 
 def _sentence(result: CaseResult, profile: Profile) -> dict[str, str]:
@@ -217,7 +229,8 @@ def _default_failure(case: Case, best: str, profile: Profile) -> dict[str, str]:
 def _failure(result: CaseResult, status: str, driver_spec: str) -> dict[str, Any]:
     case = result.case
     return {"case": case.id, "title": case.title,
-            "requirement": (case.requirements or ("",))[0], "status": status,
+            "requirement": result.requirement or (case.requirements or ("",))[0],
+            "status": status,
             "replay": _replay(case, driver_spec), "detail": result.detail}
 
 

@@ -25,6 +25,7 @@ from xml.etree import ElementTree
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxspec.conformance.capabilities import declared
+from ctxspec.conformance.case import no_check
 from ctxspec.conformance.cases import Case, Trace
 from ctxspec.conformance.driver import (
     CrashRunsDriver,
@@ -34,11 +35,12 @@ from ctxspec.conformance.driver import (
     run_scenario,
 )
 from ctxspec.conformance.probes import ProbeResult, probe, probes_for
+from ctxspec.conformance.replays import replay_command
 from ctxspec.conformance.scenario import parse_scenario
 from ctxspec.conformance.stdio import StdioDriver, Stop
 from ctxspec.conformance.trace_contract import TRACE_CONTRACT_VERSION, violations
-from ctxspec.conformance.universal import Findings, check, summary
-from ctxspec.conformance.verdicts import own_check, passes_on, rule
+from ctxspec.conformance.universal import INVARIANTS, Findings, check, summary
+from ctxspec.conformance.verdicts import cited, own_check, passes_on, rule
 from ctxspec.reference.ports import ScriptExhausted
 
 SUITE_VERSION = "0.1.0"
@@ -66,6 +68,12 @@ class ReportLine(BaseModel):
     log: list[str] = Field(default_factory=list, description=(
         "the lines a stdio runtime wrote on its standard error while its runs for this case "
         "were out (docs/stdio-protocol.md \"Log\"); empty for other drivers"))
+    requirement: str = Field(default="", description=(
+        "the ID of the requirement whose check failed (the check's own, else the case's "
+        "first); empty when the case did not fail"))
+    replay: str = Field(default="", description=(
+        "the command that replays the case on the same runtime (ctxspec replay), beside the "
+        "reference's run; empty when the case did not fail"))
 
 
 @dataclass(frozen=True)
@@ -78,19 +86,28 @@ class CaseResult:
     """The universal checks' findings on the case's traces (its own and its baseline's)."""
     log: tuple[str, ...] = ()
     """What a stdio runtime logged while its runs for this case were out."""
+    requirement: str = ""
+    """The requirement a failure cites (its check's own, conformance/verdicts.py ``cited``);
+    "" when the case did not fail."""
+    trace: Trace | None = None
+    """The case's trace (as far as it got) when it failed or erred, for ``-v`` and
+    ``--json --traces``; None otherwise."""
 
-    def to_json(self) -> dict[str, object]:
-        """The case's entry in ``--json`` output: its report line without the run's context."""
-        return self.report_line("").model_dump(
+    def to_json(self, replay: str = "") -> dict[str, object]:
+        """The case's entry in ``--json`` output: its report line without the run's context
+        (``replay``: the command a failure prints)."""
+        return self.report_line("", replay).model_dump(
             include={"id", "title", "source", "requirements", "status", "detail", "universal",
-                     *(("log",) if self.log else ())})
+                     "requirement", "replay", *(("log",) if self.log else ())})
 
-    def report_line(self, driver: str) -> ReportLine:
+    def report_line(self, driver: str, replay: str = "") -> ReportLine:
         return ReportLine(suite_version=SUITE_VERSION, driver=driver, id=self.case.id,
                           title=self.case.title, source=self.case.source,
                           requirements=list(self.case.requirements), status=self.status,
                           detail=self.detail, seconds=round(self.seconds, 6),
-                          universal=self.universal.counts(), log=list(self.log))
+                          universal=self.universal.counts(), log=list(self.log),
+                          requirement=self.requirement if self.status == "failed" else "",
+                          replay=replay if self.status in ("failed", "error") else "")
 
 
 def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | None = None,
@@ -99,7 +116,8 @@ def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | N
     renamed into place)."""
     if jsonl is not None:
         _write_atomically(jsonl, "".join(
-            r.report_line(driver).model_dump_json() + "\n" for r in results))
+            r.report_line(driver, replay_command(r.case.id, driver)).model_dump_json() + "\n"
+            for r in results))
     if junit is not None:
         suite = ElementTree.Element("testsuite", {
             "name": "ctxspec-conformance", "tests": str(len(results)),
@@ -114,7 +132,9 @@ def write_reports(results: Sequence[CaseResult], driver: str, *, jsonl: Path | N
             tag = {"failed": "failure", "error": "error", "unsupported": "skipped"}.get(
                 result.status)
             if tag is not None:
-                ElementTree.SubElement(case, tag, {"message": result.detail})
+                replay = "" if tag == "skipped" else \
+                    f"\nreplay: {replay_command(result.case.id, driver)}"
+                ElementTree.SubElement(case, tag, {"message": result.detail + replay})
         _write_atomically(junit, ElementTree.tostring(suite, encoding="unicode") + "\n")
 
 
@@ -383,17 +403,31 @@ def _judge(case: Case, runs: SharedRuns, driver: Driver | StdioDriver,
     except ScriptExhausted as exhausted:
         # The scenario scripts every call the design allows; asking for more is a wrong
         # behaviour observed (an extra model, tool or summary call), not a broken driver.
-        return result("failed", f"{rule(case)}\nthe runtime made a call the scenario does not "
-                                f"script: "
-                                f"{exhausted}")
+        return replace(result("failed", f"{rule(case)}\nthe runtime made a call the scenario "
+                                        f"does not script: {exhausted}"),
+                       requirement=cited(case), trace=_partial(driver))
     except BaseException as failure:  # the driver broke (an asyncio.CancelledError, say)
         passes_on(failure)
-        return result("error", traceback.format_exc(limit=3).strip().splitlines()[-1])
+        return replace(result("error", traceback.format_exc(limit=3).strip().splitlines()[-1]),
+                       trace=_partial(driver))
     contract = _contract("the trace", found) or _contract("the baseline's trace", broken)
     if contract:
-        return result("failed", contract)
+        return replace(result("failed", contract), requirement=cited(case), trace=trace)
     own = _own_check(case, trace, baseline, result)
-    return _with_universal(own, findings, before)
+    judged = _with_universal(own, findings, before)
+    return judged if judged.status == "passed" else replace(judged, trace=trace)
+
+
+def _partial(driver: Driver | StdioDriver) -> Trace | None:
+    """What a driver traced before its run broke off, as plain JSON; None when it cannot say
+    (over stdio the run is one request, or its trace broke too)."""
+    if isinstance(driver, StdioDriver):
+        return None
+    try:
+        partial: Trace = json.loads(json.dumps(driver.trace(), default=str))
+    except Exception:  # the driver's trace broke with its run: nothing to show
+        return None
+    return partial
 
 
 UNIVERSAL_FAILURE = "the trace breaks a universal check (docs/conformance.md \"Universal checks\")"
@@ -411,6 +445,9 @@ def _with_universal(own: CaseResult, findings: Findings, before: Findings) -> Ca
             if text]
     if own.status == "passed":
         detail = UNIVERSAL_FAILURE + "\n" + "\n".join(said)
+        first = merged.violations[0].invariant
+        own = replace(own, requirement=next(
+            (i.requirements[0] for i in INVARIANTS if i.id == first), ""))
     else:
         detail = own.detail + "\nand " + UNIVERSAL_FAILURE.replace("the trace", "it") + ":\n" \
             + "\n".join(said)
@@ -422,8 +459,8 @@ def _own_check(case: Case, trace: Trace, baseline: Trace | None,
                result: Callable[[Status, str], CaseResult]) -> CaseResult:
     """The case's own predicate (and comparison with its baseline) on the trace; a failure a
     field of the driver's trace explains is the driver's (conformance/verdicts.py)."""
-    status, detail = own_check(case, trace, baseline)
-    return result(cast(Status, status), detail)
+    status, detail, requirement = own_check(case, trace, baseline)
+    return replace(result(cast(Status, status), detail), requirement=requirement)
 
 
 def _contract(name: str, found: Sequence[str]) -> str:
@@ -444,9 +481,10 @@ def _expect_refusal(case: Case, driver: Driver | StdioDriver,
         passes_on(refused)
         if case.refusal is not None and case.refusal in str(refused):
             return result("passed", "")
-        return result("failed", f"{rule(case)}\nrefused without {case.refusal}: {refused}")
-    return result("failed", f"{rule(case)}\nthe driver accepted a scenario it must refuse with "
-                            f"{case.refusal}")
+        return replace(result("failed", f"{rule(case)}\nrefused without {case.refusal}: "
+                                        f"{refused}"), requirement=cited(case))
+    return replace(result("failed", f"{rule(case)}\nthe driver accepted a scenario it must "
+                                    f"refuse with {case.refusal}"), requirement=cited(case))
 
 
 def confirm_capabilities(factory: DriverFactory) -> dict[str, ProbeResult]:
@@ -484,6 +522,8 @@ def run_suite(cases: Iterable[Case], factory: DriverFactory,
         yield run_case(case, factory, probes, runs)
 
 
+_NO_CASE = Case("", "", "", (), {}, no_check)
+"""What a worker's result carries in place of its case (whose check cannot be pickled)."""
 _WORKER: dict[str, Any] = {}
 """In a worker process of :func:`run_suite_in_processes`: its driver factory, the probes'
 verdicts and the suite's cases by id."""
@@ -508,10 +548,11 @@ def _start_worker(driver_spec: str | None, stdio: tuple[str, float, int] | None,
                    runs=SharedRuns(factory, suite))
 
 
-def _run_in_worker(case_id: str) -> tuple[str, Status, str, float, Findings, tuple[str, ...]]:
+def _run_in_worker(case_id: str) -> tuple[str, CaseResult]:
     result = run_case(_WORKER["cases"][case_id], _WORKER["factory"], _WORKER["probes"],
                       _WORKER["runs"])
-    return case_id, result.status, result.detail, result.seconds, result.universal, result.log
+    # The case goes back by its id: its check functions are the parent's own.
+    return case_id, replace(result, case=_NO_CASE)
 
 
 def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str | None,
@@ -530,9 +571,8 @@ def run_suite_in_processes(cases: Sequence[Case], jobs: int, *, driver_spec: str
     pool = ProcessPoolExecutor(jobs, initializer=_start_worker,
                                initargs=(driver_spec, stdio, dict(probes)))
     try:
-        for case_id, status, detail, seconds, universal, log in pool.map(
-                _run_in_worker, list(chosen), chunksize=run):
-            yield CaseResult(chosen[case_id], status, detail, seconds, universal, log)
+        for case_id, result in pool.map(_run_in_worker, list(chosen), chunksize=run):
+            yield replace(result, case=chosen[case_id])
     finally:
         # Stopped (Ctrl-C, SIGTERM, a consumer that stops reading): the runs not started are
         # dropped, not run to the end; the workers finish the cases in hand and exit, closing

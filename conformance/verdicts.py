@@ -17,8 +17,9 @@ from ctxspec.conformance.case import Case, CaseFailure, Trace
 from ctxspec.conformance.reads import Reads
 from ctxspec.conformance.trace_fields import contract_field
 
-Verdict = tuple[str, str]
-"""(status, detail) of a case's own check: ``passed``, ``failed`` or ``error``."""
+Verdict = tuple[str, str, str]
+"""(status, detail, requirement) of a case's own check: ``passed``, ``failed`` or ``error``;
+the ID of the requirement a failure cites ("" when it passed or erred)."""
 
 
 USER_STOPS = (KeyboardInterrupt, SystemExit)
@@ -35,13 +36,21 @@ def passes_on(failure: BaseException) -> None:
         raise failure
 
 
-def rule(case: Case) -> str:
-    """The rule a case holds a runtime to: its first requirement's ID and English
-    statement (spec/requirements.toml), or its source."""
-    for requirement in case.requirements:
-        statement = _statements().get(requirement)
-        if statement is not None:
-            return f"{requirement}: {statement}"
+def cited(case: Case, failure: BaseException | None = None) -> str:
+    """The requirement a failure cites: the one its check names (``cites=`` of
+    conformance/case.py), else the case's first known one; "" for a case with none."""
+    named = getattr(failure, "requirement", None)
+    if isinstance(named, str) and named in _statements():
+        return named
+    return next((r for r in case.requirements if r in _statements()), "")
+
+
+def rule(case: Case, requirement: str | None = None) -> str:
+    """The rule a case holds a runtime to: ``requirement``'s (else the case's first
+    requirement's) ID and English statement (spec/requirements.toml), or its source."""
+    chosen = requirement or cited(case)
+    if chosen in _statements():
+        return f"{chosen}: {_statements()[chosen]}"
     return f"{case.source}: {case.title}"
 
 
@@ -55,19 +64,20 @@ def own_check(case: Case, trace: Trace, baseline: Trace | None) -> Verdict:
     try:
         _run(case, trace, baseline)
     except CaseFailure as failure:
-        return "failed", f"{rule(case)}\n{failure}"
+        requirement = cited(case, failure)
+        return "failed", f"{rule(case, requirement)}\n{failure}", requirement
     except (IndexError, StopIteration) as failure:
         # The trace holds every field the contract requires, so what is missing is an event
         # the case looks for: the runtime did not do something.
         return "failed", (f"{rule(case)}\nan event the case looks for is not in the trace "
-                          f"({type(failure).__name__} in the case's reading)")
+                          f"({type(failure).__name__} in the case's reading)"), cited(case)
     except Exception as failure:
         blamed = driver_field(case, trace, baseline, failure)
         if blamed is not None:
-            return "failed", f"{rule(case)}\n{blamed}"
+            return "failed", f"{rule(case)}\n{blamed}", cited(case)
         return "error", (f"the case's own check raised {failure!r}: a fault of the suite, not "
-                         f"of the driver — please report it")
-    return "passed", ""
+                         f"of the driver — please report it"), ""
+    return "passed", "", ""
 
 
 def _run(case: Case, trace: Trace, baseline: Trace | None) -> None:
@@ -123,5 +133,5 @@ def contract_words(path: str) -> str:
             "(spec/schemas/Trace.json)")
 
 
-__all__ = ["USER_STOPS", "Verdict", "contract_words", "driver_field",
+__all__ = ["USER_STOPS", "Verdict", "cited", "contract_words", "driver_field",
            "named", "own_check", "passes_on", "rule"]

@@ -35,7 +35,8 @@ def _write_check(trace: Trace) -> None:
     equal([(e["proposed_arguments"], e["effective_arguments"])
            for e in of(trace, "tool_executed")],
           [({"path": "a.md"}, {"path": "reports/a.md"})], "write's arguments")
-    equal(path_seen_by_model(trace), "reports/a.md", "the path in the effective call record")
+    equal(path_seen_by_model(trace), "reports/a.md", "the path in the effective call record",
+          cites="CTX-3.69")
 
 
 EX3_WRITE = Case(
@@ -186,7 +187,8 @@ def _table_row1(trace: Trace) -> None:
     # C = min(8192, 25000, 8192) = 8192, D = 60000 − 65000 = −5000 ≤ 0 → T = C = 8192.
     # A summary of 8192 gives 65000 + 8192 = 73192 ≤ B: the business request goes.
     equal(_sent(trace)[1:], [("compaction", None, 8192, None),
-                             ("business", 73_192, 8192, "compact")], "Run 2's requests")
+                             ("business", 73_192, 8192, "compact")], "Run 2's requests",
+          cites="CTX-8.56")
     equal(endings(trace), [(1, "succeeded", None), (2, "succeeded", None)], "Run endings")
 
 
@@ -200,7 +202,8 @@ def _table_row2(trace: Trace) -> None:
     # F=79000, M=6000: H = 21000, T = 8192; 79000 + 8192 = 87192 is still ≥ 80000 but ≤ B, so the
     # business request goes and no second episode is started for it.
     equal(_sent(trace)[1:], [("compaction", None, 8192, None),
-                             ("business", 87_192, 8192, "compact")], "Run 2's requests")
+                             ("business", 87_192, 8192, "compact")], "Run 2's requests",
+          cites="CTX-8.57")
     equal(endings(trace)[-1], (2, "succeeded", None), "Run 2's ending")
 
 
@@ -215,7 +218,8 @@ def _table_row3(trace: Trace) -> None:
     # T = 4000. An over-window source still compacts; 96000 + 4000 = 100000 = B fits
     # (I + O + S = 110000 = W).
     equal(_sent(trace)[1:], [("compaction", None, 4000, None),
-                             ("business", 100_000, 8192, "compact")], "Run 2's requests")
+                             ("business", 100_000, 8192, "compact")], "Run 2's requests",
+          cites="CTX-8.58")
     equal(endings(trace)[-1], (2, "succeeded", None), "Run 2's ending")
 
 
@@ -270,14 +274,15 @@ def _table_row6(trace: Trace) -> None:
     # with the question and the supplement, I = 91809 + 8192 = 100001 > B: the Run ends,
     # no business request is sent, no second compaction, and the supplement is kept — carried
     # to the next question, not dropped.
-    equal(_sent(trace)[1:], [("compaction", None, 8191, None)], "Run 2's requests")
+    equal(_sent(trace)[1:], [("compaction", None, 8191, None)], "Run 2's requests",
+          cites="CTX-8.61")
     equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
     ending_figures(trace, {"input_tokens": 100_001}, "the re-assembled size")
     # The supplement is the last input received; its own delivery ends carried (the order of
     # two delivery events of one commit is not the design's, #32, Q294).
     supplement = list(dict.fromkeys(e["input_id"] for e in of(trace, "delivery")))[-1]
     equal(delivery_chains(trace, supplement)[0][1][-1], "carried",
-          "the supplement's delivery after Run 2")
+          "the supplement's delivery after Run 2", cites="CTX-8.81")
 
 
 EX8_ROW6 = Case(

@@ -47,8 +47,11 @@ def test_a_report_gives_each_row_its_status_and_each_failure_its_sentence() -> N
     [failure] = report["failures"]
     assert failure["case"] == "ROW-08" and failure["kind"] == "inherent"
     assert failure["source"] == "toy_driver.py: ToyDriver._decide"
-    assert failure["requirement"] == by_id(["ROW-08"])[0].requirements[0]
-    assert "--case ROW-08" in failure["replay"] and "spec/vectors/ROW-08.json" in failure["replay"]
+    # The toy sends the whole result: the preview check fails, and cites its own rule (a
+    # bounded preview marked truncated), not the case's first requirement (issue #36).
+    assert failure["requirement"] == "CTX-6.14" != by_id(["ROW-08"])[0].requirements[0]
+    assert failure["replay"] == ("`ctxspec replay ROW-08 --driver tests:ProfiledToy "
+                                 "--compare --html ROW-08.html`")
     assert report["adapter_supplied"] == {"estimator_injection":
                                           "the toy has no estimator of its own"}
 

@@ -163,8 +163,11 @@ def test_a_lost_supplement_fails_row2_naming_what_differs() -> None:
     result = run_case(row2, DropsThirdSupplement)
     assert result.status == "failed"
     rule, what = result.detail.split("\n", 1)
-    assert rule.startswith("CTX-") and ": " in rule  # the requirement and its statement
-    assert what.startswith("Run 1 as the fourth request shows it: expected")
+    # The requirement its check names (supplements in older history are never lost) and its
+    # statement.
+    assert rule.startswith("CTX-4.15: ") and result.requirement == "CTX-4.15"
+    assert what.startswith("Run 1's inputs and result as the fourth request shows them: "
+                           "expected")
     assert "'s3'" in what
 
 
@@ -226,7 +229,8 @@ def test_the_cli_prints_a_json_report_and_exits_zero_when_all_pass(
     assert report["summary"] == {"passed": len(chosen), "failed": 0, "unsupported": 0,
                                  "error": 0}
     assert set(report["cases"][0]) == {"id", "title", "source", "requirements", "status",
-                                       "detail", "universal"}
+                                       "detail", "universal", "requirement", "replay"}
+    assert (report["cases"][0]["requirement"], report["cases"][0]["replay"]) == ("", "")
     # The universal checks, counted per invariant over every case and probe: none on the
     # reference, each with its requirement and the design's sentence.
     assert [(u["id"], u["violations"]) for u in report["universal"]] == [
@@ -255,9 +259,14 @@ def test_the_terminal_table_groups_cases_by_source_and_lists_only_what_did_not_p
     assert lines[0].split()[:2] == ["ROW-02", "failed"]
     # The detail: the rule, then what differs (a diff of the messages, long texts elided).
     header = next(i for i, line in enumerate(lines) if line.startswith("source "))
-    assert lines[1].strip().startswith("CTX-")
-    assert lines[2].strip().startswith("Run 1 as the fourth request shows it: expected")
-    assert "'s3'" in "\n".join(lines[2:header]) and header - 1 <= 25
+    assert lines[1].strip().startswith("CTX-4.15: ")
+    assert lines[2].strip().startswith("Run 1's inputs and result as the fourth request shows "
+                                       "them: expected")
+    assert "'s3'" in "\n".join(lines[2:header]) and header - 1 <= 26
+    # Then the command that shows the case's run beside the reference's (issue #36).
+    assert lines[header - 1].strip() == (
+        "replay: ctxspec replay ROW-02 --driver tests.test_conformance:DropsThirdSupplement "
+        "--compare --html ROW-02.html")
     assert lines[header].split() == ["source", "cases", "passed", "failed", "unsupported",
                                      "error", "time"]
     assert [line.split()[:8] for line in lines[header + 1:header + 3]] == [
@@ -377,6 +386,8 @@ def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
     assert failing.returncode == 1
     assert "test_conformance_case[ROW-02]" in failing.stdout
     assert "1 failed" in failing.stdout
+    assert ("replay: ctxspec replay ROW-02 --driver tests.test_conformance:DropsThirdSupplement "
+            "--compare --html ROW-02.html") in failing.stdout
     unsupported = _suite(runner, *only, "-rs", "--ctxspec-driver",
                          "tests.test_conformance:WithoutCrashes")
     assert unsupported.returncode == 0

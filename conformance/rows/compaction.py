@@ -43,7 +43,7 @@ def _at_check(trace: Trace) -> None:
     # After the summary: "sys" + "SUMMARY" + the question (the summary's envelope is the
     # runtime's wording and counts 0).
     equal(requests(trace)[-1]["estimated_input_tokens"], 3 + 7 + 1597,
-          "I of the request after compaction")
+          "I of the request after compaction", cites="CTX-8.11")
     _within_window(trace)
 
 
@@ -75,7 +75,7 @@ def _within_window(trace: Trace) -> None:
     for request in requests(trace):
         expect(request["estimated_input_tokens"] + request["max_output_tokens"]
                + request["safety_margin"] <= request["window"],
-               f"request {request['purpose_key']} exceeds the hard window")
+               f"request {request['purpose_key']} exceeds the hard window", cites="CTX-7.13")
 
 
 # --- §12 row 5: a new question that triggers compaction -------------------------------------
@@ -92,7 +92,8 @@ def _row5_check(trace: Trace) -> None:
     material = "\n".join(m["text"] for m in requests(trace, "compaction")[0]["view"]["messages"])
     expect("a" * 1000 in material and "b" * 1000 in material,
            "the summary request lacks Run 1's material")
-    expect("Q" * 1597 not in material, "the new question was sent to be summarised")
+    expect("Q" * 1597 not in material, "the new question was sent to be summarised",
+           cites="CTX-8.64")
 
 
 ROW_05 = Case(
@@ -109,7 +110,8 @@ def _row5_snapshot_check(trace: Trace) -> None:
           "requests")
     before, after = exactly(2, requests(trace, "business"), "business requests")
     equal(before["snapshot_id"], None, "the snapshot of Run 1's request")
-    expect(after["snapshot_id"] is not None, "the request after compaction names no snapshot")
+    expect(after["snapshot_id"] is not None, "the request after compaction names no snapshot",
+           cites="CTX-8.11")
 
 
 ROW_05_SNAPSHOT = Case(
@@ -127,10 +129,11 @@ def _row6_check(trace: Trace) -> None:
     business = requests(trace, "business")
     after_summary, next_loop = business[1], business[2]
     expect("late words" not in [m["text"] for m in after_summary["view"]["messages"]],
-           "the supplement joined the request it arrived after")
+           "the supplement joined the request it arrived after", cites="CTX-5.29")
     equal([m["text"] for m in next_loop["view"]["messages"] if m["kind"] == "user_ref"],
-          ["Q" * 1597, "late words"], "user inputs of the next request")
-    equal(next_loop["input_cutoff"], after_summary["input_cutoff"] + 1, "input cutoff")
+          ["Q" * 1597, "late words"], "user inputs of the next request", cites="CTX-9.44")
+    equal(next_loop["input_cutoff"], after_summary["input_cutoff"] + 1, "input cutoff",
+          cites="CTX-5.28")
 
 
 ROW_06 = Case(
@@ -147,17 +150,18 @@ def _row11_check(trace: Trace) -> None:
     # CONTEXT_WINDOW_EXCEEDED, no second compaction and nothing over the window is sent.
     equal([r["purpose"] for r in requests(trace)], ["business"] * 4 + ["compaction"] * 3,
           "requests")
-    equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending")
-    ending_figures(trace, {"window": 4000}, "the window")
+    equal(endings(trace)[-1], (2, "failed", "CONTEXT_WINDOW_EXCEEDED"), "Run 2's ending",
+          cites="CTX-11.4")
+    ending_figures(trace, {"window": 4000}, "the window", cites="CTX-11.4")
     expect("You are" not in (of(trace, "run_ended")[-1]["message"] or ""),
-           "the message shows the system prompt")
+           "the message shows the system prompt", cites="CTX-11.14")
     _within_window(trace)
 
 
 ROW_11 = Case(
     "ROW-11", "still over the window after the summary ends the Run", "§12 row 11",
     ("CTX-8.53", "CTX-8.77", "CTX-11.4", "CTX-11.14", "CTX-8.15", "CTX-11.11", "CTX-7.17",
-     "CTX-8.45"),
+     "CTX-8.45", "CTX-7.13"),
     example("compaction-three-chunks-window-exceeded"), _row11_check,
     frozenset({"compaction", "estimator_injection"}))
 
@@ -177,10 +181,10 @@ def _row20_check(trace: Trace) -> None:
     expect(third["snapshot_id"] is not None, "loop 3 uses no snapshot")
     expect(("system", "summary", "SUM2") in lines(third), "loop 3 lacks the summary")
     equal((fourth["snapshot_id"], fourth["compaction"], fourth["estimated_input_tokens"]),
-          (None, "below_trigger", 2719), "loop 4")
+          (None, "below_trigger", 2719), "loop 4", cites="CTX-9.28")
     texts = [m["text"] for m in fourth["view"]["messages"]]
     expect("A, corrected" in texts and "r" * 1500 in texts and "B" * 700 in texts,
-           "loop 4 lacks the covered records as they are now")
+           "loop 4 lacks the covered records as they are now", cites="CTX-9.27")
     expect(not any(kind == "summary" or "SUM" in text for _, kind, text in lines(fourth)),
            "loop 4 still shows the old summary")
 

@@ -30,7 +30,7 @@ def _row24_check(trace: Trace) -> None:
     # ends, while the five records (question, decision, two results, answer) and their blobs
     # stay. Deleting the Agent leaves no record and no blob.
     before, after = exactly(2, of(trace, "retained"), "retained events")
-    equal(before["workspace_files"], [], "working files after the Run")
+    equal(before["workspace_files"], [], "working files after the Run", cites="CTX-1.15")
     equal(before["records"], 5, "records kept after the Run")
     expect(before["blobs"] > 0, "no blob kept after the Run")
     [read] = exactly(1, of(trace, "history_read"), "history_read events")

@@ -41,11 +41,11 @@ def _row15_check(trace: Trace) -> None:
     # are the runtime's serialisation and count 0 with the content estimator).
     equal([(d["decision"], d["patch_valid"], d["diagnostics"]) for d in of(trace, "hook_decided")],
           [("allow", True, []), ("failed", False, ["HOOK_FAILED"]),
-           ("allow", False, ["PROTECTED_INPUT"])], "hook decisions")
+           ("allow", False, ["PROTECTED_INPUT"])], "hook decisions", cites="CTX-3.61")
     second = requests(trace, "business")[1]
     texts = [m["text"] for m in second["view"]["messages"]]
     expect("first (as corrected by a hook)" in texts and "go" in texts,
-           "the corrected text or the question is missing")
+           "the corrected text or the question is missing", cites="CTX-5.6")
     equal(second["estimated_input_tokens"], 3 + 2 + len("first (as corrected by a hook)") + 2,
           "I of the request after the hook")
 
@@ -67,7 +67,7 @@ def _rows16_17_check(trace: Trace) -> None:
     decision = next(m for m in requests(trace, "business")[1]["view"]["messages"]
                     if m["tool_calls"])
     equal(json.loads(decision["tool_calls"][0]["arguments"])["path"], "reports/a.md",
-          "the path the model sees")
+          "the path the model sees", cites="CTX-3.69")
 
 
 ROW_16_17 = Case(
@@ -102,8 +102,8 @@ def _row18_check(trace: Trace) -> None:
                if m["kind"] == "tool_result"]
     denied = result_facts(results[0], "rm's result")
     equal((denied.get("status"), denied.get("stage"), denied.get("executed")),
-          ("denied", "pre", False), "rm's result")
-    equal(results[1]["text"], "a b c", "ls's result")
+          ("denied", "pre", False), "rm's result", cites="CTX-6.11")
+    equal(results[1]["text"], "a b c", "ls's result", cites="CTX-3.61")
 
 
 ROW_18 = Case(

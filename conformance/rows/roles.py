@@ -36,28 +36,31 @@ def _row3_check(trace: Trace) -> None:
     equal(len(executor), 4, "Executor requests (two executions of two loops)")
     first = executor[0]["view"]["messages"]
     equal(first[0]["text"], "You carry out one task the Planner handed over.",
-          "the first Executor request's system prompt")
+          "the first Executor request's system prompt", cites="CTX-3.73")
     equal({m["role"] for m in first[1:]}, {"user"}, "the roles of the first Executor "
-          "request's other messages (its hand-over only)")
+          "request's other messages (its hand-over only)", cites="CTX-5.2")
     handed = "\n".join(m["text"] for m in first[1:])
     for part in ("list TODO lines", "only src/", "repo://main"):
-        expect(part in handed, f"the first Executor request lacks the hand-over's {part!r}")
+        expect(part in handed, f"the first Executor request lacks the hand-over's {part!r}",
+               cites="CTX-5.2")
     planner_words = ("Find every TODO", "You are a Planner", "Two searches",
                      "also look in tests/")
     for request in executor:
         expect(not any(w in t for w in planner_words for t in _texts(request)),
-               "an Executor saw the Planner's context")
+               "an Executor saw the Planner's context", cites="CTX-5.3")
     records = [{m["record_id"] for m in r["view"]["messages"] if m["record_id"]}
                for r in (executor[0], executor[2])]
-    equal(records[0] & records[1], set(), "records shared by the two executions")
+    equal(records[0] & records[1], set(), "records shared by the two executions",
+          cites="CTX-3.73")
     planner = _by_role(trace, "root")
     feedback = [m["text"] for m in planner[1]["view"]["messages"] if m["kind"] == "tool_result"]
     equal(feedback, ["TODO: src/a.py:3, src/b.py:9, src/c.py:1", "FIXME: src/db.py:42"],
-          "the Planner's feedback")
+          "the Planner's feedback", cites="CTX-6.1")
     history = _texts(planner[-1])
-    expect("FIXME: src/db.py:42" in history, "the next question lost a delegation's answer")
+    expect("FIXME: src/db.py:42" in history, "the next question lost a delegation's answer",
+           cites="CTX-4.9")
     expect(not any("src/db.py:42 FIXME" in t for t in history),
-           "the next question shows an Executor's own tool result")
+           "the next question shows an Executor's own tool result", cites="CTX-4.11")
 
 
 ROW_03 = Case(

@@ -29,10 +29,11 @@ def _row1_check(trace: Trace) -> None:
     # status; Runs 2 and 3 show their process and status and no made-up answer; the supplement
     # Run 2 claimed and Run 3 carried is shown once, in the current request, marked elsewhere.
     equal(endings(trace), [(1, "succeeded", None), (2, "failed", "MODEL_FAILED"),
-                           (3, "stopped", None), (4, "succeeded", None)], "Run endings")
+                           (3, "stopped", None), (4, "succeeded", None)], "Run endings",
+          cites="CTX-4.12")
     carried = the((e["input_id"] for e in of(trace, "delivery") if e["state"] == "carried"),
                   "no delivery event with state carried (the supplement Run 2 claimed, after "
-                  "Run 2 failed)")
+                  "Run 2 failed)", cites="CTX-5.14")
     marker = f"input {carried}"  # a marker standing for the input shown elsewhere (§5)
     equal(lines(requests(trace, "business")[-1]), [
         ("system", "system_prompt", "You are a deployment assistant."),
@@ -74,14 +75,16 @@ def _row2_check(trace: Trace) -> None:
     equal([e["detail"] for e in of(trace, "client_event") if e["event"] == "run_started"],
           ["run 1", "run 2", "run 3", "run 4"], "Runs started")
     final = lines(requests(trace, "business")[-1])
-    equal(final[1:9], [("user", "user_ref", t) for t in ("q1", "s1", "s2", "s3", "s4", "s5")]
-          + [("assistant", "assistant", "a1"), outcome(1, "succeeded")],
-          "Run 1 as the fourth request shows it")
+    equal(final[1:8], [("user", "user_ref", t) for t in ("q1", "s1", "s2", "s3", "s4", "s5")]
+          + [("assistant", "assistant", "a1")],
+          "Run 1's inputs and result as the fourth request shows them", cites="CTX-4.15")
+    equal(final[8:9], [outcome(1, "succeeded")],
+          "Run 1's end state, after its result, in the fourth request", cites="CTX-4.6")
 
 
 ROW_02 = Case(
     "ROW-02", "five supplements in one round", "§12 row 2",
-    ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17"), _row2_scenario(), _row2_check)
+    ("CTX-2.2", "CTX-2.3", "CTX-4.15", "CTX-4.17", "CTX-4.6"), _row2_scenario(), _row2_check)
 
 
 # --- §12 row 12: a partial stream, then a retry -------------------------------------------------
@@ -102,26 +105,27 @@ def _row12_check(trace: Trace) -> None:
     # events only, and the next question's history shows the fragment marked, if at all: §6
     # and §11 allow keeping it, never require it (#32, Q294).
     equal(endings(trace), [(1, "failed", "MODEL_FAILED"), (2, "succeeded", None)],
-          "Run endings")
-    equal([r["attempt"] for r in requests(trace, "business")], [1, 2, 1], "attempts")
+          "Run endings", cites="CTX-11.7")
+    equal([r["attempt"] for r in requests(trace, "business")], [1, 2, 1], "attempts",
+          cites="CTX-11.8")
     equal([e["state"] for e in of(trace, "delivery")][:3], ["pending", "claimed", "delivered"],
-          "the question's deliveries")
+          "the question's deliveries", cites="CTX-5.17")
     expect({e["event"] for e in of(trace, "client_event")}
            <= {"run_started", "input_received", "progress", "run_ended"},
            "an unknown client event")
     expect(not any("wri" in e["detail"] for e in of(trace, "client_event")),
-           "a client event carries the fragment")
+           "a client event carries the fragment", cites="CTX-2.33")
     history = lines(requests(trace, "business")[-1])
     expect(not any(kind != "fragment" and "I will wri" in text for _, kind, text in history),
-           "the fragment is shown, but not marked as a fragment")
+           "the fragment is shown, but not marked as a fragment", cites="CTX-6.8")
     expect(outcome(1, "failed", final=False) in history,
-           "Run 1's ending is not shown")
+           "Run 1's ending is not shown", cites="CTX-11.10")
 
 
 ROW_12 = Case(
     "ROW-12", "a partial stream then a retry splices nothing", "§12 row 12",
-    ("CTX-2.29", "CTX-2.33", "CTX-5.19", "CTX-5.20", "CTX-11.7", "CTX-11.8", "CTX-6.8"),
-    _row12_scenario(), _row12_check)
+    ("CTX-2.29", "CTX-2.33", "CTX-5.19", "CTX-5.20", "CTX-11.7", "CTX-11.8", "CTX-6.8",
+     "CTX-5.17", "CTX-11.10"), _row12_scenario(), _row12_check)
 
 
 # --- §12 rows 13 and 14: failures around the first output ---------------------------------------

@@ -52,9 +52,9 @@ def _loops_check(trace: Trace) -> None:
                                    ("tool_result", True, "b done")]),
                      (["a"], [("tool_result", True, "a again")])],
               f"request {index + 1}: each call message, then (kind, answers that call, text) "
-              "of the messages after it")
+              "of the messages after it", cites="CTX-6.2")
         equal(sum(m["kind"] == "tool_result" for m in messages), 3,
-              f"tool results in request {index + 1}")
+              f"tool results in request {index + 1}", cites="CTX-6.3")
 
 
 ROW_07 = Case(
@@ -89,7 +89,7 @@ def _row7_check(trace: Trace) -> None:
     equal([c[1] for c in calls], ["a", "b"], "the calls of the stopped batch")
     equal([(m["kind"], m["call_id"]) for m in group[1:]],
           [("tool_result", calls[0][0]), ("placeholder", calls[1][0])],
-          "results after the call (b's a placeholder: not a tool output, §6)")
+          "results after the call (b's a placeholder: not a tool output, §6)", cites="CTX-6.12")
 
 
 ROW_07_PLACEHOLDERS = Case(
@@ -123,14 +123,14 @@ def _row8_check(trace: Trace) -> None:
     # the range and the full size; the read of 20 more characters is a new record of its own.
     results = [m for m in requests(trace, "business")[-1]["view"]["messages"]
                if m["kind"] == "tool_result"]
-    equal(results[0]["text"], _BODY[:4000], "the preview")
+    equal(results[0]["text"], _BODY[:4000], "the preview", cites="CTX-6.14")
     cut = results[0]["truncation"]
-    expect(cut is not None, "the preview is not marked truncated")
+    expect(cut is not None, "the preview is not marked truncated", cites="CTX-6.14")
     equal((cut["from_char"], cut["through_char"], cut["total_chars"]), (0, 4000, 20_000),
-          "the preview's range")
-    equal(cut["result_ref"]["size_bytes"], 20_000, "the full result's size")
+          "the preview's range", cites="CTX-6.14")
+    equal(cut["result_ref"]["size_bytes"], 20_000, "the full result's size", cites="CTX-6.14")
     equal((results[1]["text"], results[1]["truncation"]), ("row 00400\nrow 00401\n", None),
-          "the read")
+          "the read", cites="CTX-6.18")
 
 
 ROW_08 = Case(

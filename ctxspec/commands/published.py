@@ -13,6 +13,22 @@ import click
 from ctxspec import catalogue, schemas
 from ctxspec.commands.options import out_folder
 
+# --- where the published files go --------------------------------------------------------
+
+
+def checkout_spec(option: str | None) -> Path:
+    """The checkout's spec/ folder, where a command writes by default: only when ctxspec runs
+    from a checkout (its ``ctxspec/spec`` is the link to the top-level folder, an editable
+    install); from an installed wheel nothing is written into the installed package, and a
+    command that would is a usage error naming the option that says where (Q422)."""
+    spec = catalogue.package_root() / "spec"
+    if spec.is_symlink() and (catalogue.package_root().parent / "pyproject.toml").is_file():
+        return spec
+    where = f"; give {option} FOLDER to say where to write" if option else ""
+    raise click.UsageError(f"ctxspec is installed, not run from its checkout: it writes no file "
+                           f"into the installed package{where}")
+
+
 # --- schemas -----------------------------------------------------------------------------
 
 
@@ -27,15 +43,17 @@ def exit_if_drifted(stale: Sequence[str], what: str, command: str) -> None:
 @click.command("schemas")
 @click.option("--check", is_flag=True, help="Exit 1 if spec/schemas/ differs from the models.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to write (default: the package's spec/schemas).")
+              help="Directory to write (default: spec/schemas of the checkout ctxspec runs "
+                   "from; required when it is installed from a wheel).")
 def schemas_command(check: bool, out: Path | None) -> None:
     """Write (or check) the JSON Schemas of the data contracts."""
-    directory = out or catalogue.package_root() / "spec" / "schemas"
     if check:
+        directory = out or catalogue.package_root() / "spec" / "schemas"
         exit_if_drifted(schemas.drifted(directory), "schemas differ from the models",
                         "schemas")
         click.echo(f"{len(schemas.published_schemas())} schemas match the models")
         return
+    directory = out or checkout_spec("--out") / "schemas"
     if out is not None:
         out_folder(out, "--out")
     try:
@@ -66,6 +84,7 @@ def contracts_command(check: bool) -> None:
                         "contracts")
         click.echo(f"{len(contracts.DOCUMENTS)} contract documents match the reference")
         return
+    spec = checkout_spec(None)
     written = contracts.write(spec)
     click.echo(f"wrote {', '.join(written)} to {spec}")
 
@@ -80,9 +99,14 @@ def contracts_command(check: bool) -> None:
               help="Replay the vectors of this directory against --driver instead.")
 @click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The driver to replay against (default: the reference runtime).")
-def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | None) -> None:
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory to write the vectors into (default: spec/vectors of the checkout "
+                   "ctxspec runs from; required when it is installed from a wheel).")
+def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | None,
+                    out: Path | None) -> None:
     """Write the golden vectors (scenario, the reference's observations, a manifest) into
-    spec/vectors/, check them for drift, or replay a directory of them against a driver."""
+    spec/vectors/ (or --out), check them for drift, or replay a directory of them against a
+    driver."""
     from ctxspec.conformance.driver import ReferenceDriver
     from ctxspec.conformance.harness import load_factory
     from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
@@ -108,10 +132,14 @@ def vectors_command(check: bool, replay_dir: Path | None, driver_spec: str | Non
                         "vectors")
         click.echo(f"{len(generate(ReferenceDriver))} vectors match the cases")
         return
-    VECTORS.mkdir(parents=True, exist_ok=True)
+    if out is not None:
+        out_folder(out, "--out")
+    directory = out or checkout_spec("--out") / "vectors"
+    directory.mkdir(parents=True, exist_ok=True)
     written = generate(ReferenceDriver)
-    for retired in {p.name for p in VECTORS.glob("*.json")} - written.keys():
-        (VECTORS / retired).unlink()
+    if out is None:  # the checkout's own folder: a vector no case generates is retired
+        for retired in {p.name for p in VECTORS.glob("*.json")} - written.keys():
+            (VECTORS / retired).unlink()
     for name, text in written.items():
-        (VECTORS / name).write_text(text, "utf-8")
-    click.echo(f"wrote {len(written)} vectors to {VECTORS}")
+        (directory / name).write_text(text, "utf-8")
+    click.echo(f"wrote {len(written)} vectors to {directory}")

@@ -71,7 +71,10 @@ def _list_cases(cases: Sequence["Case"], as_json: bool) -> None:
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as one HTML page: status matrices, failures one click away.")
 @click.option("--verbose", "-v", is_flag=True, help="Print a line for every case, not only for "
-              "those that did not pass.")
+              "those that did not pass, and each failed case's trace in a few lines (each "
+              "model request: its kind, I, the §8 decision and its messages).")
+@click.option("--traces", is_flag=True, help="With --json: each failed or errored case's "
+              "entry carries its trace (the linear form of trace format 2, as far as it got).")
 @click.option("--jobs", "-j", type=Jobs(), default="auto", show_default=True,
               help="Run the cases in this many worker processes, each with its own driver "
               "(with --stdio, its own runtime subprocess); auto: one per core, at most one "
@@ -83,7 +86,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
                         stdio_timeout: float, stdio_max_line: int,
                         case_ids: tuple[str, ...], as_json: bool, jsonl: Path | None,
                         junit: Path | None, html_file: Path | None, verbose: bool,
-                        jobs: int | None, list_only: bool) -> None:
+                        traces: bool, jobs: int | None, list_only: bool) -> None:
     """Run the conformance cases against a driver and print a table grouped by source (§12 row,
     worked example, crash matrix); exit 1 unless every case passed or is unsupported."""
     from ctxspec.conformance.cases import by_id
@@ -122,7 +125,7 @@ def conformance_command(driver_spec: str | None, stdio_command: str | None,
             except ProtocolError as error:
                 raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
         _conformance(driver_spec, factory, stdio, cases, as_json, jsonl, junit, html_file,
-                     verbose, jobs, stop.check)
+                     (verbose, traces), jobs, stop.check)
     finally:
         try:
             if stdio is not None:
@@ -139,7 +142,8 @@ def _connected(stdio: "StdioDriver") -> "DriverFactory":
 def _conformance(driver_spec: str | None, factory: "DriverFactory",
                  stdio: "StdioDriver | None", cases: Sequence["Case"], as_json: bool,
                  jsonl: Path | None, junit: Path | None, html_file: Path | None,
-                 verbose: bool, jobs: int | None, stop: Callable[[], None]) -> None:
+                 shown: tuple[bool, bool], jobs: int | None, stop: Callable[[], None]) -> None:
+    """Run the cases; ``shown``: (``-v``, ``--traces``)."""
     from ctxspec.conformance.harness import (
         confirm_capabilities,
         run_suite,
@@ -163,7 +167,8 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
         stop()  # a stop whose exception was dropped ends the run here, between cases
         results.append(result)
         if not as_json:
-            _echo_result(result, len(results), len(cases), verbose)
+            _echo_result(result, len(results), len(cases), shown[0],
+                         driver_spec or "reference")
     if sys.stderr.isatty() and not as_json:
         click.echo("\r" + " " * 60 + "\r", nl=False, err=True)
     if stdio is not None:
@@ -174,18 +179,22 @@ def _conformance(driver_spec: str | None, factory: "DriverFactory",
     except OSError as error:  # the folder was checked; the disk may still refuse
         raise click.ClickException(f"a report could not be written: {error}") from error
     if html_file is not None:
+        from ctxspec.conformance.compat import profile_of, reasons
         from ctxspec.conformance.report_html import write_report_page
+        why = {} if stdio is not None or driver_spec is None else \
+            reasons(profile_of(factory(), driver_spec))
         write_page(html_file, lambda: write_report_page(html_file, results,
                                                          driver_spec or "reference", probes,
-                                                         total))
-    _print(results, probes, driver_spec, as_json, total)
+                                                         total, why))
+    _print(results, probes, driver_spec, as_json, total, shown[1])
 
 
 def _print(results: Sequence["CaseResult"], probes: Mapping[str, "ProbeResult"],
-           driver_spec: str | None, as_json: bool, total: float) -> None:
+           driver_spec: str | None, as_json: bool, total: float, traces: bool = False) -> None:
     """The run's outcome on stdout — JSON, or the tables and the summary line — and its exit
     code: 1 when a case failed or erred, or a probe's trace broke a universal check."""
     from ctxspec.conformance.harness import SUITE_VERSION
+    from ctxspec.conformance.replays import replay_command
     from ctxspec.conformance.universal import table, tally
     summary = Counter(r.status for r in results)
     universal = tally([*((f"probe {p.capability}", p.universal) for p in probes.values()),
@@ -194,7 +203,8 @@ def _print(results: Sequence["CaseResult"], probes: Mapping[str, "ProbeResult"],
         click.echo(json.dumps({
             "suite_version": SUITE_VERSION, "driver": driver_spec or "reference",
             "probes": [p.to_json() for p in probes.values()],
-            "cases": [r.to_json() for r in results],
+            "cases": [_entry(r, replay_command(r.case.id, driver_spec or "reference"),
+                             traces) for r in results],
             "universal": universal,
             "summary": {s: summary.get(s, 0) for s in ("passed", "failed", "unsupported",
                                                        "error")}}, ensure_ascii=False))
@@ -208,6 +218,16 @@ def _print(results: Sequence["CaseResult"], probes: Mapping[str, "ProbeResult"],
         sys.exit(1)
 
 
+def _entry(result: "CaseResult", replay: str, traces: bool) -> dict[str, object]:
+    """A case's ``--json`` entry; with ``--traces`` a failure's trace too (linear form)."""
+    from ctxspec.conformance.linear_trace import linear
+
+    entry = result.to_json(replay)
+    if traces and result.status in ("failed", "error"):
+        entry["trace"] = None if result.trace is None else linear(result.trace)
+    return entry
+
+
 def _echo_probes(probes: Mapping[str, "ProbeResult"]) -> None:
     """The capabilities the driver declared, how many probing confirmed, and each one that was
     not confirmed or not probed, with why."""
@@ -219,14 +239,27 @@ def _echo_probes(probes: Mapping[str, "ProbeResult"]) -> None:
                          for p in probes.values() if p.status == "not_probed"))
 
 
-def _echo_result(result: "CaseResult", done: int, total: int, verbose: bool) -> None:
-    """A case that did not pass (every case with --verbose), with its detail; on a terminal,
-    the progress on one rewritten line."""
-    if verbose or result.status in ("failed", "error"):
+def _echo_result(result: "CaseResult", done: int, total: int, verbose: bool,
+                 driver: str) -> None:
+    """A case that did not pass (every case with --verbose), with its detail and the command
+    that replays it; with --verbose a failure's trace in a few lines. On a terminal, the
+    progress on one rewritten line."""
+    from ctxspec.conformance.replays import replay_command
+    from ctxspec.conformance.trace_summary import summary_lines
+
+    failed = result.status in ("failed", "error")
+    if verbose or failed:
         click.echo(f"{result.case.id:<40} {result.status:<11} "
                    f"{result.seconds * 1000:7.0f} ms  {result.case.title}"
                    + "".join(f"\n{'':41}{line}" for line in result.detail.splitlines())
                    + "".join(f"\n{'':41}log: {line}" for line in result.log))
+    if failed:
+        click.echo(f"{'':41}replay: {replay_command(result.case.id, driver)}")
+    if failed and verbose:
+        click.echo(f"{'':41}the trace:" if result.trace is not None else
+                   f"{'':41}(no trace: the runtime gave none)")
+        for line in summary_lines(result.trace or []) if result.trace is not None else ():
+            click.echo(f"{'':43}{line}")
     if sys.stderr.isatty():
         click.echo(f"\r[{done}/{total}] {result.case.id:<48}", nl=False, err=True)
 
