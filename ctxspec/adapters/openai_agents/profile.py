@@ -42,6 +42,13 @@ _FILTER_GRAIN = Divergence(
     "agents/run_config.py: CallModelData, ModelInputData; agents/run_internal/"
     "turn_preparation.py: maybe_filter_model_input")
 
+_COMPACT_GETS_TOOL_ITEMS = Divergence(
+    "The compaction session hands responses.compact the session's items as they are: a tool "
+    "call and its result go in as function_call and function_call_output items, provider "
+    "tool messages, where the design sends a compaction its material as transcript data "
+    "(§8).",
+    "agents/memory/openai_responses_compaction_session.py: _run_compaction_locked "
+    "(compact_kwargs['input'] = normalize_input_items_for_api(session_items))")
 _NO_DEADLINE = Divergence(
     "The SDK has no Run deadline (ModelSettings.timeout bounds one model call), so a Run "
     "goes on, and a retry is sent, after the Run's time is up (§8, §11).",
@@ -97,6 +104,7 @@ _HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
                 "HM-{}-EXECUTOR-SUCCEEDED")
 
 DIVERGENCES = {
+    "S6-CUT-KEEPS-GROUPS": _COMPACT_GETS_TOOL_ITEMS,
     **dict.fromkeys(("ROW-04-AT", "ROW-05", "ROW-06", "EX8-ROW1", "EX8-ROW2", "S7-USAGE-TINY"),
                     _USER_MESSAGES_KEPT),
     **dict.fromkeys(("EX8-ROW3", "EX8-ROW4", "EX8-ROW6", "S8-TARGET-EXPLICIT",
