@@ -24,7 +24,13 @@ from ctxspec.conformance.phases import PHASES, REFERENCE_COMMITS
 from ctxspec.reference import compaction, delivery, history, hooks, protocol, view
 from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.protection import ProtectedInput
-from ctxspec.reference.runtime import batch, context_manager, node_driver, session
+from ctxspec.reference.runtime import (
+    batch,
+    context_manager,
+    node_driver,
+    session,
+    window_report,
+)
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
@@ -101,9 +107,9 @@ def _refusal(original: Callable[..., str]) -> Callable[..., str]:
     runtime's own window errors keep the reference's words: ROW-11, EX8-ROW4, EX8-ROW6,
     S8-PROTECTED-TOO-LARGE and an S11 case still read the figures in the message's prose (not
     yet changed, see docs/open-questions.md Q295)."""
-    def message(self: Any, tokens: int, stage: str) -> str:
+    def message(budget: Any, tokens: int, stage: str) -> str:
         if "provider refused" not in stage:
-            return original(self, tokens, stage)
+            return original(budget, tokens, stage)
         return f"The provider would not take it: {tokens} tokens estimated."
     return message
 
@@ -161,7 +167,7 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (context_manager, "estimation_request", _estimation),
     (node_driver, "estimation_request", _estimation),
     (session.SessionState, "commit", _renamed),
-    (node_driver.NodeDriver, "window_message", _refusal),
+    (window_report, "window_message", _refusal),
     (batch, "ProtectedInput", _handover),
     (hooks, "_diag", _diagnostic),
 )

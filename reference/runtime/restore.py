@@ -22,6 +22,7 @@ from ctxspec.reference import delivery as dl
 from ctxspec.reference.contracts import (
     CompactionEpisode,
     ContextMutation,
+    NodeCheckpoint,
     Operation,
     Run,
     RunStatus,
@@ -132,7 +133,7 @@ def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:
             state.shared_context_id = shared.context_id
             facts.contexts[shared.context_id] = shared
         if run.status is RunStatus.RUNNING and loops.get(run.run_id):
-            facts.resume[run.run_id] = loops[run.run_id]
+            facts.positions[run.run_id] = NodeCheckpoint.model_validate(loops[run.run_id])
     for state in list(facts.runs.values()):
         if state.status is RunStatus.RUNNING:
             _restore_executions(store, facts, state, loops.get(state.run_id, {}))
@@ -252,7 +253,7 @@ def _restore_running_executions(store: Store, facts: StoredFacts, planner: RunSt
             # the Planner's last commit is spent too (§10, §11).
             if isinstance(made, int):
                 planner.tool_calls_made = max(planner.tool_calls_made, made)
-            facts.resume[context_id] = checkpoint
+            facts.positions[context_id] = NodeCheckpoint.model_validate(checkpoint)
         role_context = store.role_context(context_id)
         if role_context is not None:
             task.last_model_operation_id = role_context.last_model_operation_id
