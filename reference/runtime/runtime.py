@@ -301,8 +301,8 @@ class ReferenceRuntime:
         as the Loop received it; raw records, kept "用于审计和恢复核对", are served to audit
         (by default; audit may ask for the effective version too). ``node_task`` picks the
         n-th Executor execution of the Session (audit only: its context is private, §4)."""
-        self._authorise(caller)
-        effective = self._serves_effective(caller, content)
+        self.authorise(caller)
+        effective = self.serves_effective(caller, content)
         if content == "raw" and caller.kind != "audit":
             raise AccessDenied("not authorised to read this history")
         if node_task is not None and caller.kind != "audit":
@@ -315,7 +315,8 @@ class ReferenceRuntime:
                     raw, overrides.get(raw.record_id, {})))) if effective else raw)
         return served
 
-    def _serves_effective(self, caller: "HistoryCaller", content: HistoryContent | None) -> bool:
+    def serves_effective(self, caller: "HistoryCaller", content: HistoryContent | None) -> bool:
+        """Whether the read is served the effective version: a role's by default (Q81)."""
         return content == "effective" or (content is None and caller.kind == "role")
 
     def _history_contexts(self, caller: "HistoryCaller", node_task: int | None) -> list[UUID]:
@@ -332,7 +333,7 @@ class ReferenceRuntime:
             return [executions[node_task - 1]]
         return roots + executions if caller.kind == "audit" else roots
 
-    def _authorise(self, caller: "HistoryCaller") -> None:
+    def authorise(self, caller: "HistoryCaller") -> None:
         granted = caller.kind == "audit" and caller.role is not None \
             and caller.role in self.session.agent.audit_readers
         allowed = caller.session_id == self.session.session_id and (
