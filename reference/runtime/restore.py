@@ -39,12 +39,12 @@ from ctxspec.reference.policy import CompactionPolicy, DesignCompactionPolicy
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.access import AccessDenied, AuditGrants
 from ctxspec.reference.runtime.ownership import Lease, OwnerAlive, Ownership
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.session import (
     EPOCH,
     ROOT_ROLE,
-    AccessDenied,
     AgentConfig,
     CrashPlan,
     RunState,
@@ -69,12 +69,13 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             coordinator: CommitCoordinator | None = None,
             session_id: UUID | None = None,
             policy: CompactionPolicy | None = None,
-            lease: Lease | None = None) -> ReferenceRuntime:
+            lease: Lease | None = None, audit: AuditGrants | None = None) -> ReferenceRuntime:
     """A new runtime on ``store`` that takes its Session over and continues it from the
     stored facts: the Session ``session_id``, or the store's only Session when it is None.
     Nothing of the store's other Sessions is read into it, and a Session of another Agent than
     ``agent`` is refused (``AccessDenied``). ``policy``: the CompactionPolicy the runtime was
-    built with (the design's default when None), like every other port handed in again (Q222).
+    built with (the design's default when None), like every other port handed in again (Q222);
+    ``audit`` the audit grants it admits, handed in again like the ports (none when None).
 
     The facts are read in one read transaction; the takeover is refused while the previous
     owner's lease runs (``OwnerAlive``; ``lease`` is this owner's, 30 s when None), and its
@@ -107,7 +108,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     session.commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
                                                  {"incarnation": incarnation})])
     return ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks, estimator=estimator,
-                            clock=clock, session=session)
+                            clock=clock, session=session, audit=audit)
 
 
 def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:

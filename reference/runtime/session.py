@@ -218,21 +218,6 @@ class RunState:
     are not restored); with the tasks still held they make the Run's shared Loop budget."""
 
 
-@dataclass(frozen=True)
-class HistoryCaller:
-    """Who asks the history API: a Session, and a role, audit or a workspace script. For
-    ``audit``, ``role`` names the audit caller, which the Agent must grant
-    (``AgentConfig.audit_readers``)."""
-
-    session_id: UUID
-    kind: Literal["role", "audit", "script"]
-    role: str | None = None
-
-
-class AccessDenied(PermissionError):
-    """The history API refused a caller; the message names nothing of what exists."""
-
-
 def loop_key(run: "RunState", name: str) -> str:
     """A role's checkpoint name: the root role's is plain; an Executor's carries its context,
     since its NodeTask shares the Run."""
