@@ -51,12 +51,14 @@ class SlowWorld(World):
     """The tool, and the model now and then, take longer than the lease: the owner is still
     running when another process takes its Session over."""
 
+    pause = PAUSE
+
     def call(self, request: ModelCall) -> ModelOutcome:
-        time.sleep(random.choice((0.0, PAUSE / 2)))
+        time.sleep(random.choice((0.0, self.pause / 2)))
         return super().call(request)
 
     def run(self, name: str, arguments: Any, ordinal: int) -> ToolOutcome:
-        time.sleep(PAUSE)
+        time.sleep(self.pause)
         return super().run(name, arguments, ordinal)
 
 
@@ -122,11 +124,12 @@ def _target(store: Store, sessions: Sequence[str]) -> str:
     return random.choice(sessions)
 
 
-def worker(folder: Path, sessions: Sequence[str], seconds: float) -> None:
+def worker(folder: Path, sessions: Sequence[str], seconds: float, pause: float = PAUSE) -> None:
     """Take Sessions over at random and drive them until ``seconds`` have passed."""
     log = (folder / f"worker-{os.getpid()}.log").open("a", encoding="utf-8")
     store = Store(folder / "store.db")
     world = SlowWorld(folder / "tools.log")
+    world.pause = pause
     end = time.time() + seconds
     while time.time() < end:
         session = _target(store, sessions)
@@ -136,18 +139,20 @@ def worker(folder: Path, sessions: Sequence[str], seconds: float) -> None:
                               coordinator=_coordinator(store, log))
         except (OwnerAlive, CommitFailed):
             continue
-        log.write(json.dumps({"kind": "takeover", "session": session}) + "\n")
+        log.write(json.dumps({"kind": "takeover", "session": session,
+                              "t": round(time.time(), 2)}) + "\n")
         try:
             _drive(runtime, log)
         except CommitFailed as failed:  # taken over meanwhile: this owner stops here
             if "StaleOwner" not in str(failed):
                 raise
-            log.write(json.dumps({"kind": "fenced", "session": session}) + "\n")
+            log.write(json.dumps({"kind": "fenced", "session": session,
+                                  "t": round(time.time(), 2)}) + "\n")
         log.flush()
 
 
 def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool = True,
-         limit: float = 600.0) -> dict[str, Any]:
+         limit: float = 600.0, pause: float = PAUSE) -> dict[str, Any]:
     """Run workers (killing and replacing one now and then) until the logs count
     ``takeovers`` takeovers of a Session whose owner was still running — each old owner's
     next commit was fenced —; then check."""
@@ -155,7 +160,8 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
     ids = setup(folder, sessions)
     (folder / "sessions.json").write_text(json.dumps(ids), "utf-8")
     started = time.time()
-    command = [sys.executable, "-m", "tests.takeover_hunt", "--worker", str(folder)]
+    command = [sys.executable, "-m", "tests.takeover_hunt", "--worker", str(folder),
+               "--pause", str(pause)]
     running = [subprocess.Popen(command) for _ in range(workers)]
     killed = 0
     fenced = Tally(folder, "fenced")
@@ -175,7 +181,8 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
         process.wait()
     figures = check(folder)
     figures.update(seconds=round(time.time() - started, 1), killed=killed, sessions=sessions,
-                   workers=workers, **wal.figures())
+                   workers=workers, pause=pause, **wal.figures(),
+                   **{"fenced per minute": per_minute(folder, started)})
     wal.close()
     return figures
 
@@ -236,6 +243,14 @@ def _lines(folder: Path) -> list[dict[str, Any]]:
     return lines
 
 
+def per_minute(folder: Path, started: float) -> list[int]:
+    """The takeovers of a running owner in each minute of the hunt: a hunt that stalls (the
+    write-ahead log of the first hunts) shows as a run of zeros."""
+    times = [line["t"] for line in _lines(folder) if line.get("kind") == "fenced" and "t" in line]
+    counts = Counter(int((t - started) // 60) for t in times)
+    return [counts.get(minute, 0) for minute in range(max(counts, default=-1) + 1)]
+
+
 def check(folder: Path) -> dict[str, Any]:
     """The checker: every property of the module's docstring, as counts of violations."""
     lines = _lines(folder)
@@ -281,13 +296,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--takeovers", type=int, default=1000)
     parser.add_argument("--dir", type=Path, default=Path("takeover-hunt"))
+    parser.add_argument("--limit", type=float, default=600.0, help="seconds at most")
+    parser.add_argument("--pause", type=float, default=PAUSE, help="seconds a tool takes")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         ids = json.loads((args.worker / "sessions.json").read_text("utf-8"))
-        worker(args.worker, ids, 900.0)
+        worker(args.worker, ids, 3600.0, args.pause)
         return
-    figures = hunt(args.dir, args.sessions, args.workers, args.takeovers)
+    figures = hunt(args.dir, args.sessions, args.workers, args.takeovers, limit=args.limit,
+                   pause=args.pause)
     print(json.dumps(figures, indent=2))
 
 
