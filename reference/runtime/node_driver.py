@@ -145,17 +145,17 @@ class NodeDriver:
             raise AssertionError(f"a {position.stage} position names its Operation")
         operation = str(position.operation_id)
         run.loops -= 1  # the prepared request is the same loop, taken up again
-        attempts = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
-        same = isinstance(attempts, dict) and attempts.get("operation_id") == operation
-        refused = attempts.get("refused") if same and isinstance(attempts, dict) else None
+        stored = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
+        attempts = stored if isinstance(stored, dict) \
+            and stored.get("operation_id") == operation else {}
+        refused, failed = attempts.get("refused"), attempts.get("failed")
         if isinstance(refused, int):  # the provider refused it: never sent again
             self.refused(run, refused)
             return None
-        failed = attempts.get("failed") if same and isinstance(attempts, dict) else None
         return self.loop(run, Request(
             position.operation_id, self.kept_cutoff(position), again=True,
             first_attempt=failed + 1 if isinstance(failed, int) else 1,
-            partial=same and isinstance(attempts, dict) and attempts.get("partial") is True))
+            partial=attempts.get("partial") is True))
 
     def request_denied(self, run: RunState, position: NodeCheckpoint) -> None:
         """DENIED: the pre-request chain's committed deny ends the role (Q75)."""
