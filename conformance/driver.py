@@ -9,14 +9,14 @@ capabilities; a case needing one it lacks is reported unsupported, never passed.
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
-from uuid import UUID, uuid5
+from typing import Any, Protocol, cast
+from uuid import UUID
 
 from ctxspec.conformance.driver_config import agent_config, workflow_node
 from ctxspec.conformance.estimator import estimator_for
+from ctxspec.conformance.history_steps import HistorySteps
 from ctxspec.conformance.phases import CRASH_CAPABILITIES, REFERENCE_COMMITS
 from ctxspec.conformance.scenario import (
-    AUDITOR,
     HistoryReadDoc,
     Scenario,
     ScenarioError,
@@ -31,7 +31,6 @@ from ctxspec.conformance.scenario import (
 )
 from ctxspec.limits import shown
 from ctxspec.reference.commits import COMMIT_NAMES
-from ctxspec.reference.contracts import PayloadRef
 from ctxspec.reference.ports import (
     HookPort,
     LogicalClock,
@@ -44,20 +43,15 @@ from ctxspec.reference.runtime import workflow as wf
 from ctxspec.reference.runtime.ownership import HARNESS
 from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
-    AccessDenied,
+    AuditGrants,
     Crash,
     CrashPlan,
-    HistoryCaller,
     ReferenceRuntime,
 )
-from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, CommitFailed, Store
+from ctxspec.reference.runtime.store import CommitCoordinator, CommitFailed, Store
 from ctxspec.reference.runtime.trace import (
-    BodyDigest,
-    HistoryRead,
     PersistenceFailed,
-    RecordBody,
     Restarted,
-    Retained,
     SessionOpened,
     Trace,
 )
@@ -123,7 +117,7 @@ class Driver(Protocol):
 
 
 _LAST_INPUT = "SELECT MAX(rowid) AS n FROM user_inputs"  # not a count: a step per input (#35)
-class ReferenceDriver:
+class ReferenceDriver(HistorySteps):
     """The reference runtime behind the Driver interface. A scenario's ``crash`` kills the
     runtime at its commit: the object is dropped, a new one restores the Session from the same
     store (no Python state carried over) and the interrupted step continues — an ``advance`` is
@@ -171,6 +165,9 @@ class ReferenceDriver:
         self.agent, self.ports, self.seed = agent_config(scenario.agent), ports, scenario.name
         self.scenario_name = scenario.name
         self.store, self.clock = Store(), LogicalClock()
+        # The operator's grants for the audit readers the Agent names: each runtime built for
+        # it admits them, and an audit read of the scenario is made with its reader's grant.
+        self.audit = AuditGrants.issue(self.agent.audit_readers)
         crash = scenario.crash
         self.crash = None if crash is None else CrashPlan(
             self.phase_commits[crash.phase] if crash.phase is not None else str(crash.commit),
@@ -207,7 +204,8 @@ class ReferenceDriver:
         runtime = ReferenceRuntime(self.agent, model=self.ports.model, tools=self.ports.tools,
                                    hooks=self.ports.hooks, estimator=self.ports.estimator,
                                    clock=self.clock, seed=self.seed, store=self.store, crash=crash,
-                                   lease=HARNESS, coordinator=self.coordinator(self.store))
+                                   lease=HARNESS, coordinator=self.coordinator(self.store),
+                                   audit=self.audit)
         runtime.workspace = self.agent_workspace
         runtime.moments = self.ports.moments
         return runtime
@@ -230,7 +228,7 @@ class ReferenceDriver:
         self.runtime = restore(self.store, self.agent, model=self.ports.model,
                                tools=self.ports.tools, hooks=self.ports.hooks,
                                estimator=self.ports.estimator, clock=self.clock, seed=self.seed,
-                               session_id=session_id, lease=HARNESS)
+                               session_id=session_id, lease=HARNESS, audit=self.audit)
         self.runtime.workspace = self.agent_workspace
         self.runtime.moments = self.ports.moments
 
@@ -320,70 +318,8 @@ class ReferenceDriver:
         from ctxspec.conformance.crash_runup import crashed_runs  # it builds on this module
         return crashed_runs(document, crashes, fresh)
 
-    # --- retention and access (optional capabilities) ---------------------------------------
-
-    def workspace(self) -> dict[str, str]:
-        """The working files the Agent's tools wrote that are still there."""
-        return dict(self._runtime().workspace)
-
-    def observe_retention(self) -> None:
-        self.observed.add(Retained(tuple(sorted(self._runtime().workspace)),
-                                   self.store.count("records"), self.store.count("blobs")))
-
-    def history_step(self, read: HistoryReadDoc) -> None:
-        session = self.session_id() if read.session == "own" else uuid5(self.session_id(),
-                                                                        "another Session")
-        caller = read.kind + (f":{read.role}" if read.role else "")
-        role = AUDITOR if read.kind == "audit" and read.role is None else read.role
-        try:
-            rows = self.read_history(session, read.kind, role, read.content,
-                                     read.node_task)
-        except AccessDenied as refused:
-            self.observed.add(HistoryRead(caller, read.session, False, (), str(refused),
-                                          () if read.bodies else None, read.content,
-                                          read.node_task))
-            return
-        bodies = None
-        if read.bodies:
-            who = HistoryCaller(session, read.kind, role)
-            bodies = tuple(self._body(who, row) for row in rows)
-        self.observed.add(HistoryRead(caller, read.session, True,
-                                      tuple(r["message_kind"] for r in rows), None, bodies,
-                                      read.content, read.node_task))
-
-    def _body(self, caller: HistoryCaller, row: dict[str, Any]) -> RecordBody:
-        """A served record as digests: its text, and the full body behind its result_ref as
-        the caller reads it on demand."""
-        content = row["content"]
-        text = content.get("text")
-        cut = content.get("truncation")
-        full = None
-        if isinstance(cut, dict) and isinstance(cut.get("result_ref"), dict):
-            ref = PayloadRef.model_validate(cut["result_ref"])
-            full = BodyDigest.of(self._runtime().read_result_body(caller, ref))
-        return RecordBody(str(row["message_kind"]),
-                          BodyDigest.of(text if isinstance(text, str) else ""), full)
-
-    def stored_rows(self) -> int:
-        """How many rows the store holds, all tables together."""
-        return sum(self.store.count(table) for table in TABLES)
-
-    def delete_agent(self) -> None:
-        """Each Session's runtime deletes its own records and the Agent."""
-        for runtime in [*self.sessions, self._runtime()]:
-            runtime.delete_agent()
-
     def session_id(self) -> UUID:
         return self._runtime().session_id
-
-    def read_history(self, session_id: UUID, kind: Literal["role", "audit", "script"],
-                     role: str | None = None, content: Literal["raw", "effective"] | None = None,
-                     node_task: int | None = None) -> list[dict[str, Any]]:
-        """The history API: the records a caller may read (effective or raw, Q81), as JSON; a
-        refusal raises ``AccessDenied``."""
-        return [{"message_kind": raw.record.message_kind, "content": dict(raw.content)}
-                for raw in self._runtime().read_history(HistoryCaller(session_id, kind, role),
-                                                        content, node_task)]
 
     def raw_trace(self) -> Trace:
         if self.workflow_trace is not None:

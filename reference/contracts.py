@@ -4,9 +4,10 @@
 Names and fields are the design's own: UserInput, UserInputDelivery, ContextRecord and
 RoleContext (§2); ContextPatch, ContextPatchOperation, ContextMutation and
 EffectiveContextRevision (§3); ContextSourceRange, ContextSnapshot and CompactionEpisode (§9).
-The minimal runtime contracts (Run, Operation, Attempt, HookInvocation, Batch) carry only what
-the design's rules need. Validation enforces what the design implies (sequence numbers >= 1,
-states from closed sets, ranges with from <= through, state-dependent fields) and nothing more.
+The minimal runtime contracts (Run, Operation, Attempt, HookInvocation, Batch, and a role's
+NodeCheckpoint of §10) carry only what the design's rules need. Validation enforces what the
+design implies (sequence numbers >= 1, states from closed sets, ranges with from <= through,
+state-dependent fields) and nothing more.
 
 Inside the reference every model forbids unknown fields; the JSON Schemas published from them
 (spec/schemas/) are a projection of the core fields (§9) and stay open to additional properties.
@@ -15,7 +16,7 @@ Ids, times and blobs arrive as values: nothing here reads a clock or makes an id
 
 from enum import StrEnum
 from itertools import pairwise
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 from uuid import UUID
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
@@ -518,11 +519,71 @@ class Batch(Contract):
         return self
 
 
+class NodeStage(StrEnum):
+    """Where a role's loop stands, the "当前阶段" of §10's 角色可恢复状态, naming the step the loop
+    runs next (for the role's own incarnation or a takeover): no request in flight (the next
+    Loop; a new role starts here); the pre-request chain decided, or its deny (Q75); the
+    request's compaction started; T_FREEZE; the raw answer saved; its effective record saved
+    (its post-response chain next); the answer decided (its calls settle, then the feedback)."""
+
+    LOOP_DONE = "loop_done"
+    PREPARED = "prepared"
+    DENIED = "denied"
+    COMPACTING = "compacting"
+    FROZEN = "frozen"
+    RAW_SAVED = "raw_saved"
+    POST = "post"
+    BATCH = "batch"
+
+
+_NEEDS_OPERATION = frozenset({NodeStage.PREPARED, NodeStage.DENIED, NodeStage.COMPACTING,
+                              NodeStage.FROZEN, NodeStage.RAW_SAVED})  # a request in flight
+
+
+class NodeCheckpoint(Contract):
+    """A role's recoverable state, committed with each step of its loop (§10 "角色可恢复状态：
+    当前阶段、上下文水位、待处理调用/批次"; "持久 GraphCheckpoint、NodeCheckpoint … 才是可恢复
+    事实"): the stage, the Loops and tool calls spent (a takeover never regains them, §10
+    "剩余额度"), the request's Operation and input cutoff, its frozen manifest, the decision whose
+    batch is open and that batch's members — settled (call_id → result), pre-call decisions,
+    Executor executions started (call_id → context_id), raw results saved and the call
+    started. Never copies of messages: identities and commit positions only."""
+
+    stage: NodeStage
+    loops: Count
+    tool_calls_made: Count
+    tick: Count
+    operation_id: UUID | None = None
+    cutoff: Count | None = None
+    manifest: dict[str, Any] | None = None
+    decision: UUID | None = None
+    settled: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    hooked: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    delegated: dict[str, str] = Field(default_factory=dict)
+    raw: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    started: str | None = None
+
+    @model_validator(mode="after")
+    def _stage_facts(self) -> Self:
+        if self.stage in _NEEDS_OPERATION and self.operation_id is None:
+            raise ValueError(f"a {self.stage} position names its request's operation_id")
+        if self.stage in (NodeStage.POST, NodeStage.BATCH) and self.decision is None:
+            raise ValueError(f"a {self.stage} position names its decision")
+        open_batch = (self.settled, self.hooked, self.delegated, self.raw, self.started)
+        if self.stage is not NodeStage.BATCH and any(open_batch):
+            raise ValueError("only a batch position holds batch members")
+        return self
+
+    def document(self) -> dict[str, Any]:  # stored as the step set it: what it names
+        return self.model_dump(mode="json", exclude_unset=True)
+
+
 CONTRACTS: tuple[type[Contract], ...] = (
     PayloadRef, UserInput, UserInputDelivery, ContextRecord, RoleContext,
     ContextPatchOperation, ContextPatch, ContextMutation, EffectiveContextRevision,
     ContextSourceRange, ContextSnapshot, CompactionEpisode,
     Run, Operation, Attempt, HookDiagnostic, HookInvocation, BatchMember, Batch,
+    NodeCheckpoint,
 )
 """Every published contract, in the order of the design; each gets spec/schemas/<name>.json."""
 
@@ -531,7 +592,8 @@ __all__ = [
     "BatchMemberState", "CompactionEpisode", "ContextMutation", "ContextPatch",
     "ContextPatchOperation", "ContextRecord", "ContextSnapshot", "ContextSourceRange", "Contract",
     "DeliveryState", "EffectiveContextRevision", "EpisodeStatus", "HookDecision", "HookDiagnostic",
-    "HookInvocation", "InputKind", "MessageRole", "MutationSourceKind", "Operation",
+    "HookInvocation", "InputKind", "MessageRole", "MutationSourceKind", "NodeCheckpoint",
+    "NodeStage", "Operation",
     "OperationPurpose", "OperationState", "PatchOperationKind", "PayloadRef", "RoleContext", "Run",
     "RunStatus", "UserInput", "UserInputDelivery",
 ]

@@ -24,7 +24,13 @@ from ctxspec.conformance.phases import PHASES, REFERENCE_COMMITS
 from ctxspec.reference import compaction, delivery, history, hooks, protocol, view
 from ctxspec.reference.contracts import MessageRole
 from ctxspec.reference.protection import ProtectedInput
-from ctxspec.reference.runtime import batch, context_manager, node_driver, session
+from ctxspec.reference.runtime import (
+    batch,
+    context_manager,
+    node_driver,
+    session,
+    window_report,
+)
 from ctxspec.reference.tokens import EstimationRequest, PromptMessage
 from ctxspec.reference.view import ModelView, ViewKind, ViewMessage
 
@@ -100,7 +106,7 @@ def _refusal(_original: Callable[..., str]) -> Callable[..., str]:
     """Every window error worded its own way — the provider's refusal and the runtime's own —
     with none of the reference's figures in its words: the cases read the figures the ending
     carries as numbers (Q294, Q295)."""
-    def message(self: Any, tokens: int, stage: str) -> str:
+    def message(budget: Any, tokens: int, stage: str) -> str:
         if "provider refused" in stage:
             return "The provider would not take it: the request is too long."
         return "This conversation no longer fits the model; start a new one."
@@ -108,7 +114,7 @@ def _refusal(_original: Callable[..., str]) -> Callable[..., str]:
 
 
 def _fixed(_original: Callable[..., str]) -> Callable[..., str]:
-    def message(self: Any, fixed: int, tokens: int) -> str:
+    def message(budget: Any, fixed: int, tokens: int) -> str:
         return "The instructions and your message alone are too long for the model."
     return message
 
@@ -166,8 +172,8 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (context_manager, "estimation_request", _estimation),
     (node_driver, "estimation_request", _estimation),
     (session.SessionState, "commit", _renamed),
-    (node_driver.NodeDriver, "window_message", _refusal),
-    (node_driver.NodeDriver, "fixed_message", _fixed),
+    (window_report, "window_message", _refusal),
+    (window_report, "fixed_message", _fixed),
     (batch, "ProtectedInput", _handover),
     (hooks, "_diag", _diagnostic),
 )

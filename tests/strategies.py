@@ -211,6 +211,31 @@ def batches(draw: st.DrawFn) -> c.Batch:
                    feedback_record_id=draw(st.none() | uuids) if settled else None)
 
 
+json_members = st.dictionaries(words, st.dictionaries(words, words | counts | st.booleans()),
+                               max_size=3)
+
+
+@st.composite
+def node_checkpoints(draw: st.DrawFn) -> c.NodeCheckpoint:
+    """A request in flight names its Operation, an answer being decided its decision, and only
+    an open batch holds members."""
+    stage = draw(st.sampled_from(c.NodeStage))
+    in_flight = stage in {c.NodeStage.PREPARED, c.NodeStage.DENIED, c.NodeStage.COMPACTING,
+                          c.NodeStage.FROZEN, c.NodeStage.RAW_SAVED}
+    deciding = stage in {c.NodeStage.POST, c.NodeStage.BATCH}
+    batch = stage is c.NodeStage.BATCH
+    return c.NodeCheckpoint(
+        stage=stage, loops=draw(counts), tool_calls_made=draw(counts), tick=draw(counts),
+        operation_id=draw(uuids if in_flight else st.none() | uuids),
+        cutoff=draw(st.none() | counts),
+        manifest=draw(st.none() | st.dictionaries(words, words | counts, max_size=3)),
+        decision=draw(uuids if deciding else st.none()),
+        settled=draw(json_members) if batch else {}, hooked=draw(json_members) if batch else {},
+        delegated=draw(st.dictionaries(words, words, max_size=3)) if batch else {},
+        raw=draw(json_members) if batch else {},
+        started=draw(st.none() | words) if batch else None)
+
+
 STRATEGIES: dict[type[c.Contract], st.SearchStrategy[Any]] = {
     c.PayloadRef: payload_refs,
     c.UserInput: user_inputs(),
@@ -232,4 +257,5 @@ STRATEGIES: dict[type[c.Contract], st.SearchStrategy[Any]] = {
     c.BatchMember: st.builds(c.BatchMember, action_ordinal=seqs, call_id=uuids,
                              operation_id=uuids, state=st.sampled_from(c.BatchMemberState)),
     c.Batch: batches(),
+    c.NodeCheckpoint: node_checkpoints(),
 }

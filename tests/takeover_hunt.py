@@ -22,6 +22,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -50,12 +51,14 @@ class SlowWorld(World):
     """The tool, and the model now and then, take longer than the lease: the owner is still
     running when another process takes its Session over."""
 
+    pause = PAUSE
+
     def call(self, request: ModelCall) -> ModelOutcome:
-        time.sleep(random.choice((0.0, PAUSE / 2)))
+        time.sleep(random.choice((0.0, self.pause / 2)))
         return super().call(request)
 
     def run(self, name: str, arguments: Any, ordinal: int) -> ToolOutcome:
-        time.sleep(PAUSE)
+        time.sleep(self.pause)
         return super().run(name, arguments, ordinal)
 
 
@@ -121,11 +124,12 @@ def _target(store: Store, sessions: Sequence[str]) -> str:
     return random.choice(sessions)
 
 
-def worker(folder: Path, sessions: Sequence[str], seconds: float) -> None:
+def worker(folder: Path, sessions: Sequence[str], seconds: float, pause: float = PAUSE) -> None:
     """Take Sessions over at random and drive them until ``seconds`` have passed."""
     log = (folder / f"worker-{os.getpid()}.log").open("a", encoding="utf-8")
     store = Store(folder / "store.db")
     world = SlowWorld(folder / "tools.log")
+    world.pause = pause
     end = time.time() + seconds
     while time.time() < end:
         session = _target(store, sessions)
@@ -135,18 +139,20 @@ def worker(folder: Path, sessions: Sequence[str], seconds: float) -> None:
                               coordinator=_coordinator(store, log))
         except (OwnerAlive, CommitFailed):
             continue
-        log.write(json.dumps({"kind": "takeover", "session": session}) + "\n")
+        log.write(json.dumps({"kind": "takeover", "session": session,
+                              "t": round(time.time(), 2)}) + "\n")
         try:
             _drive(runtime, log)
         except CommitFailed as failed:  # taken over meanwhile: this owner stops here
             if "StaleOwner" not in str(failed):
                 raise
-            log.write(json.dumps({"kind": "fenced", "session": session}) + "\n")
+            log.write(json.dumps({"kind": "fenced", "session": session,
+                                  "t": round(time.time(), 2)}) + "\n")
         log.flush()
 
 
 def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool = True,
-         limit: float = 600.0) -> dict[str, Any]:
+         limit: float = 600.0, pause: float = PAUSE) -> dict[str, Any]:
     """Run workers (killing and replacing one now and then) until the logs count
     ``takeovers`` takeovers of a Session whose owner was still running — each old owner's
     next commit was fenced —; then check."""
@@ -154,11 +160,15 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
     ids = setup(folder, sessions)
     (folder / "sessions.json").write_text(json.dumps(ids), "utf-8")
     started = time.time()
-    command = [sys.executable, "-m", "tests.takeover_hunt", "--worker", str(folder)]
+    command = [sys.executable, "-m", "tests.takeover_hunt", "--worker", str(folder),
+               "--pause", str(pause)]
     running = [subprocess.Popen(command) for _ in range(workers)]
     killed = 0
-    while _count(folder, "fenced") < takeovers and time.time() - started < limit:
+    fenced = Tally(folder, "fenced")
+    wal = WalTrimmer(folder / "store.db")
+    while fenced.count() < takeovers and time.time() - started < limit:
         time.sleep(0.2)
+        wal.trim()
         if kills and random.random() < 0.3:
             victim = running.pop(random.randrange(len(running)))
             victim.send_signal(signal.SIGKILL)
@@ -171,8 +181,57 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
         process.wait()
     figures = check(folder)
     figures.update(seconds=round(time.time() - started, 1), killed=killed, sessions=sessions,
-                   workers=workers)
+                   workers=workers, pause=pause, **wal.figures(),
+                   **{"fenced per minute": per_minute(folder, started)})
+    wal.close()
     return figures
+
+
+class WalTrimmer:
+    """The parent's checkpoint of the store's write-ahead log between rounds. Workers read all
+    the time, so SQLite's automatic (passive) checkpoint never finds a moment when no reader
+    holds an old snapshot, and the log grew past 400 MB in the first hunts, slowing every
+    query; ``wal_checkpoint(TRUNCATE)`` waits (the busy timeout) until the readers are on the
+    newest snapshot, copies the log into the database and empties it."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path, timeout=2.0)
+        self.wal = path.with_name(path.name + "-wal")
+        self.largest = self.trims = self.busy = 0
+
+    def trim(self) -> None:
+        self.largest = max(self.largest, self.wal.stat().st_size if self.wal.exists() else 0)
+        busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        self.trims += 1
+        self.busy += busy  # 1 when a reader or writer kept it from finishing this time
+
+    def figures(self) -> dict[str, int]:
+        return {"largest write-ahead log (bytes)": self.largest, "wal checkpoints": self.trims,
+                "wal checkpoints not finished (busy)": self.busy}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Tally:
+    """Counts the log lines of one kind as the workers append them, reading each log only
+    from where the last count stopped (re-reading every log each round cost the parent more
+    and more of a busy machine)."""
+
+    def __init__(self, folder: Path, kind: str) -> None:
+        self.folder, self.needle = folder, f'"kind": "{kind}"'
+        self.offsets: dict[Path, int] = {}
+        self.total = 0
+
+    def count(self) -> int:
+        for path in self.folder.glob("worker-*.log"):
+            with path.open("rb") as log:
+                log.seek(self.offsets.get(path, 0))
+                data = log.read()
+            whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits
+            self.offsets[path] = self.offsets.get(path, 0) + len(whole)
+            self.total += whole.decode("utf-8").count(self.needle)
+        return self.total
 
 
 def _lines(folder: Path) -> list[dict[str, Any]]:
@@ -184,8 +243,12 @@ def _lines(folder: Path) -> list[dict[str, Any]]:
     return lines
 
 
-def _count(folder: Path, kind: str) -> int:
-    return sum(1 for line in _lines(folder) if line.get("kind") == kind)
+def per_minute(folder: Path, started: float) -> list[int]:
+    """The takeovers of a running owner in each minute of the hunt: a hunt that stalls (the
+    write-ahead log of the first hunts) shows as a run of zeros."""
+    times = [line["t"] for line in _lines(folder) if line.get("kind") == "fenced" and "t" in line]
+    counts = Counter(int((t - started) // 60) for t in times)
+    return [counts.get(minute, 0) for minute in range(max(counts, default=-1) + 1)]
 
 
 def check(folder: Path) -> dict[str, Any]:
@@ -233,13 +296,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--takeovers", type=int, default=1000)
     parser.add_argument("--dir", type=Path, default=Path("takeover-hunt"))
+    parser.add_argument("--limit", type=float, default=600.0, help="seconds at most")
+    parser.add_argument("--pause", type=float, default=PAUSE, help="seconds a tool takes")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         ids = json.loads((args.worker / "sessions.json").read_text("utf-8"))
-        worker(args.worker, ids, 900.0)
+        worker(args.worker, ids, 3600.0, args.pause)
         return
-    figures = hunt(args.dir, args.sessions, args.workers, args.takeovers)
+    figures = hunt(args.dir, args.sessions, args.workers, args.takeovers, limit=args.limit,
+                   pause=args.pause)
     print(json.dumps(figures, indent=2))
 
 

@@ -33,6 +33,7 @@ from ctxspec.conformance.phases import CRASH_CAPABILITIES
 from ctxspec.conformance.stdio import PROTOCOL, VERSION, serve
 from ctxspec.conformance.universal import INVARIANTS
 from ctxspec.conformance.vectors import VECTORS, drifted, generate, replay
+from ctxspec.reference.contracts import NodeCheckpoint, NodeStage
 from ctxspec.reference.runtime.node_driver import NodeDriver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,14 +188,15 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
         matrix: list[Case], monkeypatch: pytest.MonkeyPatch) -> None:
     # A realistic recovery bug: a takeover ignores the saved raw result and sends the frozen
     # request again. Only crash points after a saved answer can show it, and they must.
-    resume = NodeDriver.resume
+    effective_result = NodeDriver.effective_result
 
-    def forgetful(driver: NodeDriver, run: Any, checkpoint: Any) -> None:
-        if checkpoint.get("stage") == "raw_saved":
-            checkpoint = {**checkpoint, "stage": "frozen"}
-        resume(driver, run, checkpoint)
+    def forgetful(driver: NodeDriver, run: Any, position: NodeCheckpoint) -> Any:
+        if position.operation_id not in driver.answers:  # a takeover's: its answer is stored
+            return driver.request_again(run, position.model_copy(
+                update={"stage": NodeStage.FROZEN}))
+        return effective_result(driver, run, position)
 
-    monkeypatch.setattr(NodeDriver, "resume", forgetful)
+    monkeypatch.setattr(NodeDriver, "effective_result", forgetful)
     # As a suite run: the uncrashed baselines (no takeover in them) run once, not per case.
     failed = {r.case.id: r.detail for r in run_suite(matrix, ReferenceDriver)
               if r.status == "failed"}

@@ -292,6 +292,26 @@ def test_batch_members_in_action_order() -> None:
     assert c.Batch(members=(member(1), member(2)), feedback_record_id=uuid4(), **common)
 
 
+
+def test_a_node_checkpoint_names_what_its_stage_works_on() -> None:
+    # §10 角色可恢复状态: a request in flight is its Operation's, an answer being decided is
+    # its decision's, and only an open batch has members to take up.
+    spent: dict[str, Any] = dict(loops=1, tool_calls_made=0, tick=0)
+    for stage in (c.NodeStage.PREPARED, c.NodeStage.DENIED, c.NodeStage.COMPACTING,
+                  c.NodeStage.FROZEN, c.NodeStage.RAW_SAVED):
+        assert f"a {stage} position names its request's operation_id" in error_of(
+            c.NodeCheckpoint, stage=stage, **spent)
+    for stage in (c.NodeStage.POST, c.NodeStage.BATCH):
+        assert f"a {stage} position names its decision" in error_of(
+            c.NodeCheckpoint, stage=stage, **spent)
+    assert "only a batch position holds batch members" in error_of(
+        c.NodeCheckpoint, stage="post", decision=uuid4(), settled={"a": {"text": "x"}}, **spent)
+    kept = c.NodeCheckpoint(stage=c.NodeStage.FROZEN, operation_id=uuid4(), cutoff=3, **spent)
+    # Stored as the step set it: no field the step did not name.
+    assert set(kept.document()) == {"stage", "operation_id", "cutoff", *spent}
+    assert c.NodeCheckpoint(stage=c.NodeStage.LOOP_DONE, **spent).document() == {
+        "stage": "loop_done", **spent}
+
 @given(st.uuids())
 def test_uuid_fields_accept_canonical_text(identifier: UUID) -> None:
     ref = c.ContextSourceRange.model_validate(

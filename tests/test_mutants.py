@@ -132,6 +132,14 @@ def test_there_are_at_least_twenty_mutants_each_with_its_catcher() -> None:
     assert {m.id for m in MUTANTS} == set(CATCHER)
 
 
+def test_no_mutant_patches_a_private_name() -> None:
+    # Issue #34: a wrong runtime is a replaced or altered step or public method, so a refactor
+    # of a step's inside does not break the mutant (nor a mutant keep a helper alive).
+    private = [f"{m.id}: {getattr(p.owner, '__name__', p.owner)}.{p.attribute}"
+               for m in MUTANTS for p in m.patches if p.attribute.startswith("_")]
+    assert private == []
+
+
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) -> None:
     # The inner loop: each mutant against its catcher alone (the whole kill matrix is slow).

@@ -271,3 +271,26 @@ def test_an_executors_episode_is_resumed_after_a_refused_snapshot_commit() -> No
         return [(e["status"], e["error_code"]) for e in trace if e["kind"] == "run_ended"]
 
     assert endings(crashed) == endings(uncrashed) == [("succeeded", None)]
+
+
+def test_a_takeover_reads_the_records_by_index_never_whole(tmp_path: Path) -> None:
+    # The takeover hunt (issue #34) slowed as its store grew: restoring a Session scanned
+    # every record of the store once per Run to find the Run's shared scope. Each query a
+    # takeover makes of the records table now searches an index.
+    store = Store(tmp_path / "plans.db")
+    ports, clock = Counting(scenario()), LogicalClock()
+    first = start(store, ports, None, clock)
+    first.ask("Write the report and read my notes.")
+    first.advance()
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    restore(store, agent_config(scenario().agent), model=ports, tools=ports, hooks=ports,
+            estimator=CharEstimator(), clock=clock, lease=HARNESS)
+    store.db.conn.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")
+             and " records" in s]
+    assert reads, "restore reads the records"
+    scans = [(s, detail) for s in reads for (*_, detail) in
+             store.db.conn.execute("EXPLAIN QUERY PLAN " + s).fetchall()
+             if detail.startswith("SCAN records")]
+    assert scans == []

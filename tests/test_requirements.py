@@ -136,7 +136,8 @@ def audit(driver: ReferenceDriver) -> list[str]:
     runtime = driver.runtime
     assert runtime is not None
     return [str(raw.content.get("text", "")) for raw in
-            runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR))]
+            runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR,
+                                               driver.audit.grant(AUDITOR)))]
 
 
 # --- structure the code can show -----------------------------------------------------------------
@@ -595,7 +596,7 @@ def test_the_unread_body_of_a_large_result_stays_readable_for_audit() -> None:
     driver, _ = drive(scenario_of("ROW-08"))
     runtime = driver.runtime
     assert runtime is not None
-    auditor = HistoryCaller(runtime.session_id, "audit", AUDITOR)
+    auditor = HistoryCaller(runtime.session_id, "audit", AUDITOR, driver.audit.grant(AUDITOR))
     [dumped] = [raw for raw in runtime.read_history(auditor)
                 if raw.record.message_kind == "tool_result"
                 and isinstance(raw.content.get("truncation"), dict)]

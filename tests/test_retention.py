@@ -21,7 +21,12 @@ from ctxspec.conformance.scenario import (
     parse_scenario,
 )
 from ctxspec.reference.ports import LogicalClock
-from ctxspec.reference.runtime.runtime import AccessDenied, HistoryCaller, ReferenceRuntime
+from ctxspec.reference.runtime.runtime import (
+    AccessDenied,
+    AuditGrants,
+    HistoryCaller,
+    ReferenceRuntime,
+)
 from ctxspec.reference.runtime.store import TABLES, CommitCoordinator, Store, insert
 
 
@@ -30,6 +35,10 @@ def scenario_doc(persistent: bool) -> dict[str, Any]:
     doc["tools"]["write"][0]["workspace_writes"] = {"reports/a.md": "draft!"}
     doc["agent"]["persistent_sandbox"] = persistent
     return doc
+
+
+AUDIT = AuditGrants.issue([AUDITOR])
+"""The grants the runtimes here are configured with (their Agent names AUDITOR)."""
 
 
 def finished_run(tmp_path: Path, persistent: bool = False) -> tuple[ReferenceRuntime, Store]:
@@ -41,7 +50,7 @@ def finished_run(tmp_path: Path, persistent: bool = False) -> tuple[ReferenceRun
                                tools=ScriptedTools(scenario.tools, triggers),
                                hooks=ScriptedHooks(scenario.hooks),
                                estimator=ESTIMATORS["chars"](), clock=LogicalClock(),
-                               store=store)
+                               store=store, audit=AUDIT)
     runtime.ask("Write the report and read my notes.")
     runtime.advance()
     return runtime, store
@@ -103,7 +112,8 @@ def test_the_history_api_serves_the_root_role_and_audit_of_its_own_session(
     own = runtime.read_history(HistoryCaller(runtime.session_id, "role", "root"))
     assert [raw.record.message_kind for raw in own] == [
         "user_ref", "assistant", "tool_result", "tool_result", "assistant"]
-    audit = runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR))
+    audit = runtime.read_history(HistoryCaller(runtime.session_id, "audit", AUDITOR,
+                                               AUDIT.grant(AUDITOR)))
     assert len(audit) == len(own)
 
 

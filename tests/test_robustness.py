@@ -40,6 +40,8 @@ from ctxspec.reference.runtime.restore import restore
 from ctxspec.reference.runtime.runtime import (
     AccessDenied,
     AgentDeleted,
+    AuditGrant,
+    AuditGrants,
     HistoryCaller,
     ReferenceRuntime,
 )
@@ -356,7 +358,7 @@ def test_the_stdio_server_refuses_a_line_past_its_limit_and_goes_on() -> None:
 # --- access ---------------------------------------------------------------------------------
 
 def runtime_of(store: Store | None = None, seed: str | None = None,
-               **agent: Any) -> ReferenceRuntime:
+               audit: AuditGrants | None = None, **agent: Any) -> ReferenceRuntime:
     scenario = parse_scenario(example("tool-batch-hook"))
     triggers = Triggers(())
     config = dataclasses.replace(agent_config(scenario.agent), **agent)
@@ -364,20 +366,53 @@ def runtime_of(store: Store | None = None, seed: str | None = None,
                             tools=ScriptedTools(scenario.tools, triggers),
                             hooks=ScriptedHooks(scenario.hooks),
                             estimator=ESTIMATORS["chars"](), clock=LogicalClock(),
-                            store=store, seed=seed)
+                            store=store, seed=seed, audit=audit)
 
 
 def test_an_audit_read_needs_a_grant_in_the_agent_configuration() -> None:
-    runtime = runtime_of(audit_readers=("compliance",))
+    grants = AuditGrants.issue(["compliance", "auditor"])
+    runtime = runtime_of(audit_readers=("compliance",), audit=grants)
     runtime.ask("Write the report and read my notes.")
     runtime.advance()
-    assert runtime.read_history(HistoryCaller(runtime.session_id, "audit", "compliance"))
-    for name in ("auditor", None, "compliance "):
+    session = runtime.session_id
+    assert runtime.read_history(HistoryCaller(session, "audit", "compliance",
+                                              grants.grant("compliance")))
+    refused = [
+        # a grant the runtime admits, for a reader the Agent does not name
+        HistoryCaller(session, "audit", "auditor", grants.grant("auditor")),
+        # another reader's grant, or none, whatever the caller says it is
+        HistoryCaller(session, "audit", "auditor", grants.grant("compliance")),
+        HistoryCaller(session, "audit", None), HistoryCaller(session, "audit", "compliance "),
+    ]
+    for caller in refused:
         with pytest.raises(AccessDenied):
-            runtime.read_history(HistoryCaller(runtime.session_id, "audit", name))
-    ungranted = runtime_of(audit_readers=())
+            runtime.read_history(caller)
+    ungranted = runtime_of(audit_readers=(), audit=grants)
     with pytest.raises(AccessDenied):
-        ungranted.read_history(HistoryCaller(ungranted.session_id, "audit", "auditor"))
+        ungranted.read_history(HistoryCaller(ungranted.session_id, "audit", "auditor",
+                                             grants.grant("auditor")))
+
+
+def test_an_audit_read_by_name_or_with_a_forged_grant_is_refused() -> None:
+    # Issue #34: naming a reader the Agent grants is no credential, nor is a grant the caller
+    # built itself or one another configuration issued; only the credential the runtime was
+    # configured with is.
+    grants = AuditGrants.issue(["compliance"])
+    runtime = runtime_of(audit_readers=("compliance",), audit=grants)
+    runtime.ask("Write the report and read my notes.")
+    runtime.advance()
+    session = runtime.session_id
+    for forged in (None, AuditGrant("compliance"),
+                   AuditGrants.issue(["compliance"]).grant("compliance")):
+        with pytest.raises(AccessDenied, match="not authorised to read this history"):
+            runtime.read_history(HistoryCaller(session, "audit", "compliance", forged))
+    assert runtime.read_history(HistoryCaller(session, "audit", "compliance",
+                                              grants.grant("compliance")))
+    # A runtime built without grants admits no audit read, whatever its Agent names.
+    bare = runtime_of(audit_readers=("compliance",))
+    with pytest.raises(AccessDenied):
+        bare.read_history(HistoryCaller(bare.session_id, "audit", "compliance",
+                                        grants.grant("compliance")))
 
 
 def test_a_scenario_without_the_grant_sees_its_audit_read_refused() -> None:

@@ -2,8 +2,9 @@
 names, the port protocols, the script errors and ToolSpec live in neutral modules of the core
 (``reference/ports.py``, ``reference/commits.py``) that the reference runtime and the
 conformance package both import. The conformance package and the models import the reference
-runtime only where they build the reference driver (``conformance/driver.py``, and
-``conformance/crash_runup.py``, its crashed runs sharing their run-up) and its mutants
+runtime only where they build the reference driver (``conformance/driver.py``, with
+``conformance/crash_runup.py``, its crashed runs sharing their run-up, and
+``conformance/history_steps.py``, its history-API steps) and its mutants
 (``conformance/mutants/``), so the contract never depends on the implementation it judges."""
 
 import ast
@@ -13,10 +14,10 @@ from tests.purity import ROOT
 
 RUNTIME = "ctxspec.reference.runtime"
 MAY_IMPORT_THE_RUNTIME = ("conformance/driver.py", "conformance/driver_config.py",
-                          "conformance/crash_runup.py",
+                          "conformance/crash_runup.py", "conformance/history_steps.py",
                           "conformance/mutants/")
-"""The reference driver (with its reading of a scenario's Agent and its crashed-run sharing), and
-the deliberately wrong runtimes made from it."""
+"""The reference driver (with its reading of a scenario's Agent, its crashed-run sharing and
+its history-API steps), and the deliberately wrong runtimes made from it."""
 
 
 def runtime_imports(path: Path) -> list[str]:

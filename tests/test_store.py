@@ -2,7 +2,9 @@
 the history source over it (§4 paged reads). Expected values are derived by hand: row counts,
 sha256 of known bytes, and the §4/§5 projection of a small session written out line by line."""
 
+import ast
 import hashlib
+import inspect
 import json
 import sqlite3
 from datetime import UTC, datetime
@@ -51,6 +53,7 @@ from ctxspec.reference.runtime.store import (
     CommitCoordinator,
     CommitFailed,
     Store,
+    StoredRevision,
     Write,
     blob_write,
     build_schema,
@@ -687,3 +690,19 @@ def test_a_column_value_is_stored_as_its_kind_says(value: object, stored: object
 def test_a_value_no_column_can_store_is_refused() -> None:
     with pytest.raises(TypeError, match="set is not a storable column value"):
         sql_value({1})
+
+
+def test_every_method_of_the_store_is_called_somewhere() -> None:
+    # Issue #34: a reader nobody calls is code to keep in step with the schema for nothing.
+    # A method counts as called when some other module of the project — or the store itself —
+    # names it as an attribute (``store.text(...)``, ``self.query(...)``).
+    root = Path(__file__).resolve().parent.parent
+    used: set[str] = set()
+    for folder in ("reference", "conformance", "models", "ctxspec/commands", "tests"):
+        for path in (root / folder).rglob("*.py"):
+            used |= {node.attr for node in ast.walk(ast.parse(path.read_text("utf-8")))
+                     if isinstance(node, ast.Attribute)}
+    defined = {f"{cls.__name__}.{name}" for cls in (Store, CommitCoordinator, StoredRevision)
+               for name, _ in inspect.getmembers(cls, inspect.isfunction)
+               if not name.startswith("__") and name in vars(cls)}
+    assert sorted(d for d in defined if d.split(".")[1] not in used) == []

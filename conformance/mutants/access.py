@@ -143,7 +143,7 @@ MUTANTS = (
     Mutant("AUDIT-WITHOUT-GRANT",
            "any caller that says it is audit reads the Session's history; the Agent's grant is "
            "not looked up (§4, §11: authorised audit)",
-           (Patch(ReferenceRuntime, "_authorise", _audit_ungranted),)),
+           (Patch(ReferenceRuntime, "authorise", _audit_ungranted),)),
     Mutant("CLAIMED-SUPPLEMENT-LOST",
            "a supplement claimed by a request that failed before any output is not carried "
            "to the next question (§5, §11: it becomes pending again, same UserInput)",

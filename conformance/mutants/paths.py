@@ -151,7 +151,7 @@ MUTANTS = (
            "the history API serves a role the raw records, so a hook's change reads as the "
            "provider's original (§1: the effective version is business consumers' common "
            "source; Q81)",
-           (Patch(ReferenceRuntime, "_serves_effective", _serves_raw, reads_only=True),)),
+           (Patch(ReferenceRuntime, "serves_effective", _serves_raw, reads_only=True),)),
     Mutant("ARGUMENTS-UNCHECKED",
            "a call whose arguments break its tool's declared schema, or are no JSON, runs (§11: "
            "an output-format error is corrected by a new business Loop; Q82)",

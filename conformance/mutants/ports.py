@@ -17,7 +17,6 @@ from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.context_writes import ContextDelta
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
-from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.tokens import EstimationRequest, TokenEstimate, TokenEstimator
 from ctxspec.reference.view import ViewKind, ViewMessage, message_from_record
 
@@ -66,15 +65,10 @@ class _Calibrated:
         return estimate.model_copy(update={"tokens": math.ceil(estimate.tokens * self.ratio)})
 
 
-def _calibrating_init(original: Callable[..., None]) -> Callable[..., None]:
-    def init(self: ReferenceRuntime, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        self.session.estimator = _Calibrated(self.session.estimator)
-    return init
-
-
 def _calibrating_model(original: Callable[..., ModelOutcome]) -> Callable[..., ModelOutcome]:
     def model(self: InvocationPipeline, *args: Any, **kwargs: Any) -> ModelOutcome:
+        if not isinstance(self.s.estimator, _Calibrated):  # this runtime's first call
+            self.s.estimator = _Calibrated(self.s.estimator)
         outcome = original(self, *args, **kwargs)
         estimator, estimation = self.s.estimator, kwargs["estimation"]
         if isinstance(estimator, _Calibrated) and isinstance(outcome, Complete) \
@@ -133,8 +127,7 @@ MUTANTS = (
            "later estimates are scaled by the last reported input over its estimate, so "
            "reported usage re-budgets the Session (§7: usage is for audit and deviation "
            "monitoring; I is the estimator's: Q57 \"Reported usage\")",
-           (Patch(ReferenceRuntime, "__init__", _calibrating_init),
-            Patch(InvocationPipeline, "call_model", _calibrating_model))),
+           (Patch(InvocationPipeline, "call_model", _calibrating_model),)),
     Mutant("FEEDBACK-BY-COMPLETION",
            "a batch's results are committed in completion (latency) order and the protocol "
            "follows the commit order (§2: context_seq is not decided by parallel completion "

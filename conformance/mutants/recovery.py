@@ -7,7 +7,7 @@ from typing import Any
 from ctxspec.conformance import driver
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import delivery
-from ctxspec.reference.contracts import EpisodeStatus, MessageRole
+from ctxspec.reference.contracts import EpisodeStatus, MessageRole, NodeCheckpoint, NodeStage
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.context_manager import settled_member
@@ -17,16 +17,19 @@ from ctxspec.reference.runtime.store import CommitFailed
 
 
 def _forget_saved_answer(original: Callable[..., Any]) -> Callable[..., Any]:
-    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
-        if checkpoint.get("stage") == "raw_saved":  # asks the model again for the frozen request
-            checkpoint = {**checkpoint, "stage": "frozen"}
-        original(self, run, checkpoint)
-    return resume
+    def effective_result(self: Any, run: Any, position: NodeCheckpoint) -> Any:
+        if position.operation_id not in self.answers:  # a takeover's: the answer is stored
+            # Asks the model again for the frozen request instead of reading the saved answer.
+            return self.request_again(run, position.model_copy(
+                update={"stage": NodeStage.FROZEN}))
+        return original(self, run, position)
+    return effective_result
 
 
 def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
-    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
-        if checkpoint.get("stage") == "loop_done":
+    def next_loop(self: Any, run: Any, position: NodeCheckpoint) -> Any:
+        # A position after a feedback this incarnation did not commit: a takeover's.
+        if position.loops > 0 and self.s.commits_made("BATCH_FEEDBACK") == 0:
             # Replays the batch's feedback step after a takeover: its results appended again.
             records = self.s.contexts[run.context_id].records
             last = max(i for i, raw in enumerate(records)
@@ -37,38 +40,35 @@ def _feed_again(original: Callable[..., Any]) -> Callable[..., Any]:
                     self.s.put_delta(self.context.append(
                         run, MessageRole.TOOL, "tool_result", dict(raw.content),
                         call_id=raw.record.call_id))
-        original(self, run, checkpoint)
-    return resume
+        return original(self, run, position)
+    return next_loop
 
 
 def _hooks_forgotten(original: Callable[..., Any]) -> Callable[..., Any]:
-    def batch(self: Any, run: Any, decision_id: Any, call_ids: Any, settled: Any = None,
-              started: Any = None, hooked: Any = None, delegations: Any = None,
-              unprocessed: Any = None) -> None:
+    def settle_batch(self: Any, run: Any, position: NodeCheckpoint) -> Any:
         # Committed pre-call hook decisions are not reused: the hooks are asked again.
-        original(self, run, decision_id, call_ids, settled, started, {}, delegations,
-                 unprocessed)
-    return batch
+        return original(self, run, position.model_copy(update={"hooked": {}}))
+    return settle_batch
 
 
 def _post_call_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
-    def batch(self: Any, run: Any, decision_id: Any, call_ids: Any, settled: Any = None,
-              started: Any = None, hooked: Any = None, delegations: Any = None,
-              unprocessed: Any = None) -> None:
+    def settle_batch(self: Any, run: Any, position: NodeCheckpoint) -> Any:
         # A call whose raw result was saved counts as settled: its raw result is reused as
         # the effective one and the post-call chain is never asked.
-        reused = {**(settled or {}), **{key: settled_member({"text": raw["text"]})
-                                         for key, raw in (unprocessed or {}).items()}}
-        original(self, run, decision_id, call_ids, reused, started, hooked, delegations, {})
-    return batch
+        reused = {**position.settled, **{key: settled_member({"text": raw["text"]})
+                                         for key, raw in position.raw.items()}}
+        return original(self, run, position.model_copy(update={"settled": reused, "raw": {}}))
+    return settle_batch
 
 
 def _post_response_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
-    def resume(self: Any, run: Any, checkpoint: Mapping[str, Any]) -> None:
-        if checkpoint.get("stage") == "post":  # the answer taken as decided, its chain unasked
-            checkpoint = {**checkpoint, "stage": "batch", "settled": {}}
-        original(self, run, checkpoint)
-    return resume
+    def post_response(self: Any, run: Any, position: NodeCheckpoint) -> Any:
+        if self.s.commits_made("EFFECTIVE_RESULT") == 0:  # a takeover's position
+            # The answer taken as decided, its post-response chain unasked.
+            return self.s.position(run, NodeStage.BATCH, decision=str(position.decision),
+                                   settled={})
+        return original(self, run, position)
+    return post_response
 
 
 def _chunk_post_bypassed(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -132,16 +132,16 @@ def _failure_hidden(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _cutoff_renewed(original: Callable[..., Any]) -> Callable[..., Any]:
-    def cutoff(self: Any, checkpoint: Mapping[str, Any]) -> None:
+    def cutoff(self: Any, position: NodeCheckpoint) -> None:
         return None  # the request asked again takes the inputs received by now
     return cutoff
 
 
 def _prepared_cutoff_renewed(original: Callable[..., Any]) -> Callable[..., Any]:
-    def cutoff(self: Any, checkpoint: Mapping[str, Any]) -> Any:
+    def cutoff(self: Any, position: NodeCheckpoint) -> Any:
         # Only a frozen request keeps its cutoff; a prepared or compacting one takes the
         # inputs received by now.
-        return original(self, checkpoint) if checkpoint.get("stage") == "frozen" else None
+        return original(self, position) if position.stage is NodeStage.FROZEN else None
     return cutoff
 
 
@@ -184,24 +184,24 @@ MUTANTS = (
     Mutant("MODEL-REASKED-AFTER-SAVE",
            "a takeover ignores the saved raw result and asks the model again (§10: continue "
            "from post-processing, no new call)",
-           (Patch(NodeDriver, "resume", _forget_saved_answer),), recovery=True),
+           (Patch(NodeDriver, "effective_result", _forget_saved_answer),), recovery=True),
     Mutant("FEEDBACK-TWICE",
            "a takeover after the feedback commit appends the batch's tool results again "
            "(§10, §12 row 23)",
-           (Patch(NodeDriver, "resume", _feed_again),), recovery=True),
+           (Patch(NodeDriver, "next_loop", _feed_again),), recovery=True),
     Mutant("HOOK-RERUN-AFTER-CRASH",
            "a takeover asks the pre-call hooks again instead of reusing their committed "
            "decisions (§3, §10: reuse by hook_invocation_id, never re-run)",
-           (Patch(ToolBatch, "run", _hooks_forgotten),), recovery=True),
+           (Patch(NodeDriver, "settle_batch", _hooks_forgotten),), recovery=True),
     Mutant("POST-CALL-BYPASSED-AFTER-RAW",
            "a takeover after a tool's raw result was saved reuses it as the effective result: "
            "the post-call chain's change or deny is bypassed (§3, §10 只有原始结果时继续后处理, "
            "§12 原始结果保存后宕机)",
-           (Patch(ToolBatch, "run", _post_call_bypassed),), recovery=True),
+           (Patch(NodeDriver, "settle_batch", _post_call_bypassed),), recovery=True),
     Mutant("POST-RESPONSE-BYPASSED-AFTER-RAW",
            "a takeover after the model's answer was saved takes it as the effective answer "
            "without its post-response chain (§3, §10, §12 原始结果保存后宕机)",
-           (Patch(NodeDriver, "resume", _post_response_bypassed),), recovery=True),
+           (Patch(NodeDriver, "post_response", _post_response_bypassed),), recovery=True),
     Mutant("CHUNK-POST-BYPASSED-AFTER-RAW",
            "a takeover commits a chunk whose raw summary was saved as it is, without its "
            "post-response chain (§8 每步先保存原始响应，完成后置 Hook; §10)",

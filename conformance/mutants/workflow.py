@@ -106,11 +106,11 @@ MUTANTS = (
     Mutant("HOOK-INPUT-WRITTEN-BACK",
            "a CapabilityNode's hook-changed input is written back into the graph state (§1: it "
            "is the Operation's effective input; the graph state takes only the output mapping)",
-           (Patch(workflow, "_capability", _input_written_back),)),
+           (Patch(workflow, "run_capability_node", _input_written_back),)),
     Mutant("INNER-HOOKS-SKIPPED",
            "an AgentNode's invocation runs without the hook pipeline (§1: the inner React task "
            "follows every rule of the design)",
-           (Patch(workflow, "_agent", _inner_hooks_skipped),)),
+           (Patch(workflow, "run_agent_node", _inner_hooks_skipped),)),
     Mutant("WORKFLOW-INPUTS-DELIVERED",
            "the WorkflowSession's inputs are delivered to every AgentNode's root role as user "
            "inputs (§2: they go through the outer input mapping only)",
@@ -118,13 +118,13 @@ MUTANTS = (
     Mutant("FAILURE-CANCELS-TREE",
            "a failed AgentNode cancels its siblings and the rest of the workflow (§11: the "
            "node gets a failed result for its error route; siblings are not cancelled)",
-           (Patch(workflow, "_agent", _fail_fast),)),
+           (Patch(workflow, "run_agent_node", _fail_fast),)),
     Mutant("STOP-ROUTED-AS-FAILURE",
            "the root Run's stop reaches the running invocation only; the node routes it as a "
            "failure and the workflow goes on (§11: a stop ends the whole tree)",
-           (Patch(workflow, "_tree_ending", _stop_not_heard),)),
+           (Patch(workflow, "tree_ending", _stop_not_heard),)),
     Mutant("ROOT-LIMITS-PER-NODE",
            "each AgentNode gets the root Run's whole deadline and Loop budget afresh (§11: the "
            "overall deadline and the root's Loops are the whole tree's)",
-           (Patch(workflow, "_agent", _limits_per_node),)),
+           (Patch(workflow, "run_agent_node", _limits_per_node),)),
 )

@@ -15,6 +15,8 @@ from ctxspec.reference.contracts import (
     ContextRecord,
     MessageRole,
     MutationSourceKind,
+    NodeCheckpoint,
+    NodeStage,
     RunStatus,
 )
 from ctxspec.reference.effective import (
@@ -46,6 +48,7 @@ from ctxspec.reference.runtime.session import (
 from ctxspec.reference.runtime.store import (
     Write,
 )
+from ctxspec.reference.view import EffectiveRecord
 
 if TYPE_CHECKING:
     from ctxspec.reference.runtime.node_driver import NodeDriver
@@ -68,7 +71,7 @@ class Position:
 
     def writes(self, **facts: JSON) -> list[Write]:
         return [self.session.checkpoint(
-            self.run, "batch", decision=str(self.decision_id), settled=self.done,
+            self.run, NodeStage.BATCH, decision=str(self.decision_id), settled=self.done,
             hooked=self.decided, delegated=self.delegated, raw=self.raws, **facts)]
 
 
@@ -91,31 +94,31 @@ class ToolBatch:
         self.context = driver.context
         self.pipeline = driver.pipeline
 
-    def run(self, run: RunState, decision_id: UUID, call_ids: Sequence[UUID],
-            settled: Mapping[str, JSON] | None = None, started: str | None = None,
-            hooked: Mapping[str, JSON] | None = None,
-            delegations: Mapping[str, JSON] | None = None,
-            unprocessed: Mapping[str, JSON] | None = None) -> None:
-        """§6, §10: every call settles (pre-hook, handler with the effective arguments,
-        post-hook); the results are fed back once, in action order. ``settled`` holds the
-        members a crashed incarnation settled already: they are reused, never run again;
-        ``started``, ``hooked``, ``delegations`` and ``unprocessed`` the rest of its position
-        (:class:`Position`)."""
-        position = Position(self.s, run, decision_id, dict(settled or {}), dict(hooked or {}),
-                            dict(delegations or {}), dict(unprocessed or {}))
+    def run(self, run: RunState, answer: EffectiveRecord, at: NodeCheckpoint
+            ) -> NodeCheckpoint | None:
+        """§6, §10: every call of ``answer`` settles (pre-hook, handler with the effective
+        arguments, post-hook); the results are fed back once, in action order (BATCH_FEEDBACK,
+        at the LOOP_DONE position). ``at`` holds what a crashed incarnation got to — members
+        settled (reused, never run again), pre-call decisions, Executors started, raw results
+        saved, the call started (:class:`Position`). None when the role ended."""
+        position = Position(self.s, run, answer.record_id, dict(at.settled), dict(at.hooked),
+                            dict(at.delegated), dict(at.raw))
         results: list[tuple[UUID, dict[str, JSON]]] = []
-        for call_id in call_ids:
-            reused = self.reused(run, position, call_id, started)
-            result = self.settle(run, position, call_id) if reused is None else reused
+        for call in answer.tool_calls:
+            reused = self.reused(run, position, call.call_id, at.started)
+            result = self.settle(run, position, call.call_id) if reused is None else reused
             if result == "stopped":
                 break
             if result == "ended":
-                return  # the Executor's context error ended the whole invocation
-            results.append((call_id, result))
+                return None  # the Executor's context error ended the whole invocation
+            results.append((call.call_id, result))
         self.s.put_delta(self.context.prepare_batch_delivery(run, results))
-        self.s.commit("BATCH_FEEDBACK", [self.s.checkpoint(run, "loop_done")])
+        done = self.s.position(run, NodeStage.LOOP_DONE)
+        self.s.commit("BATCH_FEEDBACK", [self.s.record_position(run, done)])
         if run.stop_requested:
             self.driver.end(run, RunStatus.STOPPED)
+            return None
+        return done
 
     def reused(self, run: RunState, position: "Position", call_id: UUID, started: str | None
                ) -> dict[str, JSON] | None:
@@ -269,14 +272,10 @@ class ToolBatch:
         never re-created; one that was running goes on from its own loop checkpoint.
         CTX-2.4, CTX-5.2, CTX-5.3, CTX-4.11"""
         task = next((t for t in self.s.tasks if t.context_id == running), None)
-        if task is not None:  # restored after a takeover: continue where it stood
-            checkpoint = self.s.resume.pop(task.context_id, None)
-            if checkpoint is not None:
-                self.driver.resume(task, checkpoint)
-        else:
+        if task is None:
             task = self.start_execution(planner, call_id, arguments, begin)
-        while task.status is RunStatus.RUNNING:
-            self.driver.loop(task)
+        # Restored after a takeover, it goes on from its own position, in the same loop.
+        self.driver.run_role(task, self.s.positions.pop(task.context_id, None))
         if self.driver.ends_invocation(task):
             # §11, §8: a context or compaction error acts on the whole AgentInvocation — the
             # Executor is a NodeTask of it — so the direct Agent Run ends with it (Q77).

@@ -8,12 +8,14 @@ the same frozen request → T_FIRST_OUTPUT → the raw result → the post-respo
 effective result → the tool batch (:mod:`batch`) → one feedback commit in action order → the
 next loop. The Run ends with a final answer, a stop, the Loop limit, the deadline (a logical
 clock) or an error with the design's code; APP-FINALIZE then carries undelivered supplements.
-A compaction never counts as a business loop. :meth:`NodeDriver.resume` continues a restored
-Run from its last committed step (§10).
+A compaction never counts as a business loop. The role's position is data (a NodeCheckpoint
+of §10, committed with each step): :meth:`NodeDriver.run_role` runs the step of its stage
+(:attr:`NodeDriver.STEPS`) until the role ends, for a new Run and a restored one alike.
 """
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
@@ -27,6 +29,8 @@ from ctxspec.reference.compaction import (
 from ctxspec.reference.contracts import (
     MessageRole,
     MutationSourceKind,
+    NodeCheckpoint,
+    NodeStage,
     OperationPurpose,
     OperationState,
     RunStatus,
@@ -54,6 +58,7 @@ from ctxspec.reference.protocol import (
 )
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
+from ctxspec.reference.runtime import window_report as wr
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.context_manager import ContextManager, raw_call
@@ -92,97 +97,129 @@ class NodeDriver:
         self.pipeline = pipeline
         self.compaction = CompactionService(session, context, pipeline, self)
         self.batch = ToolBatch(self)
+        self.answers: dict[UUID, Complete] = {}
+        """The answers this incarnation received, by Operation, until their effective record:
+        a takeover has none and reads the saved raw result instead (§10)."""
+
+    STEPS: Mapping[NodeStage, str] = {
+        NodeStage.LOOP_DONE: "next_loop",
+        NodeStage.PREPARED: "request_again",
+        NodeStage.COMPACTING: "request_again",
+        NodeStage.FROZEN: "request_again",
+        NodeStage.DENIED: "request_denied",
+        NodeStage.RAW_SAVED: "effective_result",
+        NodeStage.POST: "post_response",
+        NodeStage.BATCH: "settle_batch",
+    }
+    """The step each stage of a role's position runs (§10): a step goes from the position to the
+    next one, which it commits (or, where nothing of its own changed, hands on uncommitted), or
+    to None when the role ended. The name of a method, so a replaced step is what runs."""
 
     def advance(self) -> None:
-        """Run the active Run until it ends (continuing a restored Run where it stopped)."""
+        """Run the active Run until it ends: from its stored position after a takeover, from
+        the start of a Loop otherwise — the same loop either way."""
         self.s.require_agent()
         run = self.s.active_run
-        if run is not None and run.run_id in self.s.resume:
-            self.resume(run, self.s.resume.pop(run.run_id))
-        while run is not None and run.status is RunStatus.RUNNING:
-            self.loop(run)
+        if run is not None:
+            self.run_role(run, self.s.positions.pop(run.run_id, None))
 
-    def resume(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
-        """§10: continue from the last committed step, from stored facts alone. A saved raw
-        result goes on to post-processing (no new model call); settled batch members are
-        reused and only the rest run; a committed feedback is not appended again; a frozen
-        request whose result was never saved is asked again as a new attempt of the same
-        Operation with the same frozen inputs."""
-        stage = checkpoint.get("stage")
-        operation = checkpoint.get("operation_id")
-        if stage == "raw_saved" and isinstance(operation, str):
-            op = self.s.operations[UUID(operation)]
-            if op.raw_result_ref is None:
-                raise AssertionError("a raw_saved checkpoint has its raw result")
-            raw = json.loads(self.s.store.text(op.raw_result_ref))
-            self.accept(run, op.operation_id, Complete(raw["text"], tuple(
-                ProposedCall(c["name"], c["arguments"], c.get("provider_call_id"),
-                             c.get("malformed_arguments")) for c in raw["tool_calls"])))
-        elif stage == "post" and isinstance(checkpoint.get("decision"), str):
-            record_id = UUID(str(checkpoint["decision"]))
-            raw_record = self.s.contexts[run.context_id].record(record_id)
-            text = raw_record.content.get("text") if raw_record is not None else None
-            self.after_response(run, record_id, text if isinstance(text, str) else "")
-        elif stage == "batch":
-            self.resume_batch(run, checkpoint)
-        elif stage == "denied":
-            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
-        elif stage in ("prepared", "frozen", "compacting") and isinstance(operation, str):
-            self.resume_request(run, operation, self.kept_cutoff(checkpoint))
+    def run_role(self, run: RunState, position: NodeCheckpoint | None) -> None:
+        """The one loop of a role, the root role's or an Executor's: step after step from its
+        position until it ends (§10 "回到模型前、工具等待或反馈消费等明确边界": a takeover
+        enters here with the position it loaded, never a separate path)."""
+        at = position or self.s.position(run, NodeStage.LOOP_DONE)
+        while at is not None and run.status is RunStatus.RUNNING:
+            at = getattr(self, self.STEPS[at.stage])(run, at)
 
-    def resume_batch(self, run: RunState, checkpoint: Mapping[str, JSON]) -> None:
-        """A decided answer: denied, a final answer, or its batch with the members a crashed
-        incarnation settled, decided, started, delegated or saved raw (§10)."""
-        decision = checkpoint.get("decision")
-        if not isinstance(decision, str):
-            raise AssertionError("a batch checkpoint names its decision")
-        record = next(r for r in effective_records(self.s.contexts[run.context_id])
-                      if r.record_id == UUID(decision))
-        if record.denied:  # a post-response deny committed before the crash (Q75)
-            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
-            return
-        if not record.tool_calls:
-            run.final_text = record.text  # an Executor's answer is its member's result
-            self.end(run, RunStatus.SUCCEEDED)
-            return
-        settled, started, hooked = (checkpoint.get(k) for k in ("settled", "started", "hooked"))
-        delegated, raws = checkpoint.get("delegated"), checkpoint.get("raw")
-        self.batch.run(run, record.record_id, [c.call_id for c in record.tool_calls],
-                       settled if isinstance(settled, dict) else {},
-                       started if isinstance(started, str) else None,
-                       hooked if isinstance(hooked, dict) else {},
-                       delegated if isinstance(delegated, dict) else {},
-                       raws if isinstance(raws, dict) else {})
+    def next_loop(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """LOOP_DONE: a new business request of a new Operation at the inputs received by
+        now, unless a stop, the deadline or the Loop limit ends the role first (§5, §11)."""
+        return self.loop(run, None)
 
-    def resume_request(self, run: RunState, operation: str, cutoff: int | None) -> None:
-        """A prepared or frozen request whose answer was never saved: the same loop and
-        Operation, asked again as its next attempt — unless the provider refused it, which is
-        never sent again (§7, §10)."""
+    def request_again(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """PREPARED, COMPACTING, FROZEN: a request whose answer was never saved — the same
+        Loop and Operation at its kept cutoff, asked again as its next attempt (the failed
+        ones are facts, §10) — unless the provider refused it, which is never sent again
+        (§7, §10)."""
+        if position.operation_id is None:
+            raise AssertionError(f"a {position.stage} position names its Operation")
+        operation = str(position.operation_id)
         run.loops -= 1  # the prepared request is the same loop, taken up again
-        attempts = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
-        refused = attempts.get("refused") if isinstance(attempts, dict) \
-            and attempts.get("operation_id") == operation else None
+        stored = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
+        attempts = stored if isinstance(stored, dict) \
+            and stored.get("operation_id") == operation else {}
+        refused, failed = attempts.get("refused"), attempts.get("failed")
         if isinstance(refused, int):  # the provider refused it: never sent again
-            self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
-                     self.window_message(refused, "sent; the provider refused it"),
-                     self.figures(refused))
-            return
-        if isinstance(attempts, dict) and attempts.get("operation_id") == operation:
-            failed = attempts.get("failed")
-            run.resume_attempt = failed + 1 if isinstance(failed, int) else 1
-            run.resume_partial = attempts.get("partial") is True
-        self.loop(run, resume_operation=UUID(operation),
-                  resume_cutoff=cutoff)
+            self.refused(run, refused)
+            return None
+        return self.loop(run, Request(
+            position.operation_id, self.kept_cutoff(position), again=True,
+            first_attempt=failed + 1 if isinstance(failed, int) else 1,
+            partial=attempts.get("partial") is True))
 
-    def kept_cutoff(self, checkpoint: Mapping[str, JSON]) -> int | None:
+    def request_denied(self, run: RunState, position: NodeCheckpoint) -> None:
+        """DENIED: the pre-request chain's committed deny ends the role (Q75)."""
+        self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
+
+    def effective_result(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint:
+        """RAW_SAVED: the saved answer — as received, or read back from its raw result after a
+        takeover (no new model call, §10) — becomes the role's assistant record."""
+        if position.operation_id is None:
+            raise AssertionError("a raw_saved position names its Operation")
+        outcome = self.answers.pop(position.operation_id, None)
+        if outcome is None:
+            op = self.s.operations[position.operation_id]
+            if op.raw_result_ref is None:
+                raise AssertionError("a raw_saved position has its raw result")
+            raw = json.loads(self.s.store.text(op.raw_result_ref))
+            outcome = Complete(raw["text"], tuple(
+                ProposedCall(c["name"], c["arguments"], c.get("provider_call_id"),
+                             c.get("malformed_arguments")) for c in raw["tool_calls"]))
+        return self.accept(run, position.operation_id, outcome)
+
+    def post_response(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint:
+        """POST: the answer's post-response chain, whose decision commits the BATCH position
+        (HOOK_DECISION; with no hook registered nothing changes and the position goes on
+        uncommitted): the effective answer is the Loop's only from here (§2, §3)."""
+        if position.decision is None:
+            raise AssertionError("a post position names its decision")
+        record_id = position.decision
+        self.pipeline.run_hooks("model.post_response", run, {"text": self.raw_text(run, record_id)},
+                                None, record_id, stage="post",
+                                extra=lambda chain: self.response_decided(run, record_id, chain))
+        return self.s.position(run, NodeStage.BATCH, decision=str(record_id), settled={})
+
+    def settle_batch(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """BATCH: the decided answer — denied (neither its calls run nor is it delivered; Q75),
+        a final answer, or its calls, settled from the members the position holds on and fed
+        back once (§2, §3, §6, §10)."""
+        if position.decision is None:
+            raise AssertionError("a batch position names its decision")
+        answer = next(r for r in effective_records(self.s.contexts[run.context_id])
+                      if r.record_id == position.decision)
+        if answer.denied:
+            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
+            return None
+        if not answer.tool_calls:
+            run.final_text = self.answer_text(answer, self.raw_text(run, answer.record_id))
+            self.end(run, RunStatus.SUCCEEDED)
+            return None
+        return self.batch.run(run, answer, position)
+
+    def raw_text(self, run: RunState, record_id: UUID) -> str:
+        """The text of an answer as the model gave it: its raw record's (§2)."""
+        raw_record = self.s.contexts[run.context_id].record(record_id)
+        text = raw_record.content.get("text") if raw_record is not None else None
+        return text if isinstance(text, str) else ""
+
+    def kept_cutoff(self, position: NodeCheckpoint) -> int | None:
         """The input cutoff a request was prepared with, as its position committed it
         (prepared, compacting or frozen): taken up again after a takeover, it is the same
         request with the same inputs, whatever arrived since (§5 "本次 prepare_context 固定
         input_cutoff，压缩、重物化及最终冻结沿用同一水位"; §10: a retry reuses the frozen inputs;
         Q160). None for a position that fixed none (the inputs received by now)."""
-        cutoff = checkpoint.get("cutoff")
-        return cutoff if checkpoint.get("stage") in ("prepared", "compacting", "frozen") \
-            and isinstance(cutoff, int) else None
+        kept = position.stage in (NodeStage.PREPARED, NodeStage.COMPACTING, NodeStage.FROZEN)
+        return position.cutoff if kept else None
 
     def end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
              message: str | None = None, figures: dict[str, int] | None = None) -> None:
@@ -261,46 +298,49 @@ class NodeDriver:
         return owner.loops + owner.finished_executor_loops + sum(
             task.loops for task in self.s.tasks if task.parent is owner)
 
-    def loop(self, run: RunState, resume_operation: UUID | None = None,
-             resume_cutoff: int | None = None) -> None:
+    def loop(self, run: RunState, request: "Request | None") -> NodeCheckpoint | None:
+        """A business Loop's request up to its saved answer (the RAW_SAVED position): a new one
+        (``request`` None), or the one a position held, taken up again. Prepared at a fixed
+        cutoff, passed through the pre-request chain (not again for a request taken up: its
+        changes are in the effective context, §10), fitted and compacted, frozen (T_FREEZE),
+        asked. None when the role ended on the way."""
         if self.stopped_or_out_of_time(run):
-            return
+            return None
         if self.loops_taken(run) >= self.s.agent.loop_limit:
             self.end(run, RunStatus.LOOP_EXHAUSTED)
-            return
+            return None
         run.loops += 1
-        operation_id = resume_operation or self.s.new_id()
-        cutoff = self.s.book.inputs[-1].input_seq if resume_cutoff is None else resume_cutoff
+        at = request or Request(self.s.new_id(), None)
+        operation_id = at.operation_id
+        cutoff = self.s.book.inputs[-1].input_seq if at.cutoff is None else at.cutoff
         run.cutoff = cutoff
         protected = run.handover if run.parent is not None else self.prepared(run, cutoff)
         view = self.context.materialize(run, protected)
         if isinstance(view, UnsettledBatch):
             raise AssertionError("the shell settles every batch before the next loop")
-        # A resumed request passed its pre-request chain before it was compacted or frozen;
-        # the chain's changes are in the effective context, so it is not run again (§10).
-        chain = None if resume_operation is not None else self.pipeline.run_hooks(
+        chain = None if at.again else self.pipeline.run_hooks(
             "model.pre_request", run, {"params": {}}, None, None, extra=lambda outcome:
             self.request_decided(run, operation_id, outcome),
             budget=self.context.fixed_room(run, view, protected)
             if self.s.hooks.registered("model.pre_request") else None)
         if chain is not None and chain.blocked:  # never sent; the role ends (Q75)
             self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
-            return
+            return None
         if chain is not None and chain.items:
             view = self.context.materialize(run, protected)
             if isinstance(view, UnsettledBatch):
                 raise AssertionError("hooks never unsettle a batch")
         prepared = self.fit(run, operation_id, view, protected)
         if prepared is None:
-            return
+            return None
         view, decision, snapshot_id = prepared
         self.s.moments.at("freeze")
         if self.stopped_before_freeze(run):
-            return
+            return None
         self.s.commit("T_FREEZE", self.s.put_model_freeze(
             run, self.context.prepare_model_freeze(run, operation_id, cutoff)))
-        self.call_business_model(run, operation_id, view, protected, cutoff, decision,
-                                  snapshot_id)
+        return self.call_business_model(run, at, view, protected, cutoff, decision,
+                                        snapshot_id)
 
     def prepared(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
         """The root role's protected inputs at the cutoff, shown once in its context (§5)."""
@@ -312,7 +352,7 @@ class NodeDriver:
                          chain: ChainOutcome | None) -> list[Write]:
         """The loop's position after the pre-request chain, committed with its decision: a
         deny is a fact a takeover ends the role on, never a request it sends (§3, Q75)."""
-        stage = "denied" if chain is not None and chain.blocked else "prepared"
+        stage = NodeStage.DENIED if chain is not None and chain.blocked else NodeStage.PREPARED
         return [self.s.checkpoint(run, stage, operation_id=str(operation_id),
                                   cutoff=run.cutoff)]
 
@@ -332,8 +372,8 @@ class NodeDriver:
             run.role))
         if decision == "error":  # the fixed input itself does not fit (§8; Q83)
             self.end(run, RunStatus.FAILED, verdict.error_code,
-                      self.fixed_message(split.fixed_tokens, split.input_tokens),
-                      self.figures(split.input_tokens, fixed=split.fixed_tokens))
+                      wr.fixed_message(self.s.budget, split.fixed_tokens, split.input_tokens),
+                      wr.figures(self.s.budget, split.input_tokens, fixed=split.fixed_tokens))
             return None
         if decision == "compact":
             if self.stopped_before_compaction(run):
@@ -357,53 +397,37 @@ class NodeDriver:
             raise AssertionError("a protected input is missing from the request")
         if not fits_hard_window(tokens, self.s.budget.output_reserve, self.s.budget.safety_margin,
                                 self.s.budget.window):
+            stage = "after compaction" if decision == "compact" else "preparing the request"
             self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_WINDOW_EXCEEDED,
-                      self.window_message(tokens, "after compaction" if decision == "compact"
-                                           else "preparing the request"),
-                      self.figures(tokens))
+                     wr.window_message(self.s.budget, tokens, stage),
+                     wr.figures(self.s.budget, tokens))
             return None
         return final, decision, snapshot_id
 
-    def fixed_message(self, fixed: int, tokens: int) -> str:
-        """§8 "明确提示固定输入超窗": the fixed input — system prompt, tool schemas, current
-        protected inputs — is what does not fit, with its figure; §11: numbers only."""
-        b = self.s.budget
-        return (f"the fixed input (system prompt, tool schemas, current protected inputs) needs "
-                f"{fixed} tokens, over the input budget {b.input_budget}; the whole request "
-                f"needs {tokens}; the window is {b.window} (output reserve {b.output_reserve} "
-                f"[{b.output_reserve_source}], safety margin {b.safety_margin} "
-                f"[{b.safety_margin_source}])")
+    def refused(self, run: RunState, tokens: int) -> None:
+        """The provider refused the request as over its window: the role ends with the
+        figures; the refusal is a stored fact, so the request is never sent again (CTX-7.24)."""
+        self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
+                 wr.window_message(self.s.budget, tokens, "sent; the provider refused it"),
+                 wr.figures(self.s.budget, tokens))
 
-    def figures(self, tokens: int, *, fixed: int | None = None) -> dict[str, int]:
-        b = self.s.budget
-        figures = {"input_tokens": tokens, "input_budget": b.input_budget,
-                   "window": b.window, "output_reserve": b.output_reserve,
-                   "safety_margin": b.safety_margin}
-        return figures if fixed is None else {**figures, "fixed_input_tokens": fixed}
-
-    def window_message(self, tokens: int, stage: str) -> str:
-        """§11: numbers, configuration sources and the stage; never the prompt or secrets."""
-        b = self.s.budget
-        return (f"the request needs {tokens} input tokens {stage}; the window is {b.window} "
-                f"(output reserve {b.output_reserve} [{b.output_reserve_source}], safety margin "
-                f"{b.safety_margin} [{b.safety_margin_source}], input budget {b.input_budget})")
-
-    def call_business_model(self, run: RunState, operation_id: UUID, view: ModelView,
+    def call_business_model(self, run: RunState, at: "Request", view: ModelView,
                              protected: Sequence[ProtectedInput], cutoff: int, decision: str,
-                             snapshot_id: UUID | None) -> None:
+                             snapshot_id: UUID | None) -> NodeCheckpoint | None:
+        """The frozen request's attempts from ``at``'s next one (a takeover goes on after the
+        stored failed ones, §10) to the saved answer's position; None when the role ended."""
         # What the adapter sends, marks included, is what is counted and what is traced (§6,
         # §7: I counts everything sent).
         rendered = render_request(view, self.context.schemas(run))
         counted = rendered_estimation(rendered)
         messages = counted.messages
         estimation = self.s.estimator.estimate(counted).tokens
-        delivered = False
-        first_attempt, run.resume_attempt = run.resume_attempt, 1
-        last_fragment, run.resume_partial = run.resume_partial, False
+        delivered, operation_id = False, at.operation_id
+        first_attempt, last_fragment = at.first_attempt, at.partial
         fragments = self.stored_fragments(run, operation_id) if first_attempt > 1 else []
         for attempt in range(first_attempt, self.s.agent.model_attempts + 1):
             if attempt > 1 and self.halted_before_retry(run):
-                return  # no new attempt after a stop or past the Run's deadline
+                return None  # no new attempt after a stop or past the Run's deadline
             outcome = self.pipeline.call_model(
                 run, "business", operation_id, f"model:{operation_id}", attempt, messages,
                 self.context.schemas(run), self.s.budget.output_reserve, view,
@@ -416,17 +440,14 @@ class NodeDriver:
                     run.run_id, loop_key(run, "attempts"), {
                         "operation_id": str(operation_id), "failed": attempt,
                         "partial": False, "refused": estimation})])
-                self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_LENGTH_EXCEEDED,
-                          self.window_message(estimation, "sent; the provider refused it"),
-                          self.figures(estimation))
-                return
+                self.refused(run, estimation)
+                return None
             if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered \
                     and run.parent is None:
                 self.first_output(operation_id)
                 delivered = True
             if isinstance(outcome, Complete):
-                self.save_raw(run, operation_id, outcome, fragments)
-                return
+                return self.save_raw(run, operation_id, outcome, fragments)
             if isinstance(outcome, PartialThenFailed):
                 fragments.append(outcome.fragment)
             # A failed attempt is a fact: a takeover goes on with the next one, never renews
@@ -440,6 +461,7 @@ class NodeDriver:
         self.end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
                   "the model failed " + ("after a partial output" if last_fragment
                                          else "before any output"))
+        return None
 
     def first_output(self, operation_id: UUID) -> None:
         """The first output of the request's attempts: its deliveries become delivered with the
@@ -455,18 +477,20 @@ class NodeDriver:
         self.s.moments.at("first_output")
 
     def save_raw(self, run: RunState, operation_id: UUID, outcome: Complete,
-                 fragments: Sequence[str]) -> None:
-        """The raw answer saved before anything happens to it (RAW_RESULT_SAVED, §10), then
-        accepted."""
+                 fragments: Sequence[str]) -> NodeCheckpoint:
+        """The raw answer saved before anything happens to it (RAW_RESULT_SAVED, §10); the
+        answer as received is held for the next step (the raw keeps only what recovery
+        needs)."""
         raw = self.s.ref(json.dumps({"text": outcome.text, "tool_calls": [
             raw_call(c) for c in outcome.tool_calls]}, sort_keys=True, ensure_ascii=False))
         self.s.put_operation(operation_id, run, OperationPurpose.MODEL,
                              f"model:{operation_id}", OperationState.RUNNING, raw)
-        self.s.commit("RAW_RESULT_SAVED", [
-            self.s.checkpoint(run, "raw_saved", operation_id=str(operation_id))])
+        saved = self.s.position(run, NodeStage.RAW_SAVED, operation_id=str(operation_id))
+        self.s.commit("RAW_RESULT_SAVED", [self.s.record_position(run, saved)])
         self.settle_fragments(run, fragments, succeeded=True)
         self.s.moments.at("raw_saved")
-        self.accept(run, operation_id, outcome)
+        self.answers[operation_id] = outcome
+        return saved
 
     def asks_pre_call(self, run: RunState) -> bool:
         """A pre-call hook decides about a call that will run: none is asked once a stop is
@@ -498,8 +522,9 @@ class NodeDriver:
             self.s.put_delta(self.context.append(run, MessageRole.ASSISTANT, "assistant",
                                                  {"text": fragment}, incomplete=True))
 
-    def accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> None:
-        """The raw result is kept; response hooks make the effective one; then the batch."""
+    def accept(self, run: RunState, operation_id: UUID, outcome: Complete) -> NodeCheckpoint:
+        """The raw result is kept; the answer becomes the role's assistant record and its
+        Operation succeeds (EFFECTIVE_RESULT, at the POST position)."""
         accepted = self.context.prepare_accept_model(run, operation_id, outcome)
         self.s.put_delta(accepted)
         record_id = accepted.record_id
@@ -510,26 +535,9 @@ class NodeDriver:
         # Until its post-response chain is decided the answer is not the Loop's: a takeover
         # at "post" asks that chain (unless a hook was running: Q50), never skips it (§10
         # "只有原始结果时继续后处理").
-        self.s.commit("EFFECTIVE_RESULT", [
-            self.s.checkpoint(run, "post", decision=str(record_id))])
-        self.after_response(run, record_id, outcome.text)
-
-    def after_response(self, run: RunState, record_id: UUID, raw_text: str) -> None:
-        """The post-response chain makes the effective answer; only then does the Loop get it:
-        its batch, its final answer, or — denied — nothing (§2, §3)."""
-        self.pipeline.run_hooks("model.post_response", run, {"text": raw_text}, None, record_id,
-                    stage="post", extra=lambda chain: self.response_decided(run, record_id,
-                                                                             chain))
-        answer = next(r for r in effective_records(self.s.contexts[run.context_id])
-                      if r.record_id == record_id)
-        if answer.denied:  # neither its calls run nor is it delivered (§2, §3; Q75)
-            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, RESPONSE_DENIED)
-            return
-        if not answer.tool_calls:
-            run.final_text = self.answer_text(answer, raw_text)
-            self.end(run, RunStatus.SUCCEEDED)
-            return
-        self.batch.run(run, record_id, [call.call_id for call in answer.tool_calls])
+        post = self.s.position(run, NodeStage.POST, decision=str(record_id))
+        self.s.commit("EFFECTIVE_RESULT", [self.s.record_position(run, post)])
+        return post
 
     def response_decided(self, run: RunState, record_id: UUID,
                           chain: ChainOutcome | None) -> list[Write]:
@@ -537,7 +545,7 @@ class NodeDriver:
         committed with the decision (HOOK_DECISION): its raw stays for audit; the Loop, history
         and a takeover see only the explicit denied state (§2 "后置拒绝则交明确拒绝状态", §3
         "合法 deny … 必须阻止执行或交付"; Q75)."""
-        decided = [self.s.checkpoint(run, "batch", decision=str(record_id), settled={})]
+        decided = [self.s.checkpoint(run, NodeStage.BATCH, decision=str(record_id), settled={})]
         if chain is None or not chain.blocked:
             return decided
         hook_id = chain.items[-1].invocation.hook_invocation_id
@@ -563,3 +571,17 @@ class NodeDriver:
 
 
 
+
+
+@dataclass(frozen=True)
+class Request:
+    """The business request a Loop works on: its Operation and input cutoff (None: the inputs
+    received by now), and — taken up again after a takeover — that its pre-request chain was
+    decided and which attempt comes next (the failed ones are stored facts, §10)."""
+
+    operation_id: UUID
+    cutoff: int | None
+    again: bool = False
+    first_attempt: int = 1
+    partial: bool = False
+    """Whether the last stored failed attempt had shown a partial output."""

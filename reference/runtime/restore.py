@@ -22,6 +22,7 @@ from ctxspec.reference import delivery as dl
 from ctxspec.reference.contracts import (
     CompactionEpisode,
     ContextMutation,
+    NodeCheckpoint,
     Operation,
     Run,
     RunStatus,
@@ -38,12 +39,12 @@ from ctxspec.reference.policy import CompactionPolicy, DesignCompactionPolicy
 from ctxspec.reference.ports import Clock, HookPort, ModelPort, ToolPort
 from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.access import AccessDenied, AuditGrants
 from ctxspec.reference.runtime.ownership import Lease, OwnerAlive, Ownership
 from ctxspec.reference.runtime.runtime import ReferenceRuntime
 from ctxspec.reference.runtime.session import (
     EPOCH,
     ROOT_ROLE,
-    AccessDenied,
     AgentConfig,
     CrashPlan,
     RunState,
@@ -68,12 +69,13 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
             coordinator: CommitCoordinator | None = None,
             session_id: UUID | None = None,
             policy: CompactionPolicy | None = None,
-            lease: Lease | None = None) -> ReferenceRuntime:
+            lease: Lease | None = None, audit: AuditGrants | None = None) -> ReferenceRuntime:
     """A new runtime on ``store`` that takes its Session over and continues it from the
     stored facts: the Session ``session_id``, or the store's only Session when it is None.
     Nothing of the store's other Sessions is read into it, and a Session of another Agent than
     ``agent`` is refused (``AccessDenied``). ``policy``: the CompactionPolicy the runtime was
-    built with (the design's default when None), like every other port handed in again (Q222).
+    built with (the design's default when None), like every other port handed in again (Q222);
+    ``audit`` the audit grants it admits, handed in again like the ports (none when None).
 
     The facts are read in one read transaction; the takeover is refused while the previous
     owner's lease runs (``OwnerAlive``; ``lease`` is this owner's, 30 s when None), and its
@@ -106,7 +108,7 @@ def restore(store: Store, agent: AgentConfig, *, model: ModelPort, tools: ToolPo
     session.commit("TAKEOVER", [checkpoint_write(session_id, "incarnation",
                                                  {"incarnation": incarnation})])
     return ReferenceRuntime(agent, model=model, tools=tools, hooks=hooks, estimator=estimator,
-                            clock=clock, session=session)
+                            clock=clock, session=session, audit=audit)
 
 
 def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:
@@ -132,7 +134,7 @@ def _stored_facts(store: Store, session_id: UUID) -> StoredFacts:
             state.shared_context_id = shared.context_id
             facts.contexts[shared.context_id] = shared
         if run.status is RunStatus.RUNNING and loops.get(run.run_id):
-            facts.resume[run.run_id] = loops[run.run_id]
+            facts.positions[run.run_id] = NodeCheckpoint.model_validate(loops[run.run_id])
     for state in list(facts.runs.values()):
         if state.status is RunStatus.RUNNING:
             _restore_executions(store, facts, state, loops.get(state.run_id, {}))
@@ -252,7 +254,7 @@ def _restore_running_executions(store: Store, facts: StoredFacts, planner: RunSt
             # the Planner's last commit is spent too (§10, §11).
             if isinstance(made, int):
                 planner.tool_calls_made = max(planner.tool_calls_made, made)
-            facts.resume[context_id] = checkpoint
+            facts.positions[context_id] = NodeCheckpoint.model_validate(checkpoint)
         role_context = store.role_context(context_id)
         if role_context is not None:
             task.last_model_operation_id = role_context.last_model_operation_id

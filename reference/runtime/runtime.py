@@ -38,6 +38,7 @@ from ctxspec.reference.ports import (
     ToolPort,
 )
 from ctxspec.reference.registry import JSON
+from ctxspec.reference.runtime.access import AccessDenied, AuditGrant, AuditGrants, HistoryCaller
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.runtime.ownership import Lease, Ownership
@@ -46,13 +47,11 @@ from ctxspec.reference.runtime.session import (
     DELEGATE_TOOL,
     REGISTRIES,
     ROOT_ROLE,
-    AccessDenied,
     AgentConfig,
     AgentDeleted,
     Crash,
     CrashPlan,
     ExecutorConfig,
-    HistoryCaller,
     HistoryContent,
     RunState,
     SessionState,
@@ -86,11 +85,13 @@ class ReferenceRuntime:
                  coordinator: CommitCoordinator | None = None,
                  policy: CompactionPolicy | None = None,
                  crash: CrashPlan | None = None, session: SessionState | None = None,
-                 lease: Lease | None = None) -> None:
+                 lease: Lease | None = None, audit: AuditGrants | None = None) -> None:
         """A new Session of ``agent`` on ``store``, owned by this runtime under ``lease`` (30 s
         of wall-clock time when None) — or, given ``session`` (a Session restored from a
-        store, :func:`restore.restore`), that Session."""
+        store, :func:`restore.restore`), that Session. ``audit``: the audit grants it admits
+        (``access.py``; none when None)."""
         restored = session is not None
+        self.audit = audit or AuditGrants.issue(())
         if session is None:
             store = store or Store()
             session = SessionState(agent, resolved_budget(agent), model=model, tools=tools,
@@ -301,8 +302,8 @@ class ReferenceRuntime:
         as the Loop received it; raw records, kept "用于审计和恢复核对", are served to audit
         (by default; audit may ask for the effective version too). ``node_task`` picks the
         n-th Executor execution of the Session (audit only: its context is private, §4)."""
-        self._authorise(caller)
-        effective = self._serves_effective(caller, content)
+        self.authorise(caller)
+        effective = self.serves_effective(caller, content)
         if content == "raw" and caller.kind != "audit":
             raise AccessDenied("not authorised to read this history")
         if node_task is not None and caller.kind != "audit":
@@ -315,7 +316,8 @@ class ReferenceRuntime:
                     raw, overrides.get(raw.record_id, {})))) if effective else raw)
         return served
 
-    def _serves_effective(self, caller: "HistoryCaller", content: HistoryContent | None) -> bool:
+    def serves_effective(self, caller: "HistoryCaller", content: HistoryContent | None) -> bool:
+        """Whether the read is served the effective version: a role's by default (Q81)."""
         return content == "effective" or (content is None and caller.kind == "role")
 
     def _history_contexts(self, caller: "HistoryCaller", node_task: int | None) -> list[UUID]:
@@ -332,9 +334,12 @@ class ReferenceRuntime:
             return [executions[node_task - 1]]
         return roots + executions if caller.kind == "audit" else roots
 
-    def _authorise(self, caller: "HistoryCaller") -> None:
-        granted = caller.kind == "audit" and caller.role is not None \
-            and caller.role in self.session.agent.audit_readers
+    def authorise(self, caller: "HistoryCaller") -> None:
+        """The caller's own Session, read by its root role or by an audit reader with a grant
+        this runtime was configured with (§4, §11; ``access.py``); anyone else is refused."""
+        granted = caller.kind == "audit" and caller.grant is not None \
+            and caller.grant.reader == caller.role \
+            and self.audit.admits(caller.grant, self.session.agent.audit_readers)
         allowed = caller.session_id == self.session.session_id and (
             granted or (caller.kind == "role" and caller.role == ROOT_ROLE))
         if not allowed:
@@ -402,6 +407,7 @@ def _served_content(record: EffectiveRecord) -> dict[str, JSON]:
     return content
 
 
-__all__ = ["DELEGATE_TOOL", "REGISTRIES", "AccessDenied", "AgentConfig", "AgentDeleted", "Crash",
+__all__ = ["DELEGATE_TOOL", "REGISTRIES", "AccessDenied", "AgentConfig", "AgentDeleted",
+           "AuditGrant", "AuditGrants", "Crash",
            "CrashPlan", "ExecutorConfig", "HistoryCaller", "ReferenceRuntime", "RunState",
            "SharedField"]

@@ -72,7 +72,10 @@ TABLES: Mapping[str, TableSpec] = {
                                     "doc", "content"}),
                          unique=(("context_id", "context_seq"),),
                          partial_unique=((("operation_id", "message_kind", "logical_result_key"),
-                                          "logical_result_key IS NOT NULL"),)),
+                                          "logical_result_key IS NOT NULL"),),
+                         # A takeover finds a Run's shared scope by its records (restore.py):
+                         # without it each Run scanned every record of the store (issue #34).
+                         indexes=(("run_id", "message_kind"),)),
     "mutations": TableSpec(_cols("mutation_id", "context_id", "committed_revision", "doc",
                                  ints=("committed_revision",)),
                            ("mutation_id",), frozenset({"context_id", "committed_revision", "doc"}),

@@ -29,6 +29,8 @@ from ctxspec.reference.context_contracts import mutation_contract, revision_cont
 from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
     CompactionEpisode,
+    NodeCheckpoint,
+    NodeStage,
     Operation,
     OperationPurpose,
     OperationState,
@@ -209,31 +211,12 @@ class RunState:
     """The Run's shared scope (its own revisions; §3: shared fields are not a role's context)."""
     ended_at_tick: int = 0
     last_model_operation_id: UUID | None = None
-    resume_attempt: int = 1
-    """The attempt a restored Run's frozen request goes on with (its failed ones are stored)."""
     cutoff: int | None = None
     """The input cutoff the role's current request was prepared with (§5: kept through its
     compaction, re-materialisation and freeze, and committed with each of their positions)."""
-    resume_partial: bool = False
-    """Whether the last stored failed attempt had shown a partial output."""
     finished_executor_loops: int = 0
     """The Loops of this Run's Executor executions that a takeover found finished (their tasks
     are not restored); with the tasks still held they make the Run's shared Loop budget."""
-
-
-@dataclass(frozen=True)
-class HistoryCaller:
-    """Who asks the history API: a Session, and a role, audit or a workspace script. For
-    ``audit``, ``role`` names the audit caller, which the Agent must grant
-    (``AgentConfig.audit_readers``)."""
-
-    session_id: UUID
-    kind: Literal["role", "audit", "script"]
-    role: str | None = None
-
-
-class AccessDenied(PermissionError):
-    """The history API refused a caller; the message names nothing of what exists."""
 
 
 def loop_key(run: "RunState", name: str) -> str:
@@ -282,7 +265,7 @@ class StoredFacts:
     contexts: dict[UUID, ContextState] = field(default_factory=dict)
     tasks: list[RunState] = field(default_factory=list)
     operations: dict[UUID, Operation] = field(default_factory=dict)
-    resume: dict[UUID, dict[str, JSON]] = field(default_factory=dict)
+    positions: dict[UUID, NodeCheckpoint] = field(default_factory=dict)
 
 
 class SessionState:
@@ -341,9 +324,9 @@ class SessionState:
         """This runtime's hold on the Session: every guarded commit is fenced by its epoch."""
         self.crash = crash
         self.commit_counts: dict[str, int] = {}
-        self.resume = facts.resume
-        """Run id (root role) or Executor context id → the loop checkpoint a restored runtime
-        continues from (§10)."""
+        self.positions = facts.positions
+        """Run id (root role) or Executor context id → the NodeCheckpoint a restored runtime's
+        one loop takes the role up from (§10)."""
 
     def new_id(self) -> UUID:
         self.counter += 1
@@ -374,8 +357,10 @@ class SessionState:
 
         ``alone``: a stimulus outside the loop's steps (a stop request, the Agent's deletion)
         writes only its own rows; what the step in flight put stays pending for that step's
-        own commit. ``guarded=False`` leaves out the owner-epoch guard (a deletion removes the
-        Session whoever owns its Run)."""
+        own commit. Every commit carries the owner's fence (``ownership.py``: a commit of a
+        previous owner — of a Run in flight, a finalising one, or of an idle Session — matches
+        no row and is refused whole; CTX-10.23, CTX-10.24), except with ``guarded=False`` (a
+        deletion removes the Session whoever owns its Run)."""
         count = self.commit_counts.get(name, 0) + 1
         self.commit_counts[name] = count
         plan = self.crash
@@ -383,8 +368,9 @@ class SessionState:
         if hit and plan is not None and plan.when == "before":
             raise Crash(f"before {name} #{count}")
         taken = PendingCommit().take() if alone else self.pending.take()
-        all_writes = [*taken.blob_writes(self.store.stored_blobs or ()),
-                      *(self.owner_guard() if guarded else ()), *taken.rows(), *writes]
+        fence = self.ownership.fence(self.session_id) if guarded else ()
+        all_writes = [*taken.blob_writes(self.store.stored_blobs or ()), *fence, *taken.rows(),
+                      *writes]
         try:
             if hit and plan is not None and plan.when == "fails":
                 raise CommitFailed(name, RuntimeError("the store refused the commit"))
@@ -406,20 +392,21 @@ class SessionState:
         """How many RuntimeCommits of ``name`` this incarnation made (crash plans count them)."""
         return self.commit_counts.get(name, 0)
 
-    def owner_guard(self) -> list[Write]:
-        """The owner fence of this commit (``ownership.py``): a takeover moved the Session's
-        epoch on, so a commit of the previous owner — of a Run in flight, a finalising one,
-        or of an idle Session — matches no row and is refused whole, and its late result can
-        never advance a Run (CTX-10.23, CTX-10.24)."""
-        return self.ownership.fence(self.session_id)
-
-    def checkpoint(self, run: RunState, stage: str, **facts: JSON) -> Write:
-        """The root loop's position, committed with the step that reached it (§10: where the
-        role is, which operation, what is settled; never copies of messages)."""
-        return checkpoint_write(run.run_id, loop_key(run, "loop"), {
+    def position(self, run: RunState, stage: NodeStage | str, **facts: JSON) -> NodeCheckpoint:
+        """The role's position at ``stage`` now: its Loops, the Run's tool calls spent and the
+        step's own facts (§10: where the role is, which operation, what is settled; never
+        copies of messages)."""
+        return NodeCheckpoint.model_validate({
             "stage": stage, "loops": run.loops,
             "tool_calls_made": (run.parent or run).tool_calls_made,
             "tick": self.clock.now(), **facts})
+
+    def checkpoint(self, run: RunState, stage: NodeStage | str, **facts: JSON) -> Write:
+        """The write of the role's :meth:`position` at ``stage`` (its NodeCheckpoint, §10)."""
+        return self.record_position(run, self.position(run, stage, **facts))
+
+    def record_position(self, run: RunState, position: NodeCheckpoint) -> Write:
+        return checkpoint_write(run.run_id, loop_key(run, "loop"), position.document())
 
     def put_context(self, context_id: UUID, state: ContextState, *, new: bool = False
                      ) -> None:

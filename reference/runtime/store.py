@@ -45,14 +45,9 @@ from uuid import UUID
 import sqlite_utils
 
 from ctxspec.reference.contracts import (
-    Attempt,
-    Batch,
-    CompactionEpisode,
     ContextMutation,
     ContextRecord,
     ContextSnapshot,
-    EffectiveContextRevision,
-    HookInvocation,
     Operation,
     PayloadRef,
     RoleContext,
@@ -104,11 +99,6 @@ class StoredRevision:
     parent: int | None
     record_watermark: int
     overrides: dict[UUID, dict[str, Override]]
-
-    def flat_overrides(self) -> dict[tuple[UUID, str], Override]:
-        """The overrides keyed as the pure core's ``Revision.overrides``."""
-        return {(record_id, key): o for record_id, by_key in self.overrides.items()
-                for key, o in by_key.items()}
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -276,20 +266,10 @@ class Store:
             "SELECT doc FROM user_inputs WHERE session_id = ? ORDER BY input_seq",
             (str(session_id),))]
 
-    def last_input_seq(self, session_id: UUID) -> int:
-        row = self._one("SELECT MAX(input_seq) AS n FROM user_inputs WHERE session_id = ?",
-                        (str(session_id),))
-        return int(row["n"]) if row and row["n"] is not None else 0
-
     def deliveries_of_input(self, input_id: UUID) -> list[UserInputDelivery]:
         """Every delivery of an input, in creation order (a hand-over is a new delivery)."""
         return [UserInputDelivery.model_validate_json(r["doc"]) for r in self.query(
             "SELECT doc FROM deliveries WHERE input_id = ? ORDER BY rowid", (str(input_id),))]
-
-    def deliveries_of_run(self, run_id: UUID) -> list[UserInputDelivery]:
-        """The deliveries bound to a Run, in creation order."""
-        return [UserInputDelivery.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM deliveries WHERE target_run_id = ? ORDER BY rowid", (str(run_id),))]
 
     # --- contexts, records, revisions ------------------------------------------------------
 
@@ -345,15 +325,6 @@ class Store:
                         (str(context_id),))
         return int(row["n"]) if row and row["n"] is not None else 0
 
-    def record_by_result_key(self, operation_id: UUID, message_kind: str,
-                             logical_result_key: str) -> RawRecord | None:
-        """The record already appended for a logical result, if any (the idempotency check of
-        CTX-2.23 before an append)."""
-        row = self._one("SELECT doc, content, source FROM records WHERE operation_id = ? AND "
-                        "message_kind = ? AND logical_result_key = ?",
-                        (str(operation_id), message_kind, logical_result_key))
-        return None if row is None else self._raw(row)
-
     def head(self, context_id: UUID) -> StoredRevision | None:
         """The context's stored head revision (highest number), or None if none is stored."""
         row = self._one("SELECT revision, parent, record_watermark, overrides FROM revisions "
@@ -368,13 +339,6 @@ class Store:
         stored revision is at its initial, empty revision 1 (docs/open-questions.md Q9)."""
         head = self.head(context_id)
         return (1, {}) if head is None else (head.revision, head.overrides)
-
-    def revision_doc(self, context_id: UUID, revision: int) -> EffectiveContextRevision | None:
-        row = self._one("SELECT doc FROM revisions WHERE context_id = ? AND revision = ?",
-                        (str(context_id), revision))
-        if row is None or row["doc"] is None:
-            return None
-        return EffectiveContextRevision.model_validate_json(row["doc"])
 
     def mutations_of(self, context_id: UUID) -> list[ContextMutation]:
         return [ContextMutation.model_validate_json(r["doc"]) for r in self.query(
@@ -397,10 +361,6 @@ class Store:
         row = self._one("SELECT doc FROM operations WHERE purpose_key = ?", (purpose_key,))
         return None if row is None else Operation.model_validate_json(row["doc"])
 
-    def operations_of_run(self, run_id: UUID) -> list[Operation]:
-        return [Operation.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM operations WHERE run_id = ? ORDER BY rowid", (str(run_id),))]
-
     def hook_cursor(self, operation_id: UUID) -> int:
         """How many hook items of the Operation's chains are committed (0 if none)."""
         row = self._one("SELECT hook_cursor FROM operations WHERE operation_id = ?",
@@ -409,38 +369,9 @@ class Store:
             raise KeyError(f"no operation {operation_id}")
         return int(row["hook_cursor"])
 
-    def attempts_of(self, operation_id: UUID) -> list[Attempt]:
-        return [Attempt.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM attempts WHERE operation_id = ? ORDER BY attempt_no",
-            (str(operation_id),))]
-
-    def hook_invocations_of(self, operation_id: UUID) -> list[HookInvocation]:
-        """The Operation's committed hook items, in commit order."""
-        return [HookInvocation.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM hook_invocations WHERE operation_id = ? "
-            "ORDER BY rowid", (str(operation_id),))]
-
-    def batch_of(self, model_operation_id: UUID) -> Batch | None:
-        row = self._one("SELECT doc FROM batches WHERE model_operation_id = ?",
-                        (str(model_operation_id),))
-        return None if row is None else Batch.model_validate_json(row["doc"])
-
-    def batches_of_run(self, run_id: UUID) -> list[Batch]:
-        return [Batch.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM batches WHERE run_id = ? ORDER BY rowid", (str(run_id),))]
-
-    def episode_of(self, triggering_model_operation_id: UUID) -> CompactionEpisode | None:
-        row = self._one("SELECT doc FROM episodes WHERE triggering_model_operation_id = ?",
-                        (str(triggering_model_operation_id),))
-        return None if row is None else CompactionEpisode.model_validate_json(row["doc"])
-
     def snapshot(self, snapshot_id: UUID) -> ContextSnapshot | None:
         row = self._one("SELECT doc FROM snapshots WHERE snapshot_id = ?", (str(snapshot_id),))
         return None if row is None else ContextSnapshot.model_validate_json(row["doc"])
-
-    def snapshots_of(self, context_id: UUID) -> list[ContextSnapshot]:
-        return [ContextSnapshot.model_validate_json(r["doc"]) for r in self.query(
-            "SELECT doc FROM snapshots WHERE context_id = ? ORDER BY rowid", (str(context_id),))]
 
     # --- checkpoints and events -------------------------------------------------------------
 

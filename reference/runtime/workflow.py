@@ -169,17 +169,17 @@ def run_workflow(workflow: Workflow, inputs: Mapping[str, JSON], *, tools: ToolP
     for stage in workflow.stages:
         for node in stage:
             if run.ended is None:
-                run.ended = _tree_ending(run, workflow, control, clock)
+                run.ended = tree_ending(run, workflow, control, clock)
             if run.ended is not None:
                 _finish(run, NodeResult(node.name, "not_run", None, None))
                 continue
             counter += 1
             if isinstance(node, CapabilityNode):
                 run.trace.add(NodeStarted(node.name, "capability_node"))
-                _capability(run, node, tools, hooks, counter, clock)
+                run_capability_node(run, node, tools, hooks, counter, clock)
             else:
                 run.trace.add(NodeStarted(node.name, "agent_node"))
-                _agent(run, node, invoke, workflow, control, clock, recover)
+                run_agent_node(run, node, invoke, workflow, control, clock, recover)
             if node.name == stop_after:
                 control.stop()
     if run.ended is None and control.stop_requested:
@@ -190,7 +190,7 @@ def run_workflow(workflow: Workflow, inputs: Mapping[str, JSON], *, tools: ToolP
     return run
 
 
-def _tree_ending(run: WorkflowRun, workflow: Workflow, control: WorkflowControl,
+def tree_ending(run: WorkflowRun, workflow: Workflow, control: WorkflowControl,
                  clock: LogicalClock) -> TreeEnding | None:
     """The root Run's ending, if it came: its stop, its deadline, its Loop budget spent."""
     if control.stop_requested:
@@ -212,8 +212,10 @@ def _finish(run: WorkflowRun, result: NodeResult) -> None:
     run.trace.add(NodeEnded(result.node, result.status, result.route, result.error_code))
 
 
-def _capability(run: WorkflowRun, node: CapabilityNode, tools: ToolPort, hooks: HookPort,
-                counter: int, clock: LogicalClock) -> None:
+def run_capability_node(run: WorkflowRun, node: CapabilityNode, tools: ToolPort,
+                        hooks: HookPort, counter: int, clock: LogicalClock) -> None:
+    """A CapabilityNode's step of the graph: its input mapped from the state, its pre-call
+    hooks, the capability, its output mapped back (§2, §3)."""
     proposed: dict[str, JSON] = {arg: run.state.get(key) for arg, key in
                                  node.input_mapping.items()}
     payload: dict[str, JSON] = {"input": proposed}
@@ -270,9 +272,12 @@ def _capability(run: WorkflowRun, node: CapabilityNode, tools: ToolPort, hooks: 
     _finish(run, NodeResult(node.name, "succeeded", None, result.text))
 
 
-def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], ReferenceRuntime],
-           workflow: Workflow, control: WorkflowControl, clock: LogicalClock,
-           recover: Recover | None = None) -> None:
+def run_agent_node(run: WorkflowRun, node: AgentNode,
+                   invoke: Callable[[AgentNode], ReferenceRuntime], workflow: Workflow,
+                   control: WorkflowControl, clock: LogicalClock,
+                   recover: Recover | None = None) -> None:
+    """An AgentNode's step of the graph: one AgentInvocation under what is left of the root
+    Run's deadline and Loop budget, its final answer mapped to the state (§2, §11)."""
     # The invocation runs under the root Run's deadline and Loop budget, what is left of them.
     agent = node.agent
     if workflow.deadline is not None:
@@ -296,7 +301,7 @@ def _agent(run: WorkflowRun, node: AgentNode, invoke: Callable[[AgentNode], Refe
         _write(run, node.output_key, value, node.name)
         _finish(run, NodeResult(node.name, "succeeded", None, value))
         return
-    tree = _tree_ending(run, workflow, control, clock)
+    tree = tree_ending(run, workflow, control, clock)
     if tree is not None and tree == ended.status:
         # The root's stop, deadline or Loop budget ended the invocation: the whole tree ends
         # with it, and no error route turns it into a local failure (CTX-11.13).
