@@ -4,6 +4,7 @@ the stage it loaded — no separate continuation path. The expected step sequenc
 the design's Loop (request → raw result saved → effective result → post-response chain → the
 decided answer's batch and feedback → the next Loop), not off the runtime."""
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,56 @@ def test_a_takeover_enters_the_same_loop_at_its_stored_stage(
     assert steps[before:] == taken_up + LOOP
     assert len(ports.model_calls) == model_calls, ports.model_calls
     assert [e.status for e in second.trace.of(RunEnded)] == ["succeeded"]
+
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def _documented_table() -> dict[str, tuple[str, str | None]]:
+    """docs/architecture.md's step table, "The role's loop": each stage → (its step, the stage
+    the step reaches, None for an ending)."""
+    text = ARCHITECTURE.read_text("utf-8")
+    start = text.index("| stage (`NodeStage`) | step (`NodeDriver.STEPS`)")
+    table: dict[str, tuple[str, str | None]] = {}
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        stages, step, _, reaches = (cell.strip() for cell in line.strip("|").split("|"))
+        reached = re.match(r"`(\w+)`", reaches)
+        for stage in re.findall(r"`(\w+)`", stages):
+            table[stage] = (step.strip("`"), reached.group(1) if reached else None)
+    return table
+
+
+def test_the_documented_step_table_is_the_flow_of_a_traced_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Issue #34: the page's table is checked against what a Run does, step by step — each
+    # step run is the one the table names for the stage it was given, and the position it
+    # hands on is the stage the table says it reaches.
+    table = _documented_table()
+    assert set(table) == {stage.value for stage in NodeStage}, "a stage the page leaves out"
+    assert {stage: step for stage, (step, _) in table.items()} == {
+        stage.value: step for stage, step in NodeDriver.STEPS.items()}
+    seen: list[tuple[str, str, str | None]] = []
+    for name in set(NodeDriver.STEPS.values()):
+        original = getattr(NodeDriver, name)
+
+        def logged(self: NodeDriver, run: Any, position: NodeCheckpoint,
+                   _name: str = name, _original: Any = original) -> Any:
+            reached = _original(self, run, position)
+            seen.append((position.stage.value, _name,
+                         None if reached is None else reached.stage.value))
+            return reached
+        monkeypatch.setattr(NodeDriver, name, logged)
+    runtime = start(Store(tmp_path / "s.db"), Counting(scenario()), None, LogicalClock())
+    runtime.ask(ASK)
+    runtime.advance()
+    assert len(seen) == 2 * len(LOOP), seen
+    for stage, step, reached in seen:
+        documented_step, documented_reach = table[stage]
+        assert step == documented_step, f"at {stage} the run took {step}, the page says " \
+                                        f"{documented_step}"
+        # The last step of a Run ends it (None) where the table names the next Loop's stage.
+        assert reached in (documented_reach, None), (
+            f"{step} reached {reached}, the page says {documented_reach}")
+    assert [reached for _, _, reached in seen[:-1]] == [table[s][1] for s, _, _ in seen[:-1]]
