@@ -105,6 +105,7 @@ CATCHER = {
     "EPISODE-AFTER-STOP": "S11-STOP-DURING-PREPARATION",
     "ORPHAN-AFTER-CUT": "ROW-20",
     "CALLS-AFTER-LOOP-END": "S10-TAKEOVER-BUDGET",
+    "RETRY-AFTER-STOP": "S11-STOP-BEFORE-RETRY",
     "FAILED-ENDING-TWICE": "ROW-12",
     "PARTIAL-SUMMARY-KEPT": "S8-SUMMARY-RETRIED",
 }
@@ -112,7 +113,8 @@ CATCHER = {
 
 
 UNIVERSAL = {"ORPHAN-AFTER-CUT": "U-PAIRED", "CALLS-AFTER-LOOP-END": "U-AFTER-END",
-             "FAILED-ENDING-TWICE": "U-ONE-ENDING", "PARTIAL-SUMMARY-KEPT": "U-FAILED-SUMMARY"}
+             "RETRY-AFTER-STOP": "U-AFTER-STOP", "FAILED-ENDING-TWICE": "U-ONE-ENDING",
+             "PARTIAL-SUMMARY-KEPT": "U-FAILED-SUMMARY"}
 """Mutants whose catcher is a case about something else: there only a universal check
 (conformance/universal.py) catches the bug, the case's own check holding."""
 

@@ -1,7 +1,7 @@
 """Mutants only the universal checks catch (conformance/universal.py, issue #31): realistic bugs
-that break a rule holding on every request — a tool result without its call, a retry after the
-calls run after the Run's end, a Run ended twice, a failed summary's part shown as
-a summary — in cases that are about something else."""
+that break a rule holding on every request — a tool result without its call, calls run after
+the Run's end, a retry sent after the user's stop, a Run ended twice, a failed summary's part
+shown as a summary — in cases that are about something else."""
 
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,6 +53,20 @@ def _loop_ends_before_batch(original: Method) -> Method:
             self.driver.end(run, RunStatus.LOOP_EXHAUSTED)
         original(self, run, decision_id, call_ids, *rest, **kept)
     return batch
+
+
+def _retry_ignores_stop(original: Method) -> Method:
+    def halted_before_retry(self: NodeDriver, run: RunState) -> bool:
+        # The retry policy is given the Run's deadline but not its cancellation: a failed
+        # attempt with a retry left is asked again after the user's stop, which the Run's
+        # ending still honours once the Loop winds up (§11: no new attempt after a stop).
+        deadline = self.s.agent.run_deadline
+        started = (run.parent or run).started_at_tick
+        if deadline is not None and self.s.clock.now() - started >= deadline:
+            self.end(run, RunStatus.TIMED_OUT)
+            return True
+        return False
+    return halted_before_retry
 
 
 def _failed_ending_twice(original: Method) -> Method:
@@ -108,6 +122,11 @@ MUTANTS = (
            "the answer that takes the last Loop ends the Run loop_exhausted at once, and its "
            "tool calls run after the Run's end (§10, §11: nothing advances an ended Run)",
            (Patch(ToolBatch, "run", _loop_ends_before_batch),)),
+    Mutant("RETRY-AFTER-STOP",
+           "a failed attempt with a retry left is retried after the user's stop — the retry "
+           "policy reads the Run's deadline, not its stop — and the Run then ends stopped "
+           "(§11: a stop starts no new business attempt)",
+           (Patch(NodeDriver, "halted_before_retry", _retry_ignores_stop),)),
     Mutant("FAILED-ENDING-TWICE",
            "a failed Run's ending is reported twice, by the error's handler and by the Loop's "
            "wind-up (§10, §11: an ended Run has one terminal state)",

@@ -19,6 +19,7 @@ from ctxspec.conformance.statements import (
     s9,
     s10,
     s11,
+    stop_retry,
     workflow,
 )
 
@@ -26,7 +27,7 @@ STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.
                                 *s6.CASES, *s6_groups.CASES, *s7.CASES, *s8.CASES,
                                 *s8_summary.CASES,
                                 *s9.CASES, *s10.CASES,
-                                *s11.CASES, *workflow.CASES, *paths.CASES,
+                                *s11.CASES, *stop_retry.CASES, *workflow.CASES, *paths.CASES,
                                 *moments.CASES, *results.CASES)
 
 __all__ = ["STATEMENTS"]
