@@ -181,7 +181,15 @@ _BELOW_TRIGGER_UNMARKED = Divergence(
     f"{_AGENT}: model_node (request.messages = state['messages']); {_SUMMARY}: "
     "_should_summarize")
 
+_STOP_AFTER_RETRIES = Divergence(
+    "The user's stop is read only between the graph's steps (the client stops reading the "
+    "Run's stream): ModelRetryMiddleware retries a failed model call inside the model node, "
+    "so a retry left is sent after the stop (§11: a stop starts no new business attempt).",
+    "langchain/agents/middleware/model_retry.py: ModelRetryMiddleware.wrap_model_call "
+    "(the retry loop checks no cancellation)")
+
 DIVERGENCES = {
+    "S11-STOP-BEFORE-RETRY": _STOP_AFTER_RETRIES,
     "S11-LOOPS-SHARED": _LOOPS_PER_AGENT,
     **{f"HM-MPRE-DENY-ROOT-FAILED{call}-SHARED": _NO_SHARED
        for call in ("", "-DELEGATE", "-RESULTREAD")},
