@@ -19,6 +19,14 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Compl
                           check=False, timeout=600)
 
 
+def quick_starts() -> list[str]:
+    """The commands of the README's "Quick starts", in order (each ```sh block's lines)."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    part = text[text.index("## Quick starts"):text.index("## Run it")]
+    return [line for block in part.split("```sh\n")[1:]
+            for line in block.split("```")[0].splitlines() if line.strip()]
+
+
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")
             if "__pycache__" not in p.parts}
@@ -59,6 +67,19 @@ def test_the_wheel_installs_with_its_extra_and_runs_outside_the_checkout(tmp_pat
     example = _run(["ctxspec", "replay", "--example", "supplements-across-runs"], away, env)
     assert example.returncode == 0 and example.stdout.startswith(
         "scenario supplements-across-runs: "), example.stderr
+
+    # The README's quick starts, as a new user types them, from the wheel alone: a case that
+    # fails on LangChain is the runtime team's point, so conformance may exit 1 with a verdict.
+    started = quick_starts()
+    assert len(started) == 5 and all(c.startswith("ctxspec ") for c in started), started
+    (away / "quick").mkdir()
+    for typed in started:
+        ran = _run(typed.split(), away / "quick", env)
+        judged = typed.startswith("ctxspec conformance") and ran.returncode == 1 \
+            and "cases in" in ran.stdout
+        assert ran.returncode == 0 or judged, f"{typed}: {ran.stdout[-800:]}{ran.stderr}"
+    assert {"ROW-01.html", "compaction.html", "vectors"} <= {
+        p.name for p in (away / "quick").iterdir()}
 
     for command in (["vectors"], ["schemas"]):  # nowhere to write without --out
         refused = _run(["ctxspec", *command], away, env)
