@@ -3,21 +3,21 @@ that break a rule holding on every request — a tool result without its call, c
 the Run's end, a retry sent after the user's stop, a Run ended twice, a failed summary's part
 shown as a summary — in cases that are about something else."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import snapshots
 from ctxspec.reference.compaction import material_key, summary_message
-from ctxspec.reference.contracts import RunStatus
+from ctxspec.reference.contracts import NodeCheckpoint, RunStatus
 from ctxspec.reference.ports import PartialThenFailed
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.runtime.runtime import RunState
-from ctxspec.reference.view import ModelView, ViewKind
+from ctxspec.reference.view import EffectiveRecord, ModelView, ViewKind
 
 Method = Callable[..., Any]
 
@@ -43,15 +43,17 @@ def _cut_keeps_last_result(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _loop_ends_before_batch(original: Method) -> Method:
-    def batch(self: ToolBatch, run: RunState, decision_id: Any, call_ids: Sequence[Any],
-              *rest: Any, **kept: Any) -> None:
+    def batch(self: ToolBatch, run: RunState, answer: EffectiveRecord,
+              at: NodeCheckpoint) -> NodeCheckpoint | None:
         # The Loop budget is counted at the answer: the answer that took the last Loop ends
         # the Run at once, and its calls, already scheduled, run after the Run's end.
-        if run.parent is None and call_ids and not rest and not kept \
+        fresh = not at.settled and not at.started
+        if run.parent is None and answer.tool_calls and fresh \
                 and not self.driver.stop_pending(run) \
                 and self.driver.loops_taken(run) >= self.s.agent.loop_limit:
             self.driver.end(run, RunStatus.LOOP_EXHAUSTED)
-        original(self, run, decision_id, call_ids, *rest, **kept)
+        result: NodeCheckpoint | None = original(self, run, answer, at)
+        return result
     return batch
 
 
