@@ -48,8 +48,8 @@ CORPUS: tuple[Bug, ...] = (
         "The summarisation cut falls between an AIMessage's tool calls and their "
         "ToolMessages, so the kept tail starts with a result whose call was summarised away "
         "(§6: every tool result in a request has its call).",
-        LANGCHAIN, ("HM-TPOST-ALLOW-ROOT-SUCCEEDED", "HM-MPRE-ALLOW-ROOT-SUCCEEDED"),
-        cut_between_call_and_result),
+        LANGCHAIN, ("HM-CPRE-ALLOW-ROOT-SUCCEEDED", "HM-CPOST-ALLOW-ROOT-SUCCEEDED"),
+        cut_between_call_and_result, shows="U-PAIRED"),
     Bug("langchain-ai/langchain#34664",
         "SummarizationMiddleware's trigger counts the chat history only, not the system "
         "prompt nor the tool schemas, so a request at the trigger is sent unsummarised (§7: I "
