@@ -155,7 +155,7 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
          limit: float = 600.0, pause: float = PAUSE) -> dict[str, Any]:
     """Run workers (killing and replacing one now and then) until the logs count
     ``takeovers`` takeovers of a Session whose owner was still running — each old owner's
-    next commit was fenced —; then check."""
+    next commit was fenced — and, with ``kills``, at least one worker was killed; then check."""
     folder.mkdir(parents=True, exist_ok=True)
     ids = setup(folder, sessions)
     (folder / "sessions.json").write_text(json.dumps(ids), "utf-8")
@@ -166,7 +166,10 @@ def hunt(folder: Path, sessions: int, workers: int, takeovers: int, kills: bool 
     killed = 0
     fenced = Tally(folder, "fenced")
     wal = WalTrimmer(folder / "store.db")
-    while fenced.count() < takeovers and time.time() - started < limit:
+    # With kills asked for, the hunt also goes on until one happened: fast takeovers alone
+    # could reach their count before the first kill, and a hunt without one proves less.
+    while (fenced.count() < takeovers or (kills and killed == 0)) \
+            and time.time() - started < limit:
         time.sleep(0.2)
         wal.trim()
         if kills and random.random() < 0.3:
