@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from ctxspec.cli import main
 from ctxspec.conformance.stdio import ProtocolError, StdioDriver
+from tests import processes
 
 WATCHDOG = 60.0
 """Seconds after which a call that should have answered counts as hung."""
@@ -97,19 +98,11 @@ def _runtime(tmp_path: Path, mode: str) -> tuple[str, Path]:
     return f"{sys.executable} -S {script} {mode} {note}", note
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
 def _gone_soon(pid: int) -> bool:
     deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
+    while processes.alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if processes.alive(pid):
         os.kill(pid, signal.SIGKILL)  # leave nothing behind, then fail
         return False
     return True
@@ -144,7 +137,7 @@ def test_a_killed_harness_takes_its_runtime_along(tmp_path: Path) -> None:
     try:
         assert harness.stdout is not None and harness.stdout.readline() == "ready\n"
         runtime = int(note.read_text())
-        assert _alive(runtime)
+        assert processes.alive(runtime)
         harness.kill()
         harness.wait()
         assert _gone_soon(runtime), "the runtime outlived its killed harness"
@@ -158,7 +151,7 @@ def test_a_grandchild_that_left_the_session_is_ended_and_reported(
     command, note = _runtime(tmp_path, "setsid-child")
     driver = StdioDriver(command, timeout=10)
     grandchild = int(note.read_text())
-    assert _alive(grandchild)
+    assert processes.alive(grandchild)
     driver.close()
     assert _gone_soon(grandchild), "a setsid() grandchild outlived the runtime"
     assert driver.escaped == [grandchild]

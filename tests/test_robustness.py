@@ -46,6 +46,7 @@ from ctxspec.reference.runtime.runtime import (
     ReferenceRuntime,
 )
 from ctxspec.reference.runtime.store import Store
+from tests import processes
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -268,18 +269,10 @@ def _left_running(pids: Path) -> list[int]:
     at once)."""
     deadline = time.monotonic() + 5
     while True:
-        alive = [int(pid) for pid in pids.read_text().split() if _alive(int(pid))]
+        alive = [int(pid) for pid in pids.read_text().split() if processes.alive(int(pid))]
         if not alive or time.monotonic() > deadline:
             return alive
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def fake_runtime(tmp_path: Path, mode: str) -> tuple[str, Path]:
