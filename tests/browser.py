@@ -11,6 +11,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -100,10 +101,14 @@ class Browser:
             "network_conditions": {"offline": True, "latency": 0, "download_throughput": 0,
                                    "upload_throughput": 0}})
 
-    def screenshot(self, target: Path, width: int = 1280) -> None:
-        """The whole page, as tall as it is."""
-        height = int(self.run("return document.documentElement.scrollHeight;"))
+    def resize(self, width: int, height: int) -> None:
         self._call("POST", f"{self.session}/window/rect", {"width": width, "height": height})
+
+    def screenshot(self, target: Path, width: int = 1280, height: int | None = None) -> None:
+        """The whole page, as tall as it is; or its top, in a window ``height`` tall."""
+        if height is None:
+            height = int(self.run("return document.documentElement.scrollHeight;"))
+        self.resize(width, height)
         png = self._call("GET", f"{self.session}/screenshot")
         target.write_bytes(base64.b64decode(png))
 
@@ -139,61 +144,82 @@ def replayed(example: Path, crash: dict[str, Any] | None = None
     return scenario, trace
 
 
-def screenshots(target: Path, report: bool = True) -> list[Path]:
-    """The pictures docs/design-review.md shows: each worked example's replay page, and (unless
-    ``report`` is False) the report of a runtime with a float-rounded trigger (the
-    FLOAT-THRESHOLD mutant) over every case outside the crash matrix."""
-    from ctxspec.conformance.cases import CASES
-    from ctxspec.conformance.driver import ReferenceDriver
-    from ctxspec.conformance.harness import confirm_capabilities, run_suite
-    from ctxspec.conformance.mutants import all_mutants, applied
-    from ctxspec.conformance.replay_page import write_replay_page
-    from ctxspec.conformance.report_html import write_report_page
+REPORT_DRIVER = "ctxspec.adapters.langchain:make_driver"
+"""The driver whose report docs/design-review.md shows: a real runtime (LangChain, the best
+configuration of docs/compatibility/langchain.md) whose failures print replay commands that load
+it, as a runtime team would see its own."""
 
-    root = Path(__file__).resolve().parent.parent
+REPORT_HEIGHT = 1600
+"""The report picture is the top of the page, the verdict and the first failures: the whole page
+of a runtime with a hundred failures is tens of thousands of pixels tall."""
+
+
+def report_command(page: Path, *cases: str) -> list[str]:
+    """The command docs/design-review.md prints for the report's picture, writing ``page`` (with
+    ``cases``, only those)."""
+    selected = [word for case in cases for word in ("--case", case)]
+    return ["ctxspec", "conformance", "--driver", REPORT_DRIVER, *selected, "--html", str(page)]
+
+
+def write_report(page: Path, *cases: str) -> None:
+    """Runs :func:`report_command` as a user would, with the ctxspec of this interpreter; it
+    exits 1 because the runtime fails cases, any other exit is a broken run."""
+    command = report_command(page, *cases)
+    done = subprocess.run([sys.executable, "-m", "ctxspec", *command[1:]],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 1 or not page.exists():
+        raise RuntimeError(f"{' '.join(command)}: exit {done.returncode}\n"
+                           f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
+
+
+def screenshots(target: Path, which: tuple[str, ...] = ("replay", "report")) -> list[Path]:
+    """The pictures docs/design-review.md shows: each worked example's replay page and the
+    crash's (``replay``), and the top of the report of :data:`REPORT_DRIVER` over the whole
+    suite (``report``)."""
     written = []
     browser = Browser()
     try:
         with tempfile.TemporaryDirectory() as work:
-            for example in sorted((root / "docs" / "examples").glob("*.json")):
-                page = Path(work) / f"{example.stem}.html"
-                write_replay_page(page, *replayed(example))
+            if "replay" in which:
+                written += _replay_pictures(browser, Path(work), target)
+            if "report" in which:
+                page = Path(work) / "report.html"
+                write_report(page)
                 browser.open(page)
-                browser.run("document.querySelectorAll('details.request').forEach(d => "
-                            "{ d.open = d.querySelector('tr.changed') !== null; });")
-                written.append(target / f"replay-{example.stem}.png")
-                browser.screenshot(written[-1])
-            page = Path(work) / "crash.html"
-            example = root / "docs" / "examples" / "compaction-three-chunks-window-exceeded.json"
-            write_replay_page(page, *replayed(example, CRASH))
-            browser.open(page)
-            written.append(target / "replay-crash-takeover.png")
-            browser.screenshot(written[-1])
-            if not report:
-                return written
-            mutant = next(m for m in all_mutants() if m.id == "FLOAT-THRESHOLD")
-            cases = [c for c in CASES if c.source != "§10 crash matrix"]
-            began = time.perf_counter()
-            with applied(mutant):
-                probes = confirm_capabilities(ReferenceDriver)
-                results = list(run_suite(cases, ReferenceDriver, probes))
-            page = Path(work) / "report.html"
-            write_report_page(page, results, "reference with the FLOAT-THRESHOLD mutant",
-                              probes, time.perf_counter() - began)
-            browser.open(page)
-            browser.click("#by-source td.failed summary")
-            written.append(target / "conformance-report.png")
-            browser.screenshot(written[-1])
+                written.append(target / "conformance-report.png")
+                browser.screenshot(written[-1], height=REPORT_HEIGHT)
     finally:
         browser.close()
     return written
 
 
-if __name__ == "__main__":
-    import sys
+def _replay_pictures(browser: Browser, work: Path, target: Path) -> list[Path]:
+    from ctxspec.conformance.replay_page import write_replay_page
 
-    # ``python -m tests.browser replay``: the replay pages' pictures only (seconds, not the
-    # suite run the report's picture needs).
-    for path in screenshots(Path(__file__).resolve().parent.parent / "docs" / "images",
-                            report=sys.argv[1:] != ["replay"]):
+    root = Path(__file__).resolve().parent.parent
+    written = []
+    for example in sorted((root / "docs" / "examples").glob("*.json")):
+        page = work / f"{example.stem}.html"
+        write_replay_page(page, *replayed(example))
+        browser.open(page)
+        browser.run("document.querySelectorAll('details.request').forEach(d => "
+                    "{ d.open = d.querySelector('tr.changed') !== null; });")
+        written.append(target / f"replay-{example.stem}.png")
+        browser.screenshot(written[-1])
+    page = work / "crash.html"
+    example = root / "docs" / "examples" / "compaction-three-chunks-window-exceeded.json"
+    write_replay_page(page, *replayed(example, CRASH))
+    browser.open(page)
+    written.append(target / "replay-crash-takeover.png")
+    browser.screenshot(written[-1])
+    return written
+
+
+if __name__ == "__main__":
+    # ``python -m tests.browser [replay | report]``: every picture, or only the replay pages'
+    # (seconds) or only the report's (the whole suite on the LangChain adapter, ~30 s).
+    chosen = tuple(sys.argv[1:]) or ("replay", "report")
+    if not set(chosen) <= {"replay", "report"}:
+        sys.exit("usage: python -m tests.browser [replay | report]")
+    for path in screenshots(Path(__file__).resolve().parent.parent / "docs" / "images", chosen):
         print(path)
