@@ -6,6 +6,12 @@ Run it after adding or merging entries, from the checkout's root::
     .venv/bin/python -m tests.open_questions          # rewrites the file in its order
     .venv/bin/python -m tests.open_questions --check  # exits 1 if the file is not in it
 
+A branch that appended entries at the file's end conflicts there when merged (the ordering
+rewrote the end); during that merge, take HEAD's file with what the branches appended, and
+order it::
+
+    .venv/bin/python -m tests.open_questions --take-appended BRANCH [BRANCH ...]
+
 Each entry is one paragraph (an indented block may follow inside it) that starts
 ``**Q<n>. Title.** *Section:* §<k>.`` (or ``*Section:* none.`` for the suite's own questions),
 then the question and the design sentences it turns on, ``*Decision:*`` and ``*Pinned by:*``.
@@ -19,6 +25,7 @@ spellings (``- **Qn — …**`` bullets, ``*Pinned by*``, ``*Decided:*``); never
 """
 
 import re
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,9 +197,37 @@ def ordered(text: str) -> str:
     return render(parse(text))
 
 
+def appended(base: str, branch: str, name: str) -> str:
+    """What ``branch`` (the file on a branch called ``name``) appended to ``base`` (the file
+    where that branch began)."""
+    if not branch.startswith(base):
+        raise Unplaced(f"{name} changed docs/open-questions.md above its end; only appended "
+                       f"entries can be taken: merge that part by hand")
+    return branch[len(base):]
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def taken(branches: list[str], root: Path = PATH.parent.parent) -> str:
+    """HEAD's file with the entries each branch appended since it began (a merge of such a
+    branch conflicts at the file's end, which the ordering rewrote)."""
+    show = "{}:docs/open-questions.md"
+    text = _git(root, "show", show.format("HEAD"))
+    for branch in branches:
+        began = _git(root, "merge-base", "HEAD", branch).strip()
+        text = text.rstrip("\n") + "\n" + appended(_git(root, "show", show.format(began)),
+                                                   _git(root, "show", show.format(branch)),
+                                                   branch)
+    return text
+
+
 def main(argv: list[str]) -> int:
-    text = PATH.read_text("utf-8")
+    branches = argv[argv.index("--take-appended") + 1:] if "--take-appended" in argv else []
     try:
+        text = taken(branches) if branches else PATH.read_text("utf-8")
         new = ordered(text)
     except Unplaced as problem:
         print(f"docs/open-questions.md: {problem}", file=sys.stderr)
@@ -203,11 +238,9 @@ def main(argv: list[str]) -> int:
                   "python -m tests.open_questions", file=sys.stderr)
             return 1
         return 0
-    if new != text:
-        PATH.write_text(new, "utf-8")
+    PATH.write_text(new, "utf-8")
     print(f"docs/open-questions.md: {sum(map(len, parse(new).values()))} entries in order")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -143,6 +143,17 @@ def test_ci_runs_the_readme_check_command_word_for_word() -> None:
         "the README names the browser the page tests need, as CI installs it"
 
 
+def test_the_metadata_names_its_licence_and_no_home_it_does_not_have() -> None:
+    # Q421: an SPDX expression with its file, and no project URL while the repository names no
+    # public home (an invented address would be a citation no reader can follow).
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text("utf-8").lstrip().startswith("Apache License")
+    assert not any(c.startswith("License ::") for c in project["classifiers"]), \
+        "PEP 639: the licence is the SPDX expression, never a classifier beside it"
+    assert "urls" not in project, "a project URL needs a public home the repository names"
+
+
 # --- no citation outside the repository ------------------------------------------------------
 
 PROJECT_PARTS = ("README.md", "pyproject.toml", ".ci", "docs", "spec", "reference", "conformance",

@@ -6,6 +6,7 @@ import ast
 import fnmatch
 import functools
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.mutants import all_mutants
 from tests import open_questions
-from tests.open_questions import Entry, Unplaced, ordered, parse
+from tests.open_questions import Entry, Unplaced, appended, ordered, parse, taken
 
 ROOT = Path(__file__).resolve().parent.parent
 CITING = ("README.md", "docs", "tests", "conformance", "reference", "ctxspec", "models", "spec")
@@ -166,3 +167,35 @@ def test_an_entry_moved_under_another_section_is_moved_back_by_its_tag() -> None
         heading, heading + "\n" + block + "\n", 1)
     assert moved != text()
     assert ordered(moved) == text()
+
+
+def test_a_merged_branchs_appended_entries_are_taken_from_git_and_placed(tmp_path: Path) -> None:
+    # A branch began at the unordered file and appended Q997; main ordered the file meanwhile.
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    page = tmp_path / "docs" / "open-questions.md"
+    page.parent.mkdir()
+    old = "# Old\n\n## Budgets\n\n- **Q1 — On §8.** *Decision:* x. *Pinned by* `ROW-02`.\n"
+    page.write_text(old, "utf-8")
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "old")
+    git("checkout", "-q", "-b", "helper")
+    page.write_text(old + APPENDED, "utf-8")
+    git("commit", "-q", "-am", "appended")
+    git("checkout", "-q", "main")
+    page.write_text(ordered(old), "utf-8")
+    git("commit", "-q", "-am", "ordered")
+    merged = ordered(taken(["helper"], tmp_path))
+    assert merged == ordered(old + APPENDED)
+    assert [e.number for e in parse(merged)["5"]] == [997]
+    assert [e.number for e in parse(merged)["8"]] == [1, 996]
+
+
+def test_a_branch_that_changed_more_than_the_end_is_refused() -> None:
+    assert appended("a\nb\n", "a\nb\n## New\n", "helper") == "## New\n"
+    refused = re.escape("helper changed docs/open-questions.md above its end")
+    with pytest.raises(Unplaced, match=refused):
+        appended("a\nb\n", "a\nc\n## New\n", "helper")
