@@ -227,10 +227,13 @@ def taken(branches: list[str], root: Path = PATH.parent.parent) -> str:
 def main(argv: list[str]) -> int:
     branches = argv[argv.index("--take-appended") + 1:] if "--take-appended" in argv else []
     try:
-        text = taken(branches) if branches else PATH.read_text("utf-8")
+        if branches:  # written before it is ordered, so that what cannot be placed is fixed there
+            PATH.write_text(taken(branches), "utf-8")
+        text = PATH.read_text("utf-8")
         new = ordered(text)
     except Unplaced as problem:
-        print(f"docs/open-questions.md: {problem}", file=sys.stderr)
+        print(f"docs/open-questions.md: {problem}; then run python -m tests.open_questions",
+              file=sys.stderr)
         return 2
     if "--check" in argv:
         if new != text:
