@@ -54,10 +54,12 @@ INTRO = """\
 
 Where the design (`spec/design/`) is silent, ambiguous or self-contradictory, an entry records
 the question, the design sentences it turns on (quoted, or cited by §), the decision and the
-test or case that pins it. Entries are grouped by the design section they turn on (the
-`*Section:*` tag), the suite's own questions last; within a group they go by number. A number
-is never reused or renumbered: code, tests and other pages cite them. When a decision changes,
-change the test in the same commit.
+test or case that pins it. Entries are grouped by the design section whose sentences the
+decision reads (the `*Section:*` tag; other sections it cites are in its text); a question of
+how the suite, an adapter or a tool judges or shows a runtime is the suite's, even where it
+cites a section, and goes last. Within a group entries go by number. A number is never
+reused or renumbered: code, tests and other pages cite them. When a decision changes, change
+the test in the same commit.
 
 The order, this index and the anchors are written by `python -m tests.open_questions` (new
 entries may be appended at the end under any heading; the script moves each to its section);
