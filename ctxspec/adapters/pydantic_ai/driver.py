@@ -84,9 +84,9 @@ order, a Planner whose ``delegate`` tool runs an Executor ``Agent`` (agent deleg
 four hook points of hooks.py, and the loop's moments where pydantic-ai hands the adapter a
 request (freeze), an answer (first output), a response or a tool's result to the capabilities
 (raw saved) and a call to its tool (batch call)."""
-ADAPTER_SUPPLIED = frozenset({"estimator_injection"})
+ADAPTER_SUPPLIED = frozenset({"estimator_injection", "error_figures"})
 """What the adapter computes because pydantic-ai has none of it: the request's measure with
-the injected estimator, W, O, S, B, the trigger and the §8 refusal."""
+the injected estimator, W, O, S, B, the trigger and the §8 refusal with its figures."""
 COMPACTION = frozenset({"compaction_summary"})
 """With the best configuration's history processor: pydantic-ai runs it before every request
 and keeps what it returns as the run's history; when and how to summarise is the adapter's
@@ -341,7 +341,10 @@ class PydanticAIDriver:
         view, tokens, verdict = self.measure(messages, role)
         decision: str = verdict.decision
         budget = self.budget
-        figures = {"fixed_input_tokens": tokens, "input_tokens": tokens,
+        # F is B − H where §8 reached H (material present), else the whole input
+        fixed = tokens if verdict.summary_space is None else \
+            budget.input_budget - verdict.summary_space
+        figures = {"fixed_input_tokens": fixed, "input_tokens": tokens,
                    "input_budget": budget.input_budget, "window": budget.window,
                    "output_reserve": budget.output_reserve,
                    "safety_margin": budget.safety_margin}
@@ -467,7 +470,7 @@ class PydanticAIDriver:
         if figures is not None:
             ended["figures"] = figures
         self.events.append(ended)
-        self._client(run, "run_ended", status)
+        self._client(run, "run_ended", status, code)
 
     def _receive(self, text: str, run: Run | None) -> Delivery:
         delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
@@ -499,10 +502,11 @@ class PydanticAIDriver:
         """A fresh identity, the same in every run of a scenario (a report never drifts)."""
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:pydantic-ai:{next(self.ids)}"))
 
-    def _client(self, run: Run, event: str, detail: str) -> None:
+    def _client(self, run: Run, event: str, detail: str, code: str | None = None) -> None:
         run.seq += 1
+        told = {"error_code": code} if event == "run_ended" else {}
         self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
-                            "event": event, "detail": detail})
+                            "event": event, "detail": detail, **told})
 
 
 def fixed_part(view: list[Message], current: set[str]) -> list[Message]:

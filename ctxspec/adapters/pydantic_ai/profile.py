@@ -238,6 +238,9 @@ PROFILE = Profile(
         "input budget and measures no request: the adapter measures every request with the "
         "injected estimator where the FunctionModel receives it, computes W, O, S, B and the "
         "trigger, and refuses what §8 refuses there",
+        "error_figures": "pydantic-ai knows no window or budget, so a refusal's figures (the "
+        "fixed input, the input, B, W, O, S) are the adapter's own §8 refusal's, carried on "
+        "its run_ended and its client event",
         "compaction_summary": "pydantic-ai has no summarisation for a model it is given (its "
         "compaction capabilities are provider-native): the adapter's history processor "
         "decides when, summarises with the compaction script and puts the summary in "
