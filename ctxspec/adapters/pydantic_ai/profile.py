@@ -93,11 +93,6 @@ _SHARED_CALL_ID = Divergence(
     "(UnexpectedModelBehavior) before either runs: pydantic-ai binds calls and results by "
     "that id (§2: a provider's id is never the platform's key).",
     "pydantic_ai/_tool_execution.py: _validate_function_calls (_duplicate_tool_call_ids)")
-_NO_SCHEMA_CHECK = Divergence(
-    "A tool declared by its JSON schema (Tool.from_schema) gets its arguments unvalidated — "
-    "the method's docstring says schema validation is skipped — so a call breaking the schema "
-    "runs instead of being answered as a format error (§11).",
-    "pydantic_ai/tools.py: Tool.from_schema")
 _ADAPTER_FOLD = Divergence(
     "pydantic-ai has no summarisation of its own for a model it is given (its compaction "
     "capabilities are provider-native), so the §8 fold is the adapter's history processor, "
@@ -138,7 +133,6 @@ DIVERGENCES: dict[str, Divergence] = {
         for role in ("ROOT", "EXECUTOR"))), _NO_DEADLINE),
     "S3-ALLOW-NO-GRANT": _QUOTA_WHOLE_BATCH,
     "S2-PROVIDER-CALL-IDS": _SHARED_CALL_ID,
-    "S11-ARGUMENTS-SCHEMA": _NO_SCHEMA_CHECK,
     **dict.fromkeys(("S8-CHUNK-FLOOR", "S8-PROMPTS-LEAVE-NO-ROOM"), _ADAPTER_FOLD),
 }
 """The divergence each failing case shows (inherent: no setting of the public API fixes it)."""
@@ -159,9 +153,10 @@ SETTINGS = (
             "step uses).", frozenset({"ROW-16-17", "EX3-WRITE"})),
     Setting("Agent(retries=...)", "1 (a second unusable answer ends the run with "
             "UnexpectedModelBehavior)", "the Agent's loop_limit",
-            "A call to a missing tool or an answer it cannot use ends the Run after one retry, "
+            "A call to a missing tool, arguments that break the tool's signature or an answer "
+            "it cannot use end the Run after one retry (\"exceeded max retries\"), "
             "where the design corrects it by further Loops within the Loop limit (§11).",
-            frozenset({"S11-FORMAT-ERROR"})),
+            frozenset({"S11-FORMAT-ERROR", "S11-ARGUMENTS-SCHEMA"})),
 )
 """The settings the best configuration changes, each with the cases it fixes."""
 
@@ -218,9 +213,9 @@ DOUBTS = {
     "HM-MPRE-ALLOW-ROOT-TIMED_OUT": "pydantic-ai has a run deadline, in seconds; a mapping of "
     "the scenario's ticks onto seconds (each call taking real time) could judge it, at the "
     "cost of timing-dependent verdicts, so every deadline case fails on the missing mapping.",
-    "S11-ARGUMENTS-SCHEMA": "fails with tools declared by JSON schema (Tool.from_schema, which "
-    "validates nothing); a tool written as a typed Python function is validated by pydantic, "
-    "so a user with such tools would pass it.",
+    "S11-ARGUMENTS-SCHEMA": "passes with tools written as typed functions, which pydantic "
+    "validates; a tool declared by its JSON schema alone (Tool.from_schema, which validates "
+    "nothing) would run the call that breaks it.",
     "S11-STOP-BEFORE-RETRY": "passes with the defaults (no retry at all) and fails with the "
     "best configuration's retries: the retry is sent though the stop came first.",
     "ROW-07": "passes with no history processor; with the documentation's keep-the-last-"
