@@ -9,13 +9,20 @@ each says is summarised in ``broken`` in our words."""
 
 from dataclasses import dataclass
 
-from tests.real_bugs.patches import Patch, cut_between_call_and_result, error_text_as_summary
+from tests.real_bugs.patches import (
+    Patch,
+    cut_between_call_and_result,
+    error_text_as_summary,
+    orphaned_results_sent,
+)
 
 LANGCHAIN = "ctxspec.adapters.langchain:make_driver"
 LANGCHAIN_DEFAULTS = "ctxspec.adapters.langchain:make_default_driver"
 LANGCHAIN_TRIM = "ctxspec.adapters.langchain:make_trim_driver"
 AGENTS_SDK = "ctxspec.adapters.openai_agents:make_driver"
 AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
+PYDANTIC_AI = "ctxspec.adapters.pydantic_ai:make_driver"
+PYDANTIC_AI_KEEP_LAST = "ctxspec.adapters.pydantic_ai.driver:make_keep_last_driver"
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,15 @@ CORPUS: tuple[Bug, ...] = (
         "at a token tail). Present in langchain-core 1.8.3 as a pre-model hook with no "
         "start_on.",
         LANGCHAIN_TRIM, ("S6-CUT-KEEPS-GROUPS",), clean=LANGCHAIN, shows="U-PAIRED"),
+    Bug("pydantic/pydantic-ai#2050",
+        "A history processor is handed the current run's messages too, so one that keeps only "
+        "the latest message (the documentation's example) cuts an answer's tool calls away "
+        "from their returns, and the request sends a tool return whose call is gone (§6: every "
+        "tool result in a request has its call). Fixed in 2.68 by dropping such returns "
+        "before each request; put back, the orphan reaches the model. Reached with the "
+        "keep-last history processor; the best configuration, without it, passes.",
+        PYDANTIC_AI_KEEP_LAST, ("ROW-07",), orphaned_results_sent, clean=PYDANTIC_AI,
+        shows="U-PAIRED"),
 )
 """The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
 
@@ -95,6 +111,5 @@ UNREACHED: dict[str, str] = {
     "deletes are exactly those SessionSettings(limit=...) already keeps out of every request, "
     "so every request is the same with it or without it, and only a read of the stored "
     "items shows the loss, which the adapter cannot serve (no history_api).",
-    "pydantic/pydantic-ai#2050": "no adapter runs pydantic-ai yet.",
 }
 """Reports of the corpus no case reaches today, and why."""

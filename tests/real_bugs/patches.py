@@ -54,7 +54,26 @@ def cut_between_call_and_result() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def orphaned_results_sent() -> Iterator[None]:
+    """pydantic/pydantic-ai#2050, as its report describes it: a history processor is handed
+    the current run's messages too, and one that keeps only the latest message cuts a tool
+    call's ModelResponse away from the ModelRequest with its return, which is then sent to the
+    model on its own (the provider refuses it). pydantic-ai 2.68 drops such an orphaned return
+    before every request (``_drop_orphaned_tool_results`` in pydantic_ai/messages.py); put
+    back, the history goes to the model as the processor left it."""
+    from pydantic_ai import messages
+
+    def buggy(history: list[Any]) -> list[Any]:
+        return history
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(messages, "_drop_orphaned_tool_results", buggy)
+        yield
+
+
 PATCHES: dict[str, Patch] = {
     "langchain-ai/langchain#38867": error_text_as_summary,
     "langchain-ai/langchain#34282": cut_between_call_and_result,
+    "pydantic/pydantic-ai#2050": orphaned_results_sent,
 }

@@ -2,6 +2,8 @@
 is still present, must make its named cases fail; without it they pass; and putting a fixed
 bug back leaves the framework as it was. Slow: each probe runs whole cases on a framework."""
 
+from typing import Any
+
 import pytest
 
 from ctxspec.conformance.cases import by_id
@@ -45,11 +47,20 @@ def test_without_the_bug_its_cases_pass(bug: Bug) -> None:
         f"their failure does not show the bug: {failing}")
 
 
-@pytest.mark.slow
-def test_putting_a_bug_back_leaves_the_framework_as_it_was() -> None:
+def _patched(report: str) -> dict[str, Any]:
+    """The namespace a report's patch changes: LangChain's SummarizationMiddleware, or the
+    module of pydantic-ai's message repairs."""
+    if report.startswith("pydantic/pydantic-ai"):
+        from pydantic_ai import messages
+        return dict(vars(messages))
     from langchain.agents.middleware.summarization import SummarizationMiddleware
-    before = dict(vars(SummarizationMiddleware))
-    for patch in PATCHES.values():
-        with patch():
-            assert dict(vars(SummarizationMiddleware)) != before, "a patch that changes nothing"
-    assert dict(vars(SummarizationMiddleware)) == before, "a patch outlived its probe"
+    return dict(vars(SummarizationMiddleware))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("report", sorted(PATCHES))
+def test_putting_a_bug_back_leaves_the_framework_as_it_was(report: str) -> None:
+    before = _patched(report)
+    with PATCHES[report]():
+        assert _patched(report) != before, "a patch that changes nothing"
+    assert _patched(report) == before, "a patch outlived its probe"
