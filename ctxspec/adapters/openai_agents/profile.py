@@ -100,10 +100,29 @@ _STOP_MISSES_THE_EXECUTOR = Divergence(
     "(§11).",
     "agents/agent.py: Agent.as_tool (_run_agent_impl); agents/result.py: "
     "RunResultStreaming.cancel")
+_NO_ACCESS = Divergence(
+    "A session serves its items to whoever holds its id: get_items checks no caller, role, "
+    "Session or grant, so another Session's reader, a workspace script, an Executor's role "
+    "and an auditor the Agent never granted are all served the conversation (§1, §11).",
+    "agents/memory/session.py: SessionABC.get_items; agents/memory/sqlite_session.py: "
+    "SQLiteSession.get_items")
+_INPUT_AFTER_FILTER = Divergence(
+    "A streamed Run saves its input to the session only once call_model_input_filter and the "
+    "on_llm_start hooks have run, just before the first model call: a Run that ends before "
+    "it (here refused in the filter over B) leaves its question nowhere in the session, "
+    "where the design keeps the question it ends on (§5, §11).",
+    "agents/run_internal/run_loop.py: run_single_turn_streamed "
+    "(_persist_stream_input_if_needed after maybe_filter_model_input)")
 _HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
                 "HM-{}-EXECUTOR-SUCCEEDED")
 
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-25", "S11-AUDIT-NEEDS-GRANT", "S1-HISTORY-EFFECTIVE",
+                     "S4-HISTORY-EXECUTOR-TASK"), _NO_ACCESS),
+    "S11-PROTECTED-TOO-LARGE": _INPUT_AFTER_FILTER,
+    "S1-ORIGINALS-KEPT": _WHOLE_SESSION, "S8-SUMMARY-AT-CAP": _USER_MESSAGES_KEPT,
+    "S4-ACTUAL-PROCESS": _GUARDRAIL_GRAIN, "S1-TOOL-EDIT-RAW-KEPT": _GUARDRAIL_GRAIN,
+    "S6-AUDIT-FULL-BODY": _NO_PREVIEW,
     "S6-CUT-KEEPS-GROUPS": _COMPACT_GETS_TOOL_ITEMS,
     **dict.fromkeys(("ROW-04-AT", "ROW-05", "ROW-06", "EX8-ROW1", "EX8-ROW2", "S7-USAGE-TINY"),
                     _USER_MESSAGES_KEPT),
@@ -273,9 +292,20 @@ NOTES = (
     "is reject_content (the call never runs, or its result is withheld) or, before a request, "
     "an exception the SDK ends the Run on (HOOK_DENIED); a write has no place (a guardrail "
     "cannot modify, the filter replaces the input wholesale), a failed item is dropped. The "
-    "compaction points are not declared: the compact call has no hook. Nor crash points: a "
-    "SQLiteSession saves items, not the Run's position, so a restarted process can only "
-    "start a new Run.",
+    "compaction points are not declared: the compact call has no hook.",
+    "The history API (ctxspec/adapters/openai_agents/history.py, Q492) is the session's own "
+    "get_items, read through a SQLiteSession of the Session's id without session settings, so "
+    "it serves every stored item (a limit bounds what the Runner is handed, not the store); "
+    "the SDK checks no caller, so every read is served, and an item is stored whole (with "
+    "bodies, no full body behind a preview).",
+    "Crash points are not declared (Q493). The SDK's own writes are the session's: a Run's "
+    "input just before its first model call, then each turn's items — the model's answer "
+    "together with its batch's results, after the tools ran — and a RunState only when the "
+    "caller serialises one (RunState.to_json, after an interruption or a cancel). None holds "
+    "a Run's position: a restarted process can only start a new Runner.run on the session, "
+    "a new Run with a new max_turns, new guardrail and hook state, so what a crash case "
+    "would judge is that new Run's mapping, the adapter's. No write holds an answer before "
+    "its tools run, a tool's result alone, a hook's decision or an Executor's start or end.",
 )
 
 SETTINGS = (
@@ -312,6 +342,13 @@ DOUBTS = {
                     "Run) with a summary the scripted compact endpoint wrote as the API "
                     "documents its output; a real endpoint's summary is encrypted and what "
                     "the model reads of it is not judged (Q382).",
+    "S11-PROTECTED-TOO-LARGE": "the Run's question is lost because the SDK saves input only "
+                               "after the filter; a user could store the question with "
+                               "session.add_items before a Runner.run with no input, which the "
+                               "SDK's documentation does not show.",
+    "ROW-25": "every read is served because the SDK has no caller to check; an application "
+              "would put its own check in front of get_items, which would be its code, not "
+              "the SDK's (Q492).",
     "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
               "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
               "SDK's default of no limit.",
