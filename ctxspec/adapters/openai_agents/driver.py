@@ -164,7 +164,6 @@ class OpenAIAgentsDriver:
         self.exhausted: ScriptExhausted | None = None
         """A scripted port that ran out inside a tool, which the SDK turned into a result."""
 
-
     def _build_agent(self, doc: AgentDoc, ports: Ports) -> None:
         """The SDK's parts: the scripted Model, the tools (the Executor behind ``delegate``),
         the guardrails, the RunConfig and the root Agent."""
@@ -256,10 +255,14 @@ class OpenAIAgentsDriver:
     def _session(self, name: str) -> Session:
         settings = None if self.session_limit is None else SessionSettings(
             limit=self.session_limit)
-        stored = SQLiteSession(name, self.database, session_settings=settings)
+        stored = self._store(name, settings)
         if not self.compaction:
             return stored
         return compacting(name, stored, self, self.doc.model_attempts)
+
+    def _store(self, name: str, settings: SessionSettings | None) -> SQLiteSession:
+        """The Session's SQLite store (restart.py watches its writes)."""
+        return SQLiteSession(name, self.database, session_settings=settings)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -578,19 +581,7 @@ class OpenAIAgentsDriver:
                             "event": event, "detail": detail})
 
 
-def make_driver() -> OpenAIAgentsDriver:
-    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
-    careful user following the design configures it (the best configuration), its session
-    the SDK's ``OpenAIResponsesCompactionSession``."""
-    return OpenAIAgentsDriver(compaction=True)
-
-
 def make_limited_driver() -> OpenAIAgentsDriver:
     """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
     the bug corpus's path (tests/real_bugs/)."""
     return OpenAIAgentsDriver(session_limit=4, compaction=True)
-
-
-def make_default_driver() -> OpenAIAgentsDriver:
-    """The SDK with its defaults wherever the design names no figure."""
-    return OpenAIAgentsDriver(sdk_defaults=True)
