@@ -39,6 +39,8 @@ class CarriedHistoryDriver(OpenAIAgentsDriver):
     """The SDK with the history carried by the caller and the hand-over worded by us."""
 
     handover_builder = staticmethod(_lines)
+    capabilities = OpenAIAgentsDriver.capabilities - {"history_api", "history_bodies"}
+    """No session: the caller's own list is the only history, so no history API is read."""
 
     def __init__(self) -> None:
         # The SDK compacts only a session's history (OpenAIResponsesCompactionSession wraps a

@@ -27,20 +27,29 @@ def make_driver() -> "LangChainDriver":
 KEPT = ("ROW-21", "ROW-23", "CRASH-TOOLS-RAW_ANSWER_SAVED-1-BEFORE",
         "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "S3-REBASE",
         "CRASH-RUNS-INPUT_ACCEPTED-1-BEFORE", "CRASH-TOOLS-REQUEST_FROZEN-2-AFTER",
-        "CRASH-TOOLS-HOOK_DECIDED-2-BEFORE", "CRASH-PLANNER-EXECUTION_STARTED-1-AFTER",
+        "CRASH-TOOLS-HOOK_DECIDED-2-AFTER", "CRASH-PLANNER-EXECUTION_STARTED-1-AFTER",
         "CRASH-PLANNER-RAW_ANSWER_SAVED-4-BEFORE", "CRASH-HOOK-POST-RESPONSE-MODIFY-HOOK_DECIDED",
-        "HM-TPRE-DENY-EXECUTOR-SUCCEEDED")
+        "HM-TPRE-DENY-EXECUTOR-SUCCEEDED", "CRASH-TOOLS-TOOL_SETTLED-2-AFTER",
+        "CRASH-PLANNER-TOOL_SETTLED-1-AFTER", "CRASH-HOOK-POST-CALL-MODIFY-TOOL_SETTLED")
 """A crash after (or before) the model's checkpoint, after (or before) the tools' one: the
 thread resumed on a fresh graph repeats no tool and asks the model again only for an answer it
 never saved; a chain's argument writes applied in order. An input the thread never saved is
-sent again; a batch's two review decisions are one checkpoint; an Executor is a subgraph whose
-checkpoints the resumed Planner continues from (Q371), and its review pauses the thread."""
+sent again; a batch's two review decisions are one resume write, reused once stored; the last
+result of a batch stored, nothing is run again; an Executor is a subgraph whose checkpoints the
+resumed Planner continues from (Q371), and its review pauses the thread."""
 
 DIVERGING = {
     "ROW-16-17": "the path the model sees",  # an edit keeps the model's call in the AIMessage
     "S10-TAKEOVER-BUDGET": "business Loops",  # the run's call count is not checkpointed
     # A failed and a stopped Run come first: LangGraph writes no terminal checkpoint for them.
     "CRASH-RUNS-RUN_FINALISED-3-AFTER": "restarts",
+    # A call that ran but whose result was not stored runs again (the script has one answer).
+    "ROW-22": "the script of tool 'read' ran out",
+    "S10-UNKNOWN-OUTCOME": "ran out",
+    # The reviewer's answer was not stored: the interrupt is raised again and asked again.
+    "CRASH-TOOLS-HOOK_DECIDED-2-BEFORE": "hooks asked again",
+    # The refused resume write is not awaited: the edited call runs before it surfaces.
+    "S10-COMMIT-REFUSED": "a tool ran before the decision was stored",
 }
 """Cases LangChain fails, and a word of what the failure shows."""
 
@@ -87,6 +96,36 @@ def test_a_refused_checkpoint_is_surfaced_and_the_thread_resumed() -> None:
     assert [e["phase"] for e in of(trace, "persistence_failed")] == ["request_frozen"]
     assert "model_request" not in kinds[:kinds.index("persistence_failed")]
     assert [e["status"] for e in of(trace, "run_ended")] == ["succeeded"]
+
+
+def test_a_batch_runs_whole_before_its_first_result_is_stored() -> None:
+    # ROW-22 dies just after the first result of the batch (write's) is stored. LangGraph's one
+    # worker runs the queued calls before it stores their writes, so read had already run: it
+    # is the call run again after the restart, write is not (LangGraph read, not our output:
+    # the order follows from PregelLoop.put_writes submitting behind the queued tasks).
+    [case] = by_id(["ROW-22"])
+    tools = case.scenario["tools"]  # a second answer of each tool, for the call run again
+    trace = scenario_trace(make_driver(), {**case.scenario, "tools": {
+        name: [*results, *results] for name, results in tools.items()}})
+    kinds = [(e["kind"], e.get("name")) for e in trace
+             if e["kind"] in ("tool_executed", "restarted")]
+    assert kinds[:3] == [("tool_executed", "write"), ("tool_executed", "read"),
+                         ("restarted", None)], kinds
+    assert ("tool_executed", "write") not in kinds[3:]
+
+
+def test_a_review_answer_not_stored_is_asked_again() -> None:
+    # The process dies as the resume write holding the reviewer's answer (two calls, one
+    # answer) is to be stored: the resumed thread raises the review again and the reviewer is
+    # asked about both calls once more; dying just after it, the answer is reused.
+    asked = {}
+    for when in ("before", "after"):
+        [case] = by_id([f"CRASH-TOOLS-HOOK_DECIDED-1-{when.upper()}"])
+        trace = scenario_trace(make_driver(), case.scenario)
+        assert [(e["phase"], e["when"]) for e in of(trace, "restarted")] == [
+            ("hook_decided", when)]
+        asked[when] = sum(e["point"] == "tool.pre_call" for e in of(trace, "hook_called"))
+    assert asked == {"before": 4, "after": 2}
 
 
 def test_a_crash_before_the_answer_is_saved_asks_that_request_again() -> None:

@@ -29,13 +29,17 @@ def profile() -> Profile:
     return PROFILE
 
 KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT",
-        "ROW-03", "S3-DELEGATE-POST-DENY", "S3-REQUEST-DENIED", "S2-RESPONSE-DENIED-CALLS")
+        "ROW-03", "S3-DELEGATE-POST-DENY", "S3-REQUEST-DENIED", "S2-RESPONSE-DENIED-CALLS",
+        "S10-NEW-SESSION", "CRASH-TOOLS-BATCH_FED_BACK-1-AFTER",
+        "CRASH-RUNS-INPUT_ACCEPTED-3-BEFORE", "CRASH-PLANNER-INPUT_ACCEPTED-2-AFTER")
 """A claimed supplement carried once to the next question; a stop that wins over an answer in
 flight; a missing tool answered by an error the next Loop sees; inputs delivered on the first
 output; two Executors behind ``Agent.as_tool`` each seeing only its hand-over, one at a time
 (Q380); a post-call deny of the delegate call withholding the Executor's answer; a
 pre-request deny from ``call_model_input_filter`` sending nothing (Q381); a post-response
-deny from ``RunHooks.on_llm_end`` whose calls never run (Q383) — each the SDK's own doing."""
+deny from ``RunHooks.on_llm_end`` whose calls never run (Q383); a new session's history read
+back with ``get_items`` holding none of the first one's (Q492); a restart after a turn's or
+an input's write, continuing from the stored items (Q493) — each the SDK's own doing."""
 
 DIVERGING = {
     "ROW-12": "attempts",  # a broken stream is never retried (model_retry._evaluate_retry)
@@ -44,6 +48,11 @@ DIVERGING = {
     "S11-LOOPS-SHARED": "('root', 'business')",  # as_tool's nested Run has its own max_turns
     "S3-HOOK-CHANGE-SEEN": "corrected",  # the input filter applies no patch (Q381)
     "ROW-04-AT": "expected 1607, saw 2607",  # the compact endpoint keeps Run 1's question
+    "ROW-25": "('role:root', 'other', True)",  # get_items serves any holder of a session id
+    "S11-PROTECTED-TOO-LARGE": "expected [['user_ref']], saw [[]]",  # input saved late
+    "S10-TAKEOVER-BUDGET": "business Loops",  # the restarted Runner.run has a new max_turns
+    # The answer is saved with its batch only: a crash before that write asks it again.
+    "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE": "the requests sent",
 }
 """Cases the SDK fails, and a word of what the failure shows."""
 
@@ -78,6 +87,44 @@ def test_a_divergence_fails_and_its_report_says_why(case_id: str,
     assert case_id in profile().divergences
 
 
+
+
+def test_a_restart_continues_from_the_stored_turn() -> None:
+    # tool-batch-hook dies just after the turn's write (the decision with both results): the
+    # restarted process starts a Run on the session with no input, whose one request carries
+    # the question, the decision and the two results, each once, and no tool runs again.
+    from ctxspec.conformance.case import lines, of, requests
+    from ctxspec.conformance.harness import scenario_trace
+    [case] = by_id(["CRASH-TOOLS-BATCH_FED_BACK-1-AFTER"])
+    trace = scenario_trace(make_driver(), case.scenario)
+    restarted = [i for i, e in enumerate(trace) if e["kind"] == "restarted"]
+    assert [(trace[i]["phase"], trace[i]["when"]) for i in restarted] == [
+        ("batch_fed_back", "after")]
+    after = [e for e in trace[restarted[0]:] if e["kind"] == "model_request"]
+    assert [kind for _, kind, _ in lines(after[0])] == [
+        "system_prompt", "user_ref", "assistant", "tool_result", "tool_result"]
+    assert sorted(e["name"] for e in of(trace, "tool_executed")) == ["read", "write"]
+    assert len(requests(trace, "business")) == 2
+
+
+def test_a_history_read_serves_every_stored_item_past_the_limit() -> None:
+    # Four Runs with SessionSettings(limit=4): Run 4's request carries the last four of the
+    # six stored items and its question; the read after it serves all eight, oldest first
+    # (Q492).
+    from ctxspec.adapters.openai_agents.driver import make_limited_driver
+    from ctxspec.conformance.case import base
+    from ctxspec.conformance.harness import scenario_trace
+    document = base()
+    document["steps"] = [step for text in ("q1", "q2", "q3", "q4")
+                         for step in ({"ask": text}, {"advance": True})]
+    document["steps"].append({"read_history": {"kind": "audit"}})
+    document["model"] = {"business": [{"text": f"a{n}"} for n in range(1, 5)]}
+    trace = scenario_trace(make_limited_driver(), document)
+    [read] = [e for e in trace if e["kind"] == "history_read"]
+    assert read["message_kinds"] == ["user_ref", "assistant"] * 4
+    last = [e for e in trace if e["kind"] == "model_request"][-1]
+    assert [m["text"] for m in last["view"]["messages"]] == ["sys", "q2", "a2", "q3", "a3",
+                                                             "q4"]
 
 
 @pytest.mark.parametrize("case_id", ["EX7-BUDGET", "ROW-04-FLOOR", "S11-COMPACTION-FAILED"])

@@ -112,6 +112,32 @@ def _originals_check(trace: Trace) -> None:
     equal(reads[2].count("tool_result"), 1, "tool results kept after the compaction")
 
 
+def _questions_scenario() -> dict[str, Any]:
+    """W = 5000, O = 400, S = 100: B = 4500, trigger 3600. Three short questions with long
+    answers, no tools, then a question that brings the request over the trigger: the
+    material is mostly answers, the questions short, so a history that keeps every question
+    verbatim beside the summary still fits."""
+    document = base(window=5000)
+    document["steps"] = [step for text in ("a" * 100, "c" * 100, "e" * 100, "Q" * 1500)
+                         for step in ({"ask": text}, {"advance": True})]
+    document["steps"].append({"read_history": {"kind": "audit"}})
+    document["model"] = {"business": [{"text": "b" * 1000}, {"text": "d" * 1000},
+                                      {"text": "f" * 1000}, {"text": "done"}],
+                         "compaction": [{"text": "SUMMARY"}]}
+    return document
+
+
+def _questions_check(trace: Trace) -> None:
+    # Run 4's request (4 questions 1800, 3 answers 3000, the prompt and the outcomes: over
+    # 3600) is compacted. §1: a summary never overwrites raw records, so the audit read after
+    # it still serves the four questions asked, whatever the summary covered: the Session's
+    # user inputs are records, not material a compaction may delete. One rule: nothing else of
+    # the read is judged (S1-ORIGINALS-KEPT judges every record).
+    expect(bool(requests(trace, "compaction")), "no compaction request (the case's premise)")
+    [read] = exactly(1, of(trace, "history_read"), "history reads")
+    equal(read["message_kinds"].count("user_ref"), 4, "questions kept after the compaction")
+
+
 # --- §1: a context_patch needs an authorised scope; none is made up for it ---------------------
 
 
@@ -154,6 +180,9 @@ CASES: tuple[Case, ...] = (
     Case("S1-ORIGINALS-KEPT",
          "records are appended; trimming and a summary delete none of them", "§1",
          ("CTX-1.4", "CTX-1.13", "CTX-4.19"), _originals_scenario(), _originals_check,
+         frozenset({"history_api", "compaction", "estimator_injection"})),
+    Case("S1-QUESTIONS-KEPT", "a compaction deletes none of the Session's questions", "§1",
+         ("CTX-1.13", "CTX-4.19"), _questions_scenario(), _questions_check,
          frozenset({"history_api", "compaction", "estimator_injection"})),
     Case("S1-NO-SCOPE", "a context_patch for a scope that does not exist is invalid, never "
          "redirected", "§1", ("CTX-1.18",), _no_scope_scenario(), _no_scope_check,

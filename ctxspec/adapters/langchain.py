@@ -576,7 +576,10 @@ class LangChainDriver:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{self.name}:{self.minted}"))
 
     def _event(self, kind: str, **fields: Any) -> None:
-        self.crash.decided += kind == "hook_called"  # the next checkpoint holds its decision
+        if kind == "hook_called" and fields.get("point") == POINT:
+            self.crash.reviewed += 1  # the resume write holds the reviewer's answer
+        elif kind == "hook_called":
+            self.crash.decided += 1  # the next checkpoint holds its decision
         self.events.append({**fields, "kind": kind})
 
 

@@ -8,8 +8,8 @@ nodes that ran together (``put``; langgraph/pregel/_loop.py: ``PregelLoop.put_wr
 before the next step starts and a failure of its ``put`` surfaces before any later node runs
 (langgraph/pregel/main.py: ``Pregel.stream``, ``loop._put_checkpoint_fut.result()``), and with
 ``max_concurrency=1``, so a step's nodes run one after another. The Session's checkpointer is
-a :class:`WatchedSaver`: it reads from each checkpoint it is handed which of the design's phases
-that checkpoint commits, and dies just before or just after storing it, or refuses it, as the
+a :class:`WatchedSaver`: it reads from each checkpoint or write it is handed which of the
+design's phases that commits, and dies just before or just after storing it, or refuses it, as the
 scenario's crash says. The phases and the checkpoint of each (the root graph's, namespace ""):
 
 - ``input_accepted`` (§5): the ``input`` checkpoint of a stream, holding the inputs handed to
@@ -22,12 +22,30 @@ scenario's crash says. The phases and the checkpoint of each (the root graph's, 
 - ``effective_result_committed`` (§3): the first checkpoint after the answer whose next node is
   no ``after_model`` middleware — the answer as the after-model middleware left it (the review,
   a post-response hook);
-- ``hook_decided`` (§3): the first checkpoint after a hook chain decided (the node that asked
-  it, or the resumed review, has ended): one occurrence per chain;
+- ``hook_decided`` (§3): the first checkpoint after a middleware hook chain decided (the node
+  that asked it has ended): one occurrence per chain (a review's, below, is a pending write);
 - ``batch_fed_back`` (§2): the checkpoint of the ``tools`` step, holding every result of the
   batch;
 - ``run_finalised`` (§11): the checkpoint after which the graph has no next node, the thread's
   final state of a Run that ended in the graph.
+
+Two phases are pending writes (``put_writes``), a task's writes stored as it ends.
+``PregelLoop.put_writes`` submits the saver's ``put_writes`` to the step's executor, which with
+``max_concurrency=1`` is one worker running in order what was queued: the step's tasks first,
+then each task's write, queued as that task ended, then the step's checkpoint (the runner waits
+for every task's done callback before it; langgraph/pregel/_runner.py: ``PregelRunner.tick``,
+``commit``). So the points are reproducible, and a batch's calls all run before the first
+result is stored:
+
+- ``tool_settled`` (§10): the write of a ``tools`` task a Send started, holding one call's
+  ToolMessage (a ``delegate`` call's result is its Executor's, not a tool's);
+- ``hook_decided`` of a review (HumanInTheLoopMiddleware, ``tool.pre_call``): the null task's
+  ``__resume__`` write, which the client's ``Command(resume=...)`` stores before the paused node
+  runs again — the reviewer's answer, one occurrence per reviewed call. A middleware hook's
+  decision is in its node's state update, so its ``hook_decided`` is the checkpoint as above.
+
+A death raised in the worker is kept in that write's future; the process's next act (a model
+call, a tool run, a write, the step's checkpoint, which the stream awaits) checks and dies.
 
 An Executor is a ``create_agent`` graph invoked inside the Planner's ``delegate`` tool
 (ctxspec/adapters/langchain_executor.py) without a checkpointer of its own, so LangGraph runs
@@ -42,11 +60,11 @@ resumes its subgraph from that namespace's last checkpoint (langgraph/pregel/_lo
 After a death the driver resumes the thread on a fresh graph instance over the same
 checkpointer, as a restarted process would; what LangGraph re-runs then is what the suite judges.
 Not mapped, because LangGraph writes nothing there: a first output (the model node takes an
-answer whole), a hook marked started, a tool started or settled on its own (a tool's writes are
-its task's pending writes, saved from a worker while the step's other tasks run, so no crash
-point there is reproducible), the Session's creation (a thread exists from its first
-checkpoint) and every compaction phase (SummarizationMiddleware summarises inside one
-``before_model`` node).
+answer whole), a hook marked started (a middleware hook writes nothing as it starts; a review's
+interrupt would be the one such mark), a tool started (nothing marks a task started: it is
+known by its writes alone), the Session's creation (a thread exists from its first checkpoint)
+and every compaction phase (SummarizationMiddleware summarises inside one ``before_model``
+node).
 """
 
 from collections import Counter
@@ -54,16 +72,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from ctxspec.adapters.langchain_executor import DELEGATE
+
 PHASES = ("input_accepted", "request_frozen", "raw_answer_saved", "effective_result_committed",
-          "hook_decided", "batch_fed_back", "run_finalised", "execution_started",
-          "execution_ended")
+          "hook_decided", "tool_settled", "batch_fed_back", "run_finalised",
+          "execution_started", "execution_ended")
 """The phases that map onto a checkpoint."""
 CAPABILITIES = frozenset({*(f"crash:{phase}" for phase in PHASES), "commit_failures"})
 
 _BRANCH = "branch:to:"
 _TASKS = "__pregel_tasks"
+_RESUME = "__resume__"
+_NULL_TASK = "00000000-0000-0000-0000-000000000000"
+"""The channel and the task id of a ``Command(resume=...)``'s write: private names of LangGraph
+(langgraph/_internal/_constants.py: RESUME, NULL_TASK_ID), read here as data."""
+_PUSH = "~__pregel_push"
+"""The path of a task a Send started (create_agent sends each tool call to ``tools``)."""
 
 
 class Died(BaseException):
@@ -93,7 +120,9 @@ class Crash:
     inputs: int = 0
     """Inputs handed to the stream that no checkpoint holds yet."""
     decided: int = 0
-    """Hook chains decided since the last checkpoint."""
+    """Middleware hook chains decided since the last checkpoint."""
+    reviewed: int = 0
+    """Review chains (HumanInTheLoopMiddleware) answered and not yet sent back to the thread."""
     answered: set[str] = field(default_factory=set)
     """The graphs (by namespace) with a model answer whose effective checkpoint is not
     written yet."""
@@ -142,6 +171,28 @@ class Crash:
         if ran and not following:
             phases["execution_ended" if namespace else "run_finalised"] = 1
         return +phases
+
+    def written(self, writes: Any, task_id: str, task_path: str) -> Counter[str]:
+        """The phases a task's pending writes commit: the reviewer's answer, which the client's
+        ``Command(resume=...)`` stores as the null task's ``__resume__`` write before the
+        paused node runs again (``hook_decided``, one occurrence per reviewed call), and each
+        tool call's result."""
+        if task_id == _NULL_TASK and self.reviewed and any(
+                channel == _RESUME for channel, _ in writes):
+            phases, self.reviewed = Counter({"hook_decided": self.reviewed}), 0
+            return phases
+        return self.settled(writes, task_path)
+
+    def settled(self, writes: Any, task_path: str) -> Counter[str]:
+        """The ``tool_settled`` occurrences a task's pending writes commit: one per result of
+        a tool call the ``tools`` node ran for a Send (a ``delegate`` call's result is its
+        Executor's ``execution_ended``, no tool of the design)."""
+        if not task_path.startswith(_PUSH):
+            return Counter()
+        results = [m for channel, value in writes if channel == "messages"
+                   for m in (value if isinstance(value, list) else [value])
+                   if isinstance(m, ToolMessage) and m.name != DELEGATE]
+        return Counter({"tool_settled": len(results)}) if results else Counter()
 
     def on_answer(self) -> bool:
         """A business answer has arrived in the model node: a crash before it is saved."""
@@ -197,8 +248,13 @@ class WatchedSaver(InMemorySaver):
         return stored
 
     def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        # Runs on the step's worker thread (PregelLoop.put_writes submits it): a death raised
+        # here is kept in its future and seen at the process's next act, all of which check.
         self.crash.alive()
+        phases = self.crash.written(writes, task_id, task_path)
+        self.crash.at_commit(phases, "before")
         super().put_writes(config, writes, task_id, task_path)
+        self.crash.at_commit(phases, "after")
 
 
 __all__ = ["CAPABILITIES", "PHASES", "Crash", "Died", "Refused", "WatchedSaver"]

@@ -45,8 +45,9 @@ SummarizationMiddleware. ``stop``: the client stops reading the Run's stream at 
 ``usage_reports``: the scripted answer's usage is the AIMessage's ``usage_metadata``, as a
 provider integration reports it. ``hooks:tool.pre_call``: HumanInTheLoopMiddleware's review, of
 the Planner's calls and of an Executor's (ctxspec/adapters/langchain_review.py). ``crash:*``
-(nine phases) and ``commit_failures``: LangGraph's checkpoint writes, the Executor's in its
-subgraph's namespace, through the Session's checkpointer (ctxspec/adapters/langchain_crash.py).
+(ten phases) and ``commit_failures``: LangGraph's checkpoint and pending writes, the Executor's
+in its subgraph's namespace, through the Session's checkpointer
+(ctxspec/adapters/langchain_crash.py).
 ``triggers``: a supplement is streamed into the thread at the next checkpoint before a model
 call."""
 
@@ -188,7 +189,45 @@ _STOP_AFTER_RETRIES = Divergence(
     "langchain/agents/middleware/model_retry.py: ModelRetryMiddleware.wrap_model_call "
     "(the retry loop checks no cancellation)")
 
+_RERUN_UNSAVED = Divergence(
+    "LangGraph knows a tool call only by its saved writes: nothing marks a call started, and a "
+    "call's result is stored after it returned, behind the calls of its batch still queued "
+    "(with max_concurrency=1 the next call runs first), so a call that ran but whose result "
+    "was not saved is run again when the thread resumes, where the design settles it "
+    "UNKNOWN_OUTCOME and never runs it again blindly (§10). No setting adds a started mark: "
+    "durability only moves the step's checkpoint, and create_agent's tools node takes no "
+    "cache policy.",
+    "langgraph/pregel/_runner.py: PregelRunner.commit; langgraph/pregel/_loop.py: "
+    "PregelLoop.put_writes (the saver's put_writes submitted to the step's executor), "
+    "_reapply_writes_to_succeeded_nodes; langgraph/pregel/main.py: Pregel.stream (runner.tick "
+    "runs the tasks without writes)")
+_ASKED_AGAIN = Divergence(
+    "A review's answer is stored only as the resume write of the client's Command(resume=...): "
+    "after a crash before it is stored, the thread still holds the interrupt, the review node "
+    "runs again from its start and the reviewer is asked again, where the design drops a hook "
+    "whose decision was not committed and never asks it again (§3, §10; Q50).",
+    "langgraph/types.py: interrupt (no resume value: GraphInterrupt again); "
+    "langgraph/pregel/_loop.py: PregelLoop._first, langgraph/pregel/_io.py: map_command (the "
+    "resume is a null-task pending write); "
+    f"{_HITL}: HumanInTheLoopMiddleware.after_model")
+_WRITE_NOT_AWAITED = Divergence(
+    "LangGraph does not wait for a task's pending writes to be stored: a refused write (here "
+    "the reviewer's answer) is kept in its future while the graph goes on with the value in "
+    "memory, so the edited call runs before the failure surfaces as the stream ends, where the "
+    "design stops on a refused required commit (§10). durability='sync' awaits the step's "
+    "checkpoint only.",
+    "langgraph/pregel/_loop.py: PregelLoop.put_writes (the future is not awaited), "
+    "_checkpointer_put_after_previous; langgraph/pregel/_executor.py: "
+    "BackgroundExecutor.__exit__ (re-raises at the end)")
+
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-22", "S2-ONE-CONTEXT", "S10-UNKNOWN-OUTCOME",
+                     "CRASH-TOOLS-TOOL_SETTLED-1-BEFORE", "CRASH-TOOLS-TOOL_SETTLED-1-AFTER",
+                     "CRASH-TOOLS-TOOL_SETTLED-2-BEFORE", "CRASH-PLANNER-TOOL_SETTLED-1-BEFORE",
+                     "CRASH-PLANNER-TOOL_SETTLED-2-BEFORE"), _RERUN_UNSAVED),
+    **dict.fromkeys(("CRASH-TOOLS-HOOK_DECIDED-1-BEFORE", "CRASH-TOOLS-HOOK_DECIDED-2-BEFORE"),
+                    _ASKED_AGAIN),
+    "S10-COMMIT-REFUSED": _WRITE_NOT_AWAITED,
     "S11-STOP-BEFORE-RETRY": _STOP_AFTER_RETRIES,
     "S11-LOOPS-SHARED": _LOOPS_PER_AGENT,
     **{f"HM-MPRE-DENY-ROOT-FAILED{call}-SHARED": _NO_SHARED
@@ -350,12 +389,15 @@ NOTES = (
     "(durability='sync', max_concurrency=1) — input_accepted the stream's input checkpoint, "
     "request_frozen the one whose next node is model, raw_answer_saved the model step's, "
     "effective_result_committed the first after the after_model middleware, hook_decided the "
-    "first after a chain decided, batch_fed_back the tools step's, run_finalised the one with "
-    "no next node, execution_started and execution_ended an Executor subgraph's input and "
-    "final checkpoints; the Session's checkpointer (an InMemorySaver) dies just before or after "
-    "storing it or refuses it (commit_failures); once dead, nothing more runs or is stored. The "
-    "driver resumes the thread on a fresh create_agent graph over the same checkpointer, "
-    "sending again only an input the thread does not hold (Q193, Q194, Q370, Q371).",
+    "first after a middleware chain decided, batch_fed_back the tools step's, run_finalised "
+    "the one with no next node, execution_started and execution_ended an Executor subgraph's "
+    "input and final checkpoints; two phases are pending writes, which the step's one worker "
+    "stores in a fixed order: tool_settled a tool call's result (its Send task's write) and a "
+    "review's hook_decided the reviewer's answer (the resume write of Command(resume=...)). "
+    "The Session's checkpointer (an InMemorySaver) dies just before or after storing the write "
+    "or refuses it (commit_failures); once dead, nothing more runs or is stored. The driver "
+    "resumes the thread on a fresh create_agent graph over the same checkpointer, sending "
+    "again only an input the thread does not hold (Q193, Q194, Q371, Q490).",
     "Hooks (ctxspec/adapters/langchain_hooks.py): model.pre_request is a middleware's "
     "before_model (its context patches a state update of the thread, its params writes the "
     "request's model_settings through wrap_model_call), model.post_response its after_model "
@@ -378,9 +420,11 @@ NOTES = (
     "deny at either raises out of before_model and the Run ends COMPACTION_FAILED.",
     "Not declared, because LangChain lacks them: chunked folds, snapshots, shared "
     "scopes, retention, the history API, a stop inside a batch; and the crash phases LangGraph "
-    "writes nothing at: session_opened, attempt_failed, first_output, hook_started, "
-    "tool_started, tool_settled (a tool's writes are saved from a worker while the step's "
-    "other calls run: no reproducible point) and the compaction phases.",
+    "writes nothing at: session_opened, attempt_failed, first_output, tool_started (no write "
+    "marks a task started; a task is known by its writes alone), hook_started (a middleware "
+    "hook runs inside its node and writes nothing as it starts; only a review's interrupt "
+    "would mark one, so the phase has no commit at the other hook points) and the compaction "
+    "phases (Q491).",
 )
 
 SUITE_FLAWS = {
@@ -388,14 +432,6 @@ SUITE_FLAWS = {
                                   "every failure of the Executor into an error result for the "
                                   "Planner, a context error included, where the design ends the "
                                   "whole invocation (§11); a delegate tool could re-raise it.",
-    "S10-COMMIT-REFUSED": "The adapter's mapping, not LangChain's verdict: the refused commit is "
-                          "the checkpoint after the review, but LangGraph has stored the "
-                          "reviewer's answer and the review node's writes before it as pending "
-                          "writes (langgraph/pregel/_loop.py: PregelLoop.put_writes), so the "
-                          "thread resumed after the refusal holds the edit and runs it (b.md); "
-                          "the case presumes the refused commit is the one holding the "
-                          "decision. Refusing those pending writes instead is the other "
-                          "mapping (Q370).",
     **{f"HM-{point}-DENY-EXECUTOR-FAILED": "The adapter's gap, as S11-EXECUTOR-CONTEXT-ERROR: "
        "the delegate tool turns the Executor's failed compaction (its compaction hook's deny) "
        "into an error result the Planner reads and answers, where the design ends the whole "
@@ -440,9 +476,10 @@ DOUBTS = {
     "S11-COMPACTION-FAILED": "COMPACTION_FAILED is the adapter's reading of an exception out of "
                              "SummarizationMiddleware's node (Q292); LangChain itself raises "
                              "the summariser's error unchanged.",
-    "S10-COMMIT-REFUSED": "which write holds a review's decision is a mapping choice: the "
-                          "checkpoint after the review (ours) or the pending writes stored "
-                          "before it (Q370).",
+    "CRASH-TOOLS-HOOK_DECIDED-1-BEFORE": "asking a person again after a crash is arguably the "
+                                         "safer choice for an approval; the design's hook "
+                                         "failure rule drops the item instead (Q50), and this "
+                                         "case judges by it (Q490).",
     "CRASH-PLANNER-EXECUTION_STARTED-1-BEFORE": "the Executor is a subgraph whose input "
                                                 "checkpoint is execution_started; another "
                                                 "mapping (the delegate call's own start) would "

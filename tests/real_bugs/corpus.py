@@ -23,6 +23,7 @@ AGENTS_SDK = "ctxspec.adapters.openai_agents:make_driver"
 AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
 PYDANTIC_AI = "ctxspec.adapters.pydantic_ai:make_driver"
 PYDANTIC_AI_KEEP_LAST = "ctxspec.adapters.pydantic_ai.driver:make_keep_last_driver"
+AGENTS_SDK_REOPENED = "ctxspec.adapters.openai_agents.reopened:make_reopened_driver"
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,16 @@ CORPUS: tuple[Bug, ...] = (
         "keep-last history processor; the best configuration, without it, passes.",
         PYDANTIC_AI_KEEP_LAST, ("ROW-07",), orphaned_results_sent, clean=PYDANTIC_AI,
         shows="U-PAIRED"),
+    Bug("openai/openai-agents-python#4628",
+        "Compacting a session with an item limit: the compaction session loads the items it "
+        "may compact through the limit and then replaces the whole stored history with the "
+        "compaction of those last items, so the older ones are deleted, never summarised (§1: "
+        "a summary never overwrites raw records). Present in 0.24.0 when the compaction "
+        "session is opened on a history longer than its limit, as a server that opens the "
+        "session for each question does; only a read of the stored items shows it (the limit "
+        "keeps the lost items out of every request anyway), through the session's get_items.",
+        AGENTS_SDK_REOPENED, ("S1-QUESTIONS-KEPT",), clean=AGENTS_SDK,
+        shows="questions kept after the compaction"),
 )
 """The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
 
@@ -102,14 +113,5 @@ UNREACHED: dict[str, str] = {
     "error results and a rejected review all put an answer's results right after it, and a "
     "Run stopped mid-batch leaves the batch's calls with no results at all. "
     "S6-CUT-KEEPS-GROUPS, which cuts between a call and its result, passes on make_driver.",
-    "openai/openai-agents-python#4628": "runs offline (the compaction session's only call, "
-    "client.responses.compact, answered by a scripted transport: ctxspec/adapters/"
-    "openai_agents/compaction.py) and is present in 0.24.0 on the manual run_compaction path "
-    "the adapter takes (its docstring: it replaces the complete stored history even when the "
-    "retrieval limit shows the compaction fewer items; tests/real_bugs/test_sdk_4628.py "
-    "shows it), and make_limited_driver reaches it; but no case can see it: the items it "
-    "deletes are exactly those SessionSettings(limit=...) already keeps out of every request, "
-    "so every request is the same with it or without it, and only a read of the stored "
-    "items shows the loss, which the adapter cannot serve (no history_api).",
 }
 """Reports of the corpus no case reaches today, and why."""

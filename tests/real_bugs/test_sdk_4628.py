@@ -1,8 +1,9 @@
-"""openai/openai-agents-python#4628 in the pinned SDK, shown on the SDK itself (the corpus's
-UNREACHED says why no conformance case can see it): a manual ``run_compaction`` of a session
-with an item limit compacts only the items the limit shows and replaces the whole stored
-history with the result, so the older items are deleted, never summarised. If a release fixes
-it, this test fails: move the report back into the corpus. Slow: it imports the SDK."""
+"""openai/openai-agents-python#4628 in the pinned SDK, shown on the SDK itself (the corpus
+catches it with S1-QUESTIONS-KEPT on make_reopened_driver): a manual ``run_compaction`` of a
+session with an item limit compacts only the items the limit shows and replaces the whole
+stored history with the result, so the older items are deleted, never summarised. If a
+release fixes it, this test fails: take the report out of the corpus's CORPUS. Slow: it
+imports the SDK."""
 
 import asyncio
 from pathlib import Path
@@ -51,4 +52,4 @@ def test_compacting_a_limited_session_deletes_history_never_summarised(tmp_path:
     kept = [item.get("content") or item.get("encrypted_content") for item in stored]
     assert kept == ["q2", "q4", "SUMMARY"], (
         f"openai/openai-agents-python#4628 seems fixed (stored after compaction: {kept}): "
-        "move it from UNREACHED back into tests/real_bugs/corpus.py's CORPUS")
+        "take it out of tests/real_bugs/corpus.py's CORPUS")

@@ -56,6 +56,7 @@ from ctxspec.adapters.openai_agents.compaction import compacting
 from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
 from ctxspec.adapters.openai_agents.guardrails import Guardrails, ResponseHooks
+from ctxspec.adapters.openai_agents.history import history_read
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.runs import (
@@ -69,7 +70,7 @@ from ctxspec.adapters.openai_agents.runs import (
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
 from ctxspec.conformance.driver import Ports
-from ctxspec.conformance.scenario import AgentDoc, Scenario
+from ctxspec.conformance.scenario import AgentDoc, HistoryReadDoc, Scenario
 from ctxspec.reference.budget import (
     ConfigurationError,
     ResolvedBudget,
@@ -88,11 +89,12 @@ from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
                        "sessions", "tool_latency", "planner_executor", "stop_mid_batch",
-                       *GUARDRAILS})
+                       "history_api", "history_bodies", *GUARDRAILS})
 """What the SDK itself does: the model loop of a Run, its final output, the provider's usage
 carried through ``RunHooks.on_llm_end``, a stop (the call in flight cancelled, else after the
 turn, a running batch's included), input staged on a running Run (``RunState.add_input``),
-another session on the same SQLite file, a batch's function tools run concurrently and fed
+another session on the same SQLite file, the session's stored items read back
+(``get_items``, history.py), a batch's function tools run concurrently and fed
 back in call order, a Planner whose ``delegate`` tool is an Executor ``Agent`` through
 ``Agent.as_tool``."""
 BEST = frozenset({"tool_error_formatter", "tool_not_found_behavior", "executor_failure"})
@@ -161,7 +163,6 @@ class OpenAIAgentsDriver:
         """True while the SDK waits for a model answer: a stop then cancels the call."""
         self.exhausted: ScriptExhausted | None = None
         """A scripted port that ran out inside a tool, which the SDK turned into a result."""
-
 
     def _build_agent(self, doc: AgentDoc, ports: Ports) -> None:
         """The SDK's parts: the scripted Model, the tools (the Executor behind ``delegate``),
@@ -246,13 +247,22 @@ class OpenAIAgentsDriver:
         self.session = self._session(f"session-{self.sessions}")
         self.events.append({"kind": "session_opened", "session": self.sessions})
 
+    def history_step(self, read: HistoryReadDoc) -> None:
+        """A read of the history API: the session's stored items (history.py)."""
+        self.events.append(history_read(self.database, f"session-{self.sessions}", read,
+                                        self.sent))
+
     def _session(self, name: str) -> Session:
         settings = None if self.session_limit is None else SessionSettings(
             limit=self.session_limit)
-        stored = SQLiteSession(name, self.database, session_settings=settings)
+        stored = self._store(name, settings)
         if not self.compaction:
             return stored
         return compacting(name, stored, self, self.doc.model_attempts)
+
+    def _store(self, name: str, settings: SessionSettings | None) -> SQLiteSession:
+        """The Session's SQLite store (restart.py watches its writes)."""
+        return SQLiteSession(name, self.database, session_settings=settings)
 
     def trace(self) -> list[Message]:
         return self.events
@@ -571,19 +581,7 @@ class OpenAIAgentsDriver:
                             "event": event, "detail": detail})
 
 
-def make_driver() -> OpenAIAgentsDriver:
-    """The factory ``ctxspec conformance --driver`` and ``ctxspec compat`` load: the SDK as a
-    careful user following the design configures it (the best configuration), its session
-    the SDK's ``OpenAIResponsesCompactionSession``."""
-    return OpenAIAgentsDriver(compaction=True)
-
-
 def make_limited_driver() -> OpenAIAgentsDriver:
     """The best configuration with a session item limit of 4 (``SessionSettings(limit=4)``):
     the bug corpus's path (tests/real_bugs/)."""
     return OpenAIAgentsDriver(session_limit=4, compaction=True)
-
-
-def make_default_driver() -> OpenAIAgentsDriver:
-    """The SDK with its defaults wherever the design names no figure."""
-    return OpenAIAgentsDriver(sdk_defaults=True)

@@ -100,10 +100,59 @@ _STOP_MISSES_THE_EXECUTOR = Divergence(
     "(§11).",
     "agents/agent.py: Agent.as_tool (_run_agent_impl); agents/result.py: "
     "RunResultStreaming.cancel")
+_NO_ACCESS = Divergence(
+    "A session serves its items to whoever holds its id: get_items checks no caller, role, "
+    "Session or grant, so another Session's reader, a workspace script, an Executor's role "
+    "and an auditor the Agent never granted are all served the conversation (§1, §11).",
+    "agents/memory/session.py: SessionABC.get_items; agents/memory/sqlite_session.py: "
+    "SQLiteSession.get_items")
+_INPUT_AFTER_FILTER = Divergence(
+    "A streamed Run saves its input to the session only once call_model_input_filter and the "
+    "on_llm_start hooks have run, just before the first model call: a Run that ends before "
+    "it (refused in the filter over B, or stopped) leaves its inputs nowhere in the session, "
+    "with no write to crash at, where the design keeps the question it ends on (§5, §10, "
+    "§11).",
+    "agents/run_internal/run_loop.py: run_single_turn_streamed "
+    "(_persist_stream_input_if_needed after maybe_filter_model_input)")
+_TURN_LOST = Divergence(
+    "A turn's answer is saved only with its batch's results, in one session write after the "
+    "tools ran: a crash before that write loses the answer and the results, so the restarted "
+    "Run asks the model again from the question, where the design has saved the answer "
+    "before any tool ran and settles an unsaved result UNKNOWN_OUTCOME (§10).",
+    "agents/run_internal/run_loop.py: start_streaming (NextStepRunAgain: "
+    "_save_stream_items_with_count after the turn's tools)")
+_BUDGET_RESTARTS = Divergence(
+    "The SDK keeps a Run's position only in memory (a RunState the caller may serialise): a "
+    "restarted process can only start a new Runner.run on the session, whose max_turns "
+    "counts afresh, so a takeover regains the whole Loop budget (§10).",
+    "agents/run.py: Runner.run_streamed (max_turns); agents/run_state.py: RunState "
+    "(current_turn, written only by to_json)")
+_EXECUTOR_UNSTORED = Divergence(
+    "An Executor behind Agent.as_tool runs a nested Runner.run whose session, if any, is the "
+    "one fixed when the tool is made and shared by every call, which would hand each "
+    "execution the others' items (§2); without one nothing of an execution's turns is "
+    "stored, so its batches have no write to crash at and a restart runs the delegate call "
+    "again from its start (§10).",
+    "agents/agent.py: Agent.as_tool (session=..., _run_agent_impl: Runner.run(session="
+    "session))")
 _HOOK_MATRIX = ("HM-{}-ROOT-SUCCEEDED", "HM-{}-ROOT-SUCCEEDED-DELEGATE",
                 "HM-{}-EXECUTOR-SUCCEEDED")
 
 DIVERGENCES = {
+    **dict.fromkeys(("ROW-25", "S11-AUDIT-NEEDS-GRANT", "S1-HISTORY-EFFECTIVE",
+                     "S4-HISTORY-EXECUTOR-TASK"), _NO_ACCESS),
+    "S11-PROTECTED-TOO-LARGE": _INPUT_AFTER_FILTER,
+    **dict.fromkeys(("CRASH-RUNS-INPUT_ACCEPTED-7-BEFORE", "CRASH-RUNS-INPUT_ACCEPTED-7-AFTER"),
+                    _INPUT_AFTER_FILTER),
+    **dict.fromkeys(("CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE",
+                     "CRASH-PLANNER-BATCH_FED_BACK-1-BEFORE"), _TURN_LOST),
+    "S10-TAKEOVER-BUDGET": _BUDGET_RESTARTS,
+    **dict.fromkeys((f"CRASH-PLANNER-BATCH_FED_BACK-{n}-{when}" for n in (2, 3)
+                     for when in ("BEFORE", "AFTER")), _EXECUTOR_UNSTORED),
+    "ROW-23": _GUARDRAIL_GRAIN,
+    "S1-ORIGINALS-KEPT": _WHOLE_SESSION, "S8-SUMMARY-AT-CAP": _USER_MESSAGES_KEPT,
+    "S4-ACTUAL-PROCESS": _GUARDRAIL_GRAIN, "S1-TOOL-EDIT-RAW-KEPT": _GUARDRAIL_GRAIN,
+    "S6-AUDIT-FULL-BODY": _NO_PREVIEW,
     "S6-CUT-KEEPS-GROUPS": _COMPACT_GETS_TOOL_ITEMS,
     **dict.fromkeys(("ROW-04-AT", "ROW-05", "ROW-06", "EX8-ROW1", "EX8-ROW2", "S7-USAGE-TINY"),
                     _USER_MESSAGES_KEPT),
@@ -273,9 +322,25 @@ NOTES = (
     "is reject_content (the call never runs, or its result is withheld) or, before a request, "
     "an exception the SDK ends the Run on (HOOK_DENIED); a write has no place (a guardrail "
     "cannot modify, the filter replaces the input wholesale), a failed item is dropped. The "
-    "compaction points are not declared: the compact call has no hook. Nor crash points: a "
-    "SQLiteSession saves items, not the Run's position, so a restarted process can only "
-    "start a new Run.",
+    "compaction points are not declared: the compact call has no hook.",
+    "The history API (ctxspec/adapters/openai_agents/history.py, Q492) is the session's own "
+    "get_items, read through a SQLiteSession of the Session's id without session settings, so "
+    "it serves every stored item (a limit bounds what the Runner is handed, not the store); "
+    "the SDK checks no caller, so every read is served, and an item is stored whole (with "
+    "bodies, no full body behind a preview).",
+    "Crashes (ctxspec/adapters/openai_agents/crash.py, restart.py; Q493): two phases are "
+    "writes the SDK makes to the session — input_accepted the write of a Run's inputs, just "
+    "before its first model call, batch_fed_back the write of a turn whose answer called "
+    "tools, made after the batch ran (the answer and its results together). The session's "
+    "SQLiteSession dies just before or after such a write; once dead, nothing more runs or "
+    "is stored. The restarted process opens the session anew, sends again the Run's inputs it "
+    "does not hold, and starts Runner.run_streamed on it (with no input if it holds them "
+    "all): a new Run of the SDK that continues from the stored items. Not mapped, because "
+    "the SDK writes nothing there or nothing of its own: a request frozen, a first output, "
+    "an answer before its batch ran, a tool's result alone, a hook started or decided, an "
+    "Executor's start or end (its nested Run has no session), a compaction's steps, a Run's "
+    "end (a failed or stopped Run writes nothing) and a RunState (written only by the caller, "
+    "RunState.to_json).",
 )
 
 SETTINGS = (
@@ -312,6 +377,13 @@ DOUBTS = {
                     "Run) with a summary the scripted compact endpoint wrote as the API "
                     "documents its output; a real endpoint's summary is encrypted and what "
                     "the model reads of it is not judged (Q382).",
+    "S11-PROTECTED-TOO-LARGE": "the Run's question is lost because the SDK saves input only "
+                               "after the filter; a user could store the question with "
+                               "session.add_items before a Runner.run with no input, which the "
+                               "SDK's documentation does not show.",
+    "ROW-25": "every read is served because the SDK has no caller to check; an application "
+              "would put its own check in front of get_items, which would be its code, not "
+              "the SDK's (Q492).",
     "ROW-07": "passes with every session item sent; with SessionSettings(limit=...) it fails "
               "(openai/openai-agents-python#3738, tests/real_bugs/): the verdict holds for the "
               "SDK's default of no limit.",
