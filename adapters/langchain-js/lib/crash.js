@@ -1,7 +1,7 @@
 // The design's crash phases (§10, docs/implementing-a-driver.md "Crash points") mapped onto the
-// checkpoints LangGraph.js writes. The graph streams with durability "sync" and maxConcurrency 1,
-// so each step's checkpoint is saved before the next step starts and a step's tasks run one after
-// another. The Session's checkpointer is a WatchedSaver: LangGraph's MemorySaver, which reads from
+// checkpoints LangGraph.js writes. The graph streams with durability "sync",
+// so each step's checkpoint is saved before the next step starts (a step's tool tasks start in
+// call order). The Session's checkpointer is a WatchedSaver: LangGraph's MemorySaver, which reads from
 // each checkpoint it is handed which phases it commits and dies just before or after storing it
 // (or refuses it), as the scenario's crash says. The phases (root graph, namespace ""):
 //   input_accepted              the stream's "input" checkpoint (one occurrence per input handed)

@@ -49,14 +49,17 @@ class Session {
     this.crash = new Crash(scenario.crash);
     this.checkpointer = new WatchedSaver(this.crash);
     this.chain = new Chain(world, (kind, fields) => this.event(kind, fields), this.crash);
-    this.tools = (this.agent.tools ?? []).map((doc) => makeTool(doc, (name, id, args) => this.runTool(name, id, args)));
-    this.schemas = (this.agent.tools ?? []).map(toolSchemaText);
+    // result.read is the design's runtime's own tool (§6); LangChain has none, so it is not
+    // offered: a model's call of it goes to the tools like any other call of a missing tool.
+    const own = (this.agent.tools ?? []).filter((doc) => doc.name !== "result.read");
+    this.tools = own.map((doc) => makeTool(doc, (name, id, args) => this.runTool(name, id, args)));
+    this.schemas = own.map(toolSchemaText);
     this.business = new ScriptedChatModel("business", (p, m, t) => this.answer(p, m, t));
     this.summariser = new ScriptedChatModel("compaction", (p, m, t) => this.answer(p, m, t));
     this.middleware = this.buildMiddleware();
     this.graph = this.build();
     this.sessions = 1;
-    this.config = { configurable: { thread_id: "session-1" }, maxConcurrency: 1, recursionLimit: 1000 };
+    this.config = { configurable: { thread_id: "session-1" }, recursionLimit: 1000 };
     world.act = (step) => this.act(step);
   }
 
@@ -109,7 +112,11 @@ class Session {
     this.client(run, "input_received", "supplement");
   }
 
-  stop() { this.stopRequested = true; }
+  // The user's stop: LangGraph.js's cancellation, the stream's AbortSignal aborted.
+  stop() {
+    this.stopRequested = true;
+    this.controller?.abort();
+  }
 
   newSession() {
     this.sessions += 1;
@@ -144,6 +151,9 @@ class Session {
   }
 
   // --- the Run: one stream, resumed after each review and, after a crash, on a fresh graph ---
+  // The graph pauses before each model call (interruptBefore): there the client reads the
+  // user's stop and hands the thread what the user sent since, by streaming it in as new input
+  // (LangChain cannot add to a running stream). A review pause is answered with Command(resume).
   async drive(run) {
     let payload = this.handOver(run);
     for (;;) {
@@ -153,16 +163,29 @@ class Session {
         this.crash.dead = false;
         this.graph = this.build();
         payload = await this.unsaved(payload);
+        // Resumed from a checkpoint before the model call, the graph does not pause there again:
+        // the client reads the user's stop before it resumes.
+        const next = (await this.graph.getState(this.config)).next ?? [];
+        if (!payload && this.stopRequested && next.includes("model_request")) {
+          this.end(run, "stopped", null, "stopped by the user");
+          return;
+        }
         continue;
       }
-      if (ending === "input") { payload = this.handOver(run); continue; }
       const state = await this.graph.getState(this.config);
       const pending = state.tasks.flatMap((t) => t.interrupts ?? []);
-      if (!pending.length) break;
-      const answer = reviewAnswer(this.chain, pending[0].value);
-      this.markRejected(state.values.messages ?? [], pending[0].value, answer);
-      payload = new Command({ resume: answer });
+      if (pending.length) {
+        const answer = reviewAnswer(this.chain, pending[0].value);
+        this.markRejected(state.values.messages ?? [], pending[0].value, answer);
+        payload = new Command({ resume: answer });
+        continue;
+      }
+      const next = state.next ?? [];
+      if (!next.length) break;
+      if (next.includes("model_request") && this.stopRequested) { this.end(run, "stopped", null, "stopped by the user"); return; }
+      payload = next.includes("model_request") && this.received() ? this.handOver(run) : null;
     }
+    if (this.stopRequested) { this.end(run, "stopped", null, "stopped by the user"); return; }
     if (this.shared.denied) {
       this.shared.denied = false;
       this.end(run, "failed", "HOOK_DENIED", "a hook denied the model response; it was not delivered");
@@ -192,18 +215,14 @@ class Session {
   }
 
   async stream(payload) {
+    this.controller = new AbortController();
     try {
-      const stream = await this.graph.stream(payload, { ...this.config, streamMode: ["updates", "checkpoints"], durability: "sync" });
-      for await (const [mode, chunk] of stream) {
-        if (this.exhausted) throw this.exhausted;
-        if (mode === "updates" && this.stopRequested) { await stream.return?.(); return "stopped"; }
-        if (mode === "checkpoints" && this.received() && (chunk.next ?? []).includes("model_request")) {
-          await stream.return?.();
-          return "input";
-        }
-      }
+      const stream = await this.graph.stream(payload, { ...this.config, streamMode: "updates",
+        durability: "sync", interruptBefore: ["model_request"], signal: this.controller.signal });
+      for await (const chunk of stream) if (this.exhausted) throw this.exhausted;
     } catch (error) {
       if (this.exhausted) throw this.exhausted;
+      if (this.stopRequested && this.controller.signal.aborted && !this.crash.dead) return "stopped";
       if (error instanceof Died || this.crash.dead) {
         this.event("restarted", this.crash.restarted());
         return "crashed";

@@ -19,6 +19,11 @@ class ScriptedChatModel extends BaseChatModel {
   _llmType() { return PROVIDER; }
   bindTools(tools) { return this.withConfig({ tools }); }
   async _generate(messages, options) {
+    if (options?.signal?.aborted) { // as a provider's HTTP call with an aborted signal: nothing is sent
+      const aborted = new Error("This operation was aborted");
+      aborted.name = "AbortError";
+      throw aborted;
+    }
     const message = await this.answer(this.purpose, messages, options?.tools ?? []);
     return { generations: [{ message, text: typeof message.content === "string" ? message.content : "" }] };
   }
