@@ -11,15 +11,18 @@
 //   effective_result_committed  the first checkpoint after an answer whose next node is no
 //                               after_model middleware
 //   hook_decided                the first checkpoint after a hook chain decided
+//   tool_settled                a tools task's pending writes (putWrites): one call's ToolMessage,
+//                               saved as its task ends while the step's other calls may have run
 //   batch_fed_back              the checkpoint of the tools step
 //   run_finalised               a checkpoint with no next node after a step ran
 // The store is in memory and outlives the dead runtime inside this process: the restart is a new
 // graph on the same checkpointer (docs/stdio-protocol.md, Q361).
 "use strict";
 const { MemorySaver } = require("@langchain/langgraph");
+const { ToolMessage } = require("@langchain/core/messages");
 
 const PHASES = ["input_accepted", "request_frozen", "raw_answer_saved", "effective_result_committed",
-  "hook_decided", "batch_fed_back", "run_finalised"];
+  "hook_decided", "tool_settled", "batch_fed_back", "run_finalised"];
 
 class Died extends Error {}
 class Refused extends Error {}
@@ -71,6 +74,13 @@ class Crash {
     return phases;
   }
 
+  // A tools task's writes hold its call's result: one ToolMessage and nothing else of the thread.
+  writesOf(namespace, writes) {
+    const messages = writes.filter(([channel]) => channel === "messages").flatMap(([, value]) => [value].flat());
+    const settled = !namespace && messages.length > 0 && messages.every((m) => ToolMessage.isInstance(m));
+    return new Map(settled ? [["tool_settled", 1]] : []);
+  }
+
   // A business answer arrived inside the model node: a crash before it is saved.
   onAnswer() {
     return this.plan !== null && this.plan.phase === "raw_answer_saved"
@@ -118,7 +128,11 @@ class WatchedSaver extends MemorySaver {
 
   async putWrites(config, writes, taskId) {
     this.crash.alive();
-    return super.putWrites(config, writes, taskId);
+    const phases = this.crash.writesOf(String(config.configurable?.checkpoint_ns ?? ""), writes);
+    this.crash.atCommit(phases, "before");
+    const stored = await super.putWrites(config, writes, taskId);
+    this.crash.atCommit(phases, "after");
+    return stored;
   }
 }
 

@@ -174,6 +174,7 @@ function hookedSummariser(model, chain, state) {
       const patch = (op) => {
         const target = named(state.messages ?? [], op.target);
         if (!target || op.field !== "text" || typeof op.value !== "string") return false;
+        if (op.operation !== "append_annotation" && !text.includes(textOf(target))) return false; // not in the material
         text = op.operation === "append_annotation" ? `${text}\n${op.value}` : text.split(textOf(target)).join(op.value);
         return true;
       };
@@ -192,7 +193,6 @@ function hookedSummariser(model, chain, state) {
       if (chain.ask("compaction.post_response", "post", write)) {
         throw new HookDenied("a compaction hook denied the summary; none is published", "COMPACTION_FAILED");
       }
-      if (summary !== textOf(answer)) state.summaries.push(summary.trim());
     }
     return new AIMessage({ content: summary });
   });

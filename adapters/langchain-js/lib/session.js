@@ -45,7 +45,7 @@ class Session {
     this.stopRequested = false;
     this.aliases = new Map();
     this.proposed = {};
-    this.shared = { summaries: [], rejected: new Set(), postDenied: new Set(), messages: [], denied: false };
+    this.shared = { rejected: new Set(), postDenied: new Set(), messages: [], denied: false };
     this.crash = new Crash(scenario.crash);
     this.checkpointer = new WatchedSaver(this.crash);
     this.chain = new Chain(world, (kind, fields) => this.event(kind, fields), this.crash);
@@ -270,8 +270,8 @@ class Session {
     else if (this.retry && this.retry[0] === fingerprint) { key = this.retry[1]; attempt = this.retry[2] + 1; }
     else { this.ordinal += 1; key = `${purpose}:${this.ordinal}`; attempt = 1; }
     this.retry = this.lost = null;
+    if (purpose === "business") this.claim(view); // the inputs this request carries, as it is sent
     this.request(purpose, key, attempt, view, tokens, schemas);
-    if (purpose === "business") this.claim(view);
     let outcome;
     try {
       outcome = this.world.answer(purpose, "root", key, attempt, this.runs.length);
@@ -307,7 +307,6 @@ class Session {
         input_deviation: usage.input_tokens === null || usage.input_tokens === undefined ? null : usage.input_tokens - tokens });
     }
     const text = outcome.text ?? "";
-    if (purpose === "compaction") this.shared.summaries.push(text.trim());
     const calls = [];
     const invalid = [];
     for (const call of outcome.tool_calls ?? []) {
@@ -352,8 +351,7 @@ class Session {
   }
 
   viewOf(messages) {
-    return viewOf(messages, { systemPrompt: this.agent.system_prompt, summaries: this.shared.summaries,
-      rejected: this.shared.rejected, postDenied: this.shared.postDenied, alias: (id) => this.alias(id) });
+    return viewOf(messages, { systemPrompt: this.agent.system_prompt, rejected: this.shared.rejected, postDenied: this.shared.postDenied, alias: (id) => this.alias(id) });
   }
 
   schemasOf(tools) {

@@ -8,6 +8,7 @@ const { AIMessage, HumanMessage, SystemMessage, ToolMessage } = require("@langch
 const { tool } = require("langchain");
 
 const PROVIDER = "ctxspec-scripted";
+const SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"; // summarization.js DEFAULT_SUMMARY_PREFIX
 
 // A chat model whose answers come from the driver (which asks the scenario's script).
 class ScriptedChatModel extends BaseChatModel {
@@ -70,7 +71,8 @@ function viewOf(messages, ctx) {
     } else if (HumanMessage.isInstance(message)) {
       if (message.additional_kwargs?.lc_source === "summarization") {
         entry = entryOf("user", "summary", text);
-        entry.body = ctx.summaries.find((s) => s && text.includes(s)) ?? text;
+        // The summary as summarizationMiddleware put it: its text after the fixed prefix.
+        entry.body = text.startsWith(SUMMARY_PREFIX) ? text.slice(SUMMARY_PREFIX.length) : text;
       } else {
         entry = entryOf("user", "user_ref", text);
         entry.input_id = message.id;
