@@ -15,7 +15,7 @@ const { Refused } = require("./lib/budget.js");
 const { PHASES } = require("./lib/crash.js");
 const { POINTS } = require("./lib/hooks.js");
 
-const CAPABILITIES = ["root_loop", "estimator_injection", "compaction_summary", "stop", "usage_reports",
+const CAPABILITIES = ["root_loop", "estimator_injection", "compaction_summary", "stop", "usage_reports", "planner_executor",
   "final_answers", "triggers", "sessions", "commit_failures",
   ...POINTS.map((p) => `hooks:${p}`), ...PHASES.map((p) => `crash:${p}`)].sort();
 const SCHEMA = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "spec", "schemas", "Scenario.json"), "utf8"));

@@ -15,6 +15,7 @@
 //                               saved as its task ends while the step's other calls may have run
 //   batch_fed_back              the checkpoint of the tools step
 //   run_finalised               a checkpoint with no next node after a step ran
+//   execution_started/_ended    an Executor subgraph's input checkpoint and its last (lib/executor.js)
 // The store is in memory and outlives the dead runtime inside this process: the restart is a new
 // graph on the same checkpointer (docs/stdio-protocol.md, Q361).
 "use strict";
@@ -22,7 +23,7 @@ const { MemorySaver } = require("@langchain/langgraph");
 const { ToolMessage } = require("@langchain/core/messages");
 
 const PHASES = ["input_accepted", "request_frozen", "raw_answer_saved", "effective_result_committed",
-  "hook_decided", "tool_settled", "batch_fed_back", "run_finalised"];
+  "hook_decided", "tool_settled", "batch_fed_back", "run_finalised", "execution_started", "execution_ended"];
 
 class Died extends Error {}
 class Refused extends Error {}
@@ -51,33 +52,34 @@ class Crash {
 
   alive() { if (this.dead) throw new Died("the process is dead"); }
 
-  phasesOf(namespace, checkpoint, metadata) {
-    const ran = this.following.get(namespace) ?? new Set();
+  // `graph` names the graph a checkpoint is of: "" the root's, else an Executor's thread.
+  phasesOf(graph, checkpoint, metadata) {
+    const ran = this.following.get(graph) ?? new Set();
     const following = nextOf(checkpoint);
-    this.following.set(namespace, following);
+    this.following.set(graph, following);
     const phases = new Map();
-    if (namespace) return phases;
     if (metadata?.source === "input") {
-      if (this.inputs) phases.set("input_accepted", this.inputs);
-      this.inputs = 0;
+      if (graph) phases.set("execution_started", 1);
+      else if (this.inputs) phases.set("input_accepted", this.inputs);
+      this.inputs = graph ? this.inputs : 0;
       return phases;
     }
     if (following.has("model_request")) phases.set("request_frozen", 1);
-    if (ran.has("model_request")) { phases.set("raw_answer_saved", 1); this.answered.add(namespace); }
-    if (this.answered.has(namespace) && ![...following].some((n) => n.endsWith(".after_model"))) {
+    if (ran.has("model_request")) { phases.set("raw_answer_saved", 1); this.answered.add(graph); }
+    if (this.answered.has(graph) && ![...following].some((n) => n.endsWith(".after_model"))) {
       phases.set("effective_result_committed", 1);
-      this.answered.delete(namespace);
+      this.answered.delete(graph);
     }
     if (this.decided) { phases.set("hook_decided", this.decided); this.decided = 0; }
     if (ran.has("tools")) phases.set("batch_fed_back", 1);
-    if (ran.size && !ran.has("__start__") && following.size === 0) phases.set("run_finalised", 1);
+    if (ran.size && !ran.has("__start__") && following.size === 0) phases.set(graph ? "execution_ended" : "run_finalised", 1);
     return phases;
   }
 
   // A tools task's writes hold its call's result: one ToolMessage and nothing else of the thread.
-  writesOf(namespace, writes) {
+  writesOf(writes) {
     const messages = writes.filter(([channel]) => channel === "messages").flatMap(([, value]) => [value].flat());
-    const settled = !namespace && messages.length > 0 && messages.every((m) => ToolMessage.isInstance(m));
+    const settled = messages.length > 0 && messages.every((m) => ToolMessage.isInstance(m));
     return new Map(settled ? [["tool_settled", 1]] : []);
   }
 
@@ -114,12 +116,17 @@ class Crash {
   }
 }
 
+// An Executor's graph is saved under its delegate task's namespace: its checkpoints count the
+// same phases (§10 counts them over every role) and two more, execution_started its input
+// checkpoint (the hand-over) and execution_ended its last.
 class WatchedSaver extends MemorySaver {
   constructor(crash) { super(); this.crash = crash; }
 
+  graphOf(config) { return String(config.configurable?.checkpoint_ns ?? ""); }
+
   async put(config, checkpoint, metadata, versions) {
     this.crash.alive();
-    const phases = this.crash.phasesOf(String(config.configurable?.checkpoint_ns ?? ""), checkpoint, metadata);
+    const phases = this.crash.phasesOf(this.graphOf(config), checkpoint, metadata);
     this.crash.atCommit(phases, "before");
     const stored = await super.put(config, checkpoint, metadata, versions);
     this.crash.atCommit(phases, "after");
@@ -128,7 +135,7 @@ class WatchedSaver extends MemorySaver {
 
   async putWrites(config, writes, taskId) {
     this.crash.alive();
-    const phases = this.crash.writesOf(String(config.configurable?.checkpoint_ns ?? ""), writes);
+    const phases = this.crash.writesOf(writes);
     this.crash.atCommit(phases, "before");
     const stored = await super.putWrites(config, writes, taskId);
     this.crash.atCommit(phases, "after");

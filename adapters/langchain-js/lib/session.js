@@ -6,7 +6,7 @@
 "use strict";
 const crypto = require("node:crypto");
 const { createAgent, summarizationMiddleware, modelRetryMiddleware, modelCallLimitMiddleware,
-  toolCallLimitMiddleware } = require("langchain");
+  toolCallLimitMiddleware, toolErrorMiddleware } = require("langchain");
 const { AIMessage, HumanMessage, SystemMessage } = require("@langchain/core/messages");
 const { ContextOverflowError } = require("@langchain/core/errors");
 const { Command } = require("@langchain/langgraph");
@@ -15,6 +15,7 @@ const { Exhausted } = require("./world.js");
 const { budget } = require("./budget.js");
 const { Crash, Died, Refused, WatchedSaver } = require("./crash.js");
 const { Chain, HookDenied, designHooks, reviewMiddleware, reviewAnswer, hookedSummariser } = require("./hooks.js");
+const { Executors, withoutRead } = require("./executor.js");
 const { ScriptedChatModel, makeTool, toolSchemaText, viewOf, textOf, viewHash, pythonJson } = require("./view.js");
 
 const CONFIGURATIONS = {
@@ -51,9 +52,12 @@ class Session {
     this.chain = new Chain(world, (kind, fields) => this.event(kind, fields), this.crash);
     // result.read is the design's runtime's own tool (§6); LangChain has none, so it is not
     // offered: a model's call of it goes to the tools like any other call of a missing tool.
-    const own = (this.agent.tools ?? []).filter((doc) => doc.name !== "result.read");
-    this.tools = own.map((doc) => makeTool(doc, (name, id, args) => this.runTool(name, id, args)));
-    this.schemas = own.map(toolSchemaText);
+    const own = withoutRead(this.agent.tools);
+    this.executors = this.agent.executor ? new Executors(this) : null;
+    const docs = this.executors ? this.executors.plannerTools(own) : own;
+    this.tools = docs.map((doc) => this.toolOf(doc));
+    this.schemas = docs.map(toolSchemaText);
+    this.toolDocs = docs;
     this.business = new ScriptedChatModel("business", (p, m, t) => this.answer(p, m, t));
     this.summariser = new ScriptedChatModel("compaction", (p, m, t) => this.answer(p, m, t));
     this.middleware = this.buildMiddleware();
@@ -63,27 +67,36 @@ class Session {
     world.act = (step) => this.act(step);
   }
 
-  buildMiddleware() {
+  // LangChain.js's own middleware for a role (the root, or an Executor: `role` its prompt, tool
+  // names and schemas), configured from the scenario's figures and the configuration's settings.
+  buildMiddleware(role = { prompt: this.agent.system_prompt, names: this.tools.map((t) => t.name), schemas: this.schemas, root: true }) {
     const agent = this.agent;
     const middleware = [];
     if (["model.pre_request", "model.post_response", "tool.post_call", "compaction.pre_request",
       "compaction.post_response"].some((p) => this.chain.registered(p))) {
       middleware.push(designHooks(this.chain, this.shared));
+      // With a wrapToolCall middleware ToolNode no longer turns a tool's error into its result
+      // (it rethrows errors "from middleware"): LangChain.js's own toolErrorMiddleware, inside
+      // it, does so again, as the agent does without middleware.
+      middleware.push(toolErrorMiddleware({ onError: (error) => `${error}` }));
     }
     let summariser = this.configuration.summaryRetries
       ? this.summariser.withRetry({ stopAfterAttempt: agent.model_attempts }) : this.summariser;
     if (this.chain.registered("compaction.pre_request") || this.chain.registered("compaction.post_response")) {
       summariser = hookedSummariser(summariser, this.chain, this.shared);
     }
-    const count = (messages) => (this.configuration.countWholeRequest ? this.countRequest(messages) : this.count(messages));
+    const count = (messages) => (this.configuration.countWholeRequest
+      ? this.countRequest(messages, role.prompt, role.schemas) : this.count(messages, role.prompt));
     middleware.push(summarizationMiddleware({ model: summariser, trigger: { tokens: this.limits.trigger },
       keep: { messages: 1 }, tokenCounter: count,
       ...(this.configuration.trimTokensToSummarize === undefined ? {} : { trimTokensToSummarize: this.configuration.trimTokensToSummarize }) }));
     middleware.push(modelRetryMiddleware({ maxRetries: agent.model_attempts - 1, onFailure: "error",
       initialDelayMs: 0, backoffFactor: 0, jitter: false }));
-    middleware.push(modelCallLimitMiddleware({ runLimit: agent.loop_limit, exitBehavior: "error" }));
-    if (agent.tool_quota) middleware.push(toolCallLimitMiddleware({ runLimit: agent.tool_quota }));
-    if (this.chain.registered("tool.pre_call") && this.tools.length) middleware.push(reviewMiddleware(this.tools.map((t) => t.name)));
+    if (role.root) {
+      middleware.push(modelCallLimitMiddleware({ runLimit: agent.loop_limit, exitBehavior: "error" }));
+      if (agent.tool_quota) middleware.push(toolCallLimitMiddleware({ runLimit: agent.tool_quota }));
+    }
+    if (this.chain.registered("tool.pre_call") && role.names.length) middleware.push(reviewMiddleware(role.names));
     return middleware;
   }
 
@@ -92,6 +105,13 @@ class Session {
   build() {
     return createAgent({ model: this.business, tools: this.tools, systemPrompt: this.agent.system_prompt,
       middleware: this.middleware, checkpointer: this.checkpointer });
+  }
+
+  toolOf(doc) {
+    if (this.executors && doc === this.executors.delegateDoc) {
+      return makeTool(doc, (name, id, args) => this.executors.run(args));
+    }
+    return makeTool(doc, (name, id, args) => this.runTool(name, id, args));
   }
 
   // --- the stimuli ---------------------------------------------------------------------------
@@ -170,13 +190,16 @@ class Session {
           this.end(run, "stopped", null, "stopped by the user");
           return;
         }
+        if (!payload && next.includes("model_request") && this.received()) payload = this.handOver(run);
         continue;
       }
       const state = await this.graph.getState(this.config);
       const pending = state.tasks.flatMap((t) => t.interrupts ?? []);
       if (pending.length) {
         const answer = reviewAnswer(this.chain, pending[0].value);
-        this.markRejected(state.values.messages ?? [], pending[0].value, answer);
+        // The review names the calls of the last answer, the thread's or an Executor's (whose
+        // subgraph paused with the thread): the answer the scripted model gave last.
+        this.markRejected([this.lastAnswer].filter(Boolean), pending[0].value, answer);
         payload = new Command({ resume: answer });
         continue;
       }
@@ -259,10 +282,12 @@ class Session {
   // --- the scripted model ------------------------------------------------------------------------
   async answer(purpose, messages, tools) {
     this.crash.alive();
+    const role = purpose === "executor" ? "executor" : "root";
+    const prompt = role === "executor" ? this.agent.executor.system_prompt : this.agent.system_prompt;
     const view = purpose === "compaction" ? messages.map((m) => ({ role: "user", kind: "prompt", text: textOf(m), tool_calls: [] }))
-      : this.viewOf(messages);
+      : this.viewOf(messages, prompt);
     for (const m of view) if (m.kind === "user_ref") m.source_run_id = this.inputRuns[m.input_id] ?? null;
-    const schemas = purpose === "compaction" ? [] : this.schemasOf(tools);
+    const schemas = purpose === "compaction" ? [] : this.schemasOf(tools, role);
     const tokens = this.estimate(view, schemas);
     const fingerprint = crypto.createHash("sha256").update(pythonJson([purpose, view])).digest("hex");
     let key, attempt;
@@ -271,10 +296,10 @@ class Session {
     else { this.ordinal += 1; key = `${purpose}:${this.ordinal}`; attempt = 1; }
     this.retry = this.lost = null;
     if (purpose === "business") this.claim(view); // the inputs this request carries, as it is sent
-    this.request(purpose, key, attempt, view, tokens, schemas);
+    this.request(purpose === "executor" ? "business" : purpose, key, attempt, view, tokens, schemas, role);
     let outcome;
     try {
-      outcome = this.world.answer(purpose, "root", key, attempt, this.runs.length);
+      outcome = this.world.answer(purpose === "executor" ? "business" : purpose, role, key, attempt, this.runs.length);
     } catch (error) {
       if (error instanceof Exhausted) this.exhausted = error;
       throw error;
@@ -328,10 +353,11 @@ class Session {
       const i = usage.input_tokens ?? 0, o = usage.output_tokens ?? 0;
       fields.usage_metadata = { input_tokens: i, output_tokens: o, total_tokens: i + o };
     }
-    return new AIMessage(fields);
+    this.lastAnswer = new AIMessage(fields);
+    return this.lastAnswer;
   }
 
-  request(purpose, key, attempt, view, tokens, schemas) {
+  request(purpose, key, attempt, view, tokens, schemas, role = "root") {
     const L = this.limits;
     let decision = null;
     if (purpose !== "compaction") {
@@ -340,7 +366,7 @@ class Session {
       const compacted = this.events.slice(at + 1).some((e) => e.kind === "model_request" && e.purpose === "compaction");
       decision = compacted ? "compact" : tokens < L.trigger ? "below_trigger" : "no_compressible_material";
     }
-    this.event("model_request", { purpose, role: "root", purpose_key: key, attempt, view: { messages: view },
+    this.event("model_request", { purpose, role, purpose_key: key, attempt, view: { messages: view },
       estimated_input_tokens: tokens, max_output_tokens: L.O, window: L.W, output_reserve: L.O,
       safety_margin: L.S, input_budget: L.B, compaction: decision, trigger_threshold: L.trigger,
       snapshot_id: null, view_hash: viewHash(view),
@@ -350,13 +376,14 @@ class Session {
       tool_schemas: schemas, reasoning_sent: false } });
   }
 
-  viewOf(messages) {
-    return viewOf(messages, { systemPrompt: this.agent.system_prompt, rejected: this.shared.rejected, postDenied: this.shared.postDenied, alias: (id) => this.alias(id) });
+  viewOf(messages, prompt = this.agent.system_prompt) {
+    return viewOf(messages, { systemPrompt: prompt, rejected: this.shared.rejected, postDenied: this.shared.postDenied, alias: (id) => this.alias(id) });
   }
 
-  schemasOf(tools) {
+  schemasOf(tools, role) {
     const names = new Set(tools.map((t) => t.name ?? t.function?.name));
-    return (this.agent.tools ?? []).filter((doc) => names.has(doc.name)).map(toolSchemaText);
+    const docs = role === "executor" ? withoutRead(this.agent.executor.tools) : this.toolDocs;
+    return docs.filter((doc) => names.has(doc.name)).map(toolSchemaText);
   }
 
   estimate(view, schemas = []) {
@@ -367,12 +394,12 @@ class Session {
 
   // summarizationMiddleware's tokenCounter of the defaults: the messages it is handed (the
   // thread's: no system prompt, no tool schemas).
-  count(messages) { return this.estimate(this.viewOf(messages)); }
+  count(messages, prompt) { return this.estimate(this.viewOf(messages, prompt)); }
 
   // The best configuration's tokenCounter: the request the model is sent — the system prompt and
   // the bound tools' schemas with the messages handed to it.
-  countRequest(messages) {
-    return this.estimate(this.viewOf([new SystemMessage({ content: this.agent.system_prompt }), ...messages]), this.schemas);
+  countRequest(messages, prompt, schemas) {
+    return this.estimate(this.viewOf([new SystemMessage({ content: prompt }), ...messages], prompt), schemas);
   }
 
   // --- the scripted tools ------------------------------------------------------------------

@@ -50,7 +50,7 @@ function schemaOf(doc) {
 // The scenario's tool as a LangChain tool with the Agent's JSON schema; run(name, id, args).
 function makeTool(doc, run) {
   const schema = schemaOf(doc);
-  return tool(async (args, config) => run(doc.name, config?.toolCall?.id ?? config?.toolCallId, args),
+  return tool(async (args, config) => run(doc.name, config?.toolCall?.id ?? config?.toolCallId, args, config),
     { name: doc.name, description: typeof schema.description === "string" ? schema.description : doc.name, schema });
 }
 
@@ -96,7 +96,7 @@ function viewOf(messages, ctx) {
       entry = entryOf(message._getType?.() ?? "system", "annotation", text);
       entry.body = text;
     }
-    if (message.id) entry.record_id = ctx.alias(message.id);
+    entry.record_id = message.id ? ctx.alias(message.id) : null; // the system prompt has no id
     return entry;
   });
 }
