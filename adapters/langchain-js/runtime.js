@@ -16,7 +16,7 @@ const { PHASES } = require("./lib/crash.js");
 const { POINTS } = require("./lib/hooks.js");
 
 const CAPABILITIES = ["root_loop", "estimator_injection", "compaction_summary", "stop", "usage_reports", "planner_executor",
-  "final_answers", "triggers", "sessions", "commit_failures",
+  "final_answers", "triggers", "sessions", "commit_failures", "stop_mid_batch",
   ...POINTS.map((p) => `hooks:${p}`), ...PHASES.map((p) => `crash:${p}`)].sort();
 const SCHEMA = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "spec", "schemas", "Scenario.json"), "utf8"));
 const configuration = CONFIGURATIONS[process.argv.includes("--defaults") ? "defaults" : "best"];
