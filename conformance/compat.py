@@ -314,18 +314,20 @@ def _row_status(statuses: Sequence[str]) -> str:
         "passed" if all(s == "passed" for s in statuses) else "partly unsupported")
 
 
-def run_compat(factory: DriverFactory, driver_spec: str, cases: Sequence[Case], date: str
+def run_compat(factory: DriverFactory, driver_spec: str, cases: Sequence[Case], date: str,
+               profile: Profile | None = None, defaults: DriverFactory | None = None
                ) -> dict[str, Any]:
     """Probe the driver's capabilities, run every case on a fresh driver — of the best
     configuration (the driver) and, when its profile names one, of the framework's defaults —
-    and build the report."""
+    and build the report. A driver that carries no profile of its own (one over stdio) is given
+    ``profile``, and the factory of its defaults configuration as ``defaults``."""
     driver = factory()
-    profile = profile_of(driver, driver_spec)
+    profile = profile or profile_of(driver, driver_spec)
     probes = confirm_capabilities(factory)
     results = list(run_suite(cases, factory, probes))
-    defaults: list[CaseResult] = []
+    default_results: list[CaseResult] = []
     if profile.defaults:
-        plain = load_factory(profile.defaults)
-        defaults = list(run_suite(cases, plain, confirm_capabilities(plain)))
+        plain = defaults or load_factory(profile.defaults)
+        default_results = list(run_suite(cases, plain, confirm_capabilities(plain)))
     return build_report(profile, driver_spec, results, driver.capabilities,
-                        {name: p.status for name, p in probes.items()}, date, defaults)
+                        {name: p.status for name, p in probes.items()}, date, default_results)

@@ -148,7 +148,8 @@ def index_page(reports: Sequence[Mapping[str, Any]]) -> str:
     ordered = sorted(reports, key=lambda r: str(r["runtime"]))
     lines = [GENERATED, "", "# Compatibility reports", "",
              "Each production runtime's driver run over the whole conformance suite "
-             "(`ctxspec compat --driver MODULE:FACTORY`). A column per runtime, a row per test "
+             "(`ctxspec compat --driver MODULE:FACTORY`, or `--stdio COMMAND --profile FILE` "
+             "for a runtime in another language). A column per runtime, a row per test "
              "of design §12; `pass (adapter)` passed only with a capability the adapter "
              "supplies, `—` the runtime lacks a capability the row's cases need. Each report "
              "says why every failure fails; where a runtime's two configurations differ a cell "

@@ -23,6 +23,8 @@ from ctxspec.conformance.stdio import StdioDriver
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "tests" / "stdio_runtime_js" / "runtime.js"
+ESTIMATORS = ROOT / "adapters" / "estimators-js"
+"""The estimators both JavaScript runtimes use (this one and adapters/langchain-js/)."""
 SOME = ("ROW-02", "S6-RESULT-READ", "EX7-BUDGET", "S10-TAKEOVER-BUDGET", "BAD-SCENARIO-FIELD",
         "ROW-21")
 """The default tier's cases: a §12 row, a preview read, the §7 example's exact budget (the
@@ -88,7 +90,7 @@ def test_its_estimators_reproduce_every_vector_of_the_spec() -> None:
     # chars, bytes and content written in JavaScript from the guide's rules alone give every
     # count (and, for content, the scenario texts in order) of spec/estimators.json.
     vectors = json.loads((ROOT / "spec" / "estimators.json").read_text("utf-8"))["vectors"]
-    done = subprocess.run([node(), str(RUNTIME.parent / "check_estimators.js")],
+    done = subprocess.run([node(), str(ESTIMATORS / "check_estimators.js")],
                           capture_output=True, text=True, check=False)
     checked = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["id"] for c in checked] == [v["id"] for v in vectors], done.stderr

@@ -284,8 +284,16 @@ def _grouped(results: Sequence["CaseResult"]) -> str:
 
 
 @click.command("compat")
-@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY", required=True,
+@click.option("--driver", "driver_spec", metavar="MODULE:FACTORY",
               help="The production runtime's driver.")
+@click.option("--stdio", "stdio_command", metavar="COMMAND",
+              help="Instead: a runtime in a subprocess over the stdio protocol v2.")
+@click.option("--profile", "profile_file", type=click.Path(dir_okay=False, exists=True,
+                                                           path_type=Path),
+              help="With --stdio: the JSON file of what the report says of the framework "
+                   "(conformance/compat_stdio.py), e.g. adapters/langchain-js/profile.json.")
+@click.option("--stdio-timeout", type=Seconds(0.1, 86400), default=60.0, show_default=True,
+              metavar="SECONDS", help="How long to wait for each answer of the --stdio runtime.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("docs/compatibility"), show_default=True,
               help="The folder of the reports and their README table.")
@@ -293,24 +301,45 @@ def _grouped(results: Sequence["CaseResult"]) -> str:
               "fresh run can reproduce a checked-in report.")
 @click.option("--case", "case_ids", multiple=True, metavar="ID",
               help="Run only this case (repeatable).")
-def compat_command(driver_spec: str, out: Path, date: str | None,
-                   case_ids: tuple[str, ...]) -> None:
-    """Run a driver over the suite and write its compatibility report: <runtime>.md and
-    <runtime>.json in --out, and the folder's README table (runtime × §12 row)."""
+def compat_command(driver_spec: str | None, stdio_command: str | None,
+                   profile_file: Path | None, stdio_timeout: float, out: Path,
+                   date: str | None, case_ids: tuple[str, ...]) -> None:
+    """Run a driver (or a --stdio runtime) over the suite and write its compatibility report:
+    <runtime>.md and <runtime>.json in --out, and the folder's README table (runtime × §12
+    row)."""
     import datetime
 
     from ctxspec.conformance.cases import by_id
     from ctxspec.conformance.compat import run_compat
     from ctxspec.conformance.compat_page import write_report
+    from ctxspec.conformance.compat_stdio import ProfileError, load_profile, run_compat_stdio
     from ctxspec.conformance.harness import load_factory
+    from ctxspec.conformance.stdio import ProtocolError, parse_command
 
+    if (driver_spec is None) == (stdio_command is None):
+        raise click.UsageError("give --driver or --stdio (exactly one)")
+    if profile_file is not None and stdio_command is None:
+        raise click.UsageError("--profile goes with --stdio (a driver carries its own profile)")
     try:
-        factory = load_factory(driver_spec)
         cases = by_id(case_ids or None)
         day = datetime.date.fromisoformat(date) if date else datetime.date.today()
+        if stdio_command is not None:
+            parse_command(stdio_command)
+            if profile_file is not None:
+                load_profile(profile_file)  # refused before any runtime starts
+        else:
+            factory = load_factory(driver_spec)
     except (ValueError, KeyError, ImportError) as error:
         raise click.UsageError(str(error).strip("'\"")) from error
-    report = run_compat(factory, driver_spec, cases, day.isoformat())
+    if stdio_command is not None:
+        try:
+            report = run_compat_stdio(stdio_command, profile_file, cases, day.isoformat(),
+                                      stdio_timeout)
+        except (OSError, ProtocolError, ProfileError) as error:
+            raise click.ClickException(f"--stdio {stdio_command!r}: {error}") from error
+    else:
+        assert driver_spec is not None
+        report = run_compat(factory, driver_spec, cases, day.isoformat())
     for path in write_report(out, report):
         click.echo(f"wrote {path}")
     click.echo(", ".join(f"{count} {status}" for status, count in report["summary"].items()))

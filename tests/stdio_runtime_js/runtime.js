@@ -2,14 +2,15 @@
 // A small agent runtime in JavaScript (Node 20, no packages) that speaks the ctxspec stdio
 // protocol version 2. Written from docs/stdio-protocol.md, docs/scenarios.md,
 // docs/implementing-a-driver.md and the spec/ data alone: no Python of the project runs here.
-// What it implements and what it leaves out: README.md beside it; its estimators: estimators.js.
+// What it implements and what it leaves out: README.md beside it; its estimators:
+// adapters/estimators-js/estimators.js (shared with the LangChain.js runtime).
 "use strict";
 const crypto = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 const readline = require("node:readline");
 
-const { estimate, scenarioTexts } = require("./estimators.js");
+const { estimate, scenarioTexts } = require("../../adapters/estimators-js/estimators.js");
 
 const CAPABILITIES = ["root_loop", "estimator_injection", "crash:batch_fed_back"];
 const PREVIEW_CHARS = 4000; // docs/scenarios.md "tools": a longer result is a bounded preview
