@@ -1,0 +1,90 @@
+"""The design's crash phases (§10, conformance/phases.py) mapped onto ADK's own writes (the
+Google ADK driver, driver.py). A ``DatabaseSessionService`` stores a Session as its events,
+each appended as it is yielded (google/adk/sessions/database_session_service.py:
+``append_event``; the Runner appends every non-partial event, google/adk/runners.py). The
+driver's session service is a :class:`WatchedSessions`, which reads from each event which phase
+it commits and dies just before or just after storing it:
+
+- ``input_accepted`` (§5): the user's event, the new message of an invocation;
+- ``effective_result_committed`` (§3): a model answer's event, saved after every after-model
+  callback (the answer as they left it; ADK saves no raw answer apart);
+- ``batch_fed_back`` (§2): the event of a batch's function responses, all of them at once.
+
+After a death the driver builds a new session service and Runner on the same SQLite file, as
+a restarted process would, and — with ``ResumabilityConfig(is_resumable=True)`` — resumes the
+invocation by its id (``Runner.run_async(invocation_id=...)``); what ADK runs again then is what
+the suite judges. Not mapped, because ADK writes nothing there: a request frozen, a first
+output, a hook asked or decided, a tool started or settled alone, the compaction phases (a
+summary is one event, appended after the summarizer returned) and the Run's end (an
+invocation's end is no event of its own).
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.sessions.database_session_service import DatabaseSessionService
+from google.adk.sessions.session import Session
+
+PHASES = ("input_accepted", "effective_result_committed", "batch_fed_back")
+CAPABILITIES = frozenset(f"crash:{phase}" for phase in PHASES)
+
+
+class Died(BaseException):
+    """The process dies (a BaseException, so ADK's error handling never takes it for a failure
+    of a model call or a tool)."""
+
+
+@dataclass
+class Crash:
+    """The scenario's crash, counted over the events that commit its phase."""
+
+    plan: Any
+    passed: int = 0
+    done: bool = False
+    dead: bool = False
+
+    def alive(self) -> None:
+        if self.dead:
+            raise Died
+
+    def at(self, phase: str | None, when: str) -> None:
+        plan = self.plan
+        if plan is None or self.done or phase != plan.phase or plan.when != when:
+            return
+        self.passed += 1
+        if self.passed < plan.occurrence:
+            return
+        self.done = self.dead = True
+        raise Died
+
+    def restarted(self) -> dict[str, Any]:
+        return {"phase": self.plan.phase, "occurrence": self.plan.occurrence,
+                "when": self.plan.when}
+
+
+def phase_of(event: Event) -> str | None:
+    """The phase an event's write commits, if any."""
+    if event.actions and event.actions.compaction:
+        return None
+    if event.get_function_responses():
+        return "batch_fed_back"
+    if event.content is None or not event.content.parts:
+        return None
+    return "input_accepted" if event.author == "user" else "effective_result_committed"
+
+
+class WatchedSessions(DatabaseSessionService):
+    """ADK's SQL session service, which dies at the scenario's crash."""
+
+    def __init__(self, db_url: str, crash: Crash) -> None:
+        super().__init__(db_url=db_url)
+        self.crash = crash
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        self.crash.alive()
+        phase = None if event.partial else phase_of(event)
+        self.crash.at(phase, "before")
+        stored = await super().append_event(session, event)
+        self.crash.at(phase, "after")
+        return stored
