@@ -48,6 +48,7 @@ from ctxspec.adapters.google_adk.callbacks import CAPABILITIES as CALLBACKS
 from ctxspec.adapters.google_adk.callbacks import Callbacks, HookDenied
 from ctxspec.adapters.google_adk.crash import CAPABILITIES as CRASHES
 from ctxspec.adapters.google_adk.crash import Crash, Died, WatchedSessions
+from ctxspec.adapters.google_adk.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.google_adk.model import ModelFailed, ScriptedLlm, WindowRefused
 from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import BudgetRefused, Delivery, Run
@@ -73,11 +74,13 @@ from ctxspec.reference.tokens import PromptMessage
 
 APP, USER = "ctxspec", "user"
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
-                       "sessions", "tool_latency", "compaction_summary", *CALLBACKS})
+                       "sessions", "tool_latency", "compaction_summary", "planner_executor",
+                       *CALLBACKS})
 """What ADK itself does: the model loop of an invocation, its final response, the provider's
 usage kept on each event, a stop (the client stops reading the invocation), another session in
 the same session service, a batch's function calls run concurrently and fed back in call
-order, a token-threshold summary of older events (``EventsCompactionConfig``), and callbacks
+order, a Planner whose ``delegate`` tool is an Executor agent behind ``AgentTool``, a
+token-threshold summary of older events (``EventsCompactionConfig``), and callbacks
 before and after every model and tool call."""
 BEST = frozenset({"on_tool_error_callback", "resumability"})
 """The settings the best configuration changes from ADK's defaults (profile.py ``SETTINGS``)."""
@@ -136,10 +139,16 @@ class GoogleAdkDriver:
         (after a crash a new set on the same file, as a restarted process builds it)."""
         doc = self.doc
         self.service = WatchedSessions(self.url, self.crash)
-        self.tools: list[BaseTool] = [ScenarioTool(tool, self._run_tool) for tool in doc.tools]
         extra: dict[str, Any] = dict(self.callbacks.agent_callbacks())
         if "on_tool_error_callback" in self.best:
             extra["on_tool_error_callback"] = self._tool_error
+        self.tools: list[BaseTool] = [ScenarioTool(tool, self._run_tool) for tool in doc.tools
+                                      if doc.executor is None or tool.name != DELEGATE]
+        if doc.executor is not None:
+            self.tools.append(delegate_tool(
+                doc.executor.system_prompt,
+                [ScenarioTool(tool, self._run_tool) for tool in doc.executor.tools], self,
+                self.budget.output_reserve, extra))
         agent = LlmAgent(
             name="root", model=ScriptedLlm(model="scripted", observer=self),
             instruction=doc.system_prompt, tools=list(self.tools),
@@ -209,61 +218,80 @@ class GoogleAdkDriver:
 
     async def _drive(self, run: Run) -> None:
         run.started = True
-        given = [d for d in run.inputs if d.state == "pending"]
-        message: types.Content | None = self._hand_over(given)
+        if run.stop_requested:  # stopped before ADK began: no invocation is started
+            self._end(run, "stopped")
+            return
+        message: types.Content | None = self._hand_over(run)
         resume: str | None = None
-        while True:
+        while message is not None or resume is not None:
             try:
                 await self._invocation(run, message, resume)
-                break
             except Died:
                 self.events.append({"kind": "restarted", **self.crash.restarted()})
                 self.crash.dead = False
                 self._build()
-                message, resume = await self._after_restart(message)
+                message, resume = await self._after_restart(run, message)
+                continue
             except Exception as failure:  # ADK ended the invocation on it
                 self._failed(run, failure)
                 return
+            resume = None
+            # Input that arrived while ADK worked is the next invocation's new message,
+            # unless the Run has its final answer or was stopped (it waits, §5).
+            waiting = run.final is None and not run.stop_requested and self._unsent(run)
+            message = self._hand_over(run) if waiting else None
         if self.exhausted is not None:
             raise self.exhausted
-        if run.stop_requested and run.final is None:
-            self._end(run, "stopped")
-        elif run.final is not None:
+        if run.final is not None and not run.stop_requested:
             self._end(run, "succeeded", final=run.final)
         else:
             self._end(run, "stopped")
 
     async def _invocation(self, run: Run, message: types.Content | None,
                           resume: str | None) -> None:
+        """One invocation, read event by event; the client stops reading at a stop, or once
+        a batch's results are saved when input is waiting for the next invocation."""
+        run.final = None
         events = self.runner.run_async(user_id=USER, session_id=self.session_id,
                                        new_message=message, invocation_id=resume,
                                        run_config=self.run_config)
         try:
             async for event in events:
                 if event.author != "user" and event.is_final_response() and event.content:
-                    text = "".join(p.text or "" for p in event.content.parts or []
-                                   if not p.thought)
-                    run.final = text
-                if run.stop_requested:  # the client reads no further: the invocation ends
+                    run.final = "".join(p.text or "" for p in event.content.parts or []
+                                        if not p.thought)
+                if run.stop_requested or (self._unsent(run) and event.get_function_responses()):
                     break
         finally:
             await events.aclose()
 
-    async def _after_restart(self, message: types.Content | None
+    async def _after_restart(self, run: Run, message: types.Content | None
                              ) -> tuple[types.Content | None, str | None]:
-        """What a restarted client sends: its message again when the store lacks it, else a
+        """What a restarted client sends: its message again when the store lacks it, nothing
+        when the store holds the Run's final answer (the client reads it there), else a
         resumption of the invocation the store holds."""
         session = await self.service.get_session(app_name=APP, user_id=USER,
                                                  session_id=self.session_id)
         assert session is not None
+        last = session.events[-1] if session.events else None
+        if last is not None and last.author != "user" and last.is_final_response() \
+                and last.content is not None:
+            run.final = "".join(p.text or "" for p in last.content.parts or [] if not p.thought)
+            return None, None
         texts = [p.text for e in session.events if e.author == "user" and e.content
                  for p in e.content.parts or [] if p.text]
         wanted = [p.text for p in (message.parts if message else []) or [] if p.text]
-        if message is not None and texts[-len(wanted):] != wanted:
+        if message is not None and (not session.events or texts[-len(wanted):] != wanted):
             return message, None
-        return None, session.events[-1].invocation_id
+        return None, session.events[-1].invocation_id if session.events else None
 
-    def _hand_over(self, given: list[Delivery]) -> types.Content:
+    def _unsent(self, run: Run) -> list[Delivery]:
+        """The Run's inputs not handed to ADK yet."""
+        handed = {input_id for input_id, _ in self.sent}
+        return [d for d in run.inputs if d.state == "pending" and d.input_id not in handed]
+
+    def _hand_over(self, run: Run) -> types.Content:
+        given = self._unsent(run)
         for delivery in given:
             self.sent.append((delivery.input_id, delivery.text))
         return types.Content(role="user", parts=[types.Part(text=d.text) for d in given])
@@ -300,7 +328,8 @@ class GoogleAdkDriver:
 
     # --- what ADK sends, read where it hands it to the model --------------------------------
 
-    def _measure(self, request: LlmRequest, purpose: str) -> tuple[list[Message], int, str]:
+    def _measure(self, request: LlmRequest, purpose: str, role: str
+                 ) -> tuple[list[Message], int, str]:
         instruction = request.config.system_instruction if purpose == "business" else None
         view = read_view(instruction if isinstance(instruction, str) else None,
                          request.contents, self.sent, self.summaries)
@@ -312,8 +341,9 @@ class GoogleAdkDriver:
         schemas = tool_schemas(request)
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self._active_inputs()}
+        # An Executor's fixed input is its prompt and its hand-over (its only user message).
         material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       for m in view)
+                       and (role == "root" or m["kind"] != "user_ref") for m in view)
         verdict = evaluate_compaction(self.budget, 0 if material else tokens,
                                       tokens if material else 0)
         return view, tokens, verdict.decision if verdict.error_code is None else "error"
@@ -323,7 +353,7 @@ class GoogleAdkDriver:
         """The scripted model's observer: refuse a request over B, trace it as sent, ask the
         scripted port."""
         self.crash.alive()
-        view, tokens, decision = self._measure(request, purpose)
+        view, tokens, decision = self._measure(request, purpose, role)
         if purpose == "business" and decision == "error":
             raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
                 "fixed_input_tokens": tokens, "input_tokens": tokens,
@@ -376,7 +406,7 @@ class GoogleAdkDriver:
         return self.measure
 
     def call_id(self) -> str:
-        return f"adk-call-{next(self.call_ids)}"
+        return f"call_{next(self.call_ids)}"
 
     def proposed(self, call_id: str, malformed: str | None, arguments: dict[str, Any]) -> None:
         self.proposals[call_id] = arguments
