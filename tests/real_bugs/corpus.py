@@ -9,13 +9,19 @@ each says is summarised in ``broken`` in our words."""
 
 from dataclasses import dataclass
 
-from tests.real_bugs.patches import Patch, cut_between_call_and_result, error_text_as_summary
+from tests.real_bugs.patches import (
+    Patch,
+    cut_between_call_and_result,
+    error_text_as_summary,
+    orphaned_call_blocks_compaction,
+)
 
 LANGCHAIN = "ctxspec.adapters.langchain:make_driver"
 LANGCHAIN_DEFAULTS = "ctxspec.adapters.langchain:make_default_driver"
 LANGCHAIN_TRIM = "ctxspec.adapters.langchain:make_trim_driver"
 AGENTS_SDK = "ctxspec.adapters.openai_agents:make_driver"
 AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
+GOOGLE_ADK = "ctxspec.adapters.google_adk:make_driver"
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,15 @@ CORPUS: tuple[Bug, ...] = (
         "at a token tail). Present in langchain-core 1.8.3 as a pre-model hook with no "
         "start_on.",
         LANGCHAIN_TRIM, ("S6-CUT-KEEPS-GROUPS",), clean=LANGCHAIN, shows="U-PAIRED"),
+    Bug("google/adk-python#7236",
+        "The range a compaction may cover ends before the first function_call still without a "
+        "response, so a call that never gets one (its invocation stopped) is the first event "
+        "of every later window and nothing after it is compacted again: the requests grow "
+        "past B (§8: the trigger compacts the material; §7: no input over B is sent). Fixed "
+        "in 2.13.0 (apps/compaction.py: _longest_self_contained_prefix skips the calls "
+        "_provably_dead_call_ids finds).",
+        GOOGLE_ADK, ("S8-STOPPED-CALL-COMPACTS",), orphaned_call_blocks_compaction,
+        shows="U-BUDGET"),
 )
 """The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
 
@@ -96,5 +111,12 @@ UNREACHED: dict[str, str] = {
     "so every request is the same with it or without it, and only a read of the stored "
     "items shows the loss, which the adapter cannot serve (no history_api).",
     "pydantic/pydantic-ai#2050": "no adapter runs pydantic-ai yet.",
+    "google/adk-python#4740": "fixed in 2.13.0 (apps/compaction.py: "
+    "_longest_self_contained_prefix keeps a call with requested_tool_confirmations open, and "
+    "_provably_dead_call_ids protects those of the newest invocation), and unreachable from the "
+    "suite: a confirmation pending across invocations is ADK's tool-confirmation flow "
+    "(require_confirmation, ToolContext.request_confirmation), and the scenario's hook port "
+    "answers every tool.pre_call chain at once, so the adapter maps that point onto "
+    "before_tool_callback and no scenario leaves a call waiting for a confirmation.",
 }
 """Reports of the corpus no case reaches today, and why."""

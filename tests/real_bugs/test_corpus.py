@@ -7,7 +7,7 @@ import pytest
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.harness import confirm_capabilities, load_factory, run_case
 from tests.real_bugs.corpus import CORPUS, Bug
-from tests.real_bugs.patches import PATCHES
+from tests.real_bugs.patches import CHANGES, PATCHES
 
 
 def _statuses(driver: str, cases: tuple[str, ...]) -> dict[str, tuple[str, str]]:
@@ -46,10 +46,10 @@ def test_without_the_bug_its_cases_pass(bug: Bug) -> None:
 
 
 @pytest.mark.slow
-def test_putting_a_bug_back_leaves_the_framework_as_it_was() -> None:
-    from langchain.agents.middleware.summarization import SummarizationMiddleware
-    before = dict(vars(SummarizationMiddleware))
-    for patch in PATCHES.values():
-        with patch():
-            assert dict(vars(SummarizationMiddleware)) != before, "a patch that changes nothing"
-    assert dict(vars(SummarizationMiddleware)) == before, "a patch outlived its probe"
+@pytest.mark.parametrize("report", sorted(PATCHES))
+def test_putting_a_bug_back_leaves_the_framework_as_it_was(report: str) -> None:
+    changed = CHANGES[report]()
+    before = dict(vars(changed))
+    with PATCHES[report]():
+        assert dict(vars(changed)) != before, f"{report}: a patch that changes nothing"
+    assert dict(vars(changed)) == before, f"{report}: a patch outlived its probe"

@@ -35,6 +35,8 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from ctxspec.reference.contracts import PatchOperationKind
+from ctxspec.reference.hook_changes import ContextOp
 from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
 
 POINTS: tuple[HookPoint, ...] = ("model.pre_request", "model.post_response", "tool.pre_call",
@@ -59,6 +61,11 @@ class Callbacks:
     facts: dict[str, dict[str, Any]]
     """The driver's result facts by call_id, where a denial is written (Q210)."""
     asked: dict[str, int] = field(default_factory=dict)
+    annotations: list[str] = field(default_factory=list)
+    """The texts annotations added to a request (the view shows them as annotations)."""
+    shared: tuple[str, ...] = ()
+    """The names of the Agent's shared fields, which a patch may target as ``shared:<name>``
+    (ADK has no shared scope; the name only resolves)."""
 
     def agent_callbacks(self) -> dict[str, Any]:
         """The ``LlmAgent`` arguments for the points the scenario has hooks at."""
@@ -77,7 +84,28 @@ class Callbacks:
                 return False
             setattr(request.config, name, value)
             return True
-        if self._chain("model.pre_request", {"params": {}}, "pre", setting):
+        named = self._named(request.contents)
+        places = {identity: at for identity in named.values()
+                  if (at := _index(identity, request.contents)) >= 0}
+
+        def patch(op: ContextOp) -> bool:
+            """A context patch of a record's text, in this request only: an annotation is a
+            user content after its record, a replacement the record's new text (ADK keeps
+            neither in the session, so the next request does not have it)."""
+            at = places.get(op.target_record_id)
+            if at is None or op.field_key != "text" or not isinstance(op.value, str):
+                return False
+            content = types.Content(role="user", parts=[types.Part(text=op.value)])
+            if op.operation == PatchOperationKind.APPEND_ANNOTATION:
+                request.contents.insert(at + 1, content)
+                self.annotations.append(op.value)
+            else:  # the record's text replaced; its calls and results stay
+                old = request.contents[at]
+                kept = [p for p in old.parts or [] if p.text is None]
+                request.contents[at] = types.Content(role=old.role, parts=[
+                    types.Part(text=op.value), *kept])
+            return True
+        if self._chain("model.pre_request", {"params": {}}, "pre", setting, named, patch):
             raise HookDenied("HOOK_DENIED: a before-model callback denied the request")
 
     def after_model(self, context: CallbackContext, response: LlmResponse) -> LlmResponse | None:
@@ -106,9 +134,10 @@ class Callbacks:
         edited = {"arguments": proposed}
 
         def write(path: str, value: Any) -> bool:
-            if path != "arguments" or not isinstance(value, dict):
+            head, _, name = path.partition(".")
+            if head != "arguments" or (not name and not isinstance(value, dict)):
                 return False
-            edited["arguments"] = value
+            edited["arguments"] = {**edited["arguments"], name: value} if name else value
             return True
         if self._chain("tool.pre_call", {"name": tool.name, "arguments": proposed}, "pre",
                        write):
@@ -139,23 +168,59 @@ class Callbacks:
             return {"result": POST_DENIED}
         return None if edited["result"] == str(result) else {"result": edited["result"]}
 
+    def _named(self, contents: list[types.Content]) -> dict[str, uuid.UUID]:
+        """The records a hook item may name (the Run's question, its first answer, the last
+        content, the shared fields), each an identity made from its place in the request: ADK
+        keeps none a callback could address, and a context patch is never applied, so the
+        name only has to resolve."""
+        def identity(index: int) -> uuid.UUID:
+            return uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:record:{index}")
+        named = {f"shared:{name}": uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:shared:{name}")
+                 for name in self.shared}
+        if contents:
+            named["last"] = identity(len(contents) - 1)
+        asked = [i for i, c in enumerate(contents) if c.role == "user"
+                 and any(p.text for p in c.parts or [])]
+        if asked:
+            named["question"] = identity(asked[-1])
+            answers = [i for i in range(asked[-1], len(contents)) if contents[i].role == "model"]
+            if answers:
+                named["first_assistant"] = identity(answers[0])
+        return named
+
     def _chain(self, point: HookPoint, payload: dict[str, Any], stage: str,
-               apply: Callable[[str, Any], bool]) -> bool:
+               apply: Callable[[str, Any], bool],
+               records: dict[str, uuid.UUID] | None = None,
+               patch: Callable[[ContextOp], bool] | None = None) -> bool:
         """Run the chain; ``apply(path, value)`` carries one payload write (False: it has no
         place). True when an item denied."""
         self.asked[point] = ordinal = self.asked.get(point, 0) + 1
         self.event("hook_called", point=point, stage=stage)
+        if records is None:  # the answer or the call the chain is asked about, and the shared
+            at = uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:{point}:{ordinal}")
+            records = {**self._named([]), "last": at, "question": at, "first_assistant": at}
         items = self.hooks.items(HookContext(
             point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:adk:{point}:{ordinal}"), ordinal, {}))
+            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:adk:{point}:{ordinal}"), ordinal,
+            records))
         denied = False
         for position, item in enumerate(items):
-            changes = [] if item.failed else _written(item, apply)
+            changes = [] if item.failed else _written(item, apply) + [
+                op.field_key for op in item.context_ops if patch is not None and patch(op)]
             self.event("hook_decided", point=point, chain_position=position,
                        decision="failed" if item.failed else item.decision,
-                       patch_valid=not item.failed, diagnostics=[], changes=changes)
+                       patch_valid=not item.failed,
+                       diagnostics=["HOOK_FAILED"] if item.failed else [], changes=changes)
             denied = denied or (not item.failed and item.decision == "deny")
         return denied
+
+
+def _index(identity: uuid.UUID, contents: list[types.Content]) -> int:
+    """The place in the request a record identity of ``_named`` stands for (-1: none)."""
+    for index in range(len(contents)):
+        if identity == uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:record:{index}"):
+            return index
+    return -1
 
 
 def _written(item: HookReply, apply: Callable[[str, Any], bool]) -> list[str]:

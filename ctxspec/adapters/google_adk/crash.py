@@ -5,7 +5,8 @@ each appended as it is yielded (google/adk/sessions/database_session_service.py:
 driver's session service is a :class:`WatchedSessions`, which reads from each event which phase
 it commits and dies just before or just after storing it:
 
-- ``input_accepted`` (§5): the user's event, the new message of an invocation;
+- ``input_accepted`` (§5): the user's event, the new message of an invocation (one occurrence
+  per input it carries: the question and the supplements sent with it);
 - ``effective_result_committed`` (§3): a model answer's event, saved after every after-model
   callback (the answer as they left it; ADK saves no raw answer apart);
 - ``batch_fed_back`` (§2): the event of a batch's function responses, all of them at once.
@@ -48,11 +49,13 @@ class Crash:
         if self.dead:
             raise Died
 
-    def at(self, phase: str | None, when: str) -> None:
+    def at(self, phase: str | None, when: str, count: int = 1) -> None:
+        """Die here if this write holds the crash's occurrence (``count`` occurrences of
+        ``phase``: a user event holds one per input it carries)."""
         plan = self.plan
         if plan is None or self.done or phase != plan.phase or plan.when != when:
             return
-        self.passed += 1
+        self.passed += count
         if self.passed < plan.occurrence:
             return
         self.done = self.dead = True
@@ -84,7 +87,9 @@ class WatchedSessions(DatabaseSessionService):
     async def append_event(self, session: Session, event: Event) -> Event:
         self.crash.alive()
         phase = None if event.partial else phase_of(event)
-        self.crash.at(phase, "before")
+        count = sum(bool(part.text) for part in event.content.parts or []) \
+            if phase == "input_accepted" and event.content is not None else 1
+        self.crash.at(phase, "before", count)
         stored = await super().append_event(session, event)
-        self.crash.at(phase, "after")
+        self.crash.at(phase, "after", count)
         return stored

@@ -54,6 +54,7 @@ from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import BudgetRefused, Delivery, Run
 from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
 from ctxspec.adapters.google_adk.view import Message, estimation, read_view, tool_schemas
+from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import (
@@ -129,7 +130,7 @@ class GoogleAdkDriver:
         self.proposals: dict[str, dict[str, Any]] = {}
         self.exhausted: ScriptExhausted | None = None
         self.callbacks = Callbacks(ports.hooks, lambda kind, **fields: self.events.append(
-            {**fields, "kind": kind}), self.facts)
+            {**fields, "kind": kind}), self.facts, shared=tuple(f.name for f in doc.shared))
         self._build()
         self.session_id = self._await(self._open_session())
         self.sessions = 1
@@ -298,7 +299,7 @@ class GoogleAdkDriver:
 
     def _failed(self, run: Run, failure: BaseException) -> None:
         cause = _root(failure)
-        if isinstance(cause, ScriptExhausted):
+        if isinstance(cause, ScriptExhausted | ScenarioError):
             raise cause
         if isinstance(cause, LlmCallsLimitExceededError):
             self._end(run, "loop_exhausted")
@@ -318,11 +319,17 @@ class GoogleAdkDriver:
     def _tool_error(self, tool: BaseTool, args: dict[str, Any], context: ToolContext,
                     error: Exception) -> dict[str, Any] | None:
         """The best configuration's ``on_tool_error_callback``: a tool's error as a structured
-        result the model reads (§6, §11); a script that ran out is raised on."""
-        if isinstance(error, ScriptExhausted):
-            self.exhausted = error
+        result the model reads (§6, §11); an Executor's context error is raised on, ending
+        the whole invocation (§11), and so is a script that ran out."""
+        cause = _root(error)
+        if isinstance(cause, ScriptExhausted | ScenarioError):
+            self.exhausted = cause if isinstance(cause, ScriptExhausted) else None
             return None
-        code = "TOOL_ERROR" if isinstance(error, ToolFailed) else "TOOL_NOT_AVAILABLE"
+        if isinstance(cause, BudgetRefused):
+            return None
+        code = ("TOOL_ERROR" if isinstance(cause, ToolFailed) else "HOOK_DENIED"
+                if isinstance(cause, HookDenied) else "EXECUTOR_FAILED"
+                if tool.name == DELEGATE else "TOOL_NOT_AVAILABLE")
         self.facts[str(context.function_call_id)] = {"status": "error", "code": code}
         return {"status": "error", "error": {"code": code, "detail": str(error)}}
 
@@ -332,7 +339,8 @@ class GoogleAdkDriver:
                  ) -> tuple[list[Message], int, str]:
         instruction = request.config.system_instruction if purpose == "business" else None
         view = read_view(instruction if isinstance(instruction, str) else None,
-                         request.contents, self.sent, self.summaries)
+                         request.contents, self.sent, self.summaries,
+                         self.callbacks.annotations)
         for each in view:
             if each.get("input_id") is not None:
                 each["source_run_id"] = self.input_runs.get(each["input_id"])
@@ -375,8 +383,9 @@ class GoogleAdkDriver:
         self.events.append({
             "kind": "model_request", "purpose": purpose, "role": role, "purpose_key": key,
             "attempt": attempt, "view": {"messages": view}, "estimated_input_tokens": tokens,
-            # No cap set on the request (ADK's summarizer sets none): the window bounds it.
-            "max_output_tokens": budget.window if cap is None else cap,
+            # No cap set on the request (ADK's summarizer sets none): the model's own output
+            # limit bounds it, the Agent's output reserve (Q450).
+            "max_output_tokens": budget.output_reserve if cap is None else cap,
             "window": budget.window, "output_reserve": budget.output_reserve,
             "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
             "trigger_threshold": budget.trigger_threshold, "compaction": decision,
@@ -504,7 +513,8 @@ def _root(failure: BaseException) -> BaseException:
     seen: BaseException | None = failure
     while seen is not None:
         if isinstance(seen, BudgetRefused | HookDenied | ModelFailed | WindowRefused
-                      | ToolFailed | ScriptExhausted | LlmCallsLimitExceededError):
+                      | ToolFailed | ScriptExhausted | ScenarioError
+                      | LlmCallsLimitExceededError):
             return seen
         seen = seen.__cause__ or seen.__context__
     return failure

@@ -34,13 +34,15 @@ def result_text(response: Mapping[str, Any] | None) -> str:
 
 
 def read_view(instruction: str | None, contents: Sequence[types.Content],
-              sent: Sequence[tuple[str, str]], summaries: Collection[str]) -> list[Message]:
+              sent: Sequence[tuple[str, str]], summaries: Collection[str],
+              annotations: Collection[str] = ()) -> list[Message]:
     """The request as messages; ``sent`` is every input handed to ADK, (input_id, text) in
-    hand-over order; ``summaries`` the texts the summarizer wrote."""
+    hand-over order; ``summaries`` the texts the summarizer wrote, ``annotations`` those a
+    before-model callback added."""
     view = [] if not instruction else [message("system", "system_prompt", instruction,
                                                record_id=None)]
     users = [part.text for c in contents if c.role == "user" for part in c.parts or []
-             if part.text]
+             if part.text and part.text not in annotations]
     ids = _input_ids(users, sent)
     for content in contents:
         parts = content.parts or []
@@ -51,7 +53,10 @@ def read_view(instruction: str | None, contents: Sequence[types.Content],
                 if answer is not None:
                     view.append(message("tool", "tool_result", result_text(answer.response),
                                         call_id=str(answer.id), record_id=None))
-                if part.text:
+                if part.text and part.text in annotations:
+                    view.append(message("user", "annotation", part.text, record_id=None,
+                                        body=part.text))
+                elif part.text:
                     view.append(message("user", "user_ref", part.text, input_id=ids.pop(0),
                                         record_id=None))
             continue
