@@ -14,7 +14,8 @@ from ctxspec.conformance.harness import load_factory
 
 FOLDER = Path(__file__).resolve().parent.parent / "docs" / "compatibility"
 DRIVERS = {"langchain": "ctxspec.adapters.langchain:make_driver",
-           "openai-agents": "ctxspec.adapters.openai_agents:make_driver"}
+           "openai-agents": "ctxspec.adapters.openai_agents:make_driver",
+           "google-adk": "ctxspec.adapters.google_adk:make_driver"}
 
 
 @pytest.mark.slow

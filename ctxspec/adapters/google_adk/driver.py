@@ -38,6 +38,7 @@ from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps.app import App, EventsCompactionConfig, ResumabilityConfig
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
+from google.adk.events.event import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.runners import Runner
 from google.adk.tools.base_tool import BaseTool
@@ -219,7 +220,8 @@ class GoogleAdkDriver:
 
     async def _drive(self, run: Run) -> None:
         run.started = True
-        if run.stop_requested:  # stopped before ADK began: no invocation is started
+        if run.stop_requested:  # stopped before ADK began: the question is stored, not run
+            await self._store_only(run)
             self._end(run, "stopped")
             return
         message: types.Content | None = self._hand_over(run)
@@ -247,6 +249,30 @@ class GoogleAdkDriver:
             self._end(run, "succeeded", final=run.final)
         else:
             self._end(run, "stopped")
+
+    async def _store_only(self, run: Run) -> None:
+        """A Run stopped before its invocation: its inputs appended to the session as the
+        user's event (``BaseSessionService.append_event``), so later Runs see the question,
+        and no invocation is started."""
+        session = await self.service.get_session(app_name=APP, user_id=USER,
+                                                 session_id=self.session_id)
+        assert session is not None
+        event = Event(author="user", invocation_id=Event.new_id(),
+                      content=self._hand_over(run))
+        try:
+            await self.service.append_event(session, event)
+        except Died:  # the process died at that write: the restarted client stores it again
+            self.events.append({"kind": "restarted", **self.crash.restarted()})
+            self.crash.dead = False
+            self._build()
+            if self.crash.plan.when == "before":
+                await self._store_again(event)
+
+    async def _store_again(self, event: Event) -> None:
+        session = await self.service.get_session(app_name=APP, user_id=USER,
+                                                 session_id=self.session_id)
+        assert session is not None
+        await self.service.append_event(session, event)
 
     async def _invocation(self, run: Run, message: types.Content | None,
                           resume: str | None) -> None:
