@@ -14,13 +14,13 @@ from ctxspec.conformance.case import Case, Trace, base, endings, equal, expect, 
 def _scenario() -> dict[str, Any]:
     document = base(window=5000, tools=[{"name": "t"}])
     document["steps"] = [{"ask": "go"}, {"advance": True},
-                         {"ask": "a" * 2200}, {"advance": True},
-                         {"ask": "b" * 2200}, {"advance": True},
-                         {"ask": "c" * 100}, {"advance": True}]
+                         {"ask": "a" * 1900}, {"advance": True},
+                         {"ask": "b" * 1900}, {"advance": True},
+                         {"ask": "c" * 800}, {"advance": True}]
     # Run 1's only answer proposes t while the user's stop is in flight: the call never runs.
     document["model"] = {"business": [{"text": "", "tool_calls": [{"name": "t"}]},
                                       {"text": "x" * 10}, {"text": "y" * 10}, {"text": "z"}],
-                         "compaction": [{"text": "SUMMARY"}] * 3}
+                         "compaction": [{"text": "SUMMARY"}] * 2}
     document["tools"] = {"t": [{"text": "never"}]}
     document["triggers"] = [{"on": {"purpose": "business", "ordinal": 1}, "do": {"stop": True}}]
     return document
@@ -29,14 +29,14 @@ def _scenario() -> dict[str, Any]:
 def _check(trace: Trace) -> None:
     # Content estimator, one token a character: B = 5000 − 400 − 100 = 4500, trigger
     # floor(0.8 × 4500) = 3600. Run 1 stops with t's call unanswered (its placeholder, or
-    # nothing, counts 0). Run 2's request is 3 + 2 + 2200 = 2205, below the trigger. Run 3's
-    # would be 2205 + "x" × 10 + 2200 = 4415 ≥ 3600: the material of the older Runs — the
+    # nothing, counts 0). Run 2's request is 3 + 2 + 1900 = 1905, below the trigger. Run 3's
+    # would be 1905 + "x" × 10 + 1900 = 3815 ≥ 3600: the material of the older Runs — the
     # stopped call among it — is compacted, for that request or, by a runtime that compacts
-    # later, before a later one. Without any compaction Run 4's request would be 4415 + 10 +
-    # 100 = 4525 > B, which is never sent: so Run 4's request carries a summary and stays
+    # later, before a later one. Without any compaction Run 4's request would be 3815 + 10 +
+    # 800 = 4625 > B, which is never sent: so Run 4's request carries a summary and stays
     # within B, however the runtime treats the call that has no result. (The compaction script
-    # has three answers: a runtime that keeps the last two Runs whole, as recent_runs = 2
-    # says, compacts the material of Runs 1 and 2 in Run 3 and again, in two chunks, in Run 4.)
+    # has two answers: a runtime that keeps the last two Runs whole, as recent_runs = 2 says,
+    # compacts in Run 3 and again, in one chunk, in Run 4.)
     equal(endings(trace), [(1, "stopped", None), (2, "succeeded", None),
                            (3, "succeeded", None), (4, "succeeded", None)], "Run endings")
     last = requests(trace, "business")[-1]

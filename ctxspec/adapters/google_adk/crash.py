@@ -9,15 +9,17 @@ it commits and dies just before or just after storing it:
   per input it carries: the question and the supplements sent with it);
 - ``effective_result_committed`` (§3): a model answer's event, saved after every after-model
   callback (the answer as they left it; ADK saves no raw answer apart);
-- ``batch_fed_back`` (§2): the event of a batch's function responses, all of them at once.
+- ``batch_fed_back`` (§2): the event of a batch's function responses, all of them at once;
+- ``run_finalised`` (§11): the root agent's ``end_of_agent`` event, which a resumable App
+  appends when the invocation's agent is done (after its final answer's event).
 
 After a death the driver builds a new session service and Runner on the same SQLite file, as
 a restarted process would, and — with ``ResumabilityConfig(is_resumable=True)`` — resumes the
 invocation by its id (``Runner.run_async(invocation_id=...)``); what ADK runs again then is what
-the suite judges. Not mapped, because ADK writes nothing there: a request frozen, a first
-output, a hook asked or decided, a tool started or settled alone, the compaction phases (a
-summary is one event, appended after the summarizer returned) and the Run's end (an
-invocation's end is no event of its own).
+the suite judges; a restarted client whose store holds the Run's final answer reads it there.
+Not mapped, because ADK writes nothing there: a request frozen, a first output, a hook asked
+or decided, a tool started or settled alone, and the compaction phases (a summary is one
+event, appended after the summarizer returned).
 """
 
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.database_session_service import DatabaseSessionService
 from google.adk.sessions.session import Session
 
-PHASES = ("input_accepted", "effective_result_committed", "batch_fed_back")
+PHASES = ("input_accepted", "effective_result_committed", "batch_fed_back", "run_finalised")
 CAPABILITIES = frozenset(f"crash:{phase}" for phase in PHASES)
 
 
@@ -70,6 +72,8 @@ def phase_of(event: Event) -> str | None:
     """The phase an event's write commits, if any."""
     if event.actions and event.actions.compaction:
         return None
+    if event.actions and event.actions.end_of_agent and event.author == "root":
+        return "run_finalised"
     if event.get_function_responses():
         return "batch_fed_back"
     if event.content is None or not event.content.parts:

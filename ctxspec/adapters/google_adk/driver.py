@@ -300,16 +300,17 @@ class GoogleAdkDriver:
         session = await self.service.get_session(app_name=APP, user_id=USER,
                                                  session_id=self.session_id)
         assert session is not None
-        last = session.events[-1] if session.events else None
-        if last is not None and last.author != "user" and last.is_final_response() \
-                and last.content is not None:
-            run.final = "".join(p.text or "" for p in last.content.parts or [] if not p.thought)
-            return None, None
         texts = [p.text for e in session.events if e.author == "user" and e.content
                  for p in e.content.parts or [] if p.text]
         wanted = [p.text for p in (message.parts if message else []) or [] if p.text]
         if message is not None and (not session.events or texts[-len(wanted):] != wanted):
             return message, None
+        said = [e for e in session.events if e.content is not None]
+        last = said[-1] if said else None
+        if last is not None and last.author != "user" and last.is_final_response():
+            assert last.content is not None
+            run.final = "".join(p.text or "" for p in last.content.parts or [] if not p.thought)
+            return None, None
         return None, session.events[-1].invocation_id if session.events else None
 
     def _unsent(self, run: Run) -> list[Delivery]:

@@ -113,6 +113,13 @@ _POST_RESPONSE_NOT_KEPT = Divergence(
     "decision in the session (the denied event is never appended), so no write of that phase "
     "exists to die at (§3, §10).",
     "google/adk/flows/llm_flows/core/_finalizer.py: handle_after_model_callback")
+_NO_END_OF_A_FAILED_RUN = Divergence(
+    "A resumable agent's end_of_agent event is appended only when the agent finishes: an "
+    "invocation that failed, and a Run stopped before or during its invocation, leave none, "
+    "so the terminal state of such a Run is never stored and a later Run's finalisation is "
+    "an earlier occurrence of that write (§10, §11).",
+    "google/adk/agents/llm_agent.py: LlmAgent._run_async_impl (set_agent_state(..., "
+    "end_of_agent=True) after its last event)")
 _IDS_BY_PROVIDER = Divergence(
     "A function call's identity is the provider's id, by which ADK pairs a call with its "
     "response: with two calls of one response sharing one, a tool is run again beyond the "
@@ -183,6 +190,8 @@ DIVERGENCES = {
                        for n in (1, 2, 3) for when in ("BEFORE", "AFTER"))),
                     _EXECUTOR_IN_MEMORY),
     "CRASH-HOOK-POST-RESPONSE-DENY-EFFECTIVE_RESULT_COMMITTED": _POST_RESPONSE_NOT_KEPT,
+    **dict.fromkeys((f"CRASH-RUNS-RUN_FINALISED-{n}-{when}" for n in (3, 4)
+                     for when in ("BEFORE", "AFTER")), _NO_END_OF_A_FAILED_RUN),
 }
 """Each failing case and the divergence it shows (the sentences of the report)."""
 
@@ -271,10 +280,11 @@ NOTES = (
     "(task, constraints, materials).",
     "Crash phases (ctxspec/adapters/google_adk/crash.py, best configuration): the session "
     "service dies before or after appending the user's event (input_accepted, one occurrence "
-    "per input it carries), a model answer's event (effective_result_committed) or a batch's "
-    "function responses (batch_fed_back); a new session service and Runner on the same file "
-    "resume the invocation by its id (ResumabilityConfig), send the message again when the "
-    "store lacks it, or read the Run's final answer when the store holds it.",
+    "per input it carries), a model answer's event (effective_result_committed), a batch's "
+    "function responses (batch_fed_back) or the root agent's end_of_agent event "
+    "(run_finalised); a new session service and Runner on the same file resume the "
+    "invocation by its id (ResumabilityConfig), send the message again when the store lacks "
+    "it, or read the Run's final answer when the store holds it.",
     "Best configuration: an on_tool_error_callback answering a tool's error as "
     "{status: error, error: {code, detail}} (an Executor's context error raised on), and "
     "ResumabilityConfig(is_resumable=True); the defaults configuration keeps ADK's (a tool's "
