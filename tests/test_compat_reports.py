@@ -17,7 +17,8 @@ from ctxspec.conformance.harness import load_factory
 FOLDER = Path(__file__).resolve().parent.parent / "docs" / "compatibility"
 DRIVERS = {"langchain": "ctxspec.adapters.langchain:make_driver",
            "openai-agents": "ctxspec.adapters.openai_agents:make_driver",
-           "pydantic-ai": "ctxspec.adapters.pydantic_ai:make_driver"}
+           "pydantic-ai": "ctxspec.adapters.pydantic_ai:make_driver",
+           "google-adk": "ctxspec.adapters.google_adk:make_driver"}
 STDIO_RUNTIMES = {"langchain-js": ("node adapters/langchain-js/runtime.js",
                                    "adapters/langchain-js/profile.json")}
 """Runtimes driven over the stdio protocol: the command (run from the checkout's root, as the

@@ -15,6 +15,7 @@ from ctxspec.conformance.statements import (
     s6_groups,
     s7,
     s8,
+    s8_stopped_call,
     s8_summary,
     s9,
     s10,
@@ -25,7 +26,7 @@ from ctxspec.conformance.statements import (
 
 STATEMENTS: tuple[Case, ...] = (*s1.CASES, *s2.CASES, *s3.CASES, *s4.CASES, *s5.CASES,
                                 *s6.CASES, *s6_groups.CASES, *s7.CASES, *s8.CASES,
-                                *s8_summary.CASES,
+                                *s8_summary.CASES, *s8_stopped_call.CASES,
                                 *s9.CASES, *s10.CASES,
                                 *s11.CASES, *stop_retry.CASES, *workflow.CASES, *paths.CASES,
                                 *moments.CASES, *results.CASES)

@@ -14,6 +14,7 @@ from tests.real_bugs.patches import (
     cut_between_call_and_result,
     error_text_as_summary,
     orphaned_results_sent,
+    orphaned_call_blocks_compaction,
 )
 
 LANGCHAIN = "ctxspec.adapters.langchain:make_driver"
@@ -24,6 +25,7 @@ AGENTS_SDK_LIMITED = "ctxspec.adapters.openai_agents.driver:make_limited_driver"
 PYDANTIC_AI = "ctxspec.adapters.pydantic_ai:make_driver"
 PYDANTIC_AI_KEEP_LAST = "ctxspec.adapters.pydantic_ai.driver:make_keep_last_driver"
 AGENTS_SDK_REOPENED = "ctxspec.adapters.openai_agents.reopened:make_reopened_driver"
+GOOGLE_ADK = "ctxspec.adapters.google_adk:make_driver"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,15 @@ CORPUS: tuple[Bug, ...] = (
         "keeps the lost items out of every request anyway), through the session's get_items.",
         AGENTS_SDK_REOPENED, ("S1-QUESTIONS-KEPT",), clean=AGENTS_SDK,
         shows="questions kept after the compaction"),
+    Bug("google/adk-python#7236",
+        "The range a compaction may cover ends before the first function_call still without a "
+        "response, so a call that never gets one (its invocation stopped) is the first event "
+        "of every later window and nothing after it is compacted again: the requests grow "
+        "past B (§8: the trigger compacts the material; §7: no input over B is sent). Fixed "
+        "in 2.13.0 (apps/compaction.py: _longest_self_contained_prefix skips the calls "
+        "_provably_dead_call_ids finds).",
+        GOOGLE_ADK, ("S8-STOPPED-CALL-COMPACTS",), orphaned_call_blocks_compaction,
+        shows="U-BUDGET"),
 )
 """The bugs the suite catches, each verified by tests/real_bugs/test_corpus.py."""
 
@@ -113,5 +124,12 @@ UNREACHED: dict[str, str] = {
     "error results and a rejected review all put an answer's results right after it, and a "
     "Run stopped mid-batch leaves the batch's calls with no results at all. "
     "S6-CUT-KEEPS-GROUPS, which cuts between a call and its result, passes on make_driver.",
+    "google/adk-python#4740": "fixed in 2.13.0 (apps/compaction.py: "
+    "_longest_self_contained_prefix keeps a call with requested_tool_confirmations open, and "
+    "_provably_dead_call_ids protects those of the newest invocation), and unreachable from the "
+    "suite: a confirmation pending across invocations is ADK's tool-confirmation flow "
+    "(require_confirmation, ToolContext.request_confirmation), and the scenario's hook port "
+    "answers every tool.pre_call chain at once, so the adapter maps that point onto "
+    "before_tool_callback and no scenario leaves a call waiting for a confirmation.",
 }
 """Reports of the corpus no case reaches today, and why."""

@@ -69,6 +69,28 @@ def orphaned_results_sent() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(messages, "_drop_orphaned_tool_results", buggy)
+
+
+def orphaned_call_blocks_compaction() -> Iterator[None]:
+    """google/adk-python#7236, as its report describes it: the range a compaction may cover
+    ends before the first function_call that has no function_response yet, whether or not one
+    can still come, so a call that will never be answered (its invocation stopped or died)
+    stays the first event of every later window and nothing after it is ever compacted (the
+    fix skips calls that provably never get a response)."""
+    from google.adk.apps import compaction
+
+    def buggy(events: list[Any], *, all_events: list[Any] | None = None) -> list[Any]:
+        open_ids: set[str] = set()
+        balanced = 0
+        for index, event in enumerate(events):
+            open_ids -= {r.id for r in event.get_function_responses() if r.id}
+            open_ids |= {c.id for c in event.get_function_calls() if c.id}
+            if not open_ids:
+                balanced = index + 1
+        return list(events[:balanced])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compaction, "_longest_self_contained_prefix", buggy)
         yield
 
 
@@ -76,4 +98,24 @@ PATCHES: dict[str, Patch] = {
     "langchain-ai/langchain#38867": error_text_as_summary,
     "langchain-ai/langchain#34282": cut_between_call_and_result,
     "pydantic/pydantic-ai#2050": orphaned_results_sent,
+    "google/adk-python#7236": orphaned_call_blocks_compaction,
 }
+
+
+def _adk_compaction() -> Any:
+    from google.adk.apps import compaction
+    return compaction
+
+
+def _pydantic_messages() -> Any:
+    from pydantic_ai import messages
+    return messages
+
+
+CHANGES: dict[str, Callable[[], Any]] = {
+    "langchain-ai/langchain#38867": _summary_class,
+    "langchain-ai/langchain#34282": _summary_class,
+    "google/adk-python#7236": _adk_compaction,
+    "pydantic/pydantic-ai#2050": _pydantic_messages,
+}
+"""What each patch changes while it is in force (a class or a module of the framework)."""

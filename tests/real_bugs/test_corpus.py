@@ -9,7 +9,7 @@ import pytest
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.harness import confirm_capabilities, load_factory, run_case
 from tests.real_bugs.corpus import CORPUS, Bug
-from tests.real_bugs.patches import PATCHES
+from tests.real_bugs.patches import CHANGES, PATCHES
 
 
 def _statuses(driver: str, cases: tuple[str, ...]) -> dict[str, tuple[str, str]]:
@@ -47,20 +47,11 @@ def test_without_the_bug_its_cases_pass(bug: Bug) -> None:
         f"their failure does not show the bug: {failing}")
 
 
-def _patched(report: str) -> dict[str, Any]:
-    """The namespace a report's patch changes: LangChain's SummarizationMiddleware, or the
-    module of pydantic-ai's message repairs."""
-    if report.startswith("pydantic/pydantic-ai"):
-        from pydantic_ai import messages
-        return dict(vars(messages))
-    from langchain.agents.middleware.summarization import SummarizationMiddleware
-    return dict(vars(SummarizationMiddleware))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("report", sorted(PATCHES))
 def test_putting_a_bug_back_leaves_the_framework_as_it_was(report: str) -> None:
-    before = _patched(report)
+    changed = CHANGES[report]()
+    before = dict(vars(changed))
     with PATCHES[report]():
-        assert _patched(report) != before, "a patch that changes nothing"
-    assert _patched(report) == before, "a patch outlived its probe"
+        assert dict(vars(changed)) != before, f"{report}: a patch that changes nothing"
+    assert dict(vars(changed)) == before, f"{report}: a patch outlived its probe"
