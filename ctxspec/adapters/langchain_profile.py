@@ -270,6 +270,13 @@ DIVERGENCES = {
         "room in the window, where the design refuses before any call (§8).",
         f"{_SUMMARY}: before_model, _create_summary"),
     "S8-ABOVE-TRIGGER-AFTER": _QUESTION_SUMMARISED,
+    "S8-STOPPED-CALL-COMPACTS": Divergence(
+        "A Run the client stops after an answer that proposed tool calls leaves those calls in "
+        "the thread with no ToolMessage: nothing gives them a result or a placeholder, so the "
+        "next Run's request carries a call with no result (§6, §11: a call that never ran is "
+        "shown with its placeholder).",
+        f"{_AGENT}: model_node, the tools node (a call is answered only when the tools node "
+        "runs it)"),
     "S8-CHUNK-FLOOR": Divergence(
         "SummarizationMiddleware summarises whatever lies before its kept tail, however "
         "little, where the design's floor sends the request as it is (§8).",

@@ -161,6 +161,7 @@ DIVERGENCES = {
                      "S8-SUMMARY-CUT-AT-T", "S8-PROMPTS-LEAVE-NO-ROOM", "S8-CHUNK-FLOOR"),
                     _NO_SUMMARY_BUDGET),
     "S5-FREEZE-LATE": _HOOK_AFTER_COMPACTION,
+    "S8-STOPPED-CALL-COMPACTS": _USER_MESSAGES_KEPT,
     "ROW-07-PLACEHOLDERS": _STOP_RUNS_THE_BATCH_OUT,
     **dict.fromkeys((f"HM-{point}-ALLOW-EXECUTOR-STOPPED"
                      for point in ("MPRE", "MPOST", "TPRE", "TPOST")),
