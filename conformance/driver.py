@@ -7,7 +7,7 @@ ask, supplement, stop, advance — and finally asked for its neutral trace. It d
 capabilities; a case needing one it lacks is reported unsupported, never passed.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 from uuid import UUID
@@ -304,12 +304,16 @@ class ReferenceDriver(HistorySteps):
 
     def trace(self) -> list[dict[str, Any]]:
         """The neutral trace; a restart or a refused commit names its commit's phase too."""
-        events = self.raw_trace().to_json()
+        return list(self.trace_events())
+
+    def trace_events(self) -> Iterator[dict[str, Any]]:
+        """The events of :meth:`trace`, one at a time (what the linear form is made from
+        without holding every request's whole view, issue #35)."""
         phase_of = {commit: phase for phase, commit in self.phase_commits.items()}
-        for event in events:
+        for event in self.raw_trace().json_events():
             if event["kind"] in ("restarted", "persistence_failed"):
                 event["phase"] = phase_of.get(event["commit"])
-        return events
+            yield event
 
     def crashed_runs(self, document: Mapping[str, Any],
                      crashes: Sequence[Mapping[str, Any] | None],

@@ -15,7 +15,7 @@ writes it, and a runtime over stdio may answer with it or with whole views
 """
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 LINEAR_TRACE_FORMAT = 2
@@ -36,10 +36,23 @@ class _Table:
         self.rows: list[Any] = []
         self._by_id: dict[int, int] = {}
         self._by_text: dict[str, int] = {}
+        self._seen: list[Any] = []
+        """Every message object looked up, kept alive so that its id stays its own while the
+        events are read one at a time (a dropped event's messages could be freed)."""
 
-    def ref(self, message: Any) -> int:
+    def refs(self, messages: list[Any]) -> list[int]:
+        """The row of each message (by identity first: one lookup per message a request
+        repeats)."""
+        by_id = self._by_id
+        refs = [by_id.get(id(m), -1) for m in messages]
+        for at, ref in enumerate(refs):
+            if ref < 0:
+                refs[at] = self._new(messages[at])
+        return refs
+
+    def _new(self, message: Any) -> int:
         known = self._by_id.get(id(message))
-        if known is not None:
+        if known is not None:  # met earlier in the same request
             return known
         text = json.dumps(message, sort_keys=True, default=str)
         known = self._by_text.get(text)
@@ -47,6 +60,7 @@ class _Table:
             known = self._by_text[text] = len(self.rows)
             self.rows.append(message)
         self._by_id[id(message)] = known
+        self._seen.append(message)
         return known
 
 
@@ -62,10 +76,12 @@ def _common_prefix(left: list[int], right: list[int]) -> int:
     return low
 
 
-def linear(events: list[dict[str, Any]]) -> dict[str, Any]:
+def linear(events: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The linear document of a trace's events (each message once; a request's refs that
     repeat the start of the previous request's are written as their count, ``shared_prefix``,
-    so the document grows with what each request adds)."""
+    so the document grows with what each request adds). ``events`` may be given one at a
+    time (``ReferenceDriver.trace_events``): only the event read is held whole, so the
+    document is made in memory linear in the Session."""
     tables = {name: _Table() for _, name in _LISTS}
     previous: dict[str, list[int]] = {name: [] for _, name in _LISTS}
     out: list[dict[str, Any]] = []
@@ -77,7 +93,7 @@ def linear(events: list[dict[str, Any]]) -> dict[str, Any]:
         for field, name in _LISTS:
             part = event.get(field)
             if isinstance(part, Mapping) and isinstance(part.get("messages"), list):
-                refs = [tables[name].ref(m) for m in part["messages"]]
+                refs = tables[name].refs(part["messages"])
                 shared = _common_prefix(previous[name], refs)
                 previous[name] = refs
                 event[field] = {**{k: v for k, v in part.items() if k != "messages"},

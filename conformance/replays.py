@@ -11,15 +11,17 @@ It reads the runtime only through the Driver and its JSON trace, as the harness 
 import json
 import shlex
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ctxspec.conformance.case import EXAMPLES, Case, Trace
 from ctxspec.conformance.documents import DocumentError, json_document, read_regular
-from ctxspec.conformance.driver import Driver
-from ctxspec.conformance.scenario import ScenarioError
+from ctxspec.conformance.driver import Driver, ReferenceDriver, run_scenario
+from ctxspec.conformance.linear_trace import expanded, linear
+from ctxspec.conformance.scenario import ScenarioError, parse_scenario
 from ctxspec.conformance.stdio import StdioDriver
 from ctxspec.limits import MAX_DOCUMENT_BYTES
 from ctxspec.reference.ports import ScriptExhausted
@@ -82,14 +84,20 @@ def case_target(case: Case) -> Target:
 
 @dataclass(frozen=True)
 class Replayed:
-    """A run of one document on one driver: its trace as plain JSON, as far as it got, and
-    why it stopped short (the script ran out, the runtime refused the scenario or broke);
-    ``stopped`` is "" for a whole run."""
+    """A run of one document on one driver: its trace as plain JSON in its linear form (each
+    message once, trace format 2), as far as it got, and why it stopped short (the script ran
+    out, the runtime refused the scenario or broke); ``stopped`` is "" for a whole run."""
 
-    trace: Trace
+    linear: dict[str, Any]
     stopped: str = ""
     refused: bool = False
     """Whether the runtime refused the scenario (a ``ScenarioError``: bad input)."""
+
+    @cached_property
+    def trace(self) -> Trace:
+        """The trace's events, each request with its whole view (the timeline, the page and
+        ``--compare`` read them; ``--json`` writes :attr:`linear` without them)."""
+        return expanded(self.linear)
 
     @property
     def error(self) -> str:
@@ -101,11 +109,10 @@ def run_document(driver: Driver | StdioDriver, document: Mapping[str, Any]) -> R
     """Run ``document`` on ``driver``. A scenario the driver refuses, a script that runs out
     (the runtime asked for a call the scenario does not script) and a runtime that breaks mid
     run are results too: what it traced until then, and why it stopped."""
-    from ctxspec.conformance.harness import scenario_trace
     from ctxspec.conformance.verdicts import passes_on
 
     try:
-        return Replayed(scenario_trace(driver, document))
+        return Replayed(_run(driver, document))
     except ScriptExhausted as error:
         stopped = f"the runtime made a call the scenario does not script: {error}"
         return Replayed(_partial(driver), stopped)
@@ -116,14 +123,33 @@ def run_document(driver: Driver | StdioDriver, document: Mapping[str, Any]) -> R
         return Replayed(_partial(driver), f"the runtime broke: {error!r}")
 
 
-def _partial(driver: Driver | StdioDriver) -> Trace:
+def _run(driver: Driver | StdioDriver, document: Mapping[str, Any]) -> dict[str, Any]:
+    from ctxspec.conformance.harness import scenario_trace
+
+    if isinstance(driver, StdioDriver):  # its trace arrives as JSON already
+        return linear(scenario_trace(driver, document))
+    run_scenario(parse_scenario(document), lambda: driver)
+    return linear_trace(driver)
+
+
+def linear_trace(driver: Driver) -> dict[str, Any]:
+    """A driver's trace in its linear form, read back as plain JSON (what a driver in another
+    language would send), made one event at a time from the reference driver: the expanded
+    trace, every request with its whole view, is never held (issue #35)."""
+    events: Iterable[dict[str, Any]] = driver.trace()  # a trace said its own way is read so
+    if isinstance(driver, ReferenceDriver) and type(driver).trace is ReferenceDriver.trace:
+        events = driver.trace_events()
+    form: dict[str, Any] = json.loads(json.dumps(linear(events), default=str))
+    return form
+
+
+def _partial(driver: Driver | StdioDriver) -> dict[str, Any]:
     if isinstance(driver, StdioDriver):
-        return []
+        return linear([])
     try:
-        partial: Trace = json.loads(json.dumps(driver.trace(), default=str))
+        return linear_trace(driver)
     except Exception:  # nothing was traced, or the trace broke with the run
-        return []
-    return partial
+        return linear([])
 
 
 def shown(trace: Trace) -> Trace:

@@ -517,7 +517,7 @@ def _reference_trace(document: dict[str, Any]) -> dict[str, Any]:
     """The reference's trace in its linear form (each message once; a harness expands it)."""
     driver = ReferenceDriver()
     run_scenario(parse_scenario(document), lambda: driver)
-    trace: dict[str, Any] = json.loads(json.dumps(linear(driver.trace()), default=str))
+    trace: dict[str, Any] = json.loads(json.dumps(linear(driver.trace_events()), default=str))
     return trace
 
 

@@ -19,7 +19,9 @@ from itertools import pairwise
 from typing import Annotated, Any, Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AwareDatetime, Field, model_validator
+
+from ctxspec.reference.contract_base import Contract
 
 SCHEMA_VERSION = 1
 """The structure version of this edition of the contracts (not a message sequence number)."""
@@ -30,12 +32,6 @@ Count = Annotated[int, Field(ge=0)]
 SchemaVersion = Annotated[int, Field(ge=1)]
 Timestamp = AwareDatetime
 """Every time is timezone-aware; the pure core never reads a clock, it is handed times."""
-
-
-class Contract(BaseModel):
-    """Base of every contract: immutable, unknown fields refused, ids and times as values."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
 
 
 class PayloadRef(Contract):

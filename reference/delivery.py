@@ -74,6 +74,7 @@ from ctxspec.reference.delivery_book import (
     empty_book,
     has_run,
 )
+from ctxspec.reference.grown import grown
 
 _T = TypeVar("_T")
 
@@ -306,7 +307,7 @@ def to_carry(book: DeliveryBook, run_id: UUID) -> tuple[UserInputDelivery, ...]:
 
 
 def _replace(book: DeliveryBook,
-             changed: Sequence[UserInputDelivery]) -> tuple[UserInputDelivery, ...]:
+             changed: Sequence[UserInputDelivery]) -> Sequence[UserInputDelivery]:
     """The book's deliveries with each changed one at its place (the time of the copy and of
     the changes, not a Python step per delivery)."""
     if not changed:
@@ -428,9 +429,9 @@ def app_input(book: DeliveryBook, received: UserInput, *, delivery_id: UUID,
         operation_id=None, previous_delivery_id=None, state=DeliveryState.PENDING,
         context_seq=None, first_output_receipt_ref=None, delivered_at=None)
     new_book = derive(
-        book, inputs=(*book.inputs, received),
-        deliveries=(*_replace(book, bound), created), changed=bound,
-        run_ids=(*book.run_ids, run_id) if run_id is not None else book.run_ids,
+        book, inputs=grown(book.inputs, received),
+        deliveries=grown(_replace(book, bound), created), changed=bound,
+        run_ids=grown(book.run_ids, run_id) if run_id is not None else book.run_ids,
         active_run_id=run_id, keep_active=run_id is None)
     return new_book, WriteSet(inputs=(received,), inserted=(created,), updated=tuple(bound))
 
@@ -491,7 +492,7 @@ def freeze(book: DeliveryBook, *, run_id: UUID, operation_id: UUID,
         claimed_input_ids=tuple(d.input_id for d in claimed),
         claimed_delivery_ids=tuple(d.delivery_id for d in claimed))
     new_book = derive(book, deliveries=deliveries, changed=claimed,
-                      manifests=(*book.manifests, manifest))
+                      manifests=grown(book.manifests, manifest))
     return new_book, WriteSet(updated=tuple(claimed), manifest=manifest), manifest
 
 
@@ -550,7 +551,7 @@ def finalize(book: DeliveryBook, *, run_id: UUID,
         old, new = _ok(carry(live, successor_id=successor_id))
         carried.append(old)
         successors.append(new)
-    new_book = derive(book, deliveries=(*_replace(book, carried), *successors),
+    new_book = derive(book, deliveries=grown(_replace(book, carried), *successors),
                       changed=carried, active_run_id=None, keep_active=False)
     return new_book, WriteSet(inserted=tuple(successors), updated=tuple(carried))
 

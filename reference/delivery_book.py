@@ -4,6 +4,7 @@ fixes, the WriteSet of one RuntimeCommit and the DeliveryRejected of a broken ru
 the transitions are reference/delivery.py's, which re-exports these names.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Self
@@ -90,14 +91,18 @@ class DeliveryBook:
     """The delivery state of one Session: its UserInputs in receive order, every
     UserInputDelivery (in creation order, each at its current state), its Runs in question order
     and the input manifests of frozen Operations. Build the first one with :func:`empty_book`.
+
+    Each sequence is a tuple or, once a transition appended to it, a :class:`~ctxspec.reference.
+    grown.Grown` sharing its items with the book it grew from (equal to the tuple of its items;
+    registering an input costs the input, not the Session's inputs, Q500).
     """
 
     session_id: UUID
-    inputs: tuple[UserInput, ...] = ()
-    deliveries: tuple[UserInputDelivery, ...] = ()
-    run_ids: tuple[UUID, ...] = ()
+    inputs: Sequence[UserInput] = ()
+    deliveries: Sequence[UserInputDelivery] = ()
+    run_ids: Sequence[UUID] = ()
     active_run_id: UUID | None = None
-    manifests: tuple[InputManifest, ...] = ()
+    manifests: Sequence[InputManifest] = ()
     index: "BookIndex | None" = field(default=None, compare=False, repr=False, hash=False)
     """Where each input, delivery and manifest sits (:func:`book_index`): derived from the
     other fields, never part of the value (Q320)."""
@@ -113,21 +118,21 @@ class BookIndex:
     replaced delivery keeps its id and input). A position listed under a target is checked
     against the delivery there, since a binding moves a delivery to its Run."""
 
-    inputs: tuple[UserInput, ...]
-    deliveries: tuple[UserInputDelivery, ...]
-    manifests: tuple[InputManifest, ...]
+    inputs: Sequence[UserInput]
+    deliveries: Sequence[UserInputDelivery]
+    manifests: Sequence[InputManifest]
     input_at: dict[UUID, int]
     delivery_at: dict[UUID, int]
     by_input: dict[UUID, list[int]]
     by_target: dict[UUID | None, list[int]]
     manifests_of: dict[UUID, list[int]]
     manifest_at: dict[UUID, int]
-    run_ids: tuple[UUID, ...] = ()
+    run_ids: Sequence[UUID] = ()
     run_at: dict[UUID, int] = field(default_factory=dict)
     """Each Run's place in ``run_ids`` (a Session of 5,000 Runs asks it per transition)."""
 
-    def add(self, inputs: tuple[UserInput, ...], deliveries: tuple[UserInputDelivery, ...],
-            manifests: tuple[InputManifest, ...], run_ids: tuple[UUID, ...] = ()) -> None:
+    def add(self, inputs: Sequence[UserInput], deliveries: Sequence[UserInputDelivery],
+            manifests: Sequence[InputManifest], run_ids: Sequence[UUID] = ()) -> None:
         """Index what follows the positions already indexed, and become these tuples'."""
         for at in range(len(self.run_ids), len(run_ids)):
             self.run_at[run_ids[at]] = at
@@ -171,12 +176,12 @@ def has_run(book: DeliveryBook, run_id: UUID | None) -> bool:
         if run_id is not None else False
 
 
-def derive(book: DeliveryBook, *, inputs: tuple[UserInput, ...] | None = None,
-           deliveries: tuple[UserInputDelivery, ...] | None = None,
+def derive(book: DeliveryBook, *, inputs: Sequence[UserInput] | None = None,
+           deliveries: Sequence[UserInputDelivery] | None = None,
            changed: "tuple[UserInputDelivery, ...] | list[UserInputDelivery]" = (),
-           run_ids: tuple[UUID, ...] | None = None, active_run_id: UUID | None = None,
+           run_ids: Sequence[UUID] | None = None, active_run_id: UUID | None = None,
            keep_active: bool = True,
-           manifests: tuple[InputManifest, ...] | None = None) -> DeliveryBook:
+           manifests: Sequence[InputManifest] | None = None) -> DeliveryBook:
     """The next book of a transition: ``book`` with the given fields, its index extended by
     what was appended and what ``changed`` when ``book`` is its lineage's newest, else left to
     be built when first asked (a second book derived from the same parent, Q320)."""

@@ -164,8 +164,7 @@ def _show(chosen: "Target", label: str, runs: "Sequence[Replayed]", as_json: boo
         if run.stopped:
             click.echo(f"{who}: {run.stopped}", err=True)
     if as_json:  # the linear form: each message once (conformance/linear_trace.py)
-        from ctxspec.conformance.linear_trace import linear
-        click.echo(json.dumps(linear(runtime.trace), indent=1, ensure_ascii=False))
+        click.echo(json.dumps(runtime.linear, indent=1, ensure_ascii=False))
         return
     description = str(chosen.document.get("description") or "")
     name = chosen.document.get("name") or chosen.name

@@ -7,7 +7,7 @@ arguments, deliveries, operation states, run terminal states and error codes, cl
 """
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -28,6 +28,18 @@ def _parts(messages: tuple[Any, ...], holder: object) -> _Parts:
     return messages[:at], segment.backing, len(segment), messages[at + len(segment):]
 
 
+def _known(messages: tuple[Any, ...], known: dict[Any, Any]) -> tuple[Any, ...]:
+    """``messages`` with each one ``known`` holds an equal of replaced by it (a message whose
+    fields are not hashable is kept as it is)."""
+    out = []
+    for message in messages:
+        try:
+            out.append(known.setdefault(message, message))
+        except TypeError:  # a field of it is a mapping: compared by value, never shared
+            out.append(message)
+    return tuple(out)
+
+
 def _joined(parts: _Parts) -> tuple[Any, ...]:
     before, backing, length, after = parts
     return before if backing is None else (*before, *backing[:length], *after)
@@ -41,6 +53,7 @@ class _KeptInParts:
     (without the mark), made from its parts."""
 
     def __init__(self, name: str) -> None:
+        self.name = name
         self.key = f"_{name}_parts"
 
     def __get__(self, instance: object, owner: type | None = None) -> Any:
@@ -53,6 +66,18 @@ class _KeptInParts:
         if kind is ModelView:
             return ModelView(_joined(parts))
         return RenderedRequest(_joined(parts), *rest)
+
+    def share(self, instance: object, known: dict[Any, Any]) -> None:
+        """Give the messages around the kept segment as the equal ones ``known`` holds (the
+        trace's), adding those it lacks: a request re-projects the current Run's messages, and
+        a trace that kept each request's own copies would hold every recent message once per
+        request that sent it (issue #35)."""
+        kept = instance.__dict__[self.key]
+        if not isinstance(kept, tuple):
+            return
+        kind, (before, backing, length, after), *rest = kept
+        instance.__dict__[self.key] = (kind, (_known(before, known), backing, length,
+                                              _known(after, known)), *rest)
 
     def __set__(self, instance: object, value: Any) -> None:
         if isinstance(value, ModelView):
@@ -95,8 +120,9 @@ class ModelRequestSent:
     kind: Literal["model_request"] = "model_request"
 
 
-for _name in ("view", "rendered"):  # set after the dataclass made its fields and __init__
-    setattr(ModelRequestSent, _name, _KeptInParts(_name))
+_KEPT = tuple(_KeptInParts(_name) for _name in ("view", "rendered"))
+for _kept in _KEPT:  # set after the dataclass made its fields and __init__
+    setattr(ModelRequestSent, _kept.name, _kept)
 
 
 @dataclass(frozen=True)
@@ -389,8 +415,14 @@ TraceEvent = (ModelRequestSent | BudgetDecision | ModelUsage | ToolExecuted | Ho
 @dataclass
 class Trace:
     events: list[TraceEvent] = field(default_factory=list)
+    known: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Each distinct view or rendered message the trace's requests sent around their kept
+    segments, once (:meth:`_KeptInParts.share`)."""
 
     def add(self, event: TraceEvent) -> None:
+        if isinstance(event, ModelRequestSent):
+            for kept in _KEPT:
+                kept.share(event, self.known)
         self.events.append(event)
 
     def of(self, kind: type[Any]) -> list[Any]:
@@ -400,12 +432,20 @@ class Trace:
         return [e for e in self.of(ModelRequestSent) if purpose in (None, e.purpose)]
 
     def to_json(self) -> list[dict[str, Any]]:
-        """The events as JSON-ready objects. A message object several requests send (the
-        messages of ended Runs are kept with their revisions) is converted once and its dict
-        shared by those requests, so the expanded trace holds each message once in memory
-        (issue #35); readers treat the trace as read-only."""
+        """The events as JSON-ready objects (:meth:`json_events`, all of them): each request
+        holds a list of its whole view, so the list grows with the square of a long Session
+        (issue #35); a reader that needs one event at a time takes :meth:`json_events`."""
+        return list(self.json_events())
+
+    def json_events(self) -> Iterator[dict[str, Any]]:
+        """The events as JSON-ready objects, one at a time. A message object several requests
+        send (the messages of ended Runs are kept with their revisions, the others are shared
+        by :meth:`add`) is converted once and its dict shared by those requests, so a reader
+        that keeps what each request adds (the linear form) holds each message once (issue
+        #35); readers treat the events as read-only."""
         shared: dict[int, Any] = {}
-        return [_jsonable(event, shared) for event in self.events]
+        for event in self.events:
+            yield _jsonable(event, shared)
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
