@@ -1,16 +1,28 @@
-"""The base of the design's data contracts (§2, §3, §9): frozen pydantic models that refuse
-unknown fields, and the set of given field names they share (Q503).
+"""What every data contract of :mod:`contracts` builds on (§2): the frozen base model, the
+integer kinds of sequence numbers and counts, timestamps, and the content-addressed blob
+reference. Its own module so the contracts of a topic (a role's position, §10:
+:mod:`node_checkpoint`) can live apart from :mod:`contracts`, which re-exports them.
 
-A pydantic model keeps, per instance, the set of the fields it was given (what
-``model_fields_set`` and an ``exclude_unset`` dump read); a long Session holds tens of thousands
-of contracts, and their sets took more memory than their values (issue #35).
-:mod:`~ctxspec.reference.contracts` defines every contract on this base and re-exports it.
+The base also shares the set of given field names among contracts (Q503): a pydantic model
+keeps, per instance, the set of the fields it was given (what ``model_fields_set`` and an
+``exclude_unset`` dump read); a long Session holds tens of thousands of contracts, and their
+sets took more memory than their values (issue #35).
 """
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""The structure version of this edition of the contracts (not a message sequence number)."""
+
+Seq = Annotated[int, Field(ge=1)]
+"""A sequence number or revision: strictly increasing, the first one is 1."""
+Count = Annotated[int, Field(ge=0)]
+SchemaVersion = Annotated[int, Field(ge=1)]
+Timestamp = AwareDatetime
+"""Every time is timezone-aware; the pure core never reads a clock, it is handed times."""
 
 
 class Contract(BaseModel):
@@ -45,4 +57,10 @@ class Contract(BaseModel):
         return copied
 
 
-__all__ = ["Contract"]
+class PayloadRef(Contract):
+    """A reference to an immutable, content-addressed blob (§2: large bodies are blobs)."""
+
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$",
+                        description="sha256 of the blob's bytes, as 'sha256:<64 hex>'")
+    size_bytes: Count
+    media_type: str = Field(default="text/plain", min_length=1)

@@ -16,32 +16,26 @@ Ids, times and blobs arrive as values: nothing here reads a clock or makes an id
 
 from enum import StrEnum
 from itertools import pairwise
-from typing import Annotated, Any, Self
+from typing import Self
 from uuid import UUID
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import Field, model_validator
 
-from ctxspec.reference.contract_base import Contract
-
-SCHEMA_VERSION = 1
-"""The structure version of this edition of the contracts (not a message sequence number)."""
-
-Seq = Annotated[int, Field(ge=1)]
-"""A sequence number or revision: strictly increasing, the first one is 1."""
-Count = Annotated[int, Field(ge=0)]
-SchemaVersion = Annotated[int, Field(ge=1)]
-Timestamp = AwareDatetime
-"""Every time is timezone-aware; the pure core never reads a clock, it is handed times."""
-
-
-class PayloadRef(Contract):
-    """A reference to an immutable, content-addressed blob (§2: large bodies are blobs)."""
-
-    digest: str = Field(pattern=r"^sha256:[0-9a-f]{64}$",
-                        description="sha256 of the blob's bytes, as 'sha256:<64 hex>'")
-    size_bytes: Count
-    media_type: str = Field(default="text/plain", min_length=1)
-
+from ctxspec.reference.contract_base import (
+    SCHEMA_VERSION,
+    Contract,
+    Count,
+    PayloadRef,
+    SchemaVersion,
+    Seq,
+    Timestamp,
+)
+from ctxspec.reference.node_checkpoint import (
+    AttemptsMade,
+    ChunkStep,
+    NodeCheckpoint,
+    NodeStage,
+)
 
 # --- §2 enums ------------------------------------------------------------------------------
 
@@ -515,65 +509,6 @@ class Batch(Contract):
         return self
 
 
-class NodeStage(StrEnum):
-    """Where a role's loop stands, the "当前阶段" of §10's 角色可恢复状态, naming the step the loop
-    runs next (for the role's own incarnation or a takeover): no request in flight (the next
-    Loop; a new role starts here); the pre-request chain decided, or its deny (Q75); the
-    request's compaction started; T_FREEZE; the raw answer saved; its effective record saved
-    (its post-response chain next); the answer decided (its calls settle, then the feedback)."""
-
-    LOOP_DONE = "loop_done"
-    PREPARED = "prepared"
-    DENIED = "denied"
-    COMPACTING = "compacting"
-    FROZEN = "frozen"
-    RAW_SAVED = "raw_saved"
-    POST = "post"
-    BATCH = "batch"
-
-
-_NEEDS_OPERATION = frozenset({NodeStage.PREPARED, NodeStage.DENIED, NodeStage.COMPACTING,
-                              NodeStage.FROZEN, NodeStage.RAW_SAVED})  # a request in flight
-
-
-class NodeCheckpoint(Contract):
-    """A role's recoverable state, committed with each step of its loop (§10 "角色可恢复状态：
-    当前阶段、上下文水位、待处理调用/批次"; "持久 GraphCheckpoint、NodeCheckpoint … 才是可恢复
-    事实"): the stage, the Loops and tool calls spent (a takeover never regains them, §10
-    "剩余额度"), the request's Operation and input cutoff, its frozen manifest, the decision whose
-    batch is open and that batch's members — settled (call_id → result), pre-call decisions,
-    Executor executions started (call_id → context_id), raw results saved and the call
-    started. Never copies of messages: identities and commit positions only."""
-
-    stage: NodeStage
-    loops: Count
-    tool_calls_made: Count
-    tick: Count
-    operation_id: UUID | None = None
-    cutoff: Count | None = None
-    manifest: dict[str, Any] | None = None
-    decision: UUID | None = None
-    settled: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    hooked: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    delegated: dict[str, str] = Field(default_factory=dict)
-    raw: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    started: str | None = None
-
-    @model_validator(mode="after")
-    def _stage_facts(self) -> Self:
-        if self.stage in _NEEDS_OPERATION and self.operation_id is None:
-            raise ValueError(f"a {self.stage} position names its request's operation_id")
-        if self.stage in (NodeStage.POST, NodeStage.BATCH) and self.decision is None:
-            raise ValueError(f"a {self.stage} position names its decision")
-        open_batch = (self.settled, self.hooked, self.delegated, self.raw, self.started)
-        if self.stage is not NodeStage.BATCH and any(open_batch):
-            raise ValueError("only a batch position holds batch members")
-        return self
-
-    def document(self) -> dict[str, Any]:  # stored as the step set it: what it names
-        return self.model_dump(mode="json", exclude_unset=True)
-
-
 CONTRACTS: tuple[type[Contract], ...] = (
     PayloadRef, UserInput, UserInputDelivery, ContextRecord, RoleContext,
     ContextPatchOperation, ContextPatch, ContextMutation, EffectiveContextRevision,
@@ -584,12 +519,46 @@ CONTRACTS: tuple[type[Contract], ...] = (
 """Every published contract, in the order of the design; each gets spec/schemas/<name>.json."""
 
 __all__ = [
-    "CONTRACTS", "SCHEMA_VERSION", "TERMINAL_RUN_STATUSES", "Attempt", "Batch", "BatchMember",
-    "BatchMemberState", "CompactionEpisode", "ContextMutation", "ContextPatch",
-    "ContextPatchOperation", "ContextRecord", "ContextSnapshot", "ContextSourceRange", "Contract",
-    "DeliveryState", "EffectiveContextRevision", "EpisodeStatus", "HookDecision", "HookDiagnostic",
-    "HookInvocation", "InputKind", "MessageRole", "MutationSourceKind", "NodeCheckpoint",
-    "NodeStage", "Operation",
-    "OperationPurpose", "OperationState", "PatchOperationKind", "PayloadRef", "RoleContext", "Run",
-    "RunStatus", "UserInput", "UserInputDelivery",
+    "CONTRACTS",
+    "SCHEMA_VERSION",
+    "TERMINAL_RUN_STATUSES",
+    "Attempt",
+    "AttemptsMade",
+    "Batch",
+    "BatchMember",
+    "BatchMemberState",
+    "ChunkStep",
+    "CompactionEpisode",
+    "ContextMutation",
+    "ContextPatch",
+    "ContextPatchOperation",
+    "ContextRecord",
+    "ContextSnapshot",
+    "ContextSourceRange",
+    "Contract",
+    "Count",
+    "DeliveryState",
+    "EffectiveContextRevision",
+    "EpisodeStatus",
+    "HookDecision",
+    "HookDiagnostic",
+    "HookInvocation",
+    "InputKind",
+    "MessageRole",
+    "MutationSourceKind",
+    "NodeCheckpoint",
+    "NodeStage",
+    "Operation",
+    "OperationPurpose",
+    "OperationState",
+    "PatchOperationKind",
+    "PayloadRef",
+    "RoleContext",
+    "Run",
+    "RunStatus",
+    "SchemaVersion",
+    "Seq",
+    "Timestamp",
+    "UserInput",
+    "UserInputDelivery",
 ]

@@ -215,13 +215,24 @@ json_members = st.dictionaries(words, st.dictionaries(words, words | counts | st
                                max_size=3)
 
 
+attempts_made = st.builds(c.AttemptsMade, failed=counts, partial=st.booleans(),
+                          refused=st.none() | counts,
+                          fragments=st.lists(payload_refs, max_size=2))
+chunk_steps = st.builds(c.ChunkStep, episode_id=uuids, cursor=counts,
+                        purpose_key=st.none() | words, operation_id=st.none() | uuids,
+                        pre=st.none() | st.sampled_from(["allowed", "denied"]),
+                        attempts=attempts_made, effective=st.none() | payload_refs,
+                        denied=st.booleans())
+
+
 @st.composite
 def node_checkpoints(draw: st.DrawFn) -> c.NodeCheckpoint:
     """A request in flight names its Operation, an answer being decided its decision, and only
     an open batch holds members."""
     stage = draw(st.sampled_from(c.NodeStage))
     in_flight = stage in {c.NodeStage.PREPARED, c.NodeStage.DENIED, c.NodeStage.COMPACTING,
-                          c.NodeStage.FROZEN, c.NodeStage.RAW_SAVED}
+                          c.NodeStage.FROZEN, c.NodeStage.ANSWERED, c.NodeStage.RAW_SAVED}
+    sent = stage in {c.NodeStage.FROZEN, c.NodeStage.ANSWERED}
     deciding = stage in {c.NodeStage.POST, c.NodeStage.BATCH}
     batch = stage is c.NodeStage.BATCH
     return c.NodeCheckpoint(
@@ -229,6 +240,10 @@ def node_checkpoints(draw: st.DrawFn) -> c.NodeCheckpoint:
         operation_id=draw(uuids if in_flight else st.none() | uuids),
         cutoff=draw(st.none() | counts),
         manifest=draw(st.none() | st.dictionaries(words, words | counts, max_size=3)),
+        budget_decision=draw(st.none() | words) if sent else None,
+        attempts=draw(attempts_made) if sent else c.AttemptsMade(),
+        first_output=draw(st.booleans()) if sent else False,
+        compaction=draw(st.none() | chunk_steps) if stage is c.NodeStage.COMPACTING else None,
         decision=draw(uuids if deciding else st.none()),
         settled=draw(json_members) if batch else {}, hooked=draw(json_members) if batch else {},
         delegated=draw(st.dictionaries(words, words, max_size=3)) if batch else {},

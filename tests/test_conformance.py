@@ -192,8 +192,8 @@ def test_a_runtime_that_re_asks_saved_answers_fails_the_crash_matrix(
 
     def forgetful(driver: NodeDriver, run: Any, position: NodeCheckpoint) -> Any:
         if position.operation_id not in driver.answers:  # a takeover's: its answer is stored
-            return driver.request_again(run, position.model_copy(
-                update={"stage": NodeStage.FROZEN}))
+            return driver.ask_model(run, position.model_copy(
+                update={"stage": NodeStage.FROZEN, "first_output": True}))
         return effective_result(driver, run, position)
 
     monkeypatch.setattr(NodeDriver, "effective_result", forgetful)

@@ -24,9 +24,15 @@ from ctxspec.reference.runtime.trace import RunEnded
 from tests.test_recovery import Counting, scenario, start
 
 ASK = "Write the report and read my notes."
-# One Loop of the design, as its steps: the request up to its saved answer, the answer's
+# One Loop of the design, as its steps: the request prepared (its pre-request chain), fitted
+# and frozen (T_FREEZE), its attempt asked, its answer saved (RAW_RESULT_SAVED), the answer's
 # effective record, its post-response chain, the decided answer (its batch, or the ending).
-LOOP = ["next_loop", "effective_result", "post_response", "settle_batch"]
+ANSWERED = ["next_loop", "fit_request", "ask_model", "save_answer", "effective_result",
+            "post_response"]
+# The decided answer's batch, one member a step, then its feedback; a final answer ends the Run.
+BATCH = ["settle_batch", "settle_batch", "settle_batch"]
+LOOP = ANSWERED + BATCH  # the first Loop: a batch of two calls
+FINAL = [*ANSWERED, "settle_batch"]
 
 
 @pytest.fixture
@@ -55,20 +61,24 @@ def test_a_new_run_goes_loop_by_loop_through_the_steps(steps: list[str],
     runtime = start(Store(tmp_path / "s.db"), Counting(scenario()), None, LogicalClock())
     runtime.ask(ASK)
     runtime.advance()
-    assert steps == LOOP + LOOP
+    assert steps == LOOP + FINAL
 
 
 @pytest.mark.parametrize(("plan", "taken_up", "model_calls"), [
     # The raw answer saved: its effective record next; the model is not asked again (1 + 1).
-    (CrashPlan("RAW_RESULT_SAVED", 1, "after"), LOOP[1:], 2),
+    (CrashPlan("RAW_RESULT_SAVED", 1, "after"), LOOP[4:], 2),
     # The effective record saved: the post-response chain next.
-    (CrashPlan("EFFECTIVE_RESULT", 1, "after"), LOOP[2:], 2),
-    # A member settled: the batch goes on from its position.
-    (CrashPlan("TOOL_SETTLED", 1, "after"), LOOP[3:], 2),
+    (CrashPlan("EFFECTIVE_RESULT", 1, "after"), LOOP[5:], 2),
+    # A member's raw result saved: that member's step again (its post-call chain), then the
+    # other member and the feedback.
+    (CrashPlan("TOOL_SETTLED", 1, "after"), LOOP[6:], 2),
+    # The second member settled: only the feedback is left of the batch.
+    (CrashPlan("TOOL_SETTLED", 2, "after"), LOOP[7:], 2),
     # The feedback committed: the next Loop, nothing of the first one again.
     (CrashPlan("BATCH_FEEDBACK", 1, "after"), [], 2),
-    # Frozen and answered, the answer never saved: the same request asked again (1 + 1 + 1).
-    (CrashPlan("T_FIRST_OUTPUT", 1, "after"), ["request_again", *LOOP[1:]], 3),
+    # Frozen and answered, the answer never saved: the same request asked again (1 + 1 + 1)
+    # from the answered position, which finds no outcome and hands the frozen one on.
+    (CrashPlan("T_FIRST_OUTPUT", 1, "after"), ["save_answer", *LOOP[2:]], 3),
 ])
 def test_a_takeover_enters_the_same_loop_at_its_stored_stage(
         plan: CrashPlan, taken_up: list[str], model_calls: int, steps: list[str],
@@ -85,7 +95,7 @@ def test_a_takeover_enters_the_same_loop_at_its_stored_stage(
     second.advance()
     # The rest of the first Loop from the stored stage, then the final Loop: the same steps
     # as a Run that never stopped.
-    assert steps[before:] == taken_up + LOOP
+    assert steps[before:] == taken_up + FINAL
     assert len(ports.model_calls) == model_calls, ports.model_calls
     assert [e.status for e in second.trace.of(RunEnded)] == ["succeeded"]
 
@@ -93,19 +103,19 @@ def test_a_takeover_enters_the_same_loop_at_its_stored_stage(
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
-def _documented_table() -> dict[str, tuple[str, str | None]]:
-    """docs/architecture.md's step table, "The role's loop": each stage → (its step, the stage
-    the step reaches, None for an ending)."""
+def _documented_table() -> dict[str, tuple[str, frozenset[str]]]:
+    """docs/architecture.md's step table, "The role's loop": each stage → (its step, the stages
+    the step may reach, none for an ending)."""
     text = ARCHITECTURE.read_text("utf-8")
     start = text.index("| stage (`NodeStage`) | step (`NodeDriver.STEPS`)")
-    table: dict[str, tuple[str, str | None]] = {}
+    table: dict[str, tuple[str, frozenset[str]]] = {}
     for line in text[start:].splitlines()[2:]:
         if not line.startswith("|"):
             break
         stages, step, _, reaches = (cell.strip() for cell in line.strip("|").split("|"))
-        reached = re.match(r"`(\w+)`", reaches)
+        reached = frozenset(re.findall(r"`(\w+)`", reaches))
         for stage in re.findall(r"`(\w+)`", stages):
-            table[stage] = (step.strip("`"), reached.group(1) if reached else None)
+            table[stage] = (step.strip("`"), reached)
     return table
 
 
@@ -132,12 +142,13 @@ def test_the_documented_step_table_is_the_flow_of_a_traced_run(
     runtime = start(Store(tmp_path / "s.db"), Counting(scenario()), None, LogicalClock())
     runtime.ask(ASK)
     runtime.advance()
-    assert len(seen) == 2 * len(LOOP), seen
-    for stage, step, reached in seen:
+    assert len(seen) == len(LOOP) + len(FINAL), seen
+    for stage, step, reached in seen[:-1]:
         documented_step, documented_reach = table[stage]
         assert step == documented_step, f"at {stage} the run took {step}, the page says " \
                                         f"{documented_step}"
-        # The last step of a Run ends it (None) where the table names the next Loop's stage.
-        assert reached in (documented_reach, None), (
-            f"{step} reached {reached}, the page says {documented_reach}")
-    assert [reached for _, _, reached in seen[:-1]] == [table[s][1] for s, _, _ in seen[:-1]]
+        assert reached in documented_reach, (
+            f"{step} reached {reached}, the page says one of {sorted(documented_reach)}")
+    # The last step ends the Run; each other step hands on the stage the next one is run at.
+    assert seen[-1][2] is None
+    assert [reached for _, _, reached in seen[:-1]] == [stage for stage, _, _ in seen[1:]]

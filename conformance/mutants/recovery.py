@@ -19,9 +19,10 @@ from ctxspec.reference.runtime.store import CommitFailed
 def _forget_saved_answer(original: Callable[..., Any]) -> Callable[..., Any]:
     def effective_result(self: Any, run: Any, position: NodeCheckpoint) -> Any:
         if position.operation_id not in self.answers:  # a takeover's: the answer is stored
-            # Asks the model again for the frozen request instead of reading the saved answer.
-            return self.request_again(run, position.model_copy(
-                update={"stage": NodeStage.FROZEN}))
+            # Asks the model again for the frozen request instead of reading the saved answer
+            # (its first output's receipt was saved before the answer was).
+            return self.ask_model(run, position.model_copy(
+                update={"stage": NodeStage.FROZEN, "first_output": True}))
         return original(self, run, position)
     return effective_result
 

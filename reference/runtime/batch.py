@@ -69,10 +69,13 @@ class Position:
     delegated: dict[str, JSON]
     raws: dict[str, JSON]
 
-    def writes(self, **facts: JSON) -> list[Write]:
-        return [self.session.checkpoint(
+    def checkpoint(self, **facts: JSON) -> NodeCheckpoint:
+        return self.session.position(
             self.run, NodeStage.BATCH, decision=str(self.decision_id), settled=self.done,
-            hooked=self.decided, delegated=self.delegated, raw=self.raws, **facts)]
+            hooked=self.decided, delegated=self.delegated, raw=self.raws, **facts)
+
+    def writes(self, **facts: JSON) -> list[Write]:
+        return [self.session.record_position(self.run, self.checkpoint(**facts))]
 
 
 def refusal(verdict: str, name: str, blocked: Mapping[str, JSON] | None) -> str:
@@ -96,28 +99,31 @@ class ToolBatch:
 
     def run(self, run: RunState, answer: EffectiveRecord, at: NodeCheckpoint
             ) -> NodeCheckpoint | None:
-        """§6, §10: every call of ``answer`` settles (pre-hook, handler with the effective
-        arguments, post-hook); the results are fed back once, in action order (BATCH_FEEDBACK,
-        at the LOOP_DONE position). ``at`` holds what a crashed incarnation got to — members
-        settled (reused, never run again), pre-call decisions, Executors started, raw results
-        saved, the call started (:class:`Position`). None when the role ended."""
+        """One step of ``answer``'s batch (§6, §10): its next member not settled settles —
+        pre-hook, handler with the effective arguments, post-hook, each commit carrying the
+        BATCH position — and the position with that member settled is the next one; once every
+        member is settled, or a stop halts the batch, the results are fed back once in action
+        order (BATCH_FEEDBACK, the LOOP_DONE position). ``at`` holds what the steps before, or
+        a crashed incarnation, got to — members settled (reused, never run again), pre-call
+        decisions, Executors started, raw results saved, the call started
+        (:class:`Position`). None when the role ended."""
         position = Position(self.s, run, answer.record_id, dict(at.settled), dict(at.hooked),
                             dict(at.delegated), dict(at.raw))
-        results: list[tuple[UUID, dict[str, JSON]]] = []
-        for call in answer.tool_calls:
-            reused = self.reused(run, position, call.call_id, at.started)
-            result = self.settle(run, position, call.call_id) if reused is None else reused
-            if result == "stopped":
-                break
+        member = next((c.call_id for c in answer.tool_calls
+                       if str(c.call_id) not in position.done), None)
+        if member is not None:
+            reused = self.reused(run, position, member, at.started)
+            result = self.settle(run, position, member) if reused is None else reused
             if result == "ended":
                 return None  # the Executor's context error ended the whole invocation
-            results.append((call.call_id, result))
+            if result != "stopped":  # the Run stops mid-batch: what ran is fed back
+                position.done[str(member)] = result
+                return position.checkpoint()
+        results = [(c.call_id, settled) for c in answer.tool_calls
+                   if isinstance(settled := position.done.get(str(c.call_id)), dict)]
         self.s.put_delta(self.context.prepare_batch_delivery(run, results))
         done = self.s.position(run, NodeStage.LOOP_DONE)
         self.s.commit("BATCH_FEEDBACK", [self.s.record_position(run, done)])
-        if run.stop_requested:
-            self.driver.end(run, RunStatus.STOPPED)
-            return None
         return done
 
     def reused(self, run: RunState, position: "Position", call_id: UUID, started: str | None

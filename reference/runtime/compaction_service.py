@@ -33,9 +33,12 @@ from ctxspec.reference.compaction import (
     transcript,
 )
 from ctxspec.reference.contracts import (
+    AttemptsMade,
+    ChunkStep,
     CompactionEpisode,
     EpisodeStatus,
     MessageRole,
+    NodeStage,
     OperationPurpose,
     OperationState,
     RunStatus,
@@ -52,7 +55,6 @@ from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.protocol import (
     UnsettledBatch,
 )
-from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
@@ -219,9 +221,8 @@ class CompactionService:
         if not isinstance(started, CompactionEpisode):
             return None
         self.s.put_episode(run, started, new=True)
-        self.s.commit("EPISODE_STARTED", [
-            self.s.checkpoint(run, "compacting", operation_id=str(operation_id),
-                              cutoff=run.cutoff)])
+        run.chunk = ChunkStep(episode_id=episode_id, cursor=0)
+        self.s.commit("EPISODE_STARTED", self.progressed(run))
         return started
 
     def advance(self, run: RunState, planned: CompactionEpisodeRef
@@ -233,7 +234,11 @@ class CompactionService:
         summary: str | None = None
         if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
             summary = self.s.store.text(episode.accumulated_summary_ref)
-        for ordinal in range(episode.chunk_cursor + 1, len(plan.chunks.chunks) + 1):
+        # The cursor the role's position committed with the episode's (a takeover's position
+        # is the one record it reads); the core refuses a chunk out of its order.
+        at = run.chunk.cursor if run.chunk is not None \
+            and run.chunk.episode_id == episode.episode_id else episode.chunk_cursor
+        for ordinal in range(at + 1, len(plan.chunks.chunks) + 1):
             if self.driver.stopped_or_out_of_time(run):  # every chunk is under the deadline
                 return None
             request = plan.request(ordinal, summary)
@@ -249,7 +254,8 @@ class CompactionService:
             self.s.put_operation(chunk_operation, run, OperationPurpose.COMPACTION,
                                  request.purpose_key, OperationState.SUCCEEDED,
                                  self.s.ref(raw), self.s.ref(summary))
-            self.s.commit("CHUNK_COMMITTED", [])
+            run.chunk = ChunkStep(episode_id=episode.episode_id, cursor=ordinal)
+            self.s.commit("CHUNK_COMMITTED", self.progressed(run))
             self.s.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
                                                f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
         if summary is None:
@@ -301,7 +307,7 @@ class CompactionService:
                 "detail": switched.detail}))
             step = tr.CompactionStep(done.episode_id, "snapshot_refused",
                                      f"{switched.reason}: {switched.detail}")
-        self.s.commit("SNAPSHOT_COMMITTED", snapshot_rows)
+        self.s.commit("SNAPSHOT_COMMITTED", [*snapshot_rows, *self.progressed(run)])
         self.s.trace.add(step)  # traced once it is a fact
         # A summary folded into this one is part of its coverage: the new snapshot is checked
         # against, and applied to, the records themselves, never the view with the old summary
@@ -344,8 +350,9 @@ class CompactionService:
         """One fold step (§8, CTX-8.70): the raw answer is saved first (CHUNK_RAW_SAVED), then
         the post-response chain makes the effective summary; the caller commits it with the
         cursor. A takeover reads the chunk's Operation by its purpose_key (§9: never a new
-        identity): a saved raw answer is post-processed without asking the model again
-        (CTX-9.43), a committed post-chain decision is reused, failed attempts are not renewed.
+        identity) and how far it got from the role's position (``ChunkStep``): a saved raw
+        answer is post-processed without asking the model again (CTX-9.43), a committed
+        post-chain decision is reused, failed attempts are not renewed.
         Returns (operation, raw answer, effective summary), or None when the Run ended."""
         key = request.purpose_key
         stored = next((op for op in self.s.operations.values()
@@ -354,52 +361,67 @@ class CompactionService:
         progress = {} if stored is None else {ordinal: ChunkProgress(
             ordinal, stored.operation_id, stored.raw_result_ref)}
         step, _ = next_step(episode, len(plan.chunks.chunks), progress)
-        saved = self.s.store.checkpoint(run.run_id, loop_key(run, "chunk"))
-        facts: dict[str, JSON] = dict(saved) if isinstance(saved, dict) and \
-            saved.get("purpose_key") == key else {}
-        known = facts.get("operation_id")
+        at = run.chunk if run.chunk is not None and run.chunk.purpose_key == key else None
         operation_id = stored.operation_id if stored is not None else \
-            UUID(known) if isinstance(known, str) else self.s.new_id()
-        facts.update(operation_id=str(operation_id), purpose_key=key)
+            at.operation_id if at is not None and at.operation_id is not None \
+            else self.s.new_id()
+        run.chunk = (at or ChunkStep(episode_id=episode.episode_id, cursor=ordinal - 1)
+                     ).model_copy(update={"purpose_key": key, "operation_id": operation_id})
         if step == "post_process" and stored is not None and stored.raw_result_ref is not None:
             raw: str | None = self.s.store.text(stored.raw_result_ref)
         else:
-            raw = self.ask_chunk(run, episode, plan, request, operation_id, target, facts)
+            raw = self.ask_chunk(run, episode, plan, request, operation_id, target)
         if raw is None:
             return None
-        effective, denied = facts.get("effective"), facts.get("denied") is True
-        if not isinstance(effective, str) and not denied:
-            def decided(chain: ChainOutcome | None, text: str = raw) -> list[Write]:
+        kept = run.chunk.effective
+        effective = None if kept is None else self.s.store.text(kept)
+        if effective is None and not run.chunk.denied:
+            chosen: list[str] = []
+
+            def post(chain: ChainOutcome | None, text: str = raw) -> list[Write]:
                 # The post chain's outcome is committed with its decision (HOOK_DECISION), so a
                 # takeover before the chunk commit reuses it instead of asking the hook again.
+                if chain is not None and chain.blocked:
+                    return self.progressed(run, denied=True)
                 summary = chain.payload.get("summary") if chain is not None else None
-                outcome: dict[str, JSON] = {"denied": True} if chain is not None and \
-                    chain.blocked else {"effective": summary if isinstance(summary, str)
-                                        else text}
-                facts.update(outcome)
-                return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+                chosen.append(summary if isinstance(summary, str) else text)
+                return self.progressed(run, effective=self.s.ref(chosen[-1]))
             self.pipeline.run_hooks("compaction.post_response", run, {"summary": raw}, None, None,
-                        stage="post", extra=decided)
-            effective, denied = facts.get("effective"), facts.get("denied") is True
-        if denied:
+                        stage="post", extra=post)
+            effective = chosen[-1] if chosen else None
+        if run.chunk is not None and run.chunk.denied:
             self.fail(run, episode, "a hook denied a compaction response")
             return None
-        return operation_id, raw, effective if isinstance(effective, str) else raw
+        return operation_id, raw, raw if effective is None else effective
+
+    def progressed(self, run: RunState, **changes: object) -> list[Write]:
+        """The role's COMPACTING position with its chunk's progress changed (§8, §10): the
+        write each commit of the episode carries, so a takeover reads the episode's cursor,
+        its chunk's Operation, decisions and failed attempts from the one position."""
+        if run.chunk is None:
+            raise AssertionError("an episode's commit is made with its chunk")
+        run.chunk = chunk = run.chunk.model_copy(update=changes)
+        operation_id = next(e.triggering_model_operation_id for e in run.episodes
+                            if e.episode_id == chunk.episode_id)
+        return [self.s.checkpoint(run, NodeStage.COMPACTING, operation_id=str(operation_id),
+                                  cutoff=run.cutoff, compaction=chunk.model_dump(mode="json"))]
 
     def ask_chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
-                   request: CompactionRequest, operation_id: UUID, target: int,
-                   facts: dict[str, JSON]) -> str | None:
+                   request: CompactionRequest, operation_id: UUID, target: int) -> str | None:
         """A chunk's model call with the role's attempts (§8 inherits its model and connection
-        retries, CTX-8.2): each failed attempt is saved (ATTEMPT_FAILED) so a takeover goes on
-        with the next one; the episode fails only when the last attempt fails (CTX-8.75). A
-        request the provider refused as over its window is never sent again. The raw answer of
-        a successful attempt is saved before anything else happens to it (CHUNK_RAW_SAVED)."""
-        failed = facts.get("failed")
-        first = failed + 1 if isinstance(failed, int) else 1
-        if facts.get("refused") is not None:
+        retries, CTX-8.2): each failed attempt is saved with the position (ATTEMPT_FAILED) so
+        a takeover goes on with the next one; the episode fails only when the last attempt
+        fails (CTX-8.75). A request the provider refused as over its window is never sent
+        again. The raw answer of a successful attempt is saved before anything else happens
+        to it (CHUNK_RAW_SAVED)."""
+        if run.chunk is None:
+            raise AssertionError("a chunk is asked with its progress")
+        made = run.chunk.attempts
+        first = made.failed + 1
+        if made.refused is not None:
             self.fail(run, episode, "the provider refused a compaction request")
             return None
-        if first == 1 and not self.pre_request(run, episode, plan, request, facts):
+        if first == 1 and not self.pre_request(run, episode, plan, request):
             return None
         request = self.as_sent(run, episode, plan, request)
         if not fits_window(plan, request, self.s.estimator):
@@ -421,39 +443,35 @@ class CompactionService:
                 self.s.put_operation(operation_id, run, OperationPurpose.COMPACTION,
                                 request.purpose_key, OperationState.RUNNING,
                                 self.s.ref(outcome.text))
-                self.s.commit("CHUNK_RAW_SAVED", [])
+                self.s.commit("CHUNK_RAW_SAVED", self.progressed(run))
                 self.s.moments.at("raw_saved")
                 return outcome.text
-            facts["failed"] = attempt
-            if isinstance(outcome, ContextLengthExceeded):
-                facts["refused"] = estimation
+            refused = estimation if isinstance(outcome, ContextLengthExceeded) else None
             self.s.put_operation(operation_id, run, OperationPurpose.COMPACTION,
                                  request.purpose_key, OperationState.RUNNING)
-            self.s.commit("ATTEMPT_FAILED", [checkpoint_write(run.run_id, loop_key(run, "chunk"),
-                                                             facts)])
-            if isinstance(outcome, ContextLengthExceeded):
+            self.s.commit("ATTEMPT_FAILED", self.progressed(
+                run, attempts=AttemptsMade(failed=attempt, refused=refused)))
+            if refused is not None:
                 self.fail(run, episode, "the provider refused a compaction request")
                 return None
         self.fail(run, episode, "a compaction chunk failed")
         return None
 
     def pre_request(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
-                    request: CompactionRequest, facts: dict[str, JSON]) -> bool:
+                    request: CompactionRequest) -> bool:
         """Before a chunk's first attempt: the planned request fits, and its pre-request chain
         allows it (a committed decision reused, never asked again); False when the episode
         failed on the way. An attempt already sent passed both."""
         if not fits_window(plan, request, self.s.estimator):
             self.fail(run, episode, "a compaction request would not fit")
             return False
-        pre = facts.get("pre")
-        if pre is None:
+        if run.chunk is not None and run.chunk.pre is None:
             def decided(chain: ChainOutcome | None) -> list[Write]:
-                facts["pre"] = "denied" if chain is not None and chain.blocked else "allowed"
-                return [checkpoint_write(run.run_id, loop_key(run, "chunk"), facts)]
+                return self.progressed(run, pre="denied" if chain is not None and chain.blocked
+                                       else "allowed")
             self.pipeline.run_hooks("compaction.pre_request", run, {"purpose": "compaction"},
                                     None, None, extra=decided)
-            pre = facts.get("pre")
-        if pre == "denied":
+        if run.chunk is not None and run.chunk.pre == "denied":
             self.fail(run, episode, "a hook denied a compaction request")
             return False
         return True

@@ -400,24 +400,25 @@ class ContextManager:
             (context_id, chain.states[context_id]) for context_id in states)))
 
 
-    def prepare_model_freeze(self, run: RunState, operation_id: UUID, cutoff: int
-                             ) -> ModelFreezeWriteSet:
+    def prepare_model_freeze(self, run: RunState, operation_id: UUID, cutoff: int,
+                             budget_decision: str) -> ModelFreezeWriteSet:
         """T_FREEZE's write set (§5 "T_FREEZE：请求、输入claimed…同提交"): the inputs up to
         the cutoff claimed into the request's manifest (an Executor claims none: it has its
         hand-over), the business Operation running, the role's last model Operation, and the
-        frozen position the caller commits."""
+        frozen position the caller commits (with the CompactionPolicy's decision the request
+        was fitted with, which every attempt's request shows)."""
         key = f"model:{operation_id}"
         if run.parent is not None:
-            return ModelFreezeWriteSet(operation_id, key, None, None, self.s.checkpoint(
-                run, "frozen", operation_id=str(operation_id)))
+            return ModelFreezeWriteSet(operation_id, key, None, None, self.s.position(
+                run, "frozen", operation_id=str(operation_id), budget_decision=budget_decision))
         frozen = dl.freeze(self.s.book, run_id=run.run_id, operation_id=operation_id,
                            input_cutoff=cutoff)
         if isinstance(frozen, dl.DeliveryRejected):
             raise RuntimeError(f"{frozen.code}: {frozen.reason}")
         book, writes, manifest = frozen
-        return ModelFreezeWriteSet(operation_id, key, book, writes, self.s.checkpoint(
+        return ModelFreezeWriteSet(operation_id, key, book, writes, self.s.position(
             run, "frozen", operation_id=str(operation_id), cutoff=cutoff,
-            manifest=json.loads(manifest.model_dump_json())))
+            manifest=json.loads(manifest.model_dump_json()), budget_decision=budget_decision))
 
     def prepare_accept_model(self, run: RunState, operation_id: UUID, outcome: Complete
                              ) -> ContextDelta:

@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
-from ctxspec.reference.contracts import Operation
+from ctxspec.reference.contracts import NodeCheckpoint, Operation
 from ctxspec.reference.effective import ContextState
 from ctxspec.reference.hooks import ChainOutcome
 from ctxspec.reference.protection import ProtectedInput
-from ctxspec.reference.runtime.store import Write
 
 
 @dataclass(frozen=True)
@@ -82,13 +81,13 @@ class ContextWriteSet:
 class ModelFreezeWriteSet:
     """T_FREEZE's write set (§5): the Session's delivery book after the claim and what the
     claim wrote (None for an Executor, which claims nothing), the business Operation that
-    goes running, and the frozen position."""
+    goes running, and the frozen position (its NodeCheckpoint, §10)."""
 
     operation_id: UUID
     purpose_key: str
     book: dl.DeliveryBook | None
     deliveries: dl.WriteSet | None
-    checkpoint: Write
+    position: NodeCheckpoint
 
 
 __all__ = ["NO_DELTA", "ContextDelta", "ContextDraft", "ContextWriteSet", "ModelFreezeWriteSet"]

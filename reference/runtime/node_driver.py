@@ -9,24 +9,21 @@ effective result → the tool batch (:mod:`batch`) → one feedback commit in ac
 next loop. The Run ends with a final answer, a stop, the Loop limit, the deadline (a logical
 clock) or an error with the design's code; APP-FINALIZE then carries undelivered supplements.
 A compaction never counts as a business loop. The role's position is data (a NodeCheckpoint
-of §10, committed with each step): :meth:`NodeDriver.run_role` runs the step of its stage
-(:attr:`NodeDriver.STEPS`) until the role ends, for a new Run and a restored one alike.
+of §10): :meth:`NodeDriver.run_role` runs the step of its stage (:attr:`NodeDriver.STEPS`)
+until the role ends, for a new Run and a restored one alike; each step moves the position by
+one fenced commit (prepared, frozen, an attempt answered or failed, the raw answer saved, the
+effective record, the decision, a batch member settled, the feedback).
 """
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
-from ctxspec.reference.budget import (
-    fits_hard_window,
-)
-from ctxspec.reference.compaction import (
-    split_request,
-    useful_chunk_floor,
-)
+from ctxspec.reference.budget import fits_hard_window
+from ctxspec.reference.compaction import split_request, useful_chunk_floor
 from ctxspec.reference.contracts import (
+    AttemptsMade,
     MessageRole,
     MutationSourceKind,
     NodeCheckpoint,
@@ -35,56 +32,35 @@ from ctxspec.reference.contracts import (
     OperationState,
     RunStatus,
 )
-from ctxspec.reference.effective import (
-    Committed,
-    FieldChange,
-    commit_changes,
-    effective_records,
-)
+from ctxspec.reference.effective import Committed, FieldChange, commit_changes, effective_records
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.hooks import (
-    ChainOutcome,
-    denial_feedback,
-)
-from ctxspec.reference.ports import (
-    Complete,
-    ContextLengthExceeded,
-    PartialThenFailed,
-    ProposedCall,
-)
+from ctxspec.reference.hooks import ChainOutcome, denial_feedback
+from ctxspec.reference.ports import Complete, ContextLengthExceeded, ModelOutcome, PartialThenFailed
 from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
-from ctxspec.reference.protocol import (
-    UnsettledBatch,
-)
+from ctxspec.reference.protocol import UnsettledBatch
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime import window_report as wr
 from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
-from ctxspec.reference.runtime.context_manager import ContextManager, raw_call
+from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
+from ctxspec.reference.runtime.sent_request import (
+    SentRequest,
+    raw_answer,
+    saved_answer,
+    sent_request,
+)
 from ctxspec.reference.runtime.session import (
     INVOCATION_ERRORS,
     REQUEST_DENIED,
     RESPONSE_DENIED,
     RunState,
     SessionState,
-    loop_key,
 )
-from ctxspec.reference.runtime.store import (
-    Write,
-    checkpoint_write,
-)
-from ctxspec.reference.snapshots import (
-    view_with_snapshot,
-)
-from ctxspec.reference.view import (
-    EffectiveRecord,
-    ModelView,
-    estimation_request,
-    render_request,
-    rendered_estimation,
-)
+from ctxspec.reference.runtime.store import Write
+from ctxspec.reference.snapshots import view_with_snapshot
+from ctxspec.reference.view import EffectiveRecord, ModelView, estimation_request
 
 
 class NodeDriver:
@@ -97,15 +73,22 @@ class NodeDriver:
         self.pipeline = pipeline
         self.compaction = CompactionService(session, context, pipeline, self)
         self.batch = ToolBatch(self)
+        self.held: dict[UUID, tuple[int, tuple[ProtectedInput, ...], ModelView]] = {}
+        """What this incarnation prepared, by Operation, from its pre-request chain to its
+        fit; the next steps hold the frozen request (``frozen``), an attempt's outcome
+        until it is saved (``outcomes``) and the saved answer until its effective record
+        (``answers``). A takeover holds none of them: each step then rebuilds what it needs
+        from the persisted position and the stored facts alone (§10)."""
+        self.frozen: dict[UUID, SentRequest] = {}
+        self.outcomes: dict[UUID, ModelOutcome] = {}
         self.answers: dict[UUID, Complete] = {}
-        """The answers this incarnation received, by Operation, until their effective record:
-        a takeover has none and reads the saved raw result instead (§10)."""
 
     STEPS: Mapping[NodeStage, str] = {
         NodeStage.LOOP_DONE: "next_loop",
-        NodeStage.PREPARED: "request_again",
-        NodeStage.COMPACTING: "request_again",
-        NodeStage.FROZEN: "request_again",
+        NodeStage.PREPARED: "fit_request",
+        NodeStage.COMPACTING: "fit_request",
+        NodeStage.FROZEN: "ask_model",
+        NodeStage.ANSWERED: "save_answer",
         NodeStage.DENIED: "request_denied",
         NodeStage.RAW_SAVED: "effective_result",
         NodeStage.POST: "post_response",
@@ -133,29 +116,201 @@ class NodeDriver:
 
     def next_loop(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
         """LOOP_DONE: a new business request of a new Operation at the inputs received by
-        now, unless a stop, the deadline or the Loop limit ends the role first (§5, §11)."""
-        return self.loop(run, None)
+        now — unless a stop, the deadline or the Loop limit ends the role first (§5, §11) —
+        prepared at that cutoff and passed through its pre-request chain: PREPARED or DENIED,
+        committed with the chain's decision (HOOK_DECISION); with no pre-request hook
+        registered nothing of its own is committed and PREPARED goes on uncommitted (the
+        context's new ``user_ref`` records ride with the next commit)."""
+        if self.stopped_or_out_of_time(run):
+            return None
+        if self.loops_taken(run) >= self.s.agent.loop_limit:
+            self.end(run, RunStatus.LOOP_EXHAUSTED)
+            return None
+        run.loops += 1
+        operation_id = self.s.new_id()
+        run.cutoff = cutoff = self.s.book.inputs[-1].input_seq
+        protected, view = self.request_view(run, cutoff)
+        chain = self.pipeline.run_hooks(
+            "model.pre_request", run, {"params": {}}, None, None, extra=lambda outcome:
+            [self.s.record_position(run, self.request_decided(run, operation_id, outcome))],
+            budget=self.context.fixed_room(run, view, protected)
+            if self.s.hooks.registered("model.pre_request") else None)
+        decided = self.request_decided(run, operation_id, chain)
+        if decided.stage is NodeStage.PREPARED:
+            if chain is not None and chain.items:
+                view = self.materialize(run, protected)
+            self.held[operation_id] = (cutoff, protected, view)
+        return decided
 
-    def request_again(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
-        """PREPARED, COMPACTING, FROZEN: a request whose answer was never saved — the same
-        Loop and Operation at its kept cutoff, asked again as its next attempt (the failed
-        ones are facts, §10) — unless the provider refused it, which is never sent again
-        (§7, §10)."""
+    def fit_request(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """PREPARED, COMPACTING: the prepared request measured, compacted once when the
+        CompactionPolicy triggers (its episode from its committed chunk on, §8) and checked
+        against the hard window, then frozen (T_FREEZE, the FROZEN position). After a takeover
+        it is the same Loop and Operation at its kept cutoff, its pre-request chain not asked
+        again (its changes are in the effective context, §10)."""
+        operation_id = self.operation_of(position)
+        held = self.held.pop(operation_id, None)
+        if held is None:  # taken up after a takeover: rebuilt from the facts it was prepared on
+            if self.stopped_or_out_of_time(run):
+                return None
+            cutoff = self.cutoff_of(position)
+            run.chunk = position.compaction  # the episode goes on from the chunk it holds
+            held = (cutoff, *self.request_view(run, cutoff))
+        cutoff, protected, view = held
+        run.cutoff = cutoff
+        fitted = self.fit(run, operation_id, view, protected)
+        if fitted is None:
+            return None
+        final, decision, snapshot_id = fitted
+        self.s.moments.at("freeze")
+        if self.stopped_before_freeze(run):
+            return None
+        frozen = self.context.prepare_model_freeze(run, operation_id, cutoff, decision)
+        self.s.commit("T_FREEZE", self.s.put_model_freeze(run, frozen))
+        run.chunk = None
+        self.frozen[operation_id] = sent_request(final, self.context.schemas(run),
+                                                 self.s.estimator, protected, cutoff, decision,
+                                                 snapshot_id)
+        return frozen.position
+
+    def ask_model(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """FROZEN: the frozen request's next attempt after the failed ones its position holds
+        (§10: never renewed), the same request every time (§5); its outcome held for the next
+        step (ANSWERED). The first output of the request's attempts is T_FIRST_OUTPUT, which
+        commits the ANSWERED position; otherwise it goes on uncommitted. A request the provider
+        refused is never sent again; after the last failed attempt the role ends."""
+        operation_id, made = self.operation_of(position), position.attempts
+        if made.refused is not None:  # the provider refused it: never sent again (CTX-7.24)
+            self.refused(run, made.refused)
+            return None
+        request = self.frozen.get(operation_id)
+        if request is None:  # taken up after a takeover: rebuilt as it was frozen
+            if self.stopped_or_out_of_time(run):
+                return None
+            request = self.frozen[operation_id] = self.rebuilt(run, position)
+        attempt = made.failed + 1
+        if attempt > self.s.agent.model_attempts:
+            self.settle_fragments(run, [self.s.store.text(f) for f in made.fragments],
+                                  succeeded=False)
+            self.end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED, "the model failed " + (
+                "after a partial output" if made.partial else "before any output"))
+            return None
+        if attempt > 1 and self.halted_before_retry(run):
+            return None  # no new attempt after a stop or past the Run's deadline
+        outcome = self.pipeline.call_model(
+            run, "business", operation_id, f"model:{operation_id}", attempt, request.messages,
+            self.context.schemas(run), self.s.budget.output_reserve, request.view,
+            compaction=request.decision, snapshot_id=request.snapshot_id,
+            protected=request.protected, cutoff=request.cutoff,
+            estimation=request.estimation, rendered=request.rendered)
+        self.outcomes[operation_id] = outcome
+        first = isinstance(outcome, (Complete, PartialThenFailed)) and run.parent is None \
+            and not position.first_output
+        answered = self.moved(run, position, NodeStage.ANSWERED,
+                              first_output=position.first_output or first)
+        if first:
+            self.first_output(run, operation_id, answered)
+        return answered
+
+    def save_answer(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint:
+        """ANSWERED: the attempt's outcome saved — a complete answer's raw result before
+        anything happens to it (RAW_RESULT_SAVED, the RAW_SAVED position), or the failed
+        attempt with its fragment and the provider's refusal (ATTEMPT_FAILED, FROZEN with one
+        more failed attempt, §10). A takeover finds no outcome (it died with the process): the
+        attempt is asked again, as FROZEN."""
+        operation_id, made = self.operation_of(position), position.attempts
+        outcome = self.outcomes.pop(operation_id, None)
+        if outcome is None:
+            return self.moved(run, position, NodeStage.FROZEN)
+        if isinstance(outcome, Complete):
+            return self.save_raw(run, operation_id, outcome,
+                                 [self.s.store.text(f) for f in made.fragments])
+        refused = self.frozen[operation_id].estimation \
+            if isinstance(outcome, ContextLengthExceeded) else None
+        fragments = [*made.fragments, *([self.s.ref(outcome.fragment)]
+                                        if isinstance(outcome, PartialThenFailed) else [])]
+        # A failed attempt is a fact: a takeover goes on with the next one, never renews the
+        # attempts (§10). Its fragment is kept with it, out of the role's context; a refusal
+        # is saved before the Run ends, so a takeover never sends the request again.
+        failed = self.moved(run, position, NodeStage.FROZEN, attempts=AttemptsMade(
+            failed=made.failed + 1, partial=isinstance(outcome, PartialThenFailed),
+            refused=refused, fragments=fragments if refused is None else []
+        ).model_dump(mode="json"))
+        self.s.commit("ATTEMPT_FAILED", [self.s.record_position(run, failed)])
+        return failed
+
+    def operation_of(self, position: NodeCheckpoint) -> UUID:
         if position.operation_id is None:
             raise AssertionError(f"a {position.stage} position names its Operation")
-        operation = str(position.operation_id)
-        run.loops -= 1  # the prepared request is the same loop, taken up again
-        stored = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
-        attempts = stored if isinstance(stored, dict) \
-            and stored.get("operation_id") == operation else {}
-        refused, failed = attempts.get("refused"), attempts.get("failed")
-        if isinstance(refused, int):  # the provider refused it: never sent again
-            self.refused(run, refused)
-            return None
-        return self.loop(run, Request(
-            position.operation_id, self.kept_cutoff(position), again=True,
-            first_attempt=failed + 1 if isinstance(failed, int) else 1,
-            partial=attempts.get("partial") is True))
+        return position.operation_id
+
+    def moved(self, run: RunState, position: NodeCheckpoint, stage: NodeStage,
+              **facts: JSON) -> NodeCheckpoint:
+        """The role's position at ``stage`` now, keeping the request's facts ``position``
+        holds (its Operation, cutoff, manifest, decision, attempts) unless ``facts`` change
+        them."""
+        kept: dict[str, JSON] = position.model_dump(
+            mode="json", exclude_unset=True, exclude={"stage", "loops", "tool_calls_made", "tick"})
+        return self.s.position(run, stage, **{**kept, **facts})
+
+    def cutoff_of(self, position: NodeCheckpoint) -> int:
+        kept = self.kept_cutoff(position)
+        return self.s.book.inputs[-1].input_seq if kept is None else kept
+
+    def protected_inputs(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
+        """An Executor's hand-over, or the root role's inputs up to the cutoff (§5)."""
+        return run.handover if run.parent is not None else self.prepared(run, cutoff)
+
+    def materialize(self, run: RunState, protected: Sequence[ProtectedInput]) -> ModelView:
+        view = self.context.materialize(run, protected)
+        if isinstance(view, UnsettledBatch):
+            raise AssertionError("the shell settles every batch before the next loop")
+        return view
+
+    def request_view(self, run: RunState, cutoff: int
+                     ) -> tuple[tuple[ProtectedInput, ...], ModelView]:
+        protected = self.protected_inputs(run, cutoff)
+        return protected, self.materialize(run, protected)
+
+    def rebuilt(self, run: RunState, position: NodeCheckpoint) -> "SentRequest":
+        """A frozen request taken up after a takeover: the view at its kept cutoff with the
+        snapshot it was fitted with, under the decision it was frozen with — the same request
+        with the same inputs, whatever arrived since (§5, §10; Q160)."""
+        run.cutoff = cutoff = self.cutoff_of(position)
+        protected, view = self.request_view(run, cutoff)
+        view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
+        return sent_request(self.context.with_system(run, view), self.context.schemas(run),
+                            self.s.estimator, protected, cutoff, position.budget_decision or "",
+                            snapshot_id)
+
+    def first_output(self, run: RunState, operation_id: UUID, answered: NodeCheckpoint) -> None:
+        """The first output of the request's attempts: its deliveries become delivered with the
+        receipt (T_FIRST_OUTPUT, §5), saved once with the position that says so; an Executor's
+        request delivers no user input."""
+        first = dl.first_output(self.s.book, operation_id=operation_id,
+                                receipt_ref=self.s.ref(f"first-output:{operation_id}"),
+                                delivered_at=self.s.time())
+        if isinstance(first, dl.DeliveryRejected):
+            raise RuntimeError(f"{first.code}: {first.reason}")
+        self.s.book, writes = first
+        self.s.deliveries_changed(writes)
+        self.s.commit("T_FIRST_OUTPUT", [self.s.record_position(run, answered)])
+        self.s.moments.at("first_output")
+
+    def save_raw(self, run: RunState, operation_id: UUID, outcome: Complete,
+                 fragments: Sequence[str]) -> NodeCheckpoint:
+        """The raw answer saved before anything happens to it (RAW_RESULT_SAVED, §10); the
+        answer as received is held for the next step (the raw keeps only what recovery
+        needs). After a good retry the failed attempts' fragments stay out of the context."""
+        raw = self.s.ref(raw_answer(outcome))
+        self.s.put_operation(operation_id, run, OperationPurpose.MODEL,
+                             f"model:{operation_id}", OperationState.RUNNING, raw)
+        saved = self.s.position(run, NodeStage.RAW_SAVED, operation_id=str(operation_id))
+        self.s.commit("RAW_RESULT_SAVED", [self.s.record_position(run, saved)])
+        self.settle_fragments(run, fragments, succeeded=True)
+        self.s.moments.at("raw_saved")
+        self.answers[operation_id] = outcome
+        return saved
 
     def request_denied(self, run: RunState, position: NodeCheckpoint) -> None:
         """DENIED: the pre-request chain's committed deny ends the role (Q75)."""
@@ -171,10 +326,7 @@ class NodeDriver:
             op = self.s.operations[position.operation_id]
             if op.raw_result_ref is None:
                 raise AssertionError("a raw_saved position has its raw result")
-            raw = json.loads(self.s.store.text(op.raw_result_ref))
-            outcome = Complete(raw["text"], tuple(
-                ProposedCall(c["name"], c["arguments"], c.get("provider_call_id"),
-                             c.get("malformed_arguments")) for c in raw["tool_calls"]))
+            outcome = saved_answer(self.s.store.text(op.raw_result_ref))
         return self.accept(run, position.operation_id, outcome)
 
     def post_response(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint:
@@ -298,50 +450,6 @@ class NodeDriver:
         return owner.loops + owner.finished_executor_loops + sum(
             task.loops for task in self.s.tasks if task.parent is owner)
 
-    def loop(self, run: RunState, request: "Request | None") -> NodeCheckpoint | None:
-        """A business Loop's request up to its saved answer (the RAW_SAVED position): a new one
-        (``request`` None), or the one a position held, taken up again. Prepared at a fixed
-        cutoff, passed through the pre-request chain (not again for a request taken up: its
-        changes are in the effective context, §10), fitted and compacted, frozen (T_FREEZE),
-        asked. None when the role ended on the way."""
-        if self.stopped_or_out_of_time(run):
-            return None
-        if self.loops_taken(run) >= self.s.agent.loop_limit:
-            self.end(run, RunStatus.LOOP_EXHAUSTED)
-            return None
-        run.loops += 1
-        at = request or Request(self.s.new_id(), None)
-        operation_id = at.operation_id
-        cutoff = self.s.book.inputs[-1].input_seq if at.cutoff is None else at.cutoff
-        run.cutoff = cutoff
-        protected = run.handover if run.parent is not None else self.prepared(run, cutoff)
-        view = self.context.materialize(run, protected)
-        if isinstance(view, UnsettledBatch):
-            raise AssertionError("the shell settles every batch before the next loop")
-        chain = None if at.again else self.pipeline.run_hooks(
-            "model.pre_request", run, {"params": {}}, None, None, extra=lambda outcome:
-            self.request_decided(run, operation_id, outcome),
-            budget=self.context.fixed_room(run, view, protected)
-            if self.s.hooks.registered("model.pre_request") else None)
-        if chain is not None and chain.blocked:  # never sent; the role ends (Q75)
-            self.end(run, RunStatus.FAILED, ErrorCode.HOOK_DENIED, REQUEST_DENIED)
-            return None
-        if chain is not None and chain.items:
-            view = self.context.materialize(run, protected)
-            if isinstance(view, UnsettledBatch):
-                raise AssertionError("hooks never unsettle a batch")
-        prepared = self.fit(run, operation_id, view, protected)
-        if prepared is None:
-            return None
-        view, decision, snapshot_id = prepared
-        self.s.moments.at("freeze")
-        if self.stopped_before_freeze(run):
-            return None
-        self.s.commit("T_FREEZE", self.s.put_model_freeze(
-            run, self.context.prepare_model_freeze(run, operation_id, cutoff)))
-        return self.call_business_model(run, at, view, protected, cutoff, decision,
-                                        snapshot_id)
-
     def prepared(self, run: RunState, cutoff: int) -> tuple[ProtectedInput, ...]:
         """The root role's protected inputs at the cutoff, shown once in its context (§5)."""
         draft = self.context.prepare(run, cutoff)
@@ -349,12 +457,11 @@ class NodeDriver:
         return draft.protected
 
     def request_decided(self, run: RunState, operation_id: UUID,
-                         chain: ChainOutcome | None) -> list[Write]:
+                         chain: ChainOutcome | None) -> NodeCheckpoint:
         """The loop's position after the pre-request chain, committed with its decision: a
         deny is a fact a takeover ends the role on, never a request it sends (§3, Q75)."""
         stage = NodeStage.DENIED if chain is not None and chain.blocked else NodeStage.PREPARED
-        return [self.s.checkpoint(run, stage, operation_id=str(operation_id),
-                                  cutoff=run.cutoff)]
+        return self.s.position(run, stage, operation_id=str(operation_id), cutoff=run.cutoff)
 
     def fit(self, run: RunState, operation_id: UUID, view: ModelView,
              protected: Sequence[ProtectedInput]
@@ -411,87 +518,6 @@ class NodeDriver:
                  wr.window_message(self.s.budget, tokens, "sent; the provider refused it"),
                  wr.figures(self.s.budget, tokens))
 
-    def call_business_model(self, run: RunState, at: "Request", view: ModelView,
-                             protected: Sequence[ProtectedInput], cutoff: int, decision: str,
-                             snapshot_id: UUID | None) -> NodeCheckpoint | None:
-        """The frozen request's attempts from ``at``'s next one (a takeover goes on after the
-        stored failed ones, §10) to the saved answer's position; None when the role ended."""
-        # What the adapter sends, marks included, is what is counted and what is traced (§6,
-        # §7: I counts everything sent).
-        rendered = render_request(view, self.context.schemas(run))
-        counted = rendered_estimation(rendered)
-        messages = counted.messages
-        estimation = self.s.estimator.estimate(counted).tokens
-        delivered, operation_id = False, at.operation_id
-        first_attempt, last_fragment = at.first_attempt, at.partial
-        fragments = self.stored_fragments(run, operation_id) if first_attempt > 1 else []
-        for attempt in range(first_attempt, self.s.agent.model_attempts + 1):
-            if attempt > 1 and self.halted_before_retry(run):
-                return None  # no new attempt after a stop or past the Run's deadline
-            outcome = self.pipeline.call_model(
-                run, "business", operation_id, f"model:{operation_id}", attempt, messages,
-                self.context.schemas(run), self.s.budget.output_reserve, view,
-                compaction=decision, snapshot_id=snapshot_id, protected=protected,
-                cutoff=cutoff, estimation=estimation, rendered=rendered)
-            if isinstance(outcome, ContextLengthExceeded):
-                # The refusal is a fact saved before the Run ends, so a takeover ends the Run
-                # the same way instead of sending the over-window request again (CTX-7.24).
-                self.s.commit("ATTEMPT_FAILED", [checkpoint_write(
-                    run.run_id, loop_key(run, "attempts"), {
-                        "operation_id": str(operation_id), "failed": attempt,
-                        "partial": False, "refused": estimation})])
-                self.refused(run, estimation)
-                return None
-            if isinstance(outcome, (Complete, PartialThenFailed)) and not delivered \
-                    and run.parent is None:
-                self.first_output(operation_id)
-                delivered = True
-            if isinstance(outcome, Complete):
-                return self.save_raw(run, operation_id, outcome, fragments)
-            if isinstance(outcome, PartialThenFailed):
-                fragments.append(outcome.fragment)
-            # A failed attempt is a fact: a takeover goes on with the next one, never renews
-            # the attempts (§10). Its fragment is kept with it, out of the role's context.
-            last_fragment = isinstance(outcome, PartialThenFailed)
-            self.s.commit("ATTEMPT_FAILED", [checkpoint_write(
-                run.run_id, loop_key(run, "attempts"), {
-                    "operation_id": str(operation_id), "failed": attempt,
-                    "partial": last_fragment, "fragments": list(fragments)})])
-        self.settle_fragments(run, fragments, succeeded=False)
-        self.end(run, RunStatus.FAILED, ErrorCode.MODEL_FAILED,
-                  "the model failed " + ("after a partial output" if last_fragment
-                                         else "before any output"))
-        return None
-
-    def first_output(self, operation_id: UUID) -> None:
-        """The first output of the request's attempts: its deliveries become delivered with the
-        receipt (T_FIRST_OUTPUT, §5); an Executor's request delivers no user input."""
-        first = dl.first_output(self.s.book, operation_id=operation_id,
-                                receipt_ref=self.s.ref(f"first-output:{operation_id}"),
-                                delivered_at=self.s.time())
-        if isinstance(first, dl.DeliveryRejected):
-            raise RuntimeError(f"{first.code}: {first.reason}")
-        self.s.book, writes = first
-        self.s.deliveries_changed(writes)
-        self.s.commit("T_FIRST_OUTPUT", [])
-        self.s.moments.at("first_output")
-
-    def save_raw(self, run: RunState, operation_id: UUID, outcome: Complete,
-                 fragments: Sequence[str]) -> NodeCheckpoint:
-        """The raw answer saved before anything happens to it (RAW_RESULT_SAVED, §10); the
-        answer as received is held for the next step (the raw keeps only what recovery
-        needs)."""
-        raw = self.s.ref(json.dumps({"text": outcome.text, "tool_calls": [
-            raw_call(c) for c in outcome.tool_calls]}, sort_keys=True, ensure_ascii=False))
-        self.s.put_operation(operation_id, run, OperationPurpose.MODEL,
-                             f"model:{operation_id}", OperationState.RUNNING, raw)
-        saved = self.s.position(run, NodeStage.RAW_SAVED, operation_id=str(operation_id))
-        self.s.commit("RAW_RESULT_SAVED", [self.s.record_position(run, saved)])
-        self.settle_fragments(run, fragments, succeeded=True)
-        self.s.moments.at("raw_saved")
-        self.answers[operation_id] = outcome
-        return saved
-
     def asks_pre_call(self, run: RunState) -> bool:
         """A pre-call hook decides about a call that will run: none is asked once a stop is
         accepted (Q80)."""
@@ -501,14 +527,6 @@ class NodeDriver:
         """A retry is a new model call: under the Run's stop and its deadline like every call
         (§8 "所有调用受同一 Run deadline", §3, §11). Ends the role when either came."""
         return self.stopped_or_out_of_time(run)
-
-    def stored_fragments(self, run: RunState, operation_id: UUID) -> list[str]:
-        """The fragments of an Operation's failed attempts a crashed incarnation saved."""
-        saved = self.s.store.checkpoint(run.run_id, loop_key(run, "attempts"))
-        if not isinstance(saved, dict) or saved.get("operation_id") != str(operation_id):
-            return []
-        kept = saved.get("fragments")
-        return [f for f in kept if isinstance(f, str)] if isinstance(kept, list) else []
 
     def settle_fragments(self, run: RunState, fragments: Sequence[str], *,
                           succeeded: bool) -> None:
@@ -568,20 +586,3 @@ class NodeDriver:
 
     def ends_invocation(self, task: RunState) -> bool:
         return task.status is RunStatus.FAILED and task.error_code in INVOCATION_ERRORS
-
-
-
-
-
-@dataclass(frozen=True)
-class Request:
-    """The business request a Loop works on: its Operation and input cutoff (None: the inputs
-    received by now), and — taken up again after a takeover — that its pre-request chain was
-    decided and which attempt comes next (the failed ones are stored facts, §10)."""
-
-    operation_id: UUID
-    cutoff: int | None
-    again: bool = False
-    first_attempt: int = 1
-    partial: bool = False
-    """Whether the last stored failed attempt had shown a partial output."""

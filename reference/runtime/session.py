@@ -28,6 +28,7 @@ from ctxspec.reference.budget import (
 from ctxspec.reference.context_contracts import mutation_contract, revision_contract
 from ctxspec.reference.contracts import (
     TERMINAL_RUN_STATUSES,
+    ChunkStep,
     CompactionEpisode,
     NodeCheckpoint,
     NodeStage,
@@ -198,6 +199,9 @@ class RunState:
     loops: int = 0
     stop_requested: bool = False
     episodes: list[CompactionEpisode] = field(default_factory=list)
+    chunk: ChunkStep | None = None
+    """The compaction episode's progress of the request in flight, as the role's COMPACTING
+    position commits it (a takeover takes it from the position it loaded)."""
     snapshot: tuple[UUID, SourceManifest, str] | None = None
     pointer: ActivePointer = field(default_factory=lambda: ActivePointer(None, 1))
     run_seq: int = 0
@@ -455,7 +459,7 @@ class SessionState:
                            OperationState.RUNNING)
         run.last_model_operation_id = frozen.operation_id
         self.put_role(run)
-        return [frozen.checkpoint]
+        return [self.record_position(run, frozen.position)]
 
     def keep_body(self, text: str) -> PayloadRef:
         """A tool result's whole body, kept in memory and staged as its blob (§6: a bounded
