@@ -13,8 +13,8 @@ from tests.real_bugs.patches import (
     Patch,
     cut_between_call_and_result,
     error_text_as_summary,
-    orphaned_results_sent,
     orphaned_call_blocks_compaction,
+    orphaned_results_sent,
 )
 
 LANGCHAIN = "ctxspec.adapters.langchain:make_driver"

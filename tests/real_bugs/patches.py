@@ -69,8 +69,10 @@ def orphaned_results_sent() -> Iterator[None]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(messages, "_drop_orphaned_tool_results", buggy)
+        yield
 
 
+@contextmanager
 def orphaned_call_blocks_compaction() -> Iterator[None]:
     """google/adk-python#7236, as its report describes it: the range a compaction may cover
     ends before the first function_call that has no function_response yet, whether or not one

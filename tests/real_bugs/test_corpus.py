@@ -2,7 +2,6 @@
 is still present, must make its named cases fail; without it they pass; and putting a fixed
 bug back leaves the framework as it was. Slow: each probe runs whole cases on a framework."""
 
-from typing import Any
 
 import pytest
 
