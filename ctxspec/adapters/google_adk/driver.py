@@ -52,9 +52,10 @@ from ctxspec.adapters.google_adk.crash import Crash, Died, WatchedSessions
 from ctxspec.adapters.google_adk.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.google_adk.model import ModelFailed, ScriptedLlm, WindowRefused
 from ctxspec.adapters.google_adk.profile import PROFILE
-from ctxspec.adapters.google_adk.runs import BudgetRefused, Delivery, Run
+from ctxspec.adapters.google_adk.runs import Run
 from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
 from ctxspec.adapters.google_adk.view import Message, estimation, read_view, tool_schemas
+from ctxspec.adapters.run_facts import BudgetRefused, Delivery
 from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario

@@ -60,8 +60,6 @@ from ctxspec.adapters.openai_agents.history import history_read
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
 from ctxspec.adapters.openai_agents.runs import (
-    BudgetRefused,
-    Delivery,
     HookDenied,
     Run,
     consume,
@@ -69,6 +67,7 @@ from ctxspec.adapters.openai_agents.runs import (
 )
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
 from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
+from ctxspec.adapters.run_facts import BudgetRefused, Delivery
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import AgentDoc, HistoryReadDoc, Scenario
 from ctxspec.reference.budget import (

@@ -7,32 +7,13 @@ from dataclasses import dataclass, field
 from agents import RunResultStreaming
 from openai import APIConnectionError, BadRequestError, InternalServerError
 
+from ctxspec.adapters.run_facts import BudgetRefused, Delivery
 from ctxspec.reference.ports import ScriptExhausted
 
 
 class HookDenied(Exception):
     """A ``model.pre_request`` deny, raised from the SDK's input filter so the model is never
     called and the Run ends (Q75)."""
-
-
-class BudgetRefused(Exception):
-    """The §8 refusal of a request whose fixed input exceeds B, raised from the SDK's input
-    filter so the SDK ends the Run."""
-
-    def __init__(self, code: str, figures: dict[str, int]) -> None:
-        super().__init__(f"{code}: the fixed input needs {figures['input_tokens']} tokens; "
-                         f"the input budget is {figures['input_budget']}")
-        self.code, self.figures = code, figures
-
-
-@dataclass
-class Delivery:
-    input_id: str
-    delivery_id: str
-    text: str
-    run_no: int | None
-    state: str = "pending"
-    previous: str | None = None
 
 
 @dataclass

@@ -52,9 +52,10 @@ from ctxspec.adapters.pydantic_ai.hooks import Chain, DesignHooks, HookDenied
 from ctxspec.adapters.pydantic_ai.model import scenario_model
 from ctxspec.adapters.pydantic_ai.profile import PROFILE
 from ctxspec.adapters.pydantic_ai.retries import Retries
-from ctxspec.adapters.pydantic_ai.runs import BudgetRefused, Delivery, Run, root_cause
+from ctxspec.adapters.pydantic_ai.runs import BudgetRefused, Run, root_cause
 from ctxspec.adapters.pydantic_ai.tools import build
 from ctxspec.adapters.pydantic_ai.view import Message, estimation, read_view, tool_schema
+from ctxspec.adapters.run_facts import Delivery
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import (

@@ -4,6 +4,8 @@ where the framework hands a request to the model."""
 
 from dataclasses import dataclass, field
 
+from ctxspec.adapters.run_facts import Delivery
+
 
 class BudgetRefused(Exception):
     """A §8 refusal (a fixed input over B; no room for a summary; a request still over B
@@ -15,16 +17,6 @@ class BudgetRefused(Exception):
         super().__init__(f"{code}: the request needs {figures['input_tokens']} tokens; "
                          f"the input budget is {figures['input_budget']}")
         self.figures, self.code = figures, code
-
-
-@dataclass
-class Delivery:
-    input_id: str
-    delivery_id: str
-    text: str
-    run_no: int | None
-    state: str = "pending"
-    previous: str | None = None
 
 
 @dataclass
