@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -231,8 +232,18 @@ def printed_commands() -> list[str]:
     return sorted(found)
 
 
+ADAPTER_RUNTIMES = ("--driver ctxspec.adapters.", "--stdio 'node adapters/")
+"""How a command names one of the shipped adapters' runtimes (a Python driver or a stdio one)."""
+
+
 def _adapter(command: str) -> bool:
-    return "--driver ctxspec.adapters." in command
+    return any(runtime in command for runtime in ADAPTER_RUNTIMES)
+
+
+def _runtime(command: str) -> str:
+    words = shlex.split(command)
+    option = "--driver" if "--driver" in words else "--stdio"
+    return words[words.index(option) + 1]
 
 
 def _run_printed(command: str, tmp_path: Path) -> None:
@@ -251,6 +262,23 @@ def test_the_docs_print_replay_commands_for_failures_and_examples() -> None:
     assert not [c for c in commands if "spec/vectors/" in c and "--driver" in c]
 
 
+def test_every_printed_replay_command_parses_and_names_a_target_that_exists() -> None:
+    """The fast half of "every printed command runs", for the inner loop: each command's options
+    are the command's own and its target a case, a file of the checkout or a shipped example.
+    Running them all is the slow tier's (the adapters' commands start a framework each)."""
+    ids = {case.id for case in CASES}
+    command = main.get_command(click.Context(main), "replay")
+    assert command is not None
+    for printed in printed_commands():
+        words = shlex.split(printed)[2:]
+        context = command.make_context("replay", list(words))  # a wrong option raises here
+        target, example = context.params["target"], context.params["example"]
+        if example is not None:
+            assert (ROOT / "docs/examples" / f"{example}.json").is_file(), printed
+        elif not (ROOT / target).is_file():
+            assert target in ids, f"{printed}: {target} is no case ID and no file"
+
+
 @pytest.mark.parametrize("command", [c for c in printed_commands() if not _adapter(c)])
 def test_every_replay_command_the_docs_print_runs(command: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,10 +287,12 @@ def test_every_replay_command_the_docs_print_runs(command: str, tmp_path: Path,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("runtime", sorted({_runtime(c) for c in printed_commands()
+                                            if _adapter(c)}))
 def test_every_adapter_replay_command_the_compatibility_pages_print_runs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    for command in [c for c in printed_commands() if _adapter(c)]:
+    for command in [c for c in printed_commands() if _adapter(c) and _runtime(c) == runtime]:
         _run_printed(command, tmp_path)
 
 

@@ -389,15 +389,16 @@ class GoogleAdkDriver:
         """The scripted model's observer: refuse a request over B, trace it as sent, ask the
         scripted port."""
         self.crash.alive()
-        view, tokens, decision = self._measure(request, purpose, role)
-        if purpose == "business" and decision == "error":
+        view, tokens, measured = self._measure(request, purpose, role)
+        if purpose == "business" and measured == "error":
             raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
                 "fixed_input_tokens": tokens, "input_tokens": tokens,
                 "input_budget": self.budget.input_budget, "window": self.budget.window,
                 "output_reserve": self.budget.output_reserve,
                 "safety_margin": self.budget.safety_margin})
+        decision: str | None = measured
         if purpose == "compaction":
-            decision = None  # type: ignore[assignment]
+            decision = None
         elif self.compacted:
             decision, self.compacted = "compact", False
         if attempt == 1:
