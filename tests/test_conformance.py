@@ -3,12 +3,14 @@ lacks a capability gets `unsupported` (never `passed`), a driver that misbehaves
 that watches for it, and a broken driver is an `error`.
 
 The plumbing (CLI, plugin, reports, stdio, vectors) runs on a few cases (``SOME``) in the
-default tier and on every case in the slow tier; the crash matrix's cases run in
+default tier and on every case in the slow tier (the plugin collects every case there, its
+runs being those of the per-case test); the crash matrix's cases run in
 tests/test_crash_matrix.py."""
 
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -371,18 +373,21 @@ def _suite(pytester: pytest.Pytester | None, *args: str) -> SuiteRun:
 @CHOSEN
 def test_the_pytest_plugin_runs_every_case_against_the_chosen_driver(
         chosen: tuple[Case, ...], pytester: pytest.Pytester) -> None:
-    # The whole suite runs in a new interpreter; the default tier's few cases run in this one.
-    # -k picks the chosen cases by their test ids, "[ID]" (none is a prefix of another).
-    whole = chosen == CASES
-    runner = None if whole else pytester
-    only = [] if whole else ["-k", " or ".join(f"[{c.id}]" for c in chosen)]
+    # The whole suite is collected in a new interpreter: one item per case, named by its ID
+    # (each case passing is test_every_case_passes_on_the_reference's; running them all again
+    # through the plugin judged the same runs twice). The default tier's few cases run in
+    # this interpreter. -k picks them by their test ids, "[ID]" (none is a prefix of another).
+    if chosen == CASES:
+        collected = _suite(None, "--collect-only")
+        assert collected.returncode == 0, collected.stdout
+        items = re.findall(r"::test_conformance_case\[([^\]]+)\]", collected.stdout)
+        assert items == [case.id for case in CASES], "the plugin's items are not the cases"
+        return
+    runner = pytester
+    only = ["-k", " or ".join(f"[{c.id}]" for c in chosen)]
     passed = _suite(runner, *only)
     assert passed.returncode == 0, passed.stdout
     assert f"{len(chosen)} passed" in passed.stdout
-    if whole:
-        # How the plugin reports a failing and an unsupported case is plumbing, judged on the
-        # default tier's cases; the slow tier's whole-suite run is for every case passing.
-        return
     failing = _suite(runner, *only, "--ctxspec-driver",
                      "tests.test_conformance:DropsThirdSupplement")
     assert failing.returncode == 1
