@@ -26,6 +26,7 @@ report names it) and the profile."""
 
 
 @pytest.mark.slow
+@pytest.mark.first  # up to a minute and a half each (Google ADK's is the longest)
 @pytest.mark.parametrize("runtime", sorted(DRIVERS))
 def test_a_checked_in_report_matches_a_fresh_run(runtime: str, tmp_path: Path) -> None:
     checked = json.loads((FOLDER / f"{runtime}.json").read_text("utf-8"))

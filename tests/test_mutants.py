@@ -149,23 +149,40 @@ def test_every_mutant_is_killed_by_the_case_written_for_its_bug(mutant: Mutant) 
     assert verdict.killed_by == [CATCHER[mutant.id]], (verdict.killed_by, verdict.errored)
 
 
+REACH_PARTS = 4
+"""The reach pass in parts, so that under xdist both workers compute it (it is a few tens of
+seconds of every case on the reference)."""
+
+
+def _reach_part(part: int) -> str:
+    reach = reach_of(CASES[part::REACH_PARTS], MUTANTS)
+    return json.dumps({case_id: [result.status, result.detail, result.seconds,
+                                 sorted(reach.touched[case_id])]
+                       for case_id, result in reach.results.items()})
+
+
 @pytest.fixture(scope="session")
 def whole_reach(tmp_path_factory: pytest.TempPathFactory) -> Reach:
     """Every case once on the reference, noting the mutants that could change it: once per
-    test run. Under xdist the first worker to need it writes it to the run's shared temporary
-    folder and the others read it there (results by case ID, mutants by ID)."""
+    test run. Under xdist the parts are shared through the run's temporary folder: a worker
+    computes each part no other has started, then waits for the others' (a part's lock is held
+    while it is computed, and a part its worker left unwritten is computed by the next)."""
     if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: the folder outlives the run
         return reach_of(CASES, MUTANTS)
-    shared = tmp_path_factory.getbasetemp().parent / "whole-reach.json"
-    with open(shared.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not shared.exists():
-            reach = reach_of(CASES, MUTANTS)
-            shared.write_text(json.dumps({case_id: [
-                result.status, result.detail, result.seconds, sorted(reach.touched[case_id])]
-                for case_id, result in reach.results.items()}), "utf-8")
-            return reach
-    saved = json.loads(shared.read_text("utf-8"))
+    folder = tmp_path_factory.getbasetemp().parent
+    for blocking in (False, True):
+        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
+        for part in range(REACH_PARTS):
+            path = folder / f"whole-reach-{part}.json"
+            with open(path.with_suffix(".lock"), "w") as lock:
+                try:
+                    fcntl.flock(lock, flags)
+                except BlockingIOError:  # another worker computes it: awaited on the second pass
+                    continue
+                if not path.exists():
+                    path.write_text(_reach_part(part), "utf-8")
+    saved = {case_id: entry for part in range(REACH_PARTS) for case_id, entry in json.loads(
+        (folder / f"whole-reach-{part}.json").read_text("utf-8")).items()}
     cases = {case.id: case for case in CASES}
     return Reach({i: CaseResult(cases[i], status, detail, seconds)
                   for i, (status, detail, seconds, _) in saved.items()},
