@@ -19,7 +19,7 @@ from ctxspec.conformance import bad_input, worked_examples
 from ctxspec.conformance.bad_input import OUR_DOCUMENTS
 from ctxspec.conformance.capabilities import refine
 from ctxspec.conformance.case import Case, CaseFailure, Trace
-from ctxspec.conformance.crash_matrix import CRASH_MATRIX
+from ctxspec.conformance.crash_matrix import CRASH_MATRIX, REFUSED_COMMITS
 from ctxspec.conformance.hook_crashes import HOOK_CRASHES
 from ctxspec.conformance.matrix import HOOK_MATRIX
 from ctxspec.conformance.rows import ROWS
@@ -32,6 +32,7 @@ _CASES: tuple[Case, ...] = (
     *STATEMENTS,
     *HOOK_MATRIX,
     *CRASH_MATRIX,
+    *REFUSED_COMMITS,
     *HOOK_CRASHES,
 )
 CASES: tuple[Case, ...] = tuple(refine(case) for case in _CASES)

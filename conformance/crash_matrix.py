@@ -7,6 +7,11 @@ endings. Where the design allows a difference it says so: only the answer in fli
 crash came is asked again, a tool that started but never saved its result is reported
 UNKNOWN_OUTCOME (Q44) instead of being re-run, and a hook running at the crash is dropped (Q50).
 
+``REFUSED_COMMITS`` are two more: the tool example with the store refusing its inputs' commit or
+its batch's feedback (``"when": "fails"``), judged as a crash just before it once the refusal
+is surfaced (Q64, Q542). Where requests differ because one went out again after the restart
+under a new key, the failure names it as asked again.
+
 A case needs ``crash:<phase>``: a driver maps each phase it declares onto one of its commits
 (the reference onto its own, docs/recovery.md). ``CRASH_POINTS`` lists how often each example
 passes each phase (tests/test_crash_matrix.py checks the table against the reference).
@@ -116,15 +121,53 @@ as an attempt — never taken as done because a blob exists."""
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
+def _masked(request: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """A request's messages, identifiers masked (a restarted runtime may mint new ones)."""
+    return [(m["role"], m["kind"], _UUID.sub("<id>", m["text"]))
+            for m in request["view"]["messages"]]
+
+
 def _sent(trace: Trace) -> list[list[tuple[str, str, str]]]:
     """Every distinct request (purpose_key, attempt) in first-sent order, as the messages it
-    carried, identifiers masked (a restarted runtime may mint new ones)."""
+    carried, identifiers masked."""
     seen: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
     for request in requests(trace):
-        seen.setdefault((request["purpose_key"], request["attempt"]), [
-            (m["role"], m["kind"], _UUID.sub("<id>", m["text"]))
-            for m in request["view"]["messages"]])
+        seen.setdefault((request["purpose_key"], request["attempt"]), _masked(request))
     return list(seen.values())
+
+
+def asked_again(trace: Trace) -> list[tuple[str, str]]:
+    """Requests the restarted runtime sent with the messages and the attempt of one sent
+    before the restart, under another ``purpose_key``: (the first key, the key it came back
+    under). A runtime that mints new identities after a restart shows a repeated request only
+    this way; the key counts of :func:`same_requests`' callers miss it."""
+    restart = next((i for i, e in enumerate(trace) if e["kind"] == "restarted"), None)
+    if restart is None:
+        return []
+    first: dict[tuple[Any, ...], str] = {}
+    again: list[tuple[str, str]] = []
+    for index, event in enumerate(trace):
+        if event["kind"] != "model_request":
+            continue
+        key = (event["attempt"], *_masked(event))
+        if index < restart:
+            first.setdefault(key, event["purpose_key"])
+        elif key in first and first[key] != event["purpose_key"]:
+            again.append((first[key], event["purpose_key"]))
+    return again
+
+
+def same_requests(crashed: Trace, uncrashed: Trace, what: str) -> None:
+    """The crashed Session's requests against the uncrashed one's; where they differ because
+    a request sent before the restart went out again after it, the failure says so (a request
+    the callers' key counts allow again keeps its key, so it is not among these)."""
+    if _sent(crashed) == _sent(uncrashed):
+        return
+    again = asked_again(crashed)
+    expect(not again, "requests sent before the restart and asked again after it: "
+           f"expected none, saw {len(again)} ("
+           + ", ".join(f"{first} again as {later}" for first, later in again) + ")")
+    equal(_sent(crashed), _sent(uncrashed), what)
 
 
 def _tools(trace: Trace) -> Counter[str]:
@@ -137,14 +180,18 @@ def _tools(trace: Trace) -> Counter[str]:
 
 def _compare(short: str, commit: str, occurrence: int, when: str
              ) -> Callable[[Trace, Trace], None]:
-    lost_answer = (commit, when) in LOST_ANSWER
-    unknown_tool = (commit, when) in UNKNOWN_TOOL
+    # A refused commit is recovered from as a crash just before it (Q64).
+    at = "before" if when == "fails" else when
+    lost_answer = (commit, at) in LOST_ANSWER
+    unknown_tool = (commit, at) in UNKNOWN_TOOL
     maybe_inside = (short, commit, occurrence) in INSIDE_A_TOOL
-    hook_dropped = (commit, when) in HOOK_DROPPED
+    hook_dropped = (commit, at) in HOOK_DROPPED
 
     def compare(crashed: Trace, uncrashed: Trace) -> None:
         equal([(e["phase"], e["when"]) for e in of(crashed, "restarted")], [(commit, when)],
               "restarts (phase, before or after)")
+        if when == "fails":
+            _surfaced(crashed, commit)
         asked = Counter((r["purpose_key"], r["attempt"]) for r in requests(crashed))
         equal(sum(n - 1 for n in asked.values()), 1 if lost_answer else 0,
               "requests asked again after the restart")
@@ -171,9 +218,20 @@ def _compare(short: str, commit: str, occurrence: int, when: str
         # A committed decision is reused: each hook is asked as often as without the crash.
         equal(_hook_calls(crashed), _hook_calls(uncrashed), "hook calls")
         equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
-        equal(_sent(crashed), _sent(uncrashed), "the requests sent (messages, in order)")
+        same_requests(crashed, uncrashed, "the requests sent (messages, in order)")
 
     return compare
+
+
+def _surfaced(crashed: Trace, commit: str) -> None:
+    """A refused commit is surfaced (``persistence_failed`` naming its phase) before the
+    runtime restarts, and nothing runs in between (CTX-3.90, CTX-10.28, Q64)."""
+    equal([e["phase"] for e in of(crashed, "persistence_failed")], [commit],
+          "refused commits surfaced (persistence_failed, the phase)", "CTX-10.28")
+    kinds = [e["kind"] for e in crashed]
+    between = kinds[kinds.index("persistence_failed"):kinds.index("restarted")]
+    equal([kind for kind in between if kind in ("model_request", "tool_executed")], [],
+          "model requests and tools between the refused commit and the restart", "CTX-3.90")
 
 
 def _unknown_tool(short: str, commit: str, occurrence: int, when: str) -> bool:
@@ -223,6 +281,31 @@ def _cases() -> tuple[Case, ...]:
 
 CRASH_MATRIX: tuple[Case, ...] = _cases()
 
+REFUSED: Mapping[str, tuple[str, ...]] = {"TOOLS": ("input_accepted", "batch_fed_back")}
+"""Commits the store refuses (``"when": "fails"``, capability ``commit_failures``): a Run's
+inputs and a fed-back batch, the two writes every runtime that stores a conversation makes.
+Q64: the refusal is surfaced, the runtime stops and restarts on the store, and the Session then
+ends as the uncrashed one, as after a crash just before that commit."""
+
+
+def _refused_cases() -> tuple[Case, ...]:
+    cases = []
+    for short, commits in REFUSED.items():
+        name, needs = EXAMPLES[short]
+        scenario = example(name)
+        for commit in commits:
+            cases.append(Case(
+                f"CRASH-{short}-{commit.upper()}-1-FAILS",
+                f"{name}: a refused {commit} #1 is surfaced and changes nothing else",
+                "§10 crash matrix", (*REQUIREMENTS, "CTX-10.28", "CTX-3.90"),
+                _crashed(scenario, short, commit, 1, "fails"), no_check,
+                needs | {crash_need(commit), "commit_failures"}, baseline=scenario,
+                compare=_compare(short, commit, 1, "fails")))
+    return tuple(cases)
+
+
+REFUSED_COMMITS: tuple[Case, ...] = _refused_cases()
+
 
 __all__ = ["CRASH_MATRIX", "CRASH_POINTS", "EXAMPLES", "INSIDE_A_TOOL", "LOST_ANSWER",
-           "UNKNOWN_TOOL"]
+           "REFUSED", "REFUSED_COMMITS", "UNKNOWN_TOOL", "asked_again", "same_requests"]

@@ -37,8 +37,8 @@ from ctxspec.conformance.crash_matrix import (
     SPARE,
     UNKNOWN_TOOL,
     _hook_calls,
-    _sent,
     _tools,
+    same_requests,
 )
 from ctxspec.conformance.sessions import boundary
 
@@ -157,9 +157,9 @@ def _compare(point: str, phase: str, chain: str, occurrence: int = 1, when: str 
         equal(calls, expected, f"hook calls (the chain {chain} at the crash is "
               + ("asked once, never skipped)" if chain == "not asked" else "reused)"))
         equal(_tools(crashed), _tools(uncrashed), "tools executed with their arguments")
-        equal(_sent(crashed), _sent(uncrashed),
-              "the requests sent (messages, in order): the chain's change or deny must reach "
-              "them after the takeover as it does without the crash")
+        same_requests(crashed, uncrashed, "the requests sent (messages, in order): the chain's "
+                      "change or deny must reach them after the takeover as it does without "
+                      "the crash")
         equal(endings(crashed), endings(uncrashed), "Run endings")
 
     return compare

@@ -2,7 +2,10 @@
 caller with ``to_input_list()`` instead of a ``SQLiteSession``, the Executor's hand-over worded
 by us instead of the SDK's builder) reaches the same verdict as the adapter on the cases that
 read those choices (issue #32: no failure that passes when only the mapping changes). The
-whole suite's comparison is in the slow tier."""
+whole suite's comparison is in the slow tier. So does the SDK's tool approval
+(``needs_approval``, a RunState approved or rejected) in place of its input guardrail as the
+pre-call hook (ctxspec/adapters/openai_agents/approvals.py, Q540), on every case with a
+pre-call hook the adapter judges."""
 
 import asyncio
 from typing import TYPE_CHECKING
@@ -16,6 +19,7 @@ from ctxspec.conformance.harness import (
     run_case,
     scenario_trace,
 )
+from tests.second_mappings import reported
 
 if TYPE_CHECKING:
     from ctxspec.conformance.harness import DriverFactory
@@ -62,9 +66,55 @@ def test_the_verdicts_hold_for_a_second_mapping() -> None:
 
 @pytest.mark.slow
 def test_every_verdict_holds_for_a_second_mapping() -> None:
-    adapter, second = _statuses(ADAPTER, None), _statuses(SECOND, None)
+    # The adapter's verdicts are its checked-in report's (kept equal to a fresh run by
+    # tests/test_compat_reports.py), so the suite runs once here, on the second mapping.
+    adapter = reported("openai-agents")
+    second = _statuses(SECOND, None)
     both = [case for case, status in second.items() if status != "unsupported"]
     assert len(both) >= 80, f"only {len(both)} cases compared"
     differ = {case: (adapter[case], second[case]) for case in both
               if adapter[case] != second[case]}
     assert not differ, f"verdicts that depend on the adapter's mapping (adapter, second): {differ}"
+
+
+# --- tool.pre_call as the SDK's tool approval (ctxspec/adapters/openai_agents/approvals.py) ---
+
+APPROVALS = "ctxspec.adapters.openai_agents.approvals:make_approvals_driver"
+
+
+def _against_the_report(ids: list[str]) -> dict[str, tuple[str, str]]:
+    """The approvals mapping's verdicts against the adapter's checked-in ones (which
+    tests/test_compat_reports.py keeps equal to a fresh run)."""
+    adapter = reported("openai-agents")
+    factory = load_factory(APPROVALS)
+    second = {case.id: run_case(case, factory).status for case in by_id(ids)}
+    return {case: (adapter[case], status) for case, status in second.items()
+            if status != adapter[case]}
+
+
+def test_the_approvals_mapping_pauses_the_run_and_answers() -> None:
+    from ctxspec.adapters.openai_agents.approvals import make_approvals_driver
+    [case] = by_id(["HM-TPRE-DENY-ROOT-SUCCEEDED"])
+    driver = make_approvals_driver()
+    trace = scenario_trace(driver, case.scenario)
+    assert driver.answered == 1, "no approval was asked for"
+    assert all(not tool.tool_input_guardrails for tool in driver.tools)
+    assert [e for e in trace if e["kind"] == "tool_executed"] == [], "a rejected call ran"
+
+
+def test_pre_call_verdicts_hold_for_approvals() -> None:
+    # A pre-call modify the SDK cannot make, a deny, and an allow.
+    assert not _against_the_report(["HM-TPRE-MODIFY-ROOT-SUCCEEDED",
+                                     "HM-TPRE-DENY-ROOT-SUCCEEDED",
+                                     "HM-TPRE-ALLOW-ROOT-SUCCEEDED"])
+
+
+@pytest.mark.slow
+def test_every_pre_call_verdict_holds_for_approvals() -> None:
+    # Q540: the approvals mapping must agree with the guardrail mapping the report judges.
+    adapter = reported("openai-agents")
+    judged = [case.id for case in by_id(None) if "hooks:tool.pre_call" in case.needs
+              and adapter.get(case.id) not in (None, "unsupported")]
+    assert len(judged) >= 40, f"only {len(judged)} cases compared"
+    differ = _against_the_report(judged)
+    assert not differ, f"verdicts that depend on the pre-call mapping (adapter, second): {differ}"

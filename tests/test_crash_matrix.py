@@ -20,17 +20,19 @@ from typing import Any
 
 import pytest
 
-from ctxspec.conformance.case import Case, example
+from ctxspec.conformance.case import Case, CaseFailure, example
 from ctxspec.conformance.crash_matrix import (
     CRASH_MATRIX,
     CRASH_POINTS,
     EXAMPLES,
     INSIDE_A_TOOL,
     LOST_ANSWER,
+    REFUSED_COMMITS,
     UNKNOWN_TOOL,
+    same_requests,
 )
 from ctxspec.conformance.driver import ReferenceDriver, run_scenario
-from ctxspec.conformance.harness import run_case
+from ctxspec.conformance.harness import run_case, scenario_trace
 from ctxspec.conformance.phases import REFERENCE_COMMITS
 from ctxspec.conformance.scenario import ScenarioError, ScriptedModel, parse_scenario
 from ctxspec.reference.runtime.trace import Restarted, ToolExecuted
@@ -166,3 +168,43 @@ def test_a_bad_crash_is_refused_naming_the_field_and_the_rule(crash: dict[str, A
     with pytest.raises(ScenarioError) as refused:
         parse_scenario({**example("tool-batch-hook"), "crash": crash})
     assert str(refused.value).startswith(f"SCENARIO_INVALID: {expected}")
+
+
+def _request(key: str, *texts: str) -> dict[str, Any]:
+    return {"kind": "model_request", "purpose_key": key, "attempt": 1, "view": {"messages": [
+        {"role": "user", "kind": "user_ref", "text": text} for text in texts]}}
+
+
+def test_a_request_asked_again_under_a_new_key_is_named_so() -> None:
+    # A runtime that mints new keys after a restart and sends its first request again: the
+    # key counts see no repeat, so the failure must say what the messages show (#32, Q542).
+    crashed = [_request("k1", "q"), {"kind": "restarted"}, _request("k2", "q"),
+               _request("k3", "q", "answer")]
+    uncrashed = [_request("k1", "q"), _request("k2", "q", "tool result"),
+                 _request("k3", "q", "answer")]
+    with pytest.raises(CaseFailure) as failed:
+        same_requests(crashed, uncrashed, "the requests sent")
+    assert str(failed.value) == ("requests sent before the restart and asked again after it: "
+                                 "expected none, saw 1 (k1 again as k2)")
+    # Requests that differ otherwise keep the comparison's own message.
+    with pytest.raises(CaseFailure) as differ:
+        same_requests([_request("k1", "q"), {"kind": "restarted"}, _request("k2", "q", "x")],
+                      uncrashed[:2], "the requests sent")
+    assert str(differ.value).startswith("the requests sent: expected")
+    same_requests(uncrashed, uncrashed, "the requests sent")  # the same: nothing to say
+
+
+@pytest.mark.parametrize("case", REFUSED_COMMITS, ids=[c.id for c in REFUSED_COMMITS])
+def test_a_refused_commit_is_surfaced_and_recovered_from(case: Case) -> None:
+    # Q64, Q542: the reference surfaces the refusal, then ends the Session as without it.
+    assert run_case(case, ReferenceDriver).status == "passed"
+    # A runtime that died there without saying the store refused it does not pass.
+    assert case.compare is not None and case.baseline is not None
+    silent = scenario_trace(ReferenceDriver(), {**case.scenario, "crash": {
+        **case.scenario["crash"], "when": "before"}})
+    baseline = scenario_trace(ReferenceDriver(), case.baseline)
+    for event in silent:
+        if event["kind"] == "restarted":
+            event["when"] = "fails"
+    with pytest.raises(CaseFailure, match=r"^refused commits surfaced \(persistence_failed"):
+        case.compare(silent, baseline)

@@ -31,7 +31,8 @@ def profile() -> Profile:
 KEPT = ("ROW-13", "S11-STOP-IN-FLIGHT-FINAL", "S11-FORMAT-ERROR", "S5-DELIVERED-ON-OUTPUT",
         "ROW-03", "S3-DELEGATE-POST-DENY", "S3-REQUEST-DENIED", "S2-RESPONSE-DENIED-CALLS",
         "S10-NEW-SESSION", "CRASH-TOOLS-BATCH_FED_BACK-1-AFTER",
-        "CRASH-RUNS-INPUT_ACCEPTED-3-BEFORE", "CRASH-PLANNER-INPUT_ACCEPTED-2-AFTER")
+        "CRASH-RUNS-INPUT_ACCEPTED-3-BEFORE", "CRASH-PLANNER-INPUT_ACCEPTED-2-AFTER",
+        "CRASH-TOOLS-INPUT_ACCEPTED-1-FAILS")
 """A claimed supplement carried once to the next question; a stop that wins over an answer in
 flight; a missing tool answered by an error the next Loop sees; inputs delivered on the first
 output; two Executors behind ``Agent.as_tool`` each seeing only its hand-over, one at a time
@@ -39,7 +40,8 @@ output; two Executors behind ``Agent.as_tool`` each seeing only its hand-over, o
 pre-request deny from ``call_model_input_filter`` sending nothing (Q381); a post-response
 deny from ``RunHooks.on_llm_end`` whose calls never run (Q383); a new session's history read
 back with ``get_items`` holding none of the first one's (Q492); a restart after a turn's or
-an input's write, continuing from the stored items (Q493) — each the SDK's own doing."""
+an input's write, continuing from the stored items (Q493); a refused write of the inputs
+surfaced, the inputs sent again after the restart (Q542) — each the SDK's own doing."""
 
 DIVERGING = {
     "ROW-12": "attempts",  # a broken stream is never retried (model_retry._evaluate_retry)
@@ -52,7 +54,8 @@ DIVERGING = {
     "S11-PROTECTED-TOO-LARGE": "expected [['user_ref']], saw [[]]",  # input saved late
     "S10-TAKEOVER-BUDGET": "business Loops",  # the restarted Runner.run has a new max_turns
     # The answer is saved with its batch only: a crash before that write asks it again.
-    "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE": "the requests sent",
+    "CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE": "asked again after it",
+    "CRASH-TOOLS-BATCH_FED_BACK-1-FAILS": "asked again after it",
 }
 """Cases the SDK fails, and a word of what the failure shows."""
 

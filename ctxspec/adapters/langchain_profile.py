@@ -427,11 +427,28 @@ NOTES = (
     "deny at either raises out of before_model and the Run ends COMPACTION_FAILED.",
     "Not declared, because LangChain lacks them: chunked folds, snapshots, shared "
     "scopes, retention, the history API, a stop inside a batch; and the crash phases LangGraph "
-    "writes nothing at: session_opened, attempt_failed, first_output, tool_started (no write "
-    "marks a task started; a task is known by its writes alone), hook_started (a middleware "
-    "hook runs inside its node and writes nothing as it starts; only a review's interrupt "
-    "would mark one, so the phase has no commit at the other hook points) and the compaction "
-    "phases (Q491).",
+    "writes nothing at (Q491), each with what it does write instead: session_opened (a new "
+    "thread_id is written first by its first stream's input checkpoint, input_accepted's; "
+    "langgraph/pregel/_loop.py: PregelLoop._first), attempt_failed (ModelRetryMiddleware "
+    "retries inside the model node's wrap_model_call, so a failed attempt writes nothing; only "
+    "the node's last failure is written, as its task's error write; langgraph/pregel/_loop.py: "
+    "PregelLoop.put_writes), first_output (the model node takes the answer whole and writes "
+    "it with the step's checkpoint, raw_answer_saved's; nothing marks a first token), "
+    "tool_started (no write marks a task started: a tool call's Send task is known by its "
+    "result's pending write alone, tool_settled's), hook_started (a middleware hook runs "
+    "inside its node and writes nothing as it starts; its decision is written with the node's "
+    "checkpoint, hook_decided's; only a review's interrupt marks one, and it is written with "
+    "the review's answer) and the compaction phases — episode_started, chunk_answer_saved, "
+    "chunk_committed, snapshot_published (SummarizationMiddleware summarises inside its "
+    "before_model node and returns one update, every message removed and the summary with the "
+    "kept tail, written with that node's checkpoint; no write marks an episode begun or a "
+    "chunk, and there is no snapshot; langchain/agents/middleware/summarization.py: "
+    "SummarizationMiddleware.before_model).",
+    "A second mapping of the same API (tests/langchain_second_mapping.py: the design's hook "
+    "points written as LangChain's decorator middleware, @before_model, @wrap_model_call, "
+    "@after_model(can_jump_to=['end']) and @wrap_tool_call, instead of one AgentMiddleware "
+    "class) reaches the same verdict on every failure through those points "
+    "(tests/test_langchain_second_mapping.py, Q541).",
 )
 
 SUITE_FLAWS = {

@@ -11,8 +11,12 @@ What the SDK itself stores of a Run is its session's items (agents/run_internal/
   batch ran: the answer and every result of its batch in one ``add_items``.
 
 The Session's store is a :class:`WatchedSession`, the SDK's ``SQLiteSession`` that dies just
-before or just after such a write as the scenario's crash says; once dead, no model call, tool
-or write is made. A restarted process has what the SDK offers: the session. It opens it anew
+before or just after such a write as the scenario's crash says, or refuses it (``"when":
+"fails"``, capability ``commit_failures``): its ``add_items`` raises, as a user's ``Session``
+whose store fails does, the SDK ends the Run on it and the driver traces ``persistence_failed``
+before the restart (Q64, Q542). Once dead, no model call, tool or write is made.
+
+A restarted process has what the SDK offers: the session. It opens it anew
 (a fresh compaction session around it), sends again any input of the Run the session does not
 hold, and starts ``Runner.run_streamed`` on it — with no input when the session holds them all,
 a new Run of the SDK (new max_turns, new hook state) that continues from the stored items.
@@ -34,12 +38,19 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 
 PHASES = ("input_accepted", "batch_fed_back")
-CAPABILITIES = frozenset(f"crash:{phase}" for phase in PHASES)
+CAPABILITIES = frozenset({*(f"crash:{phase}" for phase in PHASES), "commit_failures"})
 
 
 class Died(Exception):
     """The process dies at a write (an Exception, so the SDK's run loop ends on it and the
     stream reports it; nothing runs after it, every act checks :meth:`Crash.alive`)."""
+
+
+class Refused(Died):
+    """The session refused a write (``"when": "fails"``, capability ``commit_failures``): what a
+    user's ``Session`` whose ``add_items`` raises does, e.g. a ``SQLiteSession`` subclass on a
+    full disk. The SDK gets the exception from ``add_items`` and ends the Run on it; the
+    process then stops and restarts as after a death (Q64)."""
 
 
 @dataclass
@@ -57,13 +68,17 @@ class Crash:
             raise Died("the process died")
 
     def at_write(self, phases: Counter[str], when: str) -> None:
-        """Die if the scenario's crash falls ``when`` this write."""
+        """Die if the scenario's crash falls ``when`` this write; refuse the write, before it
+        is made, if the crash is a refusal of it."""
         plan = self.plan
-        if plan is None or self.done or plan.when != when or not phases[str(plan.phase)]:
+        due = plan is not None and (plan.when == when or (plan.when, when) == ("fails", "before"))
+        if plan is None or self.done or not due or not phases[str(plan.phase)]:
             return
         self.passed += phases[str(plan.phase)]
         if self.passed >= plan.occurrence:
             self.done = self.dead = True
+            if plan.when == "fails":
+                raise Refused(f"the session refused a write of {plan.phase}")
             raise Died(f"the process died {when} a write of {plan.phase}")
 
     def restarted(self) -> dict[str, Any]:
@@ -99,14 +114,16 @@ class WatchedSession(SQLiteSession):
         self.crash.at_write(phases, "after")
 
 
-def died(failure: BaseException) -> bool:
-    """Whether a Run's failure is the process's death (the SDK may wrap it)."""
+def died(failure: BaseException) -> Died | None:
+    """The process's death (or the session's refusal) a Run's failure is, if it is one (the
+    SDK may wrap it)."""
     seen: BaseException | None = failure
     while seen is not None:
         if isinstance(seen, Died):
-            return True
+            return seen
         seen = seen.__cause__ or seen.__context__
-    return False
+    return None
 
 
-__all__ = ["CAPABILITIES", "PHASES", "Crash", "Died", "WatchedSession", "died", "phases_of"]
+__all__ = ["CAPABILITIES", "PHASES", "Crash", "Died", "Refused", "WatchedSession", "died",
+           "phases_of"]

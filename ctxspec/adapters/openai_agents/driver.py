@@ -287,6 +287,9 @@ class OpenAIAgentsDriver:
             if failure is not None:
                 self._failed(run, failure)
                 return
+            if result.interruptions:  # paused for approvals (approvals.py): answered, resumed
+                start = self._answer_approvals(result)
+                continue
             if result.is_complete and result.final_output is not None:
                 self._end(run, "succeeded", final=str(result.final_output))
                 return
@@ -326,6 +329,10 @@ class OpenAIAgentsDriver:
     def _settled(self, result: RunResultStreaming) -> None:
         """After each streamed Run: nothing to keep, the session saved it (a mapping that
         carries the history itself keeps it here)."""
+
+    def _answer_approvals(self, result: RunResultStreaming) -> RunState[Any]:
+        """The mapping with approvals answers them (approvals.py); this one asks for none."""
+        raise AssertionError(f"no approval was asked for, yet {result.interruptions}")
 
     def _resume(self, run: Run, state: RunState[Any]) -> RunState[Any]:
         """Stage the supplements that arrived on the paused Run (``RunState.add_input``)."""

@@ -65,13 +65,20 @@ class Guardrails:
 
     def _before(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context
-        arguments = json.loads(context.tool_arguments or "{}")
-        if self._denies("tool.pre_call", {"name": context.tool_name, "arguments": arguments},
-                        "pre"):
-            self.facts[context.tool_call_id] = {"status": "denied", "stage": "pre",
-                                                "executed": False, "result_delivered": False}
+        if self.call_denied(context.tool_name, context.tool_arguments, context.tool_call_id):
             return ToolGuardrailFunctionOutput.reject_content(PRE_DENIED)
         return ToolGuardrailFunctionOutput.allow()
+
+    def call_denied(self, name: str, arguments: str | None, call_id: str) -> bool:
+        """``tool.pre_call``: the chain asked with a proposed call (from a guardrail or, in
+        the approvals mapping, an approval, approvals.py); a deny is written as the call's
+        result facts (Q210)."""
+        proposed = json.loads(arguments or "{}")
+        if not self._denies("tool.pre_call", {"name": name, "arguments": proposed}, "pre"):
+            return False
+        self.facts[call_id] = {"status": "denied", "stage": "pre", "executed": False,
+                               "result_delivered": False}
+        return True
 
     def _after(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         context = data.context

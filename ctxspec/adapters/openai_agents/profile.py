@@ -116,7 +116,8 @@ _INPUT_AFTER_FILTER = Divergence(
     "(_persist_stream_input_if_needed after maybe_filter_model_input)")
 _TURN_LOST = Divergence(
     "A turn's answer is saved only with its batch's results, in one session write after the "
-    "tools ran: a crash before that write loses the answer and the results, so the restarted "
+    "tools ran: a crash before that write, or the session refusing it, loses the answer and "
+    "the results, so the restarted "
     "Run asks the model again from the question, where the design has saved the answer "
     "before any tool ran and settles an unsaved result UNKNOWN_OUTCOME (§10).",
     "agents/run_internal/run_loop.py: start_streaming (NextStepRunAgain: "
@@ -144,7 +145,7 @@ DIVERGENCES = {
     "S11-PROTECTED-TOO-LARGE": _INPUT_AFTER_FILTER,
     **dict.fromkeys(("CRASH-RUNS-INPUT_ACCEPTED-7-BEFORE", "CRASH-RUNS-INPUT_ACCEPTED-7-AFTER"),
                     _INPUT_AFTER_FILTER),
-    **dict.fromkeys(("CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE",
+    **dict.fromkeys(("CRASH-TOOLS-BATCH_FED_BACK-1-BEFORE", "CRASH-TOOLS-BATCH_FED_BACK-1-FAILS",
                      "CRASH-PLANNER-BATCH_FED_BACK-1-BEFORE"), _TURN_LOST),
     "S10-TAKEOVER-BUDGET": _BUDGET_RESTARTS,
     **dict.fromkeys((f"CRASH-PLANNER-BATCH_FED_BACK-{n}-{when}" for n in (2, 3)
@@ -236,6 +237,17 @@ FINDINGS = (
     Finding("Once a stream has emitted output the failure is an absolute veto on retrying, "
             "whatever the retry policy says.",
             "agents/run_internal/model_retry.py: _evaluate_retry"),
+    Finding("A session's add_items that raises ends the streamed Run with that exception: "
+            "the SDK neither retries the write nor goes on without it, and what the write "
+            "held (a Run's inputs, or a turn's answer with its batch's results) is not stored.",
+            "agents/run_internal/session_persistence.py: save_result_to_session, "
+            "_session_add_items"),
+    Finding("A tool with needs_approval pauses the Run: the call is a ToolApprovalItem among "
+            "the result's interruptions, RunState.approve or RunState.reject answers it, and "
+            "the Run resumed from that state runs it or sends the model the rejection; an "
+            "approval carries no arguments of its own.",
+            "agents/tool.py: FunctionTool.needs_approval; agents/run_state.py: "
+            "RunState.approve, RunState.reject"),
     Finding("Two function calls of one response with the same call_id are refused with "
             "ModelBehaviorError before any tool runs.",
             "agents/run_internal/tool_planning.py: _dedupe_processed_response_invocations"),
@@ -306,6 +318,13 @@ NOTES = (
     "every case it judges (tests/test_agents_second_mapping.py; without a session it has no "
     "compaction session, so the compaction cases are judged by this mapping alone): no other "
     "verdict here rests on the session or on the SDK's rendering of the hand-over.",
+    "tool.pre_call mapped a second way (ctxspec/adapters/openai_agents/approvals.py, "
+    "make_approvals_driver, Q540): each function tool's needs_approval instead of its "
+    "ToolInputGuardrail; the Run pauses on a ToolApprovalItem, the chain's allow is "
+    "RunState.approve and its deny RunState.reject (the model reads the rejection through "
+    "tool_error_formatter), and the Run resumes from that state. Its grain is the guardrail's "
+    "(allow or deny, no modify) and it reaches the same verdict on every case with a pre-call "
+    "hook this report judges (tests/test_agents_second_mapping.py).",
     "The Planner and its Executors (ctxspec/adapters/openai_agents/executor.py): the root "
     "Agent's delegate tool is the Executor Agent through Agent.as_tool(parameters=Handover) — "
     "task, constraints and materials validated by the SDK and rendered into the Executor's "
@@ -333,9 +352,11 @@ NOTES = (
     "writes the SDK makes to the session — input_accepted the write of a Run's inputs, just "
     "before its first model call, batch_fed_back the write of a turn whose answer called "
     "tools, made after the batch ran (the answer and its results together). The session's "
-    "SQLiteSession dies just before or after such a write; once dead, nothing more runs or "
-    "is stored. The restarted process opens the session anew, sends again the Run's inputs it "
-    "does not hold, and starts Runner.run_streamed on it (with no input if it holds them "
+    "SQLiteSession dies just before or after such a write, or refuses it (commit_failures: "
+    "its add_items raises, as a user's Session subclass on a full disk would; the SDK ends the "
+    "Run on the exception, and the driver traces persistence_failed); once dead, nothing more "
+    "runs or is stored. The restarted process opens the session anew, sends again the Run's "
+    "inputs it does not hold, and starts Runner.run_streamed on it (with no input if it holds them "
     "all): a new Run of the SDK that continues from the stored items. Not mapped, because "
     "the SDK writes nothing there or nothing of its own: a request frozen, a first output, "
     "an answer before its batch ran, a tool's result alone, a hook started or decided, an "

@@ -16,7 +16,14 @@ from agents.memory import SessionSettings
 from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 
-from ctxspec.adapters.openai_agents.crash import CAPABILITIES, Crash, Died, WatchedSession, died
+from ctxspec.adapters.openai_agents.crash import (
+    CAPABILITIES,
+    Crash,
+    Died,
+    Refused,
+    WatchedSession,
+    died,
+)
 from ctxspec.adapters.openai_agents.driver import OpenAIAgentsDriver
 from ctxspec.adapters.openai_agents.runs import Run
 from ctxspec.adapters.openai_agents.view import read_view
@@ -51,8 +58,9 @@ class RestartingDriver(OpenAIAgentsDriver):
         return super()._run_tool(ctx, name, arguments)
 
     def _failed(self, run: Run, failure: BaseException) -> None:
-        if died(failure):
-            raise Died("the process died") from failure
+        death = died(failure)
+        if death is not None:
+            raise death from failure
         super()._failed(run, failure)
 
     async def _drive(self, run: Run) -> None:
@@ -60,6 +68,11 @@ class RestartingDriver(OpenAIAgentsDriver):
             try:
                 await super()._drive(run)
                 return
+            except Refused as refused:  # surfaced, then the process stops and restarts (Q64)
+                self.events.append({"kind": "persistence_failed", "phase": self.crash.plan.phase,
+                                    "occurrence": self.crash.plan.occurrence,
+                                    "error": str(refused)})
+                await self._restart(run)
             except Died:
                 await self._restart(run)
 
