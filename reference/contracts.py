@@ -33,6 +33,7 @@ from ctxspec.reference.contract_base import (
 from ctxspec.reference.node_checkpoint import (
     AttemptsMade,
     ChunkStep,
+    HookStarted,
     NodeCheckpoint,
     NodeStage,
 )
@@ -543,6 +544,7 @@ __all__ = [
     "HookDecision",
     "HookDiagnostic",
     "HookInvocation",
+    "HookStarted",
     "InputKind",
     "MessageRole",
     "MutationSourceKind",

@@ -2,7 +2,8 @@
 GraphCheckpoint、NodeCheckpoint … 才是可恢复事实"): :class:`NodeStage`, the step the role's
 loop runs next, and :class:`NodeCheckpoint`, everything a takeover needs to run it — the
 request in flight, its failed attempts (:class:`AttemptsMade`), the compaction chunk it folds
-(:class:`ChunkStep`) and the open batch's members. One record: recovery reads the position
+(:class:`ChunkStep`), the open batch's members and the hook chain marked running
+(:class:`HookStarted`). One record: recovery reads the position
 from it alone. Re-exported by :mod:`contracts`.
 """
 
@@ -19,7 +20,8 @@ class NodeStage(StrEnum):
     """Where a role's loop stands, the "当前阶段" of §10's 角色可恢复状态, naming the step the loop
     runs next (for the role's own incarnation or a takeover): no request in flight (the next
     Loop; a new role starts here); the pre-request chain decided, or its deny (Q75); the
-    request's compaction episode at a chunk; T_FREEZE, or a failed attempt; an attempt's
+    request's compaction episode planned or at a chunk, its chunks all committed, its snapshot
+    published (or refused); T_FREEZE, or a failed attempt; an attempt's
     outcome received (its first output's receipt saved); the raw answer saved; its effective
     record saved (its post-response chain next); the answer decided (its calls settle one by
     one, then the feedback)."""
@@ -28,6 +30,8 @@ class NodeStage(StrEnum):
     PREPARED = "prepared"
     DENIED = "denied"
     COMPACTING = "compacting"
+    SUMMARISED = "summarised"
+    COMPACTED = "compacted"
     FROZEN = "frozen"
     ANSWERED = "answered"
     RAW_SAVED = "raw_saved"
@@ -35,7 +39,8 @@ class NodeStage(StrEnum):
     BATCH = "batch"
 
 
-_NEEDS_OPERATION = frozenset({NodeStage.PREPARED, NodeStage.DENIED, NodeStage.COMPACTING,
+_EPISODE = frozenset({NodeStage.COMPACTING, NodeStage.SUMMARISED, NodeStage.COMPACTED})
+_NEEDS_OPERATION = frozenset({NodeStage.PREPARED, NodeStage.DENIED, *_EPISODE,
                               NodeStage.FROZEN, NodeStage.ANSWERED,
                               NodeStage.RAW_SAVED})  # a request in flight
 _REQUEST_SENT = frozenset({NodeStage.FROZEN, NodeStage.ANSWERED})
@@ -70,15 +75,27 @@ class ChunkStep(Contract):
     denied: bool = False
 
 
+class HookStarted(Contract):
+    """A hook chain marked running before it is asked (HOOK_STARTED): its point, the call it
+    is about (if any), its stage and the role's Loop. A takeover that finds its own chain so
+    marked knows the process died while the hook ran: the outcome is unknown and follows the
+    hook failure rule, never asked again (§10, CTX-3.59; Q50)."""
+
+    point: str
+    call_id: str | None
+    stage: str
+    loops: Count
+
+
 class NodeCheckpoint(Contract):
     """A role's recoverable state, committed with each step of its loop: the stage, the Loops
     and tool calls spent (a takeover never regains them, §10 "剩余额度"), the request's
     Operation and input cutoff, its frozen manifest, the CompactionPolicy's decision it was
     fitted with, its failed attempts and whether its first output's receipt is saved; the
-    compaction episode's chunk (COMPACTING); the decision whose batch is open and that batch's
-    members — settled (call_id → result), pre-call decisions, Executor executions started
-    (call_id → context_id), raw results saved and the call started. Never copies of messages:
-    identities, references and commit positions only."""
+    compaction episode's chunk (COMPACTING, SUMMARISED, COMPACTED); the decision whose batch
+    is open and that batch's members — settled (call_id → result), pre-call decisions,
+    Executor executions started (call_id → context_id), raw results saved and the call
+    started. Never copies of messages: identities, references and commit positions only."""
 
     stage: NodeStage
     loops: Count
@@ -97,6 +114,7 @@ class NodeCheckpoint(Contract):
     delegated: dict[str, str] = Field(default_factory=dict)
     raw: dict[str, dict[str, Any]] = Field(default_factory=dict)
     started: str | None = None
+    hook: HookStarted | None = None
 
     @model_validator(mode="after")
     def _stage_facts(self) -> Self:
@@ -107,8 +125,8 @@ class NodeCheckpoint(Contract):
         open_batch = (self.settled, self.hooked, self.delegated, self.raw, self.started)
         if self.stage is not NodeStage.BATCH and any(open_batch):
             raise ValueError("only a batch position holds batch members")
-        if self.stage is not NodeStage.COMPACTING and self.compaction is not None:
-            raise ValueError("only a compacting position holds an episode's chunk")
+        if self.stage not in _EPISODE and self.compaction is not None:
+            raise ValueError("only an episode's position holds the episode's chunk")
         sent = (self.attempts != AttemptsMade(), self.first_output, self.budget_decision)
         if self.stage not in _REQUEST_SENT and any(sent):
             raise ValueError("only a frozen or answered position holds its request's attempts")

@@ -27,7 +27,7 @@ from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.runtime import (
     batch,
     context_manager,
-    node_driver,
+    request_fit,
     session,
     window_report,
 )
@@ -170,7 +170,7 @@ PATCHES: tuple[tuple[object, str, Callable[[Any], Any]], ...] = (
     (view, "estimation_request", _estimation),
     (compaction, "estimation_request", _estimation),
     (context_manager, "estimation_request", _estimation),
-    (node_driver, "estimation_request", _estimation),
+    (request_fit, "estimation_request", _estimation),
     (session.SessionState, "commit", _renamed),
     (window_report, "window_message", _refusal),
     (window_report, "fixed_message", _fixed),

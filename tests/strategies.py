@@ -230,8 +230,10 @@ def node_checkpoints(draw: st.DrawFn) -> c.NodeCheckpoint:
     """A request in flight names its Operation, an answer being decided its decision, and only
     an open batch holds members."""
     stage = draw(st.sampled_from(c.NodeStage))
-    in_flight = stage in {c.NodeStage.PREPARED, c.NodeStage.DENIED, c.NodeStage.COMPACTING,
-                          c.NodeStage.FROZEN, c.NodeStage.ANSWERED, c.NodeStage.RAW_SAVED}
+    episode = stage in {c.NodeStage.COMPACTING, c.NodeStage.SUMMARISED, c.NodeStage.COMPACTED}
+    in_flight = episode or stage in {c.NodeStage.PREPARED, c.NodeStage.DENIED,
+                                     c.NodeStage.FROZEN, c.NodeStage.ANSWERED,
+                                     c.NodeStage.RAW_SAVED}
     sent = stage in {c.NodeStage.FROZEN, c.NodeStage.ANSWERED}
     deciding = stage in {c.NodeStage.POST, c.NodeStage.BATCH}
     batch = stage is c.NodeStage.BATCH
@@ -243,7 +245,7 @@ def node_checkpoints(draw: st.DrawFn) -> c.NodeCheckpoint:
         budget_decision=draw(st.none() | words) if sent else None,
         attempts=draw(attempts_made) if sent else c.AttemptsMade(),
         first_output=draw(st.booleans()) if sent else False,
-        compaction=draw(st.none() | chunk_steps) if stage is c.NodeStage.COMPACTING else None,
+        compaction=draw(st.none() | chunk_steps) if episode else None,
         decision=draw(uuids if deciding else st.none()),
         settled=draw(json_members) if batch else {}, hooked=draw(json_members) if batch else {},
         delegated=draw(st.dictionaries(words, words, max_size=3)) if batch else {},

@@ -5,6 +5,7 @@ no feedback appended twice."""
 import json
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -18,6 +19,7 @@ from ctxspec.conformance.scenario import (
     Triggers,
     parse_scenario,
 )
+from ctxspec.reference.contracts import NodeCheckpoint
 from ctxspec.reference.ports import (
     HookContext,
     HookPoint,
@@ -158,7 +160,27 @@ def test_a_hook_that_was_running_at_the_crash_is_dropped_never_asked_again(
     [write] = [e for e in runtime.trace.of(ToolExecuted) if e.name == "write"]
     assert write.effective_arguments["path"] == "a.md"
     run = next(iter(runtime.runs.values()))
-    assert store.checkpoint(run.run_id, "hook") is None  # settled: no chain left running
+    position = store.checkpoint(run.run_id, "loop")  # settled: no chain left marked running
+    assert isinstance(position, dict) and "hook" not in position, position
+
+
+def test_a_hook_chain_marked_running_is_part_of_the_role_position(tmp_path: Path) -> None:
+    # Issue #34, one position contract: the mark HOOK_STARTED commits is the role's position
+    # (the one a takeover loads) with the chain — tool.pre_call of the first call, in the
+    # first Loop — never a checkpoint of its own; the chain's decision clears it.
+    store = Store(tmp_path / "crash.db")
+    first = start(store, Counting(scenario()), CrashPlan("HOOK_STARTED", 1, "after"),
+                  LogicalClock())
+    with pytest.raises(Crash):
+        first.ask("Write the report and read my notes.")
+        first.advance()
+    [run_id] = [UUID(row["run_id"]) for row in store.query("SELECT run_id FROM runs")]
+    position = NodeCheckpoint.model_validate(store.checkpoint(run_id, "loop"))
+    assert position.hook is not None, "HOOK_STARTED left the role's position unmarked"
+    assert (position.hook.point, position.hook.stage, position.hook.loops) == (
+        "tool.pre_call", "pre", 1)
+    assert position.hook.call_id is not None  # a pre-call chain is about its call
+    assert store.checkpoint(run_id, "hook") is None, "the mark kept apart from the position"
 
 
 @pytest.mark.covers("CTX-10.24")

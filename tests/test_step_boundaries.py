@@ -14,6 +14,7 @@ outcome, which lived only in the process that died, is asked again (§10, the an
 flight; docs/recovery.md, T_FIRST_OUTPUT).
 """
 
+import copy
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from ctxspec.conformance.case import example
+from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import scenario_trace
 from ctxspec.conformance.phases import REFERENCE_COMMITS
@@ -33,7 +35,13 @@ from tests.test_role_loop import ARCHITECTURE
 
 PHASE_OF = {commit: phase for phase, commit in REFERENCE_COMMITS.items()}
 EXAMPLES = ("tool-batch-hook", "compaction-three-chunks-window-exceeded",
-            "supplements-across-runs", "planner-two-executors")
+            "supplements-across-runs", "planner-two-executors", "EX8-ROW1")
+"""The worked examples, and the §8 table's first row (a case's scenario): an episode of one
+chunk after which the compacted request is frozen and answered, where the three-chunk example
+ends at the hard window."""
+EPISODE = ("prepared", "compacting", "summarised", "compacted")
+"""The stages from a prepared request through its compaction episode to its freeze."""
+COMPACTING = ("compaction-three-chunks-window-exceeded", "EX8-ROW1")
 LOST_WITH_THE_PROCESS = {"answered": ["save_answer", "ask_model"]}
 """What a takeover runs again at a stage whose step's input lived only in memory: the
 answered position finds no outcome and hands the frozen one on, whose attempt is asked
@@ -131,7 +139,8 @@ def _run(name: str, log: Log, crash: tuple[str, int] | None = None) -> list[Step
     log.counts.clear()
     log.sessions.clear()
     log.crashed_at = None
-    document = example(name)
+    document = copy.deepcopy(dict(by_id([name])[0].scenario)) if name.isupper() \
+        else example(name)
     if crash is not None:
         document["crash"] = {"phase": PHASE_OF[crash[0]], "occurrence": crash[1],
                              "when": "after"}
@@ -210,3 +219,17 @@ def test_a_takeover_at_each_step_boundary_resumes_from_its_position(name: str, l
     assert boundaries, "the example passes no step boundary"
     for boundary in boundaries:
         _taken_over(name, log, boundary, runs)
+
+
+def test_every_boundary_of_the_episode_is_a_takeover_point(log: Log) -> None:
+    # Issue #34: a compaction episode is steps of the loop, each a boundary a takeover resumes
+    # at. Every position docs/architecture.md's table says an episode's step reaches is one
+    # some scenario's step commits, so the takeovers above are generated at each of them.
+    table = _table()
+    documented = {(stage, reached) for stage in EPISODE for reached in table[stage][1]}
+    seen = {(boundary.given["stage"], boundary.reached["stage"])
+            for name in COMPACTING for boundary in _boundaries(_run(name, log))
+            if boundary.reached is not None and boundary.given["stage"] in EPISODE}
+    assert seen == documented, (f"episode boundaries the scenarios never reach: "
+                                f"{sorted(documented - seen)}; not in the table: "
+                                f"{sorted(seen - documented)}")

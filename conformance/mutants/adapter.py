@@ -9,7 +9,7 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import compaction, protocol, view
 from ctxspec.reference.contracts import OperationState
-from ctxspec.reference.runtime import compaction_service, context_manager, node_driver, sent_request
+from ctxspec.reference.runtime import compaction_service, context_manager, request_fit, sent_request
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
 from ctxspec.reference.view import RenderedRequest
 
@@ -61,7 +61,7 @@ def _patches(kind: str) -> tuple[Patch, ...]:
             Patch(sent_request, "render_request", _without(kind)),
             Patch(compaction_service, "render_request", _without(kind)),
             *(Patch(module, "estimation_request", _counted_as_rendered)
-              for module in (view, compaction, context_manager, node_driver)))
+              for module in (view, compaction, context_manager, request_fit)))
 
 
 MUTANTS = (

@@ -6,7 +6,7 @@ from typing import Any
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import budget, tokens
 from ctxspec.reference.errors import ErrorCode
-from ctxspec.reference.runtime import compaction_service, node_driver
+from ctxspec.reference.runtime import compaction_service, node_driver, request_fit
 from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.node_driver import NodeDriver
 
@@ -59,7 +59,7 @@ MUTANTS = (
     Mutant("MARGIN-LEFT-OUT",
            "the hard window checks I + O ≤ W and forgets the safety margin (§7: I + O + S ≤ W)",
            (Patch(budget, "fits_hard_window", _no_margin),
-            Patch(node_driver, "fits_hard_window", _no_margin))),
+            Patch(request_fit, "fits_hard_window", _no_margin))),
     Mutant("CJK-UNDERCOUNT",
            "the conservative estimator counts characters, not UTF-8 bytes, so CJK text is "
            "undercounted (§7)",

@@ -6,7 +6,10 @@ from typing import Any
 
 from ctxspec.conformance.mutants import Mutant, Patch
 from ctxspec.reference import compaction, snapshots
-from ctxspec.reference.runtime import compaction_service, context_manager, node_driver
+from ctxspec.reference.budget import fits_hard_window
+from ctxspec.reference.contracts import NodeCheckpoint, NodeStage
+from ctxspec.reference.runtime import compaction_service, context_manager, request_fit
+from ctxspec.reference.runtime import trace as tr
 from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.node_driver import NodeDriver
 from ctxspec.reference.snapshots import Applicability
@@ -39,20 +42,35 @@ def _no_protection_check(original: Callable[..., Any]) -> Callable[..., Any]:
     return check
 
 
-def _compact_again(original: Callable[..., Any]) -> Callable[..., Any]:
-    def fit(self: Any, run: Any, operation_id: Any, view: ModelView, protected: Any) -> Any:
-        fitted = original(self, run, operation_id, view, protected)
-        if fitted is None:
-            return None
-        final, decision, _ = fitted
-        tokens = self.s.estimator.estimate(
-            estimation_request(final, self.context.schemas(run))).tokens
-        if decision == "compact" and tokens >= self.s.budget.trigger_threshold:
-            # Still above the trigger: a new episode for the same request.
-            return original(self, run, self.s.new_id(), ModelView(final.messages[1:]),
-                            protected)
-        return fitted
+def _held(driver: NodeDriver, run: Any, position: NodeCheckpoint) -> Any:
+    """The request's fit as the step finds it — held, or measured again after a takeover —
+    kept for the step itself to take."""
+    operation_id = driver.operation_of(position)
+    fit = driver.fits.pop(operation_id, None) or driver.fitting.taken_up(run, position)
+    if fit is not None:
+        driver.fits[operation_id] = fit
     return fit
+
+
+def _compact_again(original: Callable[..., Any]) -> Callable[..., Any]:
+    def freeze_compacted(self: NodeDriver, run: Any, position: NodeCheckpoint) -> Any:
+        fit = _held(self, run, position)
+        again: set[Any] = self.__dict__.setdefault("mutant_compacted_again", set())
+        if fit is None or fit.decision != "compact" or run.loops in again:
+            return original(self, run, position)
+        budget = self.s.budget
+        tokens = self.s.estimator.estimate(estimation_request(
+            self.context.with_system(run, fit.view), self.context.schemas(run))).tokens
+        if tokens >= budget.trigger_threshold and fits_hard_window(
+                tokens, budget.output_reserve, budget.safety_margin, budget.window):
+            # Sendable but still above the trigger: the request is fitted again under a new
+            # Operation, which its policy compacts in a second episode.
+            again.add(run.loops)
+            self.fits.pop(self.operation_of(position))
+            return self.moved(run, position, NodeStage.PREPARED,
+                              operation_id=str(self.s.new_id()), compaction=None)
+        return original(self, run, position)
+    return freeze_compacted
 
 
 def _keys_only(original: Callable[..., Applicability]) -> Callable[..., Applicability]:
@@ -73,25 +91,40 @@ def _pointer_only_switch(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _resummarise_on_conflict(original: Callable[..., Any]) -> Callable[..., Any]:
-    def compact(self: Any, run: Any, operation_id: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, run, operation_id, *args, **kwargs)
-        steps = [e for e in self.s.trace.events if getattr(e, "kind", None) == "compaction"]
-        if result is not None and steps and steps[-1].step == "snapshot_refused":
-            # Resolve the conflict by summarising again: a fresh episode (under a fresh
-            # operation id, as the store allows one per operation), its chunks re-asked.
-            return original(self, run, self.s.new_id(), *args, **kwargs)
-        return result
-    return compact
+    def publish_summary(self: NodeDriver, run: Any, position: NodeCheckpoint) -> Any:
+        fit = _held(self, run, position)
+        planned = None if fit is None else fit.planned
+        reached = original(self, run, position)
+        steps = self.s.trace.of(tr.CompactionStep)
+        if fit is None or reached is None or planned is None or not steps \
+                or steps[-1].step != "snapshot_refused":
+            return reached
+        # Resolve the conflict by summarising again: a fresh episode (under a fresh operation
+        # id, as the store allows one per operation) on the same source, its chunks re-asked
+        # and published before the request goes on.
+        fit.summary = None
+        again = self.fitting.planned(run, self.s.new_id(), fit, planned.source)
+        while again is not None and again.planned is not None and again.chunks_left():
+            advanced = self.compaction.advance(run, again.planned, again.summary)
+            if advanced is None:
+                return None
+            again.planned, again.summary, _ = advanced
+        if again is None:
+            return None
+        if again.planned is not None:
+            self.fitting.published(run, again)
+        return reached
+    return publish_summary
 
 
-def _fit_unaware(original: Callable[..., Any]) -> Callable[..., Any]:
-    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+def _unaware(original: Callable[..., Any]) -> Callable[..., Any]:
+    def step(self: NodeDriver, *args: Any, **kwargs: Any) -> Any:
         self.__dict__["mutant_compacting"] = True
         try:
             return original(self, *args, **kwargs)
         finally:
             self.__dict__["mutant_compacting"] = False
-    return fit
+    return step
 
 
 def _stop_unseen_while_fitting(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -116,11 +149,11 @@ def _episode_after_stop(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _remember_material(original: Callable[..., Any]) -> Callable[..., Any]:
-    def compact(self: Any, run: Any, operation_id: Any, view: Any, material: Any, target: int,
-                *rest: Any) -> Any:
-        self.__dict__["mutant_material"] = (tuple(material), target)
-        return original(self, run, operation_id, view, material, target, *rest)
-    return compact
+    def plan(self: CompactionService, run: Any, operation_id: Any, view: Any, source: Any,
+             existing: Any) -> Any:
+        self.__dict__["mutant_material"] = (tuple(source.material), source.target)
+        return original(self, run, operation_id, view, source, existing)
+    return plan
 
 
 def _material_as_it_is_now(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -142,13 +175,13 @@ MUTANTS = (
     Mutant("PROTECTED-INPUT-COMPACTED",
            "the current question and supplements are compaction material, and the request "
            "is sent without them (§5, §8: protected inputs are fixed input, never summarised)",
-           (Patch(node_driver, "split_request", _nothing_protected),
+           (Patch(request_fit, "split_request", _nothing_protected),
             Patch(context_manager, "split_request", _nothing_protected),
-            Patch(node_driver, "check_protected_inputs", _no_protection_check))),
+            Patch(request_fit, "check_protected_inputs", _no_protection_check))),
     Mutant("SECOND-COMPACTION",
            "a request still above the trigger after its summary is compacted again (§8: one "
            "episode per request; above 80% but within B it is sent)",
-           (Patch(NodeDriver, "fit", _compact_again),)),
+           (Patch(NodeDriver, "freeze_compacted", _compact_again),)),
     Mutant("SNAPSHOT-NOT-INVALIDATED",
            "a snapshot stays applicable while its covered records exist, even when their "
            "effective content changed (§9: compare content, not identity)",
@@ -161,12 +194,13 @@ MUTANTS = (
     Mutant("CAS-RESUMMARISED",
            "a switch refused because covered material changed is resolved by a new episode "
            "that asks the summary model again (§9: never re-call completed chunks)",
-           (Patch(CompactionService, "compact", _resummarise_on_conflict),)),
+           (Patch(NodeDriver, "publish_summary", _resummarise_on_conflict),)),
     Mutant("EPISODE-IGNORES-STOP",
            "the compaction episode runs apart from the Run: a stop or the deadline reached "
            "while it runs is seen only after the business request (§8, §11: the episode "
            "shares the Run's cancellation and deadline)",
-           (Patch(NodeDriver, "fit", _fit_unaware),
+           (*(Patch(NodeDriver, step, _unaware) for step in (
+               "fit_request", "fold_chunk", "publish_summary", "freeze_compacted")),
             Patch(NodeDriver, "stopped_or_out_of_time", _stop_unseen_while_fitting),
             # Nor is it seen between the episode and the freeze: only after the request.
             Patch(NodeDriver, "stopped_before_freeze", _unseen_at_freeze))),
@@ -179,7 +213,7 @@ MUTANTS = (
            "a takeover resumes a running episode on the records as they are now instead of "
            "the material it started with, so a correction made meanwhile makes the summary of "
            "the old text look applicable (§8, §9: the coverage and chunk plan are persisted)",
-           (Patch(CompactionService, "compact", _remember_material),
+           (Patch(CompactionService, "plan", _remember_material),
             Patch(CompactionService, "episode_source", _material_as_it_is_now)),
            recovery=True),
 )

@@ -98,21 +98,18 @@ def _stream_kept(original: Method) -> Method:
 
 
 def _partial_shown_as_summary(original: Method) -> Method:
-    def fit(self: NodeDriver, run: RunState, *rest: Any, **kept: Any) -> Any:
-        prepared = original(self, run, *rest, **kept)
+    def freeze_compacted(self: NodeDriver, run: RunState, position: NodeCheckpoint) -> Any:
+        fit = self.fits.get(self.operation_of(position))
         partials: list[str] = getattr(self.s, _PARTIALS, None) or []
-        if prepared is None or not partials:
-            return prepared
-        view, decision, snapshot_id = prepared
-        messages = list(view.messages)
+        messages = [] if fit is None else list(fit.view.messages)
         at = next((i for i, m in enumerate(messages) if m.kind is ViewKind.SUMMARY), None)
-        if at is None:
-            return prepared
-        # The summary stream was written to the context as it came: the broken attempt's part
-        # stays a summary record beside the retry's.
-        shown = [summary_message(p, messages[at].record_id) for p in partials]
-        return ModelView(tuple(messages[:at] + shown + messages[at:])), decision, snapshot_id
-    return fit
+        if fit is not None and partials and at is not None:
+            # The summary stream was written to the context as it came: the broken attempt's
+            # part stays a summary record beside the retry's.
+            shown = [summary_message(p, messages[at].record_id) for p in partials]
+            fit.view = ModelView(tuple(messages[:at] + shown + messages[at:]))
+        return original(self, run, position)
+    return freeze_compacted
 
 
 MUTANTS = (
@@ -138,5 +135,5 @@ MUTANTS = (
            "as a summary beside the retry's (§8: a failed summary is never passed off as one; "
            "only a complete answer enters the view)",
            (Patch(InvocationPipeline, "call_model", _stream_kept),
-            Patch(NodeDriver, "fit", _partial_shown_as_summary))),
+            Patch(NodeDriver, "freeze_compacted", _partial_shown_as_summary))),
 )

@@ -1,14 +1,17 @@
 """The CompactionService of §3: one CompactionEpisode per triggering business Operation,
 planned, advanced chunk by chunk and published as a snapshot with the CAS of the active
-pointer (§8, §9; "CompactionService --> CommitCoordinator : Episode及快照命令").
+pointer (§8, §9; "CompactionService --> CommitCoordinator : Episode及快照命令"). Each is the
+body of one step of the role's loop (§10), which commits the role's position with it:
 
 - :meth:`CompactionService.plan` — the chunk plan over the frozen material, and the episode
-  started (EPISODE_STARTED) or found again after a takeover (§8, §9);
-- :meth:`CompactionService.advance` — each chunk's model call through the InvocationPipeline, its
-  raw answer saved (CHUNK_RAW_SAVED), its post-response chain, the cursor committed
-  (CHUNK_COMMITTED) (§8 "每步先保存原始响应", §10);
+  started (EPISODE_STARTED, the COMPACTING position at cursor 0) or found again after a
+  takeover (§8, §9);
+- :meth:`CompactionService.advance` — the next chunk's model call through the
+  InvocationPipeline, its raw answer saved (CHUNK_RAW_SAVED), its post-response chain, the
+  cursor committed (CHUNK_COMMITTED: COMPACTING at the next chunk, SUMMARISED after the last)
+  (§8 "每步先保存原始响应", §10);
 - :meth:`CompactionService.publish` — the snapshot and the switch of the active pointer in one
-  commit (SNAPSHOT_COMMITTED), or a refusal kept with its reason (§9).
+  commit (SNAPSHOT_COMMITTED, the COMPACTED position), or a refusal kept with its reason (§9).
 """
 
 import json
@@ -36,8 +39,8 @@ from ctxspec.reference.contracts import (
     AttemptsMade,
     ChunkStep,
     CompactionEpisode,
-    EpisodeStatus,
     MessageRole,
+    NodeCheckpoint,
     NodeStage,
     OperationPurpose,
     OperationState,
@@ -115,10 +118,12 @@ class CompactionEpisodeRef:
 
 class CompactionProgress(NamedTuple):
     """What :meth:`CompactionService.advance` returns (§3 ``advance() CompactionProgress``):
-    the episode with every chunk committed, and the accumulated summary."""
+    the episode with one more chunk committed, the accumulated summary, and the role's
+    position that chunk's commit made."""
 
-    episode: CompactionEpisode
+    planned: CompactionEpisodeRef
     summary: str
+    position: NodeCheckpoint
 
 
 class CompactionResult(NamedTuple):
@@ -139,31 +144,6 @@ class CompactionService:
         self.context = context
         self.pipeline = pipeline
         self.driver = driver
-
-    def compact(self, run: RunState, operation_id: UUID, view: ModelView,
-                material: Sequence[ViewMessage], target: int, input_tokens: int,
-                material_tokens: int, protected: Sequence[ProtectedInput], floor: int
-                ) -> CompactionResult | None:
-        """One episode for this business operation: started, or resumed at its cursor after a
-        takeover (the same chunks, the same purpose_keys; committed chunks never asked again),
-        or — when it already finished — no second one (§8, §9). ``floor``: the material a
-        useful chunk carries (Q120), frozen with the episode's source. None when the Run
-        ended on the way."""
-        existing = next((e for e in run.episodes
-                         if e.triggering_model_operation_id == operation_id), None)
-        if existing is not None and existing.status is not EpisodeStatus.RUNNING:
-            applied, used, _ = view_with_snapshot(view, run.snapshot)
-            return CompactionResult(applied, used)
-        source = Source(material, target, floor, input_tokens, material_tokens)
-        planned = self.plan(run, operation_id, view, source, existing)
-        if not isinstance(planned, CompactionEpisodeRef):
-            return planned
-        advanced = self.advance(run, planned)
-        if advanced is None:
-            return None
-        episode, summary = advanced
-        return self.publish(run, episode, planned.source.material, planned.plan, summary,
-                            protected)
 
     def plan(self, run: RunState, operation_id: UUID, view: ModelView, source: "Source",
              existing: CompactionEpisode | None
@@ -225,42 +205,41 @@ class CompactionService:
         self.s.commit("EPISODE_STARTED", self.progressed(run))
         return started
 
-    def advance(self, run: RunState, planned: CompactionEpisodeRef
+    def advance(self, run: RunState, planned: CompactionEpisodeRef, summary: str | None
                 ) -> CompactionProgress | None:
-        """Each chunk from the episode's cursor on: asked, post-processed and committed with
-        the cursor (CHUNK_COMMITTED); the accumulated summary folds in (§8). None when the Run
-        ended (a stop, the deadline, a failed chunk)."""
+        """The episode's next chunk after its cursor (one step of the role's loop): asked,
+        post-processed and committed with the cursor (CHUNK_COMMITTED), the accumulated
+        ``summary`` folding it in (§8). Returns the episode with the chunk, the new summary and
+        the position the commit made: COMPACTING at the next chunk, SUMMARISED after the last.
+        None when the Run ended (a stop, the deadline, a failed chunk)."""
         episode, plan = planned.episode, planned.plan
-        summary: str | None = None
-        if episode.chunk_cursor > 0 and episode.accumulated_summary_ref is not None:
-            summary = self.s.store.text(episode.accumulated_summary_ref)
         # The cursor the role's position committed with the episode's (a takeover's position
         # is the one record it reads); the core refuses a chunk out of its order.
         at = run.chunk.cursor if run.chunk is not None \
             and run.chunk.episode_id == episode.episode_id else episode.chunk_cursor
-        for ordinal in range(at + 1, len(plan.chunks.chunks) + 1):
-            if self.driver.stopped_or_out_of_time(run):  # every chunk is under the deadline
-                return None
-            request = plan.request(ordinal, summary)
-            chunk = self.chunk(run, episode, plan, request, ordinal, planned.source.target)
-            if chunk is None:
-                return None
-            chunk_operation, raw, summary = chunk
-            committed = commit_chunk(episode, ordinal, self.s.ref(summary), chunk_operation)
-            if not isinstance(committed, CompactionEpisode):
-                raise AssertionError(committed.reason)
-            episode = committed
-            self.s.put_episode(run, episode)
-            self.s.put_operation(chunk_operation, run, OperationPurpose.COMPACTION,
-                                 request.purpose_key, OperationState.SUCCEEDED,
-                                 self.s.ref(raw), self.s.ref(summary))
-            run.chunk = ChunkStep(episode_id=episode.episode_id, cursor=ordinal)
-            self.s.commit("CHUNK_COMMITTED", self.progressed(run))
-            self.s.trace.add(tr.CompactionStep(episode.episode_id, "chunk_committed",
-                                               f"chunk {ordinal} of {len(plan.chunks.chunks)}"))
-        if summary is None:
-            raise AssertionError("a plan has at least one chunk")
-        return CompactionProgress(episode, summary)
+        ordinal = at + 1
+        if self.driver.stopped_or_out_of_time(run):  # every chunk is under the deadline
+            return None
+        request = plan.request(ordinal, summary)
+        chunk = self.chunk(run, episode, plan, request, ordinal, planned.source.target)
+        if chunk is None:
+            return None
+        chunk_operation, raw, folded = chunk
+        committed = commit_chunk(episode, ordinal, self.s.ref(folded), chunk_operation)
+        if not isinstance(committed, CompactionEpisode):
+            raise AssertionError(committed.reason)
+        self.s.put_episode(run, committed)
+        self.s.put_operation(chunk_operation, run, OperationPurpose.COMPACTION,
+                             request.purpose_key, OperationState.SUCCEEDED,
+                             self.s.ref(raw), self.s.ref(folded))
+        run.chunk = ChunkStep(episode_id=committed.episode_id, cursor=ordinal)
+        total = len(plan.chunks.chunks)
+        stage = NodeStage.SUMMARISED if ordinal == total else NodeStage.COMPACTING
+        self.s.commit("CHUNK_COMMITTED", self.progressed(run, stage=stage))
+        self.s.trace.add(tr.CompactionStep(committed.episode_id, "chunk_committed",
+                                           f"chunk {ordinal} of {total}"))
+        return CompactionProgress(replace(planned, episode=committed), folded,
+                                  self.position(run, stage))
 
     def publish(self, run: RunState, episode: CompactionEpisode,
                 material: Sequence[ViewMessage], plan: CompactionPlan, summary: str,
@@ -307,7 +286,8 @@ class CompactionService:
                 "detail": switched.detail}))
             step = tr.CompactionStep(done.episode_id, "snapshot_refused",
                                      f"{switched.reason}: {switched.detail}")
-        self.s.commit("SNAPSHOT_COMMITTED", [*snapshot_rows, *self.progressed(run)])
+        self.s.commit("SNAPSHOT_COMMITTED", [*snapshot_rows,
+                                             *self.progressed(run, stage=NodeStage.COMPACTED)])
         self.s.trace.add(step)  # traced once it is a fact
         # A summary folded into this one is part of its coverage: the new snapshot is checked
         # against, and applied to, the records themselves, never the view with the old summary
@@ -394,17 +374,26 @@ class CompactionService:
             return None
         return operation_id, raw, raw if effective is None else effective
 
-    def progressed(self, run: RunState, **changes: object) -> list[Write]:
-        """The role's COMPACTING position with its chunk's progress changed (§8, §10): the
+    def progressed(self, run: RunState, stage: NodeStage = NodeStage.COMPACTING,
+                   **changes: object) -> list[Write]:
+        """The role's position in its episode with its chunk's progress changed (§8, §10): the
         write each commit of the episode carries, so a takeover reads the episode's cursor,
         its chunk's Operation, decisions and failed attempts from the one position."""
         if run.chunk is None:
             raise AssertionError("an episode's commit is made with its chunk")
-        run.chunk = chunk = run.chunk.model_copy(update=changes)
+        run.chunk = run.chunk.model_copy(update=changes)
+        return [self.s.record_position(run, self.position(run, stage))]
+
+    def position(self, run: RunState, stage: NodeStage) -> NodeCheckpoint:
+        """The role's position at ``stage`` of its episode (COMPACTING, SUMMARISED, COMPACTED):
+        the triggering request's Operation and cutoff, and the episode's chunk."""
+        if run.chunk is None:
+            raise AssertionError("an episode's position holds its chunk")
+        chunk = run.chunk
         operation_id = next(e.triggering_model_operation_id for e in run.episodes
                             if e.episode_id == chunk.episode_id)
-        return [self.s.checkpoint(run, NodeStage.COMPACTING, operation_id=str(operation_id),
-                                  cutoff=run.cutoff, compaction=chunk.model_dump(mode="json"))]
+        return self.s.position(run, stage, operation_id=str(operation_id), cutoff=run.cutoff,
+                               compaction=chunk.model_dump(mode="json"))
 
     def ask_chunk(self, run: RunState, episode: CompactionEpisode, plan: CompactionPlan,
                    request: CompactionRequest, operation_id: UUID, target: int) -> str | None:

@@ -11,8 +11,9 @@ clock) or an error with the design's code; APP-FINALIZE then carries undelivered
 A compaction never counts as a business loop. The role's position is data (a NodeCheckpoint
 of §10): :meth:`NodeDriver.run_role` runs the step of its stage (:attr:`NodeDriver.STEPS`)
 until the role ends, for a new Run and a restored one alike; each step moves the position by
-one fenced commit (prepared, frozen, an attempt answered or failed, the raw answer saved, the
-effective record, the decision, a batch member settled, the feedback).
+one fenced commit (prepared, the compaction episode planned, each of its chunks, its
+publication, frozen, an attempt answered or failed, the raw answer saved, the effective record,
+the decision, a batch member settled, the feedback).
 """
 
 import json
@@ -20,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 from ctxspec.reference import delivery as dl
-from ctxspec.reference.budget import fits_hard_window
-from ctxspec.reference.compaction import split_request, useful_chunk_floor
 from ctxspec.reference.contracts import (
     AttemptsMade,
     MessageRole,
@@ -36,7 +35,7 @@ from ctxspec.reference.effective import Committed, FieldChange, commit_changes, 
 from ctxspec.reference.errors import ErrorCode
 from ctxspec.reference.hooks import ChainOutcome, denial_feedback
 from ctxspec.reference.ports import Complete, ContextLengthExceeded, ModelOutcome, PartialThenFailed
-from ctxspec.reference.protection import ProtectedInput, check_protected_inputs
+from ctxspec.reference.protection import ProtectedInput
 from ctxspec.reference.protocol import UnsettledBatch
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime import trace as tr
@@ -45,6 +44,7 @@ from ctxspec.reference.runtime.batch import ToolBatch
 from ctxspec.reference.runtime.compaction_service import CompactionService
 from ctxspec.reference.runtime.context_manager import ContextManager
 from ctxspec.reference.runtime.pipeline import InvocationPipeline
+from ctxspec.reference.runtime.request_fit import Fit, RequestFit
 from ctxspec.reference.runtime.sent_request import (
     SentRequest,
     raw_answer,
@@ -60,7 +60,7 @@ from ctxspec.reference.runtime.session import (
 )
 from ctxspec.reference.runtime.store import Write
 from ctxspec.reference.snapshots import view_with_snapshot
-from ctxspec.reference.view import EffectiveRecord, ModelView, estimation_request
+from ctxspec.reference.view import EffectiveRecord, ModelView
 
 
 class NodeDriver:
@@ -73,12 +73,15 @@ class NodeDriver:
         self.pipeline = pipeline
         self.compaction = CompactionService(session, context, pipeline, self)
         self.batch = ToolBatch(self)
+        self.fitting = RequestFit(self)
         self.held: dict[UUID, tuple[int, tuple[ProtectedInput, ...], ModelView]] = {}
         """What this incarnation prepared, by Operation, from its pre-request chain to its
         fit; the next steps hold the frozen request (``frozen``), an attempt's outcome
         until it is saved (``outcomes``) and the saved answer until its effective record
         (``answers``). A takeover holds none of them: each step then rebuilds what it needs
         from the persisted position and the stored facts alone (§10)."""
+        self.fits: dict[UUID, Fit] = {}
+        """A request's fit between the steps of its compaction episode (``request_fit``)."""
         self.frozen: dict[UUID, SentRequest] = {}
         self.outcomes: dict[UUID, ModelOutcome] = {}
         self.answers: dict[UUID, Complete] = {}
@@ -86,7 +89,9 @@ class NodeDriver:
     STEPS: Mapping[NodeStage, str] = {
         NodeStage.LOOP_DONE: "next_loop",
         NodeStage.PREPARED: "fit_request",
-        NodeStage.COMPACTING: "fit_request",
+        NodeStage.COMPACTING: "fold_chunk",
+        NodeStage.SUMMARISED: "publish_summary",
+        NodeStage.COMPACTED: "freeze_compacted",
         NodeStage.FROZEN: "ask_model",
         NodeStage.ANSWERED: "save_answer",
         NodeStage.DENIED: "request_denied",
@@ -112,6 +117,7 @@ class NodeDriver:
         enters here with the position it loaded, never a separate path)."""
         at = position or self.s.position(run, NodeStage.LOOP_DONE)
         while at is not None and run.status is RunStatus.RUNNING:
+            run.at = at
             at = getattr(self, self.STEPS[at.stage])(run, at)
 
     def next_loop(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
@@ -143,35 +149,69 @@ class NodeDriver:
         return decided
 
     def fit_request(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
-        """PREPARED, COMPACTING: the prepared request measured, compacted once when the
-        CompactionPolicy triggers (its episode from its committed chunk on, §8) and checked
-        against the hard window, then frozen (T_FREEZE, the FROZEN position). After a takeover
-        it is the same Loop and Operation at its kept cutoff, its pre-request chain not asked
-        again (its changes are in the effective context, §10)."""
+        """PREPARED: the prepared request measured and decided by the CompactionPolicy; when
+        it triggers, the request's one episode planned (EPISODE_STARTED, the COMPACTING
+        position at its first chunk), else the request checked against the hard window and
+        frozen (T_FREEZE, the FROZEN position). After a takeover it is the same Loop and
+        Operation at its kept cutoff, its pre-request chain not asked again (its changes are
+        in the effective context, §10)."""
         operation_id = self.operation_of(position)
         held = self.held.pop(operation_id, None)
         if held is None:  # taken up after a takeover: rebuilt from the facts it was prepared on
-            if self.stopped_or_out_of_time(run):
-                return None
-            cutoff = self.cutoff_of(position)
-            run.chunk = position.compaction  # the episode goes on from the chunk it holds
-            held = (cutoff, *self.request_view(run, cutoff))
-        cutoff, protected, view = held
-        run.cutoff = cutoff
-        fitted = self.fit(run, operation_id, view, protected)
-        if fitted is None:
+            fit = self.fitting.taken_up(run, position)
+        else:
+            run.cutoff = held[0]
+            fit = self.fitting.measure(run, operation_id, *held)
+        return self.fitted(run, operation_id, fit)
+
+    def fold_chunk(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """COMPACTING: the episode's next chunk folded into its summary — the chunk's
+        pre-request chain, its attempts, its raw answer and post-response chain, committed with
+        the cursor (CHUNK_COMMITTED): COMPACTING at the next chunk, SUMMARISED after the last
+        (§8). A takeover measures the request again and goes on from the chunk its position
+        holds (its Operation, decisions and failed attempts, ``ChunkStep``)."""
+        operation_id = self.operation_of(position)
+        fit = self.fits.pop(operation_id, None) or self.fitting.taken_up(run, position)
+        if fit is None or not fit.chunks_left() or fit.planned is None:
+            return self.fitted(run, operation_id, fit)
+        advanced = self.compaction.advance(run, fit.planned, fit.summary)
+        if advanced is None:
             return None
-        final, decision, snapshot_id = fitted
-        self.s.moments.at("freeze")
-        if self.stopped_before_freeze(run):
+        fit.planned, fit.summary, reached = advanced
+        self.fits[operation_id] = fit
+        return reached
+
+    def publish_summary(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """SUMMARISED: the finished episode's snapshot and the CAS of the active pointer in one
+        commit (SNAPSHOT_COMMITTED, the COMPACTED position): the request's view goes on with
+        the new summary, or rebuilt from the records when the switch was refused (§9)."""
+        operation_id = self.operation_of(position)
+        fit = self.fits.pop(operation_id, None) or self.fitting.taken_up(run, position)
+        if fit is None or fit.chunks_left() or fit.planned is None:
+            return self.fitted(run, operation_id, fit)
+        reached = self.fitting.published(run, fit)
+        self.fits[operation_id] = fit
+        return reached
+
+    def freeze_compacted(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
+        """COMPACTED: the compacted request — unless a stop or the Run's deadline came while
+        its episode ran — checked against the hard window and frozen (T_FREEZE, the FROZEN
+        position). A takeover measures it again with the snapshot it published."""
+        operation_id = self.operation_of(position)
+        return self.fitted(run, operation_id, self.fits.pop(operation_id, None)
+                           or self.fitting.taken_up(run, position))
+
+    def fitted(self, run: RunState, operation_id: UUID, fit: Fit | None
+               ) -> NodeCheckpoint | None:
+        """Where a request's fit stands goes on: its episode's next step — its next chunk
+        (COMPACTING), its publication (SUMMARISED) — or its freeze; None: the Run ended."""
+        if fit is None:
             return None
-        frozen = self.context.prepare_model_freeze(run, operation_id, cutoff, decision)
-        self.s.commit("T_FREEZE", self.s.put_model_freeze(run, frozen))
-        run.chunk = None
-        self.frozen[operation_id] = sent_request(final, self.context.schemas(run),
-                                                 self.s.estimator, protected, cutoff, decision,
-                                                 snapshot_id)
-        return frozen.position
+        if fit.planned is None:
+            return self.fitting.freeze(run, operation_id, fit)
+        self.fits[operation_id] = fit
+        stage = NodeStage.COMPACTING if fit.chunks_left() else NodeStage.SUMMARISED
+        return self.compaction.position(run, stage)
 
     def ask_model(self, run: RunState, position: NodeCheckpoint) -> NodeCheckpoint | None:
         """FROZEN: the frozen request's next attempt after the failed ones its position holds
@@ -250,7 +290,8 @@ class NodeDriver:
         holds (its Operation, cutoff, manifest, decision, attempts) unless ``facts`` change
         them."""
         kept: dict[str, JSON] = position.model_dump(
-            mode="json", exclude_unset=True, exclude={"stage", "loops", "tool_calls_made", "tick"})
+            mode="json", exclude_unset=True,
+            exclude={"stage", "loops", "tool_calls_made", "tick", "hook"})
         return self.s.position(run, stage, **{**kept, **facts})
 
     def cutoff_of(self, position: NodeCheckpoint) -> int:
@@ -370,7 +411,8 @@ class NodeDriver:
         request with the same inputs, whatever arrived since (§5 "本次 prepare_context 固定
         input_cutoff，压缩、重物化及最终冻结沿用同一水位"; §10: a retry reuses the frozen inputs;
         Q160). None for a position that fixed none (the inputs received by now)."""
-        kept = position.stage in (NodeStage.PREPARED, NodeStage.COMPACTING, NodeStage.FROZEN)
+        kept = position.stage in (NodeStage.PREPARED, NodeStage.COMPACTING,
+                                  NodeStage.SUMMARISED, NodeStage.COMPACTED, NodeStage.FROZEN)
         return position.cutoff if kept else None
 
     def end(self, run: RunState, status: RunStatus, error: ErrorCode | None = None,
@@ -462,54 +504,6 @@ class NodeDriver:
         deny is a fact a takeover ends the role on, never a request it sends (§3, Q75)."""
         stage = NodeStage.DENIED if chain is not None and chain.blocked else NodeStage.PREPARED
         return self.s.position(run, stage, operation_id=str(operation_id), cutoff=run.cutoff)
-
-    def fit(self, run: RunState, operation_id: UUID, view: ModelView,
-             protected: Sequence[ProtectedInput]
-             ) -> tuple[ModelView, str, UUID | None] | None:
-        """§7/§8: apply the active snapshot if it still applies, measure, compact once when
-        triggered, then the hard window. None when the Run ended on the way."""
-        view, snapshot_id, _ = view_with_snapshot(view, run.snapshot)
-        split = split_request(self.context.parts(run, view, protected), self.s.estimator)
-        verdict = self.s.policy.evaluate(self.s.budget, split.fixed_tokens, split.material_tokens)
-        decision = verdict.decision
-        self.s.trace.add(tr.BudgetDecision(
-            operation_id, decision, split.input_tokens, split.fixed_tokens,
-            split.material_tokens, self.s.budget.input_budget, self.s.budget.trigger_threshold,
-            verdict.summary_target, verdict.error_code.value if verdict.error_code else None,
-            run.role))
-        if decision == "error":  # the fixed input itself does not fit (§8; Q83)
-            self.end(run, RunStatus.FAILED, verdict.error_code,
-                      wr.fixed_message(self.s.budget, split.fixed_tokens, split.input_tokens),
-                      wr.figures(self.s.budget, split.input_tokens, fixed=split.fixed_tokens))
-            return None
-        if decision == "compact":
-            if self.stopped_before_compaction(run):
-                return None
-            if verdict.summary_target is None or verdict.summary_default_cap is None:
-                raise AssertionError("a compact decision has a summary target and its cap")
-            floor = useful_chunk_floor(verdict.summary_target, verdict.summary_default_cap)
-            compacted = self.compaction.compact(run, operation_id, view, split.material,
-                                      verdict.summary_target, split.input_tokens,
-                                      split.material_tokens, protected, floor)
-            # A stop or the Run's deadline that came while the episode ran starts no business
-            # attempt: the episode and the business task share the Run's cancellation and
-            # deadline (§8, §11; CTX-8.7, CTX-11.5).
-            if compacted is None or self.stopped_or_out_of_time(run):
-                return None
-            view, snapshot_id = compacted
-        final = self.context.with_system(run, view)
-        tokens = self.s.estimator.estimate(
-            estimation_request(final, self.context.schemas(run))).tokens
-        if check_protected_inputs(final, protected):
-            raise AssertionError("a protected input is missing from the request")
-        if not fits_hard_window(tokens, self.s.budget.output_reserve, self.s.budget.safety_margin,
-                                self.s.budget.window):
-            stage = "after compaction" if decision == "compact" else "preparing the request"
-            self.end(run, RunStatus.FAILED, ErrorCode.CONTEXT_WINDOW_EXCEEDED,
-                     wr.window_message(self.s.budget, tokens, stage),
-                     wr.figures(self.s.budget, tokens))
-            return None
-        return final, decision, snapshot_id
 
     def refused(self, run: RunState, tokens: int) -> None:
         """The provider refused the request as over its window: the role ends with the

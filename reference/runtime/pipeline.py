@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
+    HookStarted,
     OperationPurpose,
     OperationState,
 )
@@ -53,6 +54,7 @@ from ctxspec.reference.runtime.session import (
     READ_TOOL,
     RunState,
     SessionState,
+    loop_key,
 )
 from ctxspec.reference.runtime.store import (
     Write,
@@ -212,13 +214,27 @@ class InvocationPipeline:
                               state.head.revision, call_id, record_id,
                               self.s.ordinal(f"hook:{point}"), named,
                               self.context.shared_revision(run))
-        marker: JSON = {"point": point, "call_id": None if call_id is None else str(call_id),
-                        "stage": stage, "loops": run.loops}
-        if self.s.store.checkpoint(run.run_id, "hook") == marker:
+        marker = HookStarted(point=point, call_id=None if call_id is None else str(call_id),
+                             stage=stage, loops=run.loops).model_dump(mode="json")
+        stored = self.stored_position(run)
+        if stored.get("hook") == marker:
             return (HookReply(failed=True),)
-        self.s.commit("HOOK_STARTED", [checkpoint_write(run.run_id, "hook", marker)])
+        self.s.commit("HOOK_STARTED", [self.marked(run, {**stored, "hook": marker})])
         self.s.trace.add(tr.HookCalled(point, stage))
         return self.s.hooks.items(context)
+
+    def stored_position(self, run: RunState) -> dict[str, JSON]:
+        """The role's position as its last commit left it — what a takeover would load — or,
+        before the role committed one, the position its step in flight was given."""
+        stored = self.s.store.checkpoint(run.run_id, loop_key(run, "loop"))
+        if isinstance(stored, dict):
+            return stored
+        if run.at is None:
+            raise AssertionError("a hook chain runs inside a step of the role's loop")
+        return dict(run.at.document())
+
+    def marked(self, run: RunState, position: dict[str, JSON]) -> Write:
+        return checkpoint_write(run.run_id, loop_key(run, "loop"), position)
 
     def run_hooks(self, point: HookPoint, run: RunState, payload: Mapping[str, JSON],
                call_id: UUID | None, record_id: UUID | None, stage: str = "pre",
@@ -231,10 +247,14 @@ class InvocationPipeline:
         if not self.s.hooks.registered(point):
             return None
         replies = self.ask_hooks(point, run, payload, call_id, record_id, stage)
-        settled = checkpoint_write(run.run_id, "hook", None)
+        # The chain's mark cleared from the position; a position the decision commits with it
+        # (a later write of the same row) replaces it.
+        stored = self.stored_position(run)
+        settled = [self.marked(run, {k: v for k, v in stored.items() if k != "hook"})] \
+            if "hook" in stored else []
         if not replies:
             # Saved like any decision, so a takeover does not ask the hooks again.
-            self.s.commit("HOOK_DECISION", [settled, *(extra(None) if extra else ()), *always])
+            self.s.commit("HOOK_DECISION", [*settled, *(extra(None) if extra else ()), *always])
             return None
         call = HookCall(operation_id=UUID(int=0), hook_point=point,
                         stage="post" if stage == "post" else "pre", actor_role=run.role,
@@ -242,9 +262,9 @@ class InvocationPipeline:
                         call_record_id=record_id)
         chain = self.s.put_context_writes(
             self.context.stage_patch(run, point, call, replies, payload, budget))
-        self.s.commit("HOOK_DECISION", [*(insert_doc(item.invocation) for item in chain.items),
-                                       *(extra(chain) if extra is not None else ()), settled,
-                                       *always])
+        self.s.commit("HOOK_DECISION", [*settled,
+                                        *(insert_doc(item.invocation) for item in chain.items),
+                                        *(extra(chain) if extra is not None else ()), *always])
         for item in chain.items:
             inv = item.invocation
             self.s.trace.add(tr.HookDecided(

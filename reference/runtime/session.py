@@ -199,6 +199,9 @@ class RunState:
     loops: int = 0
     stop_requested: bool = False
     episodes: list[CompactionEpisode] = field(default_factory=list)
+    at: NodeCheckpoint | None = None
+    """The position the role's step in flight was given (a hook chain marked running before
+    anything of that step is committed marks it, HOOK_STARTED)."""
     chunk: ChunkStep | None = None
     """The compaction episode's progress of the request in flight, as the role's COMPACTING
     position commits it (a takeover takes it from the position it loaded)."""
