@@ -29,10 +29,10 @@ produces, one open batch, and the set of input ids already shown.
 
 import itertools
 import operator
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import Final, Protocol
+from typing import Final, Protocol, overload
 from uuid import UUID
 
 from ctxspec.reference.contracts import (
@@ -42,6 +42,7 @@ from ctxspec.reference.contracts import (
     OperationState,
     RunStatus,
 )
+from ctxspec.reference.grown import Grown, GrownSet, grown
 from ctxspec.reference.protocol import NO_STATES, ProtocolRepair, UnsettledBatch
 from ctxspec.reference.segments import Segment, mark
 from ctxspec.reference.view import EffectiveRecord, ModelView, ViewKind, ViewMessage
@@ -115,17 +116,84 @@ class HistorySource(Protocol):
 def select_history(ended: Sequence[EndedRun],
                    recent_n: int) -> tuple[Sequence[EndedRun], Sequence[EndedRun]]:
     """(older, recent): exactly the design's slicing of the Runs ended before the current one.
+    Runs given as :class:`EndedRuns` were checked as each joined them, and their older part
+    is a prefix of them (O(1)): a request costs what it adds (issue #35, Q530).
 
     CTX-4.1, CTX-4.3, CTX-4.4, CTX-4.13
     """
     if recent_n < 0:
         raise ValueError(f"context.recent_runs must be >= 0, got {recent_n}")
+    if isinstance(ended, EndedRuns):
+        cut = max(len(ended) - recent_n, 0)
+        return ended.prefix(cut), ended[cut:]
     numbers = list(map(_RUN_NO, ended))  # C loops: a request of a 5,000-Run Session asks
     if not all(map(_BELOW, numbers, itertools.islice(numbers, 1, None))):
         raise ValueError(f"ended runs must be in strictly increasing run_no order: {numbers}")
     recent = ended[-recent_n:] if recent_n else []
     older = ended[:-recent_n] if recent_n else ended
     return older, recent
+
+
+class EndedRuns(Sequence[EndedRun]):
+    """Ended Runs in strictly increasing run_no order, checked as each joins (so a request
+    need not check every Run again), sharing their list and their run ids' with the value
+    they grew from (:class:`~ctxspec.reference.grown.Grown`): the older Runs of two requests
+    compare in O(1) when one is a prefix of the other's lineage (issue #35, Q530)."""
+
+    __slots__ = ("ids", "runs")
+
+    def __init__(self, runs: Iterable[EndedRun] = ()) -> None:
+        self.runs: Grown[EndedRun] = Grown()
+        self.ids: Grown[UUID] = Grown()
+        """Their run ids, in the same order."""
+        for run in runs:
+            self._append(run)
+
+    def _append(self, run: EndedRun) -> None:
+        if self.runs and not self.runs[-1].run_no < run.run_no:
+            numbers = [*map(_RUN_NO, self.runs), run.run_no]
+            raise ValueError(f"ended runs must be in strictly increasing run_no order: {numbers}")
+        self.runs, self.ids = self.runs.plus(run), self.ids.plus(run.run_id)
+
+    def plus(self, run: EndedRun) -> "EndedRuns":
+        """These Runs followed by ``run`` (ended after them)."""
+        longer = self.prefix(len(self))
+        longer._append(run)
+        return longer
+
+    def prefix(self, length: int) -> "EndedRuns":
+        """The first ``length`` Runs, sharing the lineage: O(1)."""
+        part = EndedRuns.__new__(EndedRuns)
+        part.runs, part.ids = self.runs.prefix(length), self.ids.prefix(length)
+        return part
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    @overload
+    def __getitem__(self, at: int) -> EndedRun: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> tuple[EndedRun, ...]: ...
+
+    def __getitem__(self, at: int | slice) -> EndedRun | tuple[EndedRun, ...]:
+        return self.runs[at]
+
+    def __iter__(self) -> Iterator[EndedRun]:
+        return iter(self.runs)
+
+    def __repr__(self) -> str:
+        return f"EndedRuns({tuple(self.runs)!r})"
+
+
+def run_ids(runs: Sequence[EndedRun]) -> Sequence[UUID]:
+    """The run ids of ``runs``, in order (those of :class:`EndedRuns` as they keep them)."""
+    return runs.ids if isinstance(runs, EndedRuns) else tuple(map(_RUN_ID, runs))
+
+
+def first_runs(runs: Sequence[EndedRun], length: int) -> Sequence[EndedRun]:
+    """The first ``length`` of ``runs`` (of :class:`EndedRuns` in O(1))."""
+    return runs.prefix(length) if isinstance(runs, EndedRuns) else runs[:length]
 
 
 def terminal_marker(run: EndedRun) -> ViewMessage:
@@ -165,15 +233,15 @@ class _Deduplicator:
                  shown_before: Collection[UUID] = frozenset()) -> None:
         self._protected = protected
         self._current_run_id = current_run_id
-        self._shown: set[UUID] = set()
+        self._shown: dict[UUID, None] = {}  # a set in the order shown
         self._shown_before = shown_before
         """The inputs whose body an older part already shows (:class:`OlderPart`)."""
 
     def shown(self, input_id: UUID) -> bool:
         return input_id in self._shown or input_id in self._shown_before
 
-    def shown_here(self) -> frozenset[UUID]:
-        return frozenset(self._shown)
+    def shown_here(self) -> Iterable[UUID]:
+        return self._shown
 
     def place(self, message: ViewMessage, placement: InputPlacement) -> ViewMessage:
         input_id = message.input_id
@@ -189,7 +257,7 @@ class _Deduplicator:
             body_here = at == placement.body_run_id and not self.shown(input_id)
             where = f"in run {placement.body_run_id}"
         if body_here:
-            self._shown.add(input_id)
+            self._shown[input_id] = None
             carried_from = placement.received_run_id
             if carried_from is not None and carried_from != at:
                 return replace(message, carried_from_run_id=carried_from)
@@ -258,13 +326,14 @@ class OlderPart:
     the next Run's shows it followed by one Run more (:func:`extend_older`), so a runtime
     that keeps it projects only what a request adds (issue #35)."""
 
-    runs: tuple[UUID, ...] = ()
-    """The older Runs it shows, by run_no."""
+    runs: Sequence[UUID] = ()
+    """The older Runs it shows, by run_no (as the :class:`EndedRuns` it was made from keep
+    them, when it was: then two compare in O(1), Q530)."""
     segment: Segment | None = None
     """Its messages (None when there are none)."""
-    shown: frozenset[UUID] = frozenset()
+    shown: GrownSet[UUID] = field(default_factory=GrownSet)
     """The inputs whose body it shows."""
-    listed: frozenset[UUID] = frozenset()
+    listed: GrownSet[UUID] = field(default_factory=GrownSet)
     """Every input it lists, its body or a marker."""
     protected: frozenset[UUID] = frozenset()
     """The inputs it lists that were protected in the request it was made for: a marker
@@ -276,7 +345,7 @@ class OlderPart:
     def shows(self, older: Sequence[EndedRun], protected_input_ids: Collection[UUID]) -> bool:
         """Whether it is the older part of a request with these older Runs and protected
         inputs: the same Runs, and the same of its inputs protected."""
-        return self.runs == tuple(map(_RUN_ID, older)) and \
+        return self.runs == run_ids(older) and \
             self.protected == frozenset(i for i in protected_input_ids if i in self.listed)
 
 
@@ -288,11 +357,11 @@ def extend_older(part: OlderPart, runs: Sequence[EndedRun], *, source: HistorySo
     CTX-5.24 to CTX-5.26"""
     dedup = _Deduplicator(protected_input_ids, current_run_id, part.shown)
     messages: list[ViewMessage] = []
-    listed: set[UUID] = set()
+    listed: dict[UUID, None] = {}  # in the order listed
     repaired = part.repaired
     for run in runs:
         for occurrence in source.user_inputs(run):
-            listed.add(occurrence.input_id)
+            listed[occurrence.input_id] = None
             messages.append(dedup.place(_input_message(occurrence, run), occurrence.placement))
         answer = run.final_answer
         if answer is not None and answer.record.message_kind == "assistant" and not (
@@ -305,10 +374,18 @@ def extend_older(part: OlderPart, runs: Sequence[EndedRun], *, source: HistorySo
         messages.append(terminal_marker(run))
     segment = part.segment.extended(tuple(messages)) if part.segment is not None else \
         Segment(tuple(messages)) if messages else None
-    all_listed = part.listed | listed
-    return OlderPart(part.runs + tuple(map(_RUN_ID, runs)), segment,
-                     part.shown | dedup.shown_here(), all_listed,
+    all_listed = part.listed.plus(listed)
+    return OlderPart(_ids_after(part.runs, runs), segment,
+                     part.shown.plus(dedup.shown_here()), all_listed,
                      frozenset(i for i in protected_input_ids if i in all_listed), repaired)
+
+
+def _ids_after(ids: Sequence[UUID], runs: Sequence[EndedRun]) -> Sequence[UUID]:
+    """``ids`` followed by the run ids of ``runs``, in the lineage of the
+    :class:`EndedRuns` they come from where they do (Q530)."""
+    if not ids and not isinstance(ids, Grown):
+        return run_ids(runs)
+    return grown(ids, *map(_RUN_ID, runs))
 
 
 def _repair_ended(records: Iterable[EffectiveRecord], call_states: Mapping[UUID, OperationState],

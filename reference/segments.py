@@ -19,8 +19,10 @@ A segment is a value: its items never change, and what it keeps is a function of
 (and of the key's other parts), so keeping it is no state of the core.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
+
+from ctxspec.reference.grown import Grown
 
 T = TypeVar("T")
 H = TypeVar("H")
@@ -35,18 +37,31 @@ class Segment:
     passes made of it. Not a dataclass: two segments are the same kept part only when they
     are one object, and nothing of it is serialised."""
 
-    __slots__ = ("_kept", "backing", "items")
+    __slots__ = ("_items", "_kept", "_run")
 
-    def __init__(self, items: tuple[Any, ...], backing: list[Any] | None = None) -> None:
-        self.items = items
-        self.backing = list(items) if backing is None else backing
-        """The items as the first ``len(self)`` of a list its extensions append to: one list
-        for a lineage of segments, so a trace that keeps each request's (the list and a
-        length) keeps each message once, however many Runs extended it (issue #35)."""
+    def __init__(self, items: Iterable[Any]) -> None:
+        self._run: Grown[Any] = items if isinstance(items, Grown) else Grown(items)
+        """The items, sharing one list with the segments extended from this one: extending
+        costs the new items, and a trace that keeps each request's (:attr:`backing` and a
+        length) keeps each message once, however many Runs extended it (issue #35, Q530)."""
+        self._items: tuple[Any, ...] | None = None
         self._kept: dict[object, tuple[Any, Extend | None]] = {}
 
+    @property
+    def items(self) -> tuple[Any, ...]:
+        """The items as a tuple, made once for the segment (the passes copy it into each
+        request's items: from a tuple that is a copy of memory, not an iteration)."""
+        if self._items is None:
+            self._items = tuple(self._run)
+        return self._items
+
+    @property
+    def backing(self) -> list[Any]:
+        """The list the items are the first ``len(self)`` of."""
+        return self._run.backing
+
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self._run)
 
     def memo(self, key: object, make: Callable[[], T], extend: Extend | None = None) -> T:
         """What ``make`` gives for this segment under ``key`` (a pass's name and the other
@@ -65,11 +80,7 @@ class Segment:
         extended by them alone."""
         if not items:
             return self
-        backing = self.backing
-        if len(backing) != len(self.items):  # another extension went on from this one
-            backing = list(self.items)
-        backing.extend(items)
-        longer = Segment(self.items + items, backing)
+        longer = Segment(self._run.plus(*items))
         for key, (value, extend) in self._kept.items():
             if extend is not None:
                 longer._kept[key] = (extend(value, items), extend)
@@ -95,7 +106,7 @@ def around(items: tuple[Any, ...], at: int, segment: Segment, key: object,
 
     def make() -> tuple[Segment, dict[Any, Any]]:
         left: dict[Any, Any] = {}
-        return Segment(tuple(each(segment.items, left))), left
+        return Segment(each(segment.items, left)), left
 
     def extend(kept: tuple[Segment, dict[Any, Any]], new: tuple[Any, ...]
                ) -> tuple[Segment, dict[Any, Any]]:
@@ -111,10 +122,13 @@ def around(items: tuple[Any, ...], at: int, segment: Segment, key: object,
 def mark(holder: H, items: Sequence[Any], offset: int, segment: Segment | None) -> H:
     """``holder`` (a view, a rendered or an estimation request, §8's parts, whose items are
     ``items``) with ``segment`` marked at ``offset``, after checking that the items there are
-    the segment's (identity makes the check a pointer comparison per item); left unmarked
-    otherwise."""
+    the segment's at both ends (every holder marked is made from the segment's items, so the
+    ends catch a wrong segment or offset in O(1) where comparing each item cost a pass over
+    the view per request, Q530); left unmarked otherwise."""
     if segment is not None and len(segment) and offset >= 0 and \
-            tuple(items[offset:offset + len(segment)]) == segment.items:
+            offset + len(segment) <= len(items) and \
+            items[offset] is segment.items[0] and \
+            items[offset + len(segment) - 1] is segment.items[-1]:
         if hasattr(holder, "__pydantic_private__"):  # a model's private attribute
             setattr(holder, "_segment", (offset, segment))  # noqa: B010 (no attribute of H)
         else:  # a frozen dataclass's slot

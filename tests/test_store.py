@@ -588,7 +588,7 @@ def test_the_projection_from_the_store_equals_the_one_from_memory() -> None:
     history = StoredHistory(twin.store, SESSION, page_size=2)
     protected = {s3.input_id, q4.input_id}
     ended = history.ended_runs(before_run_no=4)
-    assert ended == twin.mem.ended(r4)
+    assert list(ended) == twin.mem.ended(r4)
     stored = project_history(ended_runs=ended, recent_runs=2, source=history,
                              current_run_id=r4.run_id,
                              current_records=history.current_records(r4.run_id),
@@ -655,7 +655,7 @@ def test_a_succeeded_run_whose_last_assistant_record_calls_tools_has_no_final_an
     twin.end(r1, RunStatus.SUCCEEDED)
     (ended,) = StoredHistory(twin.store, SESSION).ended_runs(before_run_no=2)
     assert ended.final_answer is None
-    assert StoredHistory(twin.store, SESSION).ended_runs(before_run_no=1) == []
+    assert list(StoredHistory(twin.store, SESSION).ended_runs(before_run_no=1)) == []
 
 
 def test_placement_of_an_unknown_input_is_an_error() -> None:

@@ -47,7 +47,14 @@ from ctxspec.reference.contracts import (
     UserInput,
 )
 from ctxspec.reference.effective import Override, effective_record
-from ctxspec.reference.history import EndedRun, InputOccurrence, InputPlacement, OlderPart
+from ctxspec.reference.grown import Grown
+from ctxspec.reference.history import (
+    EndedRun,
+    EndedRuns,
+    InputOccurrence,
+    InputPlacement,
+    OlderPart,
+)
 from ctxspec.reference.repository import ContextRepository
 from ctxspec.reference.runtime.store import Store
 from ctxspec.reference.view import EffectiveRecord
@@ -66,9 +73,9 @@ class StoredHistory(ContextRepository):
         self.store = store
         self.session_id = session_id
         self.page_size = page_size
-        self._ended: list[EndedRun] = []
+        self._ended = EndedRuns()
         """Each ended Run read, by run_no, as it is projected (its final answer): fixed once
-        the Run ended."""
+        the Run ended. A request is given a prefix of it (O(1), Q530)."""
         self._ended_nos: list[int] = []
         """Their run_nos, in the same order."""
         self._seen = -1
@@ -89,7 +96,7 @@ class StoredHistory(ContextRepository):
 
     # --- what the projection is given ------------------------------------------------------
 
-    def ended_runs(self, before_run_no: int) -> list[EndedRun]:
+    def ended_runs(self, before_run_no: int) -> EndedRuns:
         """The Session's Runs ended before ``before_run_no``, by run_no, each with its final
         answer (see the module docstring).  CTX-4.3, CTX-4.12, CTX-4.13
 
@@ -108,8 +115,11 @@ class StoredHistory(ContextRepository):
             ended = EndedRun(run.run_id, run.run_no, run.status, self.final_answer(run))
             at = bisect.bisect(self._ended_nos, run_no)
             self._ended_nos.insert(at, run_no)
-            self._ended.insert(at, ended)
-        return self._ended[:bisect.bisect_left(self._ended_nos, before_run_no)]
+            if at == len(self._ended):  # the usual case: it ended after those before it
+                self._ended = self._ended.plus(ended)
+            else:  # a Run that ended after a later one began: the Runs again, in order
+                self._ended = EndedRuns((*self._ended[:at], ended, *self._ended[at:]))
+        return self._ended.prefix(bisect.bisect_left(self._ended_nos, before_run_no))
 
     def _runs_to_read(self, before_run_no: int) -> list[dict[str, Any]]:
         """The rows of the Runs before ``before_run_no`` not known ended: those after the
@@ -175,8 +185,10 @@ class StoredHistory(ContextRepository):
         that never change (issue #35, Q400)."""
         older, _ = history.select_history(ended, recent_runs)
         kept = self._older
-        if kept.runs and not kept.shows(older[:len(kept.runs)], protected_input_ids):
-            kept = self._older = OlderPart()
+        if not isinstance(kept.runs, Grown) or not kept.shows(
+                history.first_runs(older, len(kept.runs)), protected_input_ids):
+            # from none of them, in the lineage of these Runs (then compared in O(1), Q530)
+            kept = self._older = OlderPart(runs=history.run_ids(history.first_runs(older, 0)))
         part, keep = kept, True
         for run in older[len(kept.runs):]:
             part = history.extend_older(part, (run,), source=self,
@@ -184,7 +196,7 @@ class StoredHistory(ContextRepository):
                                         protected_input_ids=protected_input_ids,
                                         call_states=call_states)
             keep = keep and not part.repaired and all(
-                input_id in self._placed for input_id in part.listed - kept.listed)
+                input_id in self._placed for input_id in part.listed.added_since(kept.listed))
             if keep:
                 self._older = kept = part
         return part

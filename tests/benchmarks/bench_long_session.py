@@ -273,6 +273,8 @@ def main() -> None:
                         help="also measure the ctxspec of this checkout (interleaved)")
     parser.add_argument("--before-sizes", type=int, nargs="+", default=[50, 200])
     parser.add_argument("--before-seconds", type=float, default=600.0)
+    parser.add_argument("--before-extra", action="store_true",
+                        help="with --extra and --before: the two other shapes on the checkout too")
     parser.add_argument("--extra-seconds", type=float, default=600.0,
                         help="the time an --extra shape is given before it is reported unfinished")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -301,6 +303,9 @@ def main() -> None:
             print(_row("LangGraph + SqliteSaver", n, measured["lg", "runs", n]), flush=True)
     if args.extra:
         for kind, n in (("supplements", 50_000), ("short", 5_000)):
+            if args.before and args.before_extra:
+                print(_row(f"ctxspec before, {kind}", n, _child(
+                    ["ours", kind, str(n)], args.before, args.extra_seconds)), flush=True)
             measured["ours", kind, n] = _child(["ours", kind, str(n)], limit=args.extra_seconds)
             print(_row(f"ctxspec, {kind}", n, measured["ours", kind, n]), flush=True)
     _targets(measured)
