@@ -262,7 +262,8 @@ class NodeDriver:
         outcome = self.outcomes.pop(operation_id, None)
         if outcome is None:
             return self.moved(run, position, NodeStage.FROZEN)
-        if isinstance(outcome, Complete):
+        if isinstance(outcome, Complete):  # the frozen request is done with: not held on
+            del self.frozen[operation_id]
             return self.save_raw(run, operation_id, outcome,
                                  [self.s.store.text(f) for f in made.fragments])
         refused = self.frozen[operation_id].estimation \
