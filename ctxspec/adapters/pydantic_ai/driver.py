@@ -258,6 +258,8 @@ class PydanticAIDriver:
                 async with self.agent.iter([d.text for d in given], conversation=conversation,
                                            usage_limits=self.limits) as agent_run:
                     self.agent_run = agent_run
+                    # Iterating is what runs the graph: each node (a model request, the
+                    # tool calls) runs as it is reached, the capabilities observing it.
                     async for _ in agent_run:
                         pass
                     result = agent_run.result
