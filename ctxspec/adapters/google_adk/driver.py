@@ -54,8 +54,9 @@ from ctxspec.adapters.google_adk.model import ModelFailed, ScriptedLlm, WindowRe
 from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import Run
 from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
-from ctxspec.adapters.google_adk.view import Message, estimation, read_view, tool_schemas
+from ctxspec.adapters.google_adk.view import Message, read_view, tool_schemas
 from ctxspec.adapters.run_facts import BudgetRefused, Delivery
+from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario

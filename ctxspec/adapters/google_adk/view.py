@@ -14,7 +14,7 @@ from typing import Any
 
 from google.genai import types
 
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
+from ctxspec.adapters.sent_view import input_ids
 
 Message = dict[str, Any]
 
@@ -43,7 +43,7 @@ def read_view(instruction: str | None, contents: Sequence[types.Content],
                                                record_id=None)]
     users = [part.text for c in contents if c.role == "user" for part in c.parts or []
              if part.text and part.text not in annotations]
-    ids = _input_ids(users, sent)
+    ids = input_ids(users, sent)
     for content in contents:
         parts = content.parts or []
         text = _text(content)
@@ -78,29 +78,6 @@ def read_view(instruction: str | None, contents: Sequence[types.Content],
 def _text(content: types.Content) -> str:
     return "".join(part.text for part in content.parts or []
                    if part.text is not None and not part.thought)
-
-
-def _input_ids(texts: Sequence[str], sent: Sequence[tuple[str, str]]) -> list[str | None]:
-    wanted = {text: texts.count(text) for text in texts}
-    pools = {text: [i for i, t in sent if t == text][-count:] for text, count in wanted.items()}
-    ids: list[str | None] = []
-    for text in texts:
-        pool = pools[text]
-        ids.append(pool.pop(0) if pool else None)
-    return ids
-
-
-def estimation(view: Sequence[Message], tool_schemas: Sequence[str]) -> EstimationRequest:
-    """The whole request as the estimator counts it: every message with its calls' arguments
-    (they are sent with it), and the tool schemas."""
-    roles: Mapping[str, Role] = {"system": "system", "user": "user", "assistant": "assistant",
-                                 "tool": "tool"}
-    messages = []
-    for each in view:
-        text = each["text"] + "".join(f"\n{c['name']}({c['arguments']})"
-                                      for c in each["tool_calls"])
-        messages.append(PromptMessage(roles.get(each["role"], "user"), text))
-    return EstimationRequest(messages=tuple(messages), tool_schemas=tuple(tool_schemas))
 
 
 def tool_schemas(request: Any) -> list[str]:

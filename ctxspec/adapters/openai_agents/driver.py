@@ -66,8 +66,9 @@ from ctxspec.adapters.openai_agents.runs import (
     root_cause,
 )
 from ctxspec.adapters.openai_agents.tools import ToolFailed, build
-from ctxspec.adapters.openai_agents.view import Message, estimation, read_view, tool_schema
+from ctxspec.adapters.openai_agents.view import Message, read_view, tool_schema
 from ctxspec.adapters.run_facts import BudgetRefused, Delivery
+from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import AgentDoc, HistoryReadDoc, Scenario
 from ctxspec.reference.budget import (

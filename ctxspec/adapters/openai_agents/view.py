@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
+from ctxspec.adapters.sent_view import input_ids
 
 Message = dict[str, Any]
 
@@ -42,7 +42,7 @@ def read_view(instructions: str | None, items: Sequence[Any],
                                                      record_id=None)]
     users = [_text(item.get("content")) for item in items
              if isinstance(item, Mapping) and item.get("role") == "user"]
-    ids = _input_ids(users, sent)
+    ids = input_ids(users, sent)
     calls_open = False
     for raw in items:
         item: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
@@ -77,29 +77,6 @@ def read_view(instructions: str | None, items: Sequence[Any],
                                 call_id=str(item.get("call_id")), record_id=record))
         calls_open = False
     return view
-
-
-def _input_ids(texts: Sequence[str], sent: Sequence[tuple[str, str]]) -> list[str | None]:
-    wanted = {text: texts.count(text) for text in texts}
-    pools = {text: [i for i, t in sent if t == text][-count:] for text, count in wanted.items()}
-    ids: list[str | None] = []
-    for text in texts:
-        pool = pools[text]
-        ids.append(pool.pop(0) if pool else None)
-    return ids
-
-
-def estimation(view: Sequence[Message], tool_schemas: Sequence[str]) -> EstimationRequest:
-    """The whole request as the estimator counts it: every message with its calls' arguments
-    (they are sent with it), and the tool schemas."""
-    roles: Mapping[str, Role] = {"system": "system", "user": "user", "assistant": "assistant",
-                                 "tool": "tool"}
-    messages = []
-    for each in view:
-        text = each["text"] + "".join(f"\n{c['name']}({c['arguments']})"
-                                      for c in each["tool_calls"])
-        messages.append(PromptMessage(roles.get(each["role"], "user"), text))
-    return EstimationRequest(messages=tuple(messages), tool_schemas=tuple(tool_schemas))
 
 
 def tool_schema(name: str, description: str, parameters: Mapping[str, Any]) -> str:

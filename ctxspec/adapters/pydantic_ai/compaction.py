@@ -24,11 +24,11 @@ from pydantic_ai.messages import (
 
 from ctxspec.adapters.pydantic_ai.view import (
     Message,
-    estimation,
     message,
     read_view,
     user_texts,
 )
+from ctxspec.adapters.sent_view import estimation
 from ctxspec.reference.budget import CompactionEvaluation, ResolvedBudget
 from ctxspec.reference.ports import Complete, ModelOutcome
 

@@ -54,8 +54,9 @@ from ctxspec.adapters.pydantic_ai.profile import PROFILE
 from ctxspec.adapters.pydantic_ai.retries import Retries
 from ctxspec.adapters.pydantic_ai.runs import BudgetRefused, Run, root_cause
 from ctxspec.adapters.pydantic_ai.tools import build
-from ctxspec.adapters.pydantic_ai.view import Message, estimation, read_view, tool_schema
+from ctxspec.adapters.pydantic_ai.view import Message, read_view, tool_schema
 from ctxspec.adapters.run_facts import Delivery
+from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import (

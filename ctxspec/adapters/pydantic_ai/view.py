@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from ctxspec.reference.tokens import EstimationRequest, PromptMessage, Role
+from ctxspec.adapters.sent_view import input_ids
 
 Message = dict[str, Any]
 
@@ -54,7 +54,7 @@ def read_view(instructions: str | None, messages: Sequence[ModelMessage],
     users = [text for each in messages if isinstance(each, ModelRequest)
              for part in each.parts if isinstance(part, UserPromptPart)
              for text in user_texts(part) if text not in worded]
-    ids = _input_ids(users, sent)
+    ids = input_ids(users, sent)
     view = [] if instructions is None else [message("system", "system_prompt", instructions)]
     for each in messages:
         if isinstance(each, ModelResponse):
@@ -115,29 +115,6 @@ def _response(response: ModelResponse) -> Message:
                 "call_id": part.tool_call_id, "action_ordinal": len(answer["tool_calls"]) + 1,
                 "name": part.tool_name, "arguments": part.args_as_json_str()})
     return answer
-
-
-def _input_ids(texts: Sequence[str], sent: Sequence[tuple[str, str]]) -> list[str | None]:
-    wanted = {text: texts.count(text) for text in texts}
-    pools = {text: [i for i, t in sent if t == text][-count:] for text, count in wanted.items()}
-    ids: list[str | None] = []
-    for text in texts:
-        pool = pools[text]
-        ids.append(pool.pop(0) if pool else None)
-    return ids
-
-
-def estimation(view: Sequence[Message], tool_schemas: Sequence[str]) -> EstimationRequest:
-    """The whole request as the estimator counts it: every message with its calls' arguments
-    (they are sent with it), and the tool schemas."""
-    roles: Mapping[str, Role] = {"system": "system", "user": "user", "assistant": "assistant",
-                                 "tool": "tool"}
-    messages = []
-    for each in view:
-        text = each["text"] + "".join(f"\n{c['name']}({c['arguments']})"
-                                      for c in each["tool_calls"])
-        messages.append(PromptMessage(roles.get(each["role"], "user"), text))
-    return EstimationRequest(messages=tuple(messages), tool_schemas=tuple(tool_schemas))
 
 
 def tool_schema(name: str, description: str, parameters: Mapping[str, Any]) -> str:
