@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from ctxspec.cli import main
 from ctxspec.conformance.case import example
+from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.scenario import PATCH_TARGETS
 from ctxspec.conformance.stdio import ProtocolError, StdioDriver, serve
@@ -178,13 +179,22 @@ ASCII_IN_RANGE = {7: (1, 11), 9: (1024, 1 << 30)}
 --max-line``): ASCII digits within their bounds, and nothing else."""
 
 
+CASE_IDS = frozenset(case.id for case in CASES)
+REPLAY_BY_NAME = 1
+"""``replay VALUE``: Hypothesis draws string constants from the code it runs, so VALUE is at
+times a real case ID, which replay rightly runs. A relative path that exists would be read as
+well, so these commands run in an empty folder."""
+
+
 def check_arguments(value: str, which: int) -> None:
     args = _junk_option(value)[which]
-    code, _ = cli(args)
+    with CliRunner().isolated_filesystem():
+        code, _ = cli(args)
     TALLY[f"{args[0]} exit {code}"] += 1
     bounds = ASCII_IN_RANGE.get(which)
-    good = bounds is not None and re.fullmatch(r"[ \t]*[0-9]{1,12}[ \t]*", value) is not None \
-        and bounds[0] <= int(value) <= bounds[1]
+    good = (bounds is not None and re.fullmatch(r"[ \t]*[0-9]{1,12}[ \t]*", value) is not None
+            and bounds[0] <= int(value) <= bounds[1]) \
+        or (which == REPLAY_BY_NAME and value in CASE_IDS)
     assert code == (0 if good else 2), f"{args!r:.200}: exit {code}"
 
 
@@ -196,6 +206,12 @@ command_args = st.tuples(argv_text,
 @given(command_args)
 def test_command_arguments(case: tuple[str, int]) -> None:
     check_arguments(*case)
+
+
+def test_a_case_id_where_replay_takes_a_name_is_replayed() -> None:
+    """The input the fuzzer once drew from the code's own constants (CI, 2026-12-03)."""
+    check_arguments("S7-BYTES-CJK", REPLAY_BY_NAME)
+    check_arguments("S7-BYTES-CJK-NOT", REPLAY_BY_NAME)
 
 
 @pytest.mark.slow
