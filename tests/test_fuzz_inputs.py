@@ -188,7 +188,7 @@ well, so these commands run in an empty folder."""
 
 def check_arguments(value: str, which: int) -> None:
     args = _junk_option(value)[which]
-    with CliRunner().isolated_filesystem():
+    with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
         code, _ = cli(args)
     TALLY[f"{args[0]} exit {code}"] += 1
     bounds = ASCII_IN_RANGE.get(which)
