@@ -17,6 +17,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from ctxspec.catalogue import load_catalogue
+from tests.reference_traces import reference_trace
+
+__all__ = ["reference_trace"]  # a fixture of every test module
 
 pytest_plugins = ["pytester"]
 
@@ -52,3 +55,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         listed = "\n".join(f"  {rid} in {nodeid}" for rid, nodeid in unknown)
         raise pytest.UsageError(f"covers() names requirements the catalogue does not have:\n"
                                 f"{listed}")
+

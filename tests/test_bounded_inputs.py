@@ -84,7 +84,9 @@ sys.stdout.buffer.flush()
 if mode == "stops-reading":
     time.sleep(120)  # never reads the next request
 for line in sys.stdin.buffer:
-    if json.loads(line)["op"] == "bye":
+    if json.loads(line)["op"] == "bye":  # answered, as the protocol says, then it leaves
+        sys.stdout.buffer.write(b'{"ok": true}\\n')
+        sys.stdout.buffer.flush()
         break
     sys.stdout.buffer.write(b'{"ok": true, "trace": []}\\n')
     sys.stdout.buffer.flush()
@@ -112,12 +114,12 @@ def test_a_runtime_that_stops_reading_is_given_the_read_time_limit(tmp_path: Pat
     """A request larger than the pipe holds, to a runtime that no longer reads: before, the
     harness's write blocked for good, whatever --stdio-timeout said."""
     command, _ = _runtime(tmp_path, "stops-reading")
-    driver = StdioDriver(command, timeout=2)
+    driver = StdioDriver(command, timeout=1)
     scenario = {"scenario_version": 1, "name": "big", "agent": {"window": 4096},
                 "steps": [{"ask": "x" * 300_000}, {"advance": True}],
                 "model": {"business": [{"text": "ok"}]}}
     try:
-        with pytest.raises(ProtocolError, match="took no input for 2 s"):
+        with pytest.raises(ProtocolError, match="took no input for 1 s"):
             _within(lambda: driver.run_document(scenario))
     finally:
         driver.kill()

@@ -7,18 +7,18 @@ import re
 
 from ctxspec.conformance.capabilities import CHUNKED, SNAPSHOTS, declared
 from ctxspec.conformance.cases import CASES
-from ctxspec.conformance.driver import ReferenceDriver
-from ctxspec.conformance.harness import scenario_trace
+from tests.reference_traces import TraceOf
 
 BY_ID = {case.id: case for case in CASES}
 COMPACTING = [c for c in CASES if "compaction_summary" in c.needs
               and c.source != "§10 crash matrix"]
 
 
-def test_the_chunked_cases_are_those_whose_episodes_fold_more_than_one_chunk() -> None:
+def test_the_chunked_cases_are_those_whose_episodes_fold_more_than_one_chunk(
+        reference_trace: TraceOf) -> None:
     folded = set()
     for case in COMPACTING:
-        keys = [e["purpose_key"] for e in scenario_trace(ReferenceDriver(), case.scenario)
+        keys = [e["purpose_key"] for e in reference_trace(case.scenario)
                 if e["kind"] == "model_request" and e["purpose"] == "compaction"]
         if any(re.search(r":chunk:([2-9]|\d\d)", key) for key in keys):
             folded.add(case.id)

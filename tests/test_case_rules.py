@@ -16,27 +16,21 @@ from ctxspec.conformance.case import Case, example, no_check
 from ctxspec.conformance.cases import CASES
 from ctxspec.conformance.harness import SharedRuns, load_factory
 from ctxspec.conformance.reads import read_paths
-
-JUDGED = [case for case in CASES if case.refusal is None]
-
-
-@pytest.fixture(scope="module")
-def runs() -> SharedRuns:
-    return SharedRuns(load_factory(None), JUDGED)
+from tests.reference_traces import JUDGED, TraceOf
 
 
-def reads_of(case: Case, runs: SharedRuns) -> set[str]:
-    trace = runs.trace(case.scenario)[0]
+def reads_of(case: Case, trace_of: TraceOf) -> set[str]:
+    trace = trace_of(case.scenario)
     paths = set() if case.check is no_check else read_paths(case.check, trace)
     if case.compare is not None and case.baseline is not None:
-        paths |= read_paths(case.compare, trace, runs.trace(case.baseline)[0])
+        paths |= read_paths(case.compare, trace, trace_of(case.baseline))
     return paths
 
 
-def test_every_case_reads_each_capability_it_needs(runs: SharedRuns) -> None:
+def test_every_case_reads_each_capability_it_needs(reference_trace: TraceOf) -> None:
     listed, unused = [], []
     for case in JUDGED:
-        paths = reads_of(case, runs)
+        paths = reads_of(case, reference_trace)
         listed.append(f"{case.id}: {case.title} — needs {', '.join(sorted(case.needs))}")
         missing = unread(case, paths)
         if missing:
@@ -57,7 +51,7 @@ def test_a_needed_capability_never_read_is_caught() -> None:
 
 
 @pytest.mark.parametrize("case_id", ["ROW-24", "ROW-25", "S11-AUDIT-NEEDS-GRANT"])
-def test_a_hook_the_rule_never_reads_is_caught(case_id: str) -> None:
+def test_a_hook_the_rule_never_reads_is_caught(case_id: str, reference_trace: TraceOf) -> None:
     # These read the history's kinds of record after one tool batch: put back the pre-call
     # hook their scenario once carried, and the hook point they would need is never read
     # (which kinds of record a history read serves is the same whether or not a hook acted).
@@ -67,7 +61,7 @@ def test_a_hook_the_rule_never_reads_is_caught(case_id: str) -> None:
     assert "hooks:tool.pre_call" in bundled.needs
     paths = read_paths(case.check, SharedRuns(load_factory(None)).trace(hooked)[0])
     assert unread(bundled, paths) == ["hooks:tool.pre_call"]
-    assert unread(case, reads_of(case, SharedRuns(load_factory(None)))) == []
+    assert unread(case, reads_of(case, reference_trace)) == []
 
 
 @pytest.mark.parametrize(("case_id", "needs"), [

@@ -5,9 +5,7 @@ The default tier judges each mutant against its catcher alone; the slow tier (``
 judges each against every case, as ``ctxspec mutants`` does, running again only the cases that
 call what the mutant replaces (the others take the reference's result)."""
 
-import fcntl
 import json
-import os
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +15,7 @@ from ctxspec.conformance.cases import CASES, by_id
 from ctxspec.conformance.driver import ReferenceDriver
 from ctxspec.conformance.harness import UNIVERSAL_FAILURE, CaseResult, run_case
 from ctxspec.conformance.mutants import Mutant, Reach, all_mutants, judge, reach_of
+from tests.worker_share import once_per_run, split_cases
 
 MUTANTS = all_mutants()
 CATCHER = {
@@ -155,7 +154,7 @@ seconds of every case on the reference)."""
 
 
 def _reach_part(part: int) -> str:
-    reach = reach_of(CASES[part::REACH_PARTS], MUTANTS)
+    reach = reach_of(split_cases(CASES, REACH_PARTS)[part], MUTANTS)
     return json.dumps({case_id: [result.status, result.detail, result.seconds,
                                  sorted(reach.touched[case_id])]
                        for case_id, result in reach.results.items()})
@@ -164,25 +163,10 @@ def _reach_part(part: int) -> str:
 @pytest.fixture(scope="session")
 def whole_reach(tmp_path_factory: pytest.TempPathFactory) -> Reach:
     """Every case once on the reference, noting the mutants that could change it: once per
-    test run. Under xdist the parts are shared through the run's temporary folder: a worker
-    computes each part no other has started, then waits for the others' (a part's lock is held
-    while it is computed, and a part its worker left unwritten is computed by the next)."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:  # one process: the folder outlives the run
-        return reach_of(CASES, MUTANTS)
-    folder = tmp_path_factory.getbasetemp().parent
-    for blocking in (False, True):
-        flags = fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
-        for part in range(REACH_PARTS):
-            path = folder / f"whole-reach-{part}.json"
-            with open(path.with_suffix(".lock"), "w") as lock:
-                try:
-                    fcntl.flock(lock, flags)
-                except BlockingIOError:  # another worker computes it: awaited on the second pass
-                    continue
-                if not path.exists():
-                    path.write_text(_reach_part(part), "utf-8")
-    saved = {case_id: entry for part in range(REACH_PARTS) for case_id, entry in json.loads(
-        (folder / f"whole-reach-{part}.json").read_text("utf-8")).items()}
+    test run, its parts shared by the workers (tests/worker_share.py)."""
+    saved = {case_id: entry
+             for text in once_per_run(tmp_path_factory, "whole-reach", REACH_PARTS, _reach_part)
+             for case_id, entry in json.loads(text).items()}
     cases = {case.id: case for case in CASES}
     return Reach({i: CaseResult(cases[i], status, detail, seconds)
                   for i, (status, detail, seconds, _) in saved.items()},

@@ -11,19 +11,18 @@ import jsonschema
 import pytest
 
 from ctxspec.conformance.cases import CASES
-from ctxspec.conformance.harness import SharedRuns, load_factory
 from ctxspec.conformance.trace_fields import lookups, trace_fields, unnamed
 from ctxspec.contracts import render
 from ctxspec.schemas import published_schemas
+from tests.reference_traces import TraceOf
 
 SPEC = Path(__file__).resolve().parent.parent / "spec"
 Read = dict[tuple[str, str], set[str]]
 
 
 @pytest.fixture(scope="module")
-def read() -> Read:
-    runs = SharedRuns(load_factory(None), [c for c in CASES if c.refusal is None])
-    return lookups(CASES, lambda document: runs.trace(document)[0])
+def read(reference_trace: TraceOf) -> Read:
+    return lookups(CASES, reference_trace)
 
 
 def test_every_field_a_case_reads_is_in_the_contract(read: Read) -> None:
