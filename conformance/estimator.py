@@ -130,6 +130,8 @@ class _Counter:
         self.texts = texts
         self.cache: dict[str, int] = {}
         self.substrings: _Substrings | None = None
+        self.searched = 0
+        """The gaps searched so far, each weighed by the length of ``joined`` (SEARCH_BUDGET)."""
 
     def count(self, text: str) -> int:
         known = self.cache.get(text)
@@ -169,13 +171,16 @@ class _Counter:
     def _pieces(self, gap: str) -> int:
         """Characters of ``gap`` in runs of at least PIECE that are part of a scenario text,
         taken greedily from the left, each as long as it goes: in the time of ``gap`` through
-        the automaton of ``joined`` (:class:`_Substrings`), built on first use when ``joined``
-        is at most SAM_LIMIT characters; beyond that by searching ``joined`` (Q322)."""
+        the automaton of ``joined`` (:class:`_Substrings`) once the gaps searched so far
+        outgrow SEARCH_BUDGET and while ``joined`` is at most SAM_LIMIT characters, else by
+        searching ``joined`` (Q322). Both give the same count."""
         if len(gap) < PIECE:
             return 0
-        if len(self.joined) <= SAM_LIMIT:
-            if self.substrings is None:
+        if self.substrings is None and len(self.joined) <= SAM_LIMIT:
+            self.searched += len(gap) * len(self.joined)
+            if self.searched > SEARCH_BUDGET:
                 self.substrings = _Substrings(self.joined)
+        if self.substrings is not None:
             return _greedy(self.substrings.longest_from(gap))
         return self._pieces_by_search(gap)
 
@@ -202,6 +207,14 @@ class _Counter:
 SAM_LIMIT = 1 << 21
 """The longest ``joined`` (in characters) counted through a suffix automaton: about 2 states
 and 3 transitions a character, some 300 MB at the limit; a longer one is searched (Q322)."""
+
+
+SEARCH_BUDGET = 1 << 26
+"""How much searching comes before the automaton is built: gap characters × characters of
+``joined``, summed. Building it costs some 25 ms for a scenario's usual 8,000 characters, more
+than most cases ever search; a counter whose gaps outgrow the budget (a long argument, many
+requests) builds it, so a search costs at most about this much before the linear path takes
+over (Q322)."""
 
 
 def _greedy(longest: list[int]) -> int:

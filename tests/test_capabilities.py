@@ -5,6 +5,8 @@ snapshots agree with what the cases do."""
 import inspect
 import re
 
+import pytest
+
 from ctxspec.conformance.capabilities import CHUNKED, SNAPSHOTS, declared
 from ctxspec.conformance.cases import CASES
 from tests.reference_traces import TraceOf
@@ -14,6 +16,7 @@ COMPACTING = [c for c in CASES if "compaction_summary" in c.needs
               and c.source != "§10 crash matrix"]
 
 
+@pytest.mark.first  # the reference traces' parts, shared by the workers as they start
 def test_the_chunked_cases_are_those_whose_episodes_fold_more_than_one_chunk(
         reference_trace: TraceOf) -> None:
     folded = set()

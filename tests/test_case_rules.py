@@ -27,6 +27,7 @@ def reads_of(case: Case, trace_of: TraceOf) -> set[str]:
     return paths
 
 
+@pytest.mark.first  # the reference traces' parts, shared by the workers as they start
 def test_every_case_reads_each_capability_it_needs(reference_trace: TraceOf) -> None:
     listed, unused = [], []
     for case in JUDGED:

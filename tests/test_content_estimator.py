@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxspec.conformance.estimator import PIECE, ContentEstimator, _Counter, _Substrings
+from ctxspec.conformance.estimator import (
+    PIECE,
+    SEARCH_BUDGET,
+    ContentEstimator,
+    _Counter,
+    _greedy,
+    _Substrings,
+)
 
 
 def _plain_count(texts: tuple[str, ...], text: str) -> int:
@@ -86,7 +93,21 @@ def test_searching_and_the_automaton_count_alike(texts: tuple[str, ...],
     parts = st.one_of(_CHARS, st.sampled_from(texts)) if texts else _CHARS
     text = "".join(data.draw(st.lists(parts, max_size=15)))
     counter = _Counter(texts)
-    assert counter._pieces(text) == counter._pieces_by_search(text)
+    by_search = counter._pieces_by_search(text)
+    assert counter._pieces(text) == by_search  # the path the budget chose: a search at first
+    assert _greedy(_Substrings(counter.joined).longest_from(text)) == by_search
+
+
+def test_the_automaton_is_built_once_the_searches_outgrow_their_budget() -> None:
+    body = "the incident lasted forty minutes; "
+    counter = _Counter((body * 40,))
+    gap = body * 3
+    per_gap = len(gap) * len(counter.joined)
+    for _ in range(SEARCH_BUDGET // per_gap):
+        assert counter._pieces(gap) == len(gap)
+    assert counter.substrings is None  # within the budget: searched
+    assert counter._pieces(gap) == len(gap)
+    assert counter.substrings is not None  # past it: the automaton, and the same count
 
 
 def test_the_automaton_reads_a_long_text_once_per_character() -> None:

@@ -10,6 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from ctxspec.conformance.cases import CASES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +51,7 @@ def test_every_guide_has_a_test_that_runs_its_blocks() -> None:
     assert [g for g in GUIDES if f'outputs("{g}")' not in source] == []
 
 
+@pytest.mark.slow  # nine commands started as a reviewer pastes them, one loading LangChain
 def test_the_review_guide_states_what_its_commands_print() -> None:
     example, review, arithmetic, *_ = outputs("design-review.md")
     assert "I=2915 ≥ trigger 2800" in example

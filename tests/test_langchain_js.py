@@ -64,6 +64,7 @@ def test_the_verdicts_follow_from_langchain_js_source() -> None:
     assert "ran out at call #2" in seen["CRASH-TOOLS-TOOL_SETTLED-1-AFTER"]["detail"]
 
 
+@pytest.mark.slow  # two runtime starts; the verdicts test above is the default tier's
 def test_the_defaults_count_only_the_messages() -> None:
     # summarizationMiddleware hands its tokenCounter the state's messages (no system prompt):
     # at I = the trigger the defaults' counter sees less and sends no summary; the best
@@ -73,6 +74,7 @@ def test_the_defaults_count_only_the_messages() -> None:
     assert (best["status"], plain["status"]) == ("passed", "failed"), (best, plain)
 
 
+@pytest.mark.slow  # the Node runtime started for each configuration
 def test_compat_over_stdio_writes_a_report_with_both_configurations(tmp_path: Path) -> None:
     outcome = CliRunner().invoke(main, [
         "compat", "--stdio", command(), "--profile", str(PROFILE), "--out", str(tmp_path),

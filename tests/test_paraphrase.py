@@ -52,6 +52,7 @@ def _passes(cases: list[Case]) -> None:
     assert [(r.case.id, r.detail) for r in results if r.status != "passed"] == []
 
 
+@pytest.mark.first  # the whole suite on a paraphrasing runtime
 def test_a_paraphrasing_runtime_passes_every_case_but_the_crash_matrix() -> None:
     _passes([case for case in CASES if case.source != "§10 crash matrix"])
 

@@ -38,6 +38,7 @@ def test_the_guide_prints_the_command_its_report_picture_comes_from() -> None:
     assert "(images/conformance-report.png)" in guide
 
 
+@pytest.mark.slow  # a browser and LangChain, three cases and a replay
 def test_the_pictured_commands_failures_replay_on_the_same_driver(
         browser: Browser, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/compatibility/langchain.md (its own `ctxspec compat` run) has ROW-01 and ROW-02

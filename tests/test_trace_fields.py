@@ -25,6 +25,7 @@ def read(reference_trace: TraceOf) -> Read:
     return lookups(CASES, reference_trace)
 
 
+@pytest.mark.first  # the reference traces' parts, shared by the workers as they start
 def test_every_field_a_case_reads_is_in_the_contract(read: Read) -> None:
     assert unnamed(read) == []
     assert ("run_ended", "final_answer") in read  # not vacuous: optional fields are read
