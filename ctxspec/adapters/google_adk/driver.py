@@ -55,7 +55,13 @@ from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import Run
 from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
 from ctxspec.adapters.google_adk.view import Message, read_view, tool_schemas
-from ctxspec.adapters.run_facts import BudgetRefused, Delivery
+from ctxspec.adapters.run_facts import (
+    BudgetRefused,
+    Delivery,
+    RunBook,
+    refusal_figures,
+    root_cause,
+)
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
@@ -113,14 +119,10 @@ class GoogleAdkDriver:
         self.url = f"sqlite+aiosqlite:///{Path(self.folder.name) / 'sessions.sqlite'}"
         self.crash = Crash(scenario.crash)
         self.loop = asyncio.new_event_loop()
-        self.ids = itertools.count(1)
         self.call_ids = itertools.count(1)
-        self.runs: list[Run] = []
-        self.waiting: list[Delivery] = []
-        self.input_runs: dict[str, str] = {}
-        self.sent: list[tuple[str, str]] = []
-        """Every input handed to ADK, (input_id, text), in hand-over order."""
         self.events: list[Message] = []
+        self.book: RunBook[Run] = RunBook("google-adk", self.events)
+        """The Runs, their inputs and deliveries, and every input handed to ADK."""
         self.summaries: list[str] = []
         """The texts the summarizer wrote (a summary in a request is one of them)."""
         self.compacted = False
@@ -179,33 +181,18 @@ class GoogleAdkDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = Run(len(self.runs) + 1, self._id())
-        self.runs.append(run)
-        self._client(run, "run_started", f"run {run.no}")
-        for carried in self.waiting:  # waiting supplements join this question, before it
-            carried.run_no = run.no
-            run.inputs.append(carried)
-            self._delivery(carried)
-        self.waiting = []
-        question = self._receive(text, run)
-        run.question_id = question.input_id
-        run.inputs.append(question)
+        self.book.open(Run(self.book.next_no(), self.book.new_id()), text)
 
     def supplement(self, text: str) -> None:
-        run = self._active()
-        if run is None:  # no Run to join: it waits for the next question (§5)
-            self.waiting.append(self._receive(text, None))
-            return
-        self._client(run, "input_received", "supplement")
-        run.inputs.append(self._receive(text, run))
+        self.book.supplement(text)  # ADK takes no input into a running invocation (§5)
 
     def stop(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is not None:
             run.stop_requested = True
 
     def advance(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is not None and not run.started:
             self._await(self._drive(run))
 
@@ -224,7 +211,7 @@ class GoogleAdkDriver:
         run.started = True
         if run.stop_requested:  # stopped before ADK began: the question is stored, not run
             await self._store_only(run)
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
             return
         message: types.Content | None = self._hand_over(run)
         resume: str | None = None
@@ -248,9 +235,9 @@ class GoogleAdkDriver:
         if self.exhausted is not None:
             raise self.exhausted
         if run.final is not None and not run.stop_requested:
-            self._end(run, "succeeded", final=run.final)
+            self.book.end(run, "succeeded", final=run.final)
         else:
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
 
     async def _store_only(self, run: Run) -> None:
         """A Run stopped before its invocation: its inputs appended to the session as the
@@ -317,13 +304,13 @@ class GoogleAdkDriver:
 
     def _unsent(self, run: Run) -> list[Delivery]:
         """The Run's inputs not handed to ADK yet."""
-        handed = {input_id for input_id, _ in self.sent}
+        handed = {input_id for input_id, _ in self.book.sent}
         return [d for d in run.inputs if d.state == "pending" and d.input_id not in handed]
 
     def _hand_over(self, run: Run) -> types.Content:
         given = self._unsent(run)
         for delivery in given:
-            self.sent.append((delivery.input_id, delivery.text))
+            self.book.sent.append((delivery.input_id, delivery.text))
         return types.Content(role="user", parts=[types.Part(text=d.text) for d in given])
 
     def _failed(self, run: Run, failure: BaseException) -> None:
@@ -331,19 +318,19 @@ class GoogleAdkDriver:
         if isinstance(cause, ScriptExhausted | ScenarioError):
             raise cause
         if isinstance(cause, LlmCallsLimitExceededError):
-            self._end(run, "loop_exhausted")
+            self.book.end(run, "loop_exhausted")
         elif isinstance(cause, BudgetRefused):
-            self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+            self.book.end(run, "failed", cause.code, str(cause), figures=cause.figures)
         elif isinstance(cause, HookDenied):
-            self._end(run, "failed", "HOOK_DENIED", str(cause))
+            self.book.end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, WindowRefused):
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
+            self.book.end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, ModelFailed):
-            self._end(run, "failed", "MODEL_FAILED", str(cause))
+            self.book.end(run, "failed", "MODEL_FAILED", str(cause))
         elif isinstance(cause, ToolFailed):
-            self._end(run, "failed", "TOOL_ERROR", str(cause))
+            self.book.end(run, "failed", "TOOL_ERROR", str(cause))
         else:
-            self._end(run, "failed", None, f"{type(cause).__name__}: {cause}")
+            self.book.end(run, "failed", None, f"{type(cause).__name__}: {cause}")
 
     def _tool_error(self, tool: BaseTool, args: dict[str, Any], context: ToolContext,
                     error: Exception) -> dict[str, Any] | None:
@@ -368,16 +355,12 @@ class GoogleAdkDriver:
                  ) -> tuple[list[Message], int, str]:
         instruction = request.config.system_instruction if purpose == "business" else None
         view = read_view(instruction if isinstance(instruction, str) else None,
-                         request.contents, self.sent, self.summaries,
+                         request.contents, self.book.sent, self.summaries,
                          self.callbacks.annotations)
-        for each in view:
-            if each.get("input_id") is not None:
-                each["source_run_id"] = self.input_runs.get(each["input_id"])
-            if each["kind"] == "tool_result" and each.get("call_id") in self.facts:
-                each["result_facts"] = self.facts[each["call_id"]]
+        self.book.annotate(view, self.facts)
         schemas = tool_schemas(request)
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
-        current = {d.input_id for d in self._active_inputs()}
+        current = {d.input_id for d in self.book.active_inputs()}
         # An Executor's fixed input is its prompt and its hand-over (its only user message).
         material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
                        and (role == "root" or m["kind"] != "user_ref") for m in view)
@@ -392,11 +375,8 @@ class GoogleAdkDriver:
         self.crash.alive()
         view, tokens, measured = self._measure(request, purpose, role)
         if purpose == "business" and measured == "error":
-            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
-                "fixed_input_tokens": tokens, "input_tokens": tokens,
-                "input_budget": self.budget.input_budget, "window": self.budget.window,
-                "output_reserve": self.budget.output_reserve,
-                "safety_margin": self.budget.safety_margin})
+            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE",
+                                refusal_figures(self.budget, tokens, tokens))
         decision: str | None = measured
         if purpose == "compaction":
             decision = None
@@ -406,8 +386,9 @@ class GoogleAdkDriver:
             self.requests += 1
         key = f"google-adk:{self.requests}"
         self.measure = tokens
-        run = self._active()
-        self._claim(view, purpose)
+        run = self.book.active()
+        if purpose == "business":
+            self.book.claim(view)
         budget = self.budget
         cap = request.config.max_output_tokens
         self.events.append({
@@ -450,21 +431,9 @@ class GoogleAdkDriver:
     def proposed(self, call_id: str, malformed: str | None, arguments: dict[str, Any]) -> None:
         self.proposals[call_id] = arguments
 
-    def _claim(self, view: list[Message], purpose: str) -> None:
-        if purpose != "business":
-            return
-        for delivery in self._active_inputs():
-            if delivery.state == "pending" and any(
-                    m.get("input_id") == delivery.input_id for m in view):
-                delivery.state = "claimed"
-                self._delivery(delivery)
-
     def _answered(self, outcome: ModelOutcome, key: str, attempt: int, tokens: int) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
-            for delivery in self._active_inputs():
-                if delivery.state == "claimed":
-                    delivery.state = "delivered"
-                    self._delivery(delivery)
+            self.book.first_output()
         if isinstance(outcome, Complete) and outcome.input_tokens is not None:
             self.events.append({
                 "kind": "model_usage", "purpose": "business", "purpose_key": key,
@@ -485,69 +454,13 @@ class GoogleAdkDriver:
             "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
         return outcome
 
-    # --- Runs, inputs and deliveries --------------------------------------------------------
-
-    def _end(self, run: Run, status: str, code: str | None = None, message: str | None = None,
-             final: str | None = None, figures: dict[str, int] | None = None) -> None:
-        run.status = status
-        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
-            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
-                successor = Delivery(delivery.input_id, self._id(), delivery.text, None,
-                                     previous=delivery.delivery_id)
-                delivery.state = "carried"
-                self._delivery(delivery)
-                self._delivery(successor)
-                self.waiting.append(successor)
-        ended: Message = {"kind": "run_ended", "run_id": run.run_id, "run_no": run.no,
-                          "status": status, "error_code": code, "message": message,
-                          "final_answer": final if status == "succeeded" else None}
-        if figures is not None:
-            ended["figures"] = figures
-        self.events.append(ended)
-        self._client(run, "run_ended", status)
-
-    def _receive(self, text: str, run: Run | None) -> Delivery:
-        delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
-        self._delivery(delivery)
-        return delivery
-
-    def _delivery(self, delivery: Delivery) -> None:
-        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
-        if run is not None:
-            self.input_runs[delivery.input_id] = run.run_id
-        self.events.append({
-            "kind": "delivery", "input_id": delivery.input_id,
-            "delivery_id": delivery.delivery_id, "state": delivery.state,
-            "target_run_id": None if run is None else run.run_id,
-            "previous_delivery_id": delivery.previous})
-
-    def _active(self) -> Run | None:
-        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
-
-    def _active_inputs(self) -> list[Delivery]:
-        run = self._active()
-        return [] if run is None else run.inputs
-
-    def _id(self) -> str:
-        """A fresh identity, the same in every run of a scenario (a report never drifts)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:{next(self.ids)}"))
-
-    def _client(self, run: Run, event: str, detail: str) -> None:
-        run.seq += 1
-        self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
-                            "event": event, "detail": detail})
 
 
 def _root(failure: BaseException) -> BaseException:
     """The first cause in the chain the adapter knows (ADK may wrap an error)."""
-    seen: BaseException | None = failure
-    while seen is not None:
-        if isinstance(seen, BudgetRefused | HookDenied | ModelFailed | WindowRefused
-                      | ToolFailed | ScriptExhausted | ScenarioError
-                      | LlmCallsLimitExceededError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return failure
+    return root_cause(failure, (BudgetRefused, HookDenied, ModelFailed, WindowRefused,
+                                ToolFailed, ScriptExhausted, ScenarioError,
+                                LlmCallsLimitExceededError))
 
 
 def make_driver() -> GoogleAdkDriver:
