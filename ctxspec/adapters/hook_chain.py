@@ -28,8 +28,8 @@ class Chain:
     asked: dict[str, int] = field(default_factory=dict)
     failed_diagnostics: tuple[str, ...] = ("HOOK_FAILED",)
     """What a failed item's ``hook_decided`` event names: the design's HOOK_FAILED (§3),
-    unless the adapter's framework has no diagnostic to name it with (LangChain's
-    middleware)."""
+    or nothing where the framework's seam reports no diagnostic of a hook's (LangChain's
+    middleware, the Agents SDK's guardrails and input filter; Q550)."""
 
     def ask(self, point: HookPoint, payload: dict[str, Any], stage: str,
             apply: Callable[[str, Any], bool], records: Mapping[str, uuid.UUID] | None = None,

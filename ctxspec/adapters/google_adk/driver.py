@@ -25,11 +25,8 @@ request whose fixed input exceeds B before it is sent (§8), counted as adapter-
 """
 
 import asyncio
-import hashlib
 import itertools
-import json
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +50,17 @@ from ctxspec.adapters.google_adk.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.google_adk.model import ModelFailed, ScriptedLlm, WindowRefused
 from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import Run
-from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
+from ctxspec.adapters.google_adk.tools import ScenarioTool
 from ctxspec.adapters.google_adk.view import Message, read_view, tool_schemas
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+    whole_input_decision,
+)
 from ctxspec.adapters.run_facts import (
     BudgetRefused,
     Delivery,
@@ -62,25 +68,19 @@ from ctxspec.adapters.run_facts import (
     refusal_figures,
     root_cause,
 )
+from ctxspec.adapters.scripted_tools import ToolFailed
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
-from ctxspec.reference.budget import (
-    ConfigurationError,
-    ResolvedBudget,
-    evaluate_compaction,
-    resolve_budget,
-)
+from ctxspec.reference.budget import ResolvedBudget
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 APP, USER = "ctxspec", "user"
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
@@ -110,10 +110,7 @@ class GoogleAdkDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-google-adk-")
         self.url = f"sqlite+aiosqlite:///{Path(self.folder.name) / 'sessions.sqlite'}"
@@ -361,12 +358,7 @@ class GoogleAdkDriver:
         schemas = tool_schemas(request)
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self.book.active_inputs()}
-        # An Executor's fixed input is its prompt and its hand-over (its only user message).
-        material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       and (role == "root" or m["kind"] != "user_ref") for m in view)
-        verdict = evaluate_compaction(self.budget, 0 if material else tokens,
-                                      tokens if material else 0)
-        return view, tokens, verdict.decision if verdict.error_code is None else "error"
+        return view, tokens, whole_input_decision(self.budget, view, tokens, current, role)
 
     def answer(self, purpose: str, role: str, request: LlmRequest, attempt: int
                ) -> ModelOutcome:
@@ -391,25 +383,14 @@ class GoogleAdkDriver:
             self.book.claim(view)
         budget = self.budget
         cap = request.config.max_output_tokens
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role, "purpose_key": key,
-            "attempt": attempt, "view": {"messages": view}, "estimated_input_tokens": tokens,
-            # No cap set on the request (ADK's summarizer sets none): the model's own output
-            # limit bounds it, the Agent's output reserve (Q450).
-            "max_output_tokens": budget.output_reserve if cap is None else cap,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "rendered": {"tool_schemas": tool_schemas(request)},
-            "view_hash": hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()})
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        outcome = self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), budget.output_reserve, ordinal, role))
+        # No cap set on the request (ADK's summarizer sets none): the model's own output
+        # limit bounds it, the Agent's output reserve (Q450).
+        sent = request_event(budget, purpose, role, key, attempt, view, tokens,
+                             budget.output_reserve if cap is None else cap, decision,
+                             None if run is None else run.no)
+        self.events.append({**sent, "rendered": {"tool_schemas": tool_schemas(request)}})
+        outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                   view, budget.output_reserve))
         self.last = {"key": key, "attempt": attempt, "tokens": tokens}
         if purpose == "compaction":
             if isinstance(outcome, Complete):
@@ -435,23 +416,16 @@ class GoogleAdkDriver:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
             self.book.first_output()
         if isinstance(outcome, Complete) and outcome.input_tokens is not None:
-            self.events.append({
-                "kind": "model_usage", "purpose": "business", "purpose_key": key,
-                "attempt": attempt, "estimated_input_tokens": tokens,
-                "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
-                "input_deviation": outcome.input_tokens - tokens})
+            self.events.append(usage_event("business", key, attempt, tokens,
+                                           outcome.input_tokens, outcome.output_tokens))
 
     def _run_tool(self, context: ToolContext, name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         self.crash.alive()
         call_id = str(context.function_call_id)
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
-        outcome = self.ports.tools.run(name, arguments, ordinal)
-        self.events.append({
-            "kind": "tool_executed", "call_id": call_id, "name": name,
-            "effective_arguments": arguments,
-            "proposed_arguments": self.proposals.get(call_id, arguments),
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
+        self.events.append(tool_event(call_id, name, arguments,
+                                      self.proposals.get(call_id, arguments), outcome))
         return outcome
 
 

@@ -20,10 +20,8 @@ capability ``estimator_injection`` is declared as adapter-supplied.
 """
 
 import asyncio
-import hashlib
 import json
 import tempfile
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +49,7 @@ from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 from openai import APIConnectionError, APIError, BadRequestError, InternalServerError
 
+from ctxspec.adapters.hook_chain import HookDenied
 from ctxspec.adapters.openai_agents.compaction import compacting
 from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
@@ -58,33 +57,32 @@ from ctxspec.adapters.openai_agents.guardrails import Guardrails, ResponseHooks
 from ctxspec.adapters.openai_agents.history import history_read
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
-from ctxspec.adapters.openai_agents.runs import (
-    HookDenied,
-    Run,
-    consume,
-    root_cause,
-)
-from ctxspec.adapters.openai_agents.tools import ToolFailed, build
+from ctxspec.adapters.openai_agents.runs import Run, consume, root_cause
+from ctxspec.adapters.openai_agents.tools import build
 from ctxspec.adapters.openai_agents.view import Message, read_view, tool_schema
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    fingerprint,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+    whole_input_decision,
+)
 from ctxspec.adapters.run_facts import BudgetRefused, Delivery, RunBook, refusal_figures
+from ctxspec.adapters.scripted_tools import ToolFailed
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import AgentDoc, HistoryReadDoc, Scenario
-from ctxspec.reference.budget import (
-    ConfigurationError,
-    ResolvedBudget,
-    evaluate_compaction,
-    resolve_budget,
-)
+from ctxspec.reference.budget import ResolvedBudget
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
                        "sessions", "tool_latency", "planner_executor", "stop_mid_batch",
@@ -131,10 +129,7 @@ class OpenAIAgentsDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-openai-agents-")
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
@@ -383,12 +378,7 @@ class OpenAIAgentsDriver:
                    for t in (self.tools if role == "root" else self.executor_tools)]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         current = {d.input_id for d in self.book.active_inputs()}
-        # An Executor's fixed input is its prompt and its hand-over (its only user item).
-        material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       and (role == "root" or m["kind"] != "user_ref") for m in view)
-        verdict = evaluate_compaction(self.budget, 0 if material else tokens,
-                                      tokens if material else 0)
-        return view, tokens, verdict.decision if verdict.error_code is None else "error"
+        return view, tokens, whole_input_decision(self.budget, view, tokens, current, role)
 
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         """§8 before the request leaves: a fixed input over B is refused (adapter-supplied)."""
@@ -426,9 +416,9 @@ class OpenAIAgentsDriver:
         else:  # what is summarised, measured alone: a compaction request carries no tools
             view, decision = read_view(None, items, self.book.sent), None
             tokens = self.ports.estimator.estimate(estimation(view, [])).tokens
-        fingerprint = json.dumps([purpose, view], sort_keys=True)
+        identity = fingerprint(purpose, role, view)
         last = self.last
-        if last is not None and last["failed"] and last["view"] == fingerprint:
+        if last is not None and last["failed"] and last["view"] == identity:
             key, attempt = last["key"], last["attempt"] + 1  # the SDK's retry of that request
         else:
             self.requests += 1
@@ -437,36 +427,21 @@ class OpenAIAgentsDriver:
         if role == "root" and purpose == "business":
             self.book.claim(view)
         budget = self.budget
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role,
-            "purpose_key": key, "attempt": attempt, "view": {"messages": view},
-            "estimated_input_tokens": tokens,
-            "max_output_tokens": budget.output_reserve if max_output is None else max_output,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
+        self.events.append(request_event(
+            budget, purpose, role, key, attempt, view, tokens,
+            budget.output_reserve if max_output is None else max_output, decision,
+            None if run is None else run.no))
         self.in_model = purpose == "business"
         try:
-            outcome = self._ask_port(purpose, key, attempt, view, role)
+            outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                       view, budget.output_reserve))
         finally:
             self.in_model = False
-        self.last = {"key": key, "attempt": attempt, "view": fingerprint,
+        self.last = {"key": key, "attempt": attempt, "view": identity,
                      "failed": not isinstance(outcome, Complete), "tokens": tokens}
         if purpose == "business":
             self._answered(outcome)
         return outcome
-
-    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
-                  role: str) -> ModelOutcome:
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        return self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), self.budget.output_reserve, ordinal, role))
 
     def _answered(self, outcome: ModelOutcome) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
@@ -479,22 +454,15 @@ class OpenAIAgentsDriver:
         if not self.reported or last is None:
             return
         usage = response.usage
-        self.events.append({
-            "kind": "model_usage", "purpose": "business", "purpose_key": last["key"],
-            "attempt": last["attempt"], "estimated_input_tokens": last["tokens"],
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "input_deviation": usage.input_tokens - last["tokens"]})
+        self.events.append(usage_event("business", last["key"], last["attempt"], last["tokens"],
+                                       usage.input_tokens, usage.output_tokens))
 
     def _run_tool(self, ctx: ToolContext[Any], name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         proposed = json.loads(ctx.tool_arguments or "{}")
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
-        outcome = self.ports.tools.run(name, arguments, ordinal)
-        self.events.append({
-            "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
-            "effective_arguments": arguments,
-            "proposed_arguments": proposed if isinstance(proposed, dict) else {},
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
+        self.events.append(tool_event(ctx.tool_call_id, name, arguments,
+                                      proposed if isinstance(proposed, dict) else {}, outcome))
         return outcome
 
 

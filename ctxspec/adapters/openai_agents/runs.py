@@ -1,6 +1,6 @@
 """What the Agents SDK driver keeps about its Runs (ctxspec/adapters/openai_agents/
 driver.py) beside the shared ones (run_facts.py): the supplements staged on a running Run
-(§5), the deny it raises from the SDK's input filter, and how a streamed Run's end is read."""
+(§5) and how a streamed Run's end is read."""
 
 from dataclasses import dataclass, field
 
@@ -8,13 +8,9 @@ from agents import RunResultStreaming
 from openai import APIConnectionError, BadRequestError, InternalServerError
 
 from ctxspec.adapters import run_facts
+from ctxspec.adapters.hook_chain import HookDenied
 from ctxspec.adapters.run_facts import BudgetRefused, Delivery
 from ctxspec.reference.ports import ScriptExhausted
-
-
-class HookDenied(Exception):
-    """A ``model.pre_request`` deny, raised from the SDK's input filter so the model is never
-    called and the Run ends (Q75)."""
 
 
 @dataclass

@@ -22,10 +22,7 @@ adapter's work, counted ``adapter``.
 """
 
 import asyncio
-import hashlib
 import itertools
-import json
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,26 +51,31 @@ from ctxspec.adapters.pydantic_ai.profile import PROFILE
 from ctxspec.adapters.pydantic_ai.retries import Retries
 from ctxspec.adapters.pydantic_ai.tools import build
 from ctxspec.adapters.pydantic_ai.view import Message, read_view, tool_schema
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    fingerprint,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+)
 from ctxspec.adapters.run_facts import BudgetRefused, Run, RunBook, refusal_figures, root_cause
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import (
     CompactionEvaluation,
-    ConfigurationError,
     ResolvedBudget,
     evaluate_compaction,
-    resolve_budget,
 )
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
                        "moments", "sessions", "tool_latency", "planner_executor",
@@ -114,10 +116,7 @@ class PydanticAIDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
         self.call_ids = itertools.count(1)
         self.events: list[Message] = []
@@ -344,9 +343,9 @@ class PydanticAIDriver:
 
     def traced(self, purpose: str, role: str, view: list[Message], tokens: int,
                decision: str | None, max_output: int) -> ModelOutcome:
-        fingerprint = json.dumps([purpose, role, view], sort_keys=True)
+        identity = fingerprint(purpose, role, view)
         last = self.last
-        if last is not None and last["failed"] and last["view"] == fingerprint:
+        if last is not None and last["failed"] and last["view"] == identity:
             key, attempt = last["key"], last["attempt"] + 1  # a retry of that request
         else:
             self.requests += 1
@@ -356,34 +355,18 @@ class PydanticAIDriver:
             self.book.claim(view)
         protected = [d.input_id for d in self.book.active_inputs()
                      if d.state in ("claimed", "delivered")] if role == "root" else []
-        budget = self.budget
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role,
-            "protected_input_ids": protected if purpose == "business" else [],
-            "purpose_key": key, "attempt": attempt, "view": {"messages": view},
-            "estimated_input_tokens": tokens, "max_output_tokens": max_output,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
-        outcome = self._ask_port(purpose, key, attempt, view, role, max_output)
-        self.last = {"key": key, "attempt": attempt, "view": fingerprint,
+        self.events.append({**request_event(
+            self.budget, purpose, role, key, attempt, view, tokens, max_output, decision,
+            None if run is None else run.no),
+            "protected_input_ids": protected if purpose == "business" else []})
+        outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                   view, max_output))
+        self.last = {"key": key, "attempt": attempt, "view": identity,
                      "failed": not isinstance(outcome, Complete)}
         self._answered(purpose, outcome, key, attempt, tokens)
         if purpose == "business" and isinstance(outcome, Complete | PartialThenFailed):
             self.ports.moments.at("first_output")
         return outcome
-
-    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
-                  role: str, max_output: int) -> ModelOutcome:
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        return self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), max_output, ordinal, role))
 
     def _answered(self, purpose: str, outcome: ModelOutcome, key: str, attempt: int,
                   tokens: int) -> None:
@@ -391,27 +374,20 @@ class PydanticAIDriver:
             self.book.first_output()  # a first output arrived (§5)
         if isinstance(outcome, Complete) and (outcome.input_tokens is not None
                                               or outcome.output_tokens is not None):
-            given = outcome.input_tokens or 0
-            self.events.append({
-                "kind": "model_usage", "purpose": purpose, "purpose_key": key,
-                "attempt": attempt, "estimated_input_tokens": tokens, "input_tokens": given,
-                "output_tokens": outcome.output_tokens or 0, "input_deviation": given - tokens,
-                "cut": outcome.cut})
+            self.events.append({**usage_event(purpose, key, attempt, tokens,
+                                              outcome.input_tokens or 0,
+                                              outcome.output_tokens or 0), "cut": outcome.cut})
 
     def _run_tool(self, ctx: RunContext[Any], name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         self.ports.moments.at("batch_call")
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
         proposed = self.proposed.get(str(ctx.tool_call_id), arguments)
         try:
-            outcome = self.ports.tools.run(name, arguments, ordinal)
+            outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
         except ScriptExhausted as exhausted:  # pydantic-ai would make it a failed result
             self.exhausted = exhausted
             raise
-        self.events.append({
-            "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
-            "effective_arguments": arguments, "proposed_arguments": proposed,
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        self.events.append(tool_event(ctx.tool_call_id, name, arguments, proposed, outcome))
         return outcome
 
     def current_inputs(self) -> set[str]:
