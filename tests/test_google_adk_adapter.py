@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.compat import Profile
-from ctxspec.conformance.harness import CaseResult, DriverFactory, confirm_capabilities, run_case
+from ctxspec.conformance.harness import confirm_capabilities
 from ctxspec.conformance.probes import ProbeResult
+from tests import adapter_checks as checks
 
 if TYPE_CHECKING:
     from ctxspec.adapters.google_adk import GoogleAdkDriver
@@ -53,30 +53,19 @@ def probes() -> dict[str, ProbeResult]:
     return confirm_capabilities(make_driver)
 
 
-def _run(case_id: str, probes: dict[str, ProbeResult],
-         factory: DriverFactory = make_driver) -> CaseResult:
-    [case] = by_id([case_id])
-    return run_case(case, factory, probes)
-
-
 def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
-    assert {name: p.status for name, p in probes.items()} == dict.fromkeys(
-        make_driver().capabilities, "confirmed")
+    checks.all_confirmed(probes, make_driver)
 
 
 @pytest.mark.parametrize("case_id", KEPT)
 def test_what_adk_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "passed", result.detail
+    checks.passes(case_id, make_driver, probes)
 
 
 @pytest.mark.parametrize("case_id", sorted(DIVERGING))
 def test_a_divergence_fails_and_its_report_says_why(case_id: str,
                                                     probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "failed", result.detail
-    assert DIVERGING[case_id] in result.detail
-    assert case_id in profile().divergences
+    checks.diverges(case_id, make_driver, probes, DIVERGING, profile())
 
 
 def test_the_tool_error_setting_fixes_its_case(probes: dict[str, ProbeResult]) -> None:
@@ -84,8 +73,8 @@ def test_the_tool_error_setting_fixes_its_case(probes: dict[str, ProbeResult]) -
     # best configuration's, the error is the call's structured result and the Run goes on
     # (§6). The defaults with only that setting changed pass S6-ITEM-ERROR (Q291).
     from ctxspec.adapters.google_adk.driver import GoogleAdkDriver
-    defaults = _run("S6-ITEM-ERROR", probes, partial(GoogleAdkDriver, best=frozenset()))
+    defaults = checks.run("S6-ITEM-ERROR", partial(GoogleAdkDriver, best=frozenset()), probes)
     assert defaults.status == "failed", defaults.detail
-    only = _run("S6-ITEM-ERROR", probes,
-                partial(GoogleAdkDriver, best=frozenset({"on_tool_error_callback"})))
+    only = checks.run("S6-ITEM-ERROR",
+                      partial(GoogleAdkDriver, best=frozenset({"on_tool_error_callback"})), probes)
     assert only.status == "passed", only.detail

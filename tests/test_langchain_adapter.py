@@ -10,9 +10,10 @@ import pytest
 
 from ctxspec.conformance.case import of, requests
 from ctxspec.conformance.cases import by_id
-from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case, scenario_trace
+from ctxspec.conformance.harness import confirm_capabilities, run_case, scenario_trace
 from ctxspec.conformance.probes import ProbeResult
 from ctxspec.conformance.scenario import HookDoc, ScriptedHooks
+from tests import adapter_checks as checks
 
 if TYPE_CHECKING:
     from ctxspec.adapters.langchain import LangChainDriver
@@ -59,9 +60,6 @@ def probes() -> dict[str, ProbeResult]:
     return confirm_capabilities(make_driver)
 
 
-def _run(case_id: str, probes: dict[str, ProbeResult]) -> CaseResult:
-    [case] = by_id([case_id])
-    return run_case(case, make_driver, probes)
 
 
 def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
@@ -72,18 +70,14 @@ def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) 
 
 @pytest.mark.parametrize("case_id", KEPT)
 def test_what_langchain_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "passed", result.detail
+    checks.passes(case_id, make_driver, probes)
 
 
 @pytest.mark.parametrize("case_id", sorted(DIVERGING))
 def test_a_divergence_fails_and_its_report_says_why(case_id: str,
                                                     probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "failed", result.detail
-    assert DIVERGING[case_id] in result.detail
     from ctxspec.adapters.langchain_profile import PROFILE
-    assert case_id in PROFILE.divergences
+    checks.diverges(case_id, make_driver, probes, DIVERGING, PROFILE)
 
 
 def test_a_refused_checkpoint_is_surfaced_and_the_thread_resumed() -> None:

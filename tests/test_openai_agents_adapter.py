@@ -10,8 +10,9 @@ import pytest
 
 from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.compat import Profile, status_of
-from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case
+from ctxspec.conformance.harness import confirm_capabilities, run_case
 from ctxspec.conformance.probes import ProbeResult
+from tests import adapter_checks as checks
 
 if TYPE_CHECKING:
     from ctxspec.adapters.openai_agents import OpenAIAgentsDriver
@@ -65,29 +66,21 @@ def probes() -> dict[str, ProbeResult]:
     return confirm_capabilities(make_driver)
 
 
-def _run(case_id: str, probes: dict[str, ProbeResult]) -> CaseResult:
-    [case] = by_id([case_id])
-    return run_case(case, make_driver, probes)
 
 
 def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
-    assert {name: p.status for name, p in probes.items()} == dict.fromkeys(
-        make_driver().capabilities, "confirmed")
+    checks.all_confirmed(probes, make_driver)
 
 
 @pytest.mark.parametrize("case_id", KEPT)
 def test_what_the_sdk_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "passed", result.detail
+    checks.passes(case_id, make_driver, probes)
 
 
 @pytest.mark.parametrize("case_id", sorted(DIVERGING))
 def test_a_divergence_fails_and_its_report_says_why(case_id: str,
                                                     probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "failed", result.detail
-    assert DIVERGING[case_id] in result.detail
-    assert case_id in profile().divergences
+    checks.diverges(case_id, make_driver, probes, DIVERGING, profile())
 
 
 
@@ -135,7 +128,7 @@ def test_a_pass_on_the_adapters_decisions_is_not_the_frameworks(
         case_id: str, probes: dict[str, ProbeResult]) -> None:
     # W, O, S, B, the trigger and the moment to compact are the adapter's (Q382): a pass that
     # needs them is counted adapter, though the SDK's compaction session made the summary.
-    result = _run(case_id, probes)
+    result = checks.run(case_id, make_driver, probes)
     assert result.status == "passed", result.detail
     assert status_of(result, profile().adapter_supplied) == "adapter"
 

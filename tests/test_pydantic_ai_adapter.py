@@ -4,15 +4,14 @@ configuration seen fixing a default. The whole suite runs in the drift test of i
 (test_compat_reports.py). The ``pydantic-ai`` extra is installed by .ci/run; without it this
 test errors, never skips."""
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
-from ctxspec.conformance.cases import by_id
 from ctxspec.conformance.compat import Profile
-from ctxspec.conformance.harness import CaseResult, confirm_capabilities, run_case
+from ctxspec.conformance.harness import confirm_capabilities
 from ctxspec.conformance.probes import ProbeResult
+from tests import adapter_checks as checks
 
 if TYPE_CHECKING:
     from ctxspec.adapters.pydantic_ai import PydanticAIDriver
@@ -58,40 +57,29 @@ def probes() -> dict[str, ProbeResult]:
     return confirm_capabilities(make_driver)
 
 
-def _run(case_id: str, probes: dict[str, ProbeResult],
-         factory: Callable[[], "PydanticAIDriver"] = make_driver) -> CaseResult:
-    [case] = by_id([case_id])
-    return run_case(case, factory, probes)
-
-
 def test_every_declared_capability_is_confirmed(probes: dict[str, ProbeResult]) -> None:
-    assert {name: p.status for name, p in probes.items()} == dict.fromkeys(
-        make_driver().capabilities, "confirmed")
+    checks.all_confirmed(probes, make_driver)
 
 
 @pytest.mark.parametrize("case_id", KEPT)
 def test_what_pydantic_ai_keeps_passes(case_id: str, probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "passed", result.detail
+    checks.passes(case_id, make_driver, probes)
 
 
 @pytest.mark.parametrize("case_id", sorted(DIVERGING))
 def test_a_divergence_fails_and_its_report_says_why(case_id: str,
                                                     probes: dict[str, ProbeResult]) -> None:
-    result = _run(case_id, probes)
-    assert result.status == "failed", result.detail
-    assert DIVERGING[case_id] in result.detail
-    assert case_id in profile().divergences
+    checks.diverges(case_id, make_driver, probes, DIVERGING, profile())
 
 
 def test_a_changed_argument_reaches_the_history_only_with_the_best_setting(
         probes: dict[str, ProbeResult]) -> None:
     # pydantic-ai runs an approved call with ToolApproved(override_args=...) but keeps the
     # model's arguments in the history's ToolCallPart unless the handler writes call.args too.
-    default = _run("EX3-WRITE", probes, make_default_driver)
+    default = checks.run("EX3-WRITE", make_default_driver, probes)
     assert default.status == "failed", default.detail
     assert "expected 'reports/a.md', saw 'a.md'" in default.detail
-    assert _run("EX3-WRITE", probes).status == "passed"
+    assert checks.run("EX3-WRITE", make_driver, probes).status == "passed"
     [setting] = [s for s in profile().settings if "EX3-WRITE" in s.cases]
     assert "call.args" in setting.name
 

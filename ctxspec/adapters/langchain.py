@@ -141,7 +141,7 @@ class LangChainDriver:
         """The calls whose result a post-call hook withheld."""
         self.hooks: DesignHooks | None = None
         self.reviewer: Reviewer | None = None
-        self.chain = Chain(ports.hooks, self._event)  # one per Session: its ordinals count on
+        self.chain = Chain(ports.hooks, self._event, failed_diagnostics=())  # per Session; Q550
         middleware = self._middleware(ports)
         self.middleware = middleware
         self.schemas = tuple(json.dumps(convert_to_openai_tool(tool), sort_keys=True)

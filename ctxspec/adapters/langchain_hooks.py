@@ -22,8 +22,7 @@ fails on LangChain's lack of them.
 """
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import (
@@ -43,57 +42,16 @@ from langchain_core.messages import (
 )
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.hook_changes import ContextOp
-from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
+from ctxspec.reference.ports import HookPoint
 
 POINTS: tuple[HookPoint, ...] = ("model.pre_request", "model.post_response", "tool.post_call")
 COMPACTION_POINTS: tuple[HookPoint, ...] = ("compaction.pre_request", "compaction.post_response")
 """The points around SummarizationMiddleware's summary call (langchain_summary.py)."""
 CAPABILITIES = frozenset(f"hooks:{point}" for point in (*POINTS, *COMPACTION_POINTS))
 DENIED_RESULT = "denied by a post-call hook"
-
-
-class HookDenied(Exception):
-    """A hook denied the request or the answer: the role has no answer (HOOK_DENIED)."""
-
-    code = "HOOK_DENIED"
-
-
-@dataclass
-class Chain:
-    """Asks the scenario's chain at one point and reports its decisions as trace events."""
-
-    hooks: HookPort
-    event: Callable[..., None]
-    asked: dict[str, int] = field(default_factory=dict)
-
-    def ask(self, point: HookPoint, payload: dict[str, Any], stage: str,
-            apply: Callable[[str, Any], bool], records: Mapping[str, uuid.UUID] | None = None,
-            patch: Callable[[ContextOp], bool] | None = None) -> bool:
-        """Run the chain; ``apply(path, value)`` carries one payload write, ``patch(op)`` one
-        context operation on the records named in ``records`` (False: it has no place). True
-        when an item denied."""
-        self.asked[point] = self.asked.get(point, 0) + 1
-        ordinal = self.asked[point]
-        self.event("hook_called", point=point, stage=stage)
-        items = self.hooks.items(HookContext(
-            point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal,
-            dict(records or {})))
-        denied = False
-        for position, item in enumerate(items):
-            changes = [] if item.failed else _written(item, apply) + [
-                op.field_key for op in item.context_ops if patch is not None and patch(op)]
-            self.event("hook_decided", point=point, chain_position=position,
-                       decision="failed" if item.failed else item.decision,
-                       patch_valid=not item.failed, diagnostics=[], changes=changes)
-            denied = denied or (not item.failed and item.decision == "deny")
-        return denied
-
-
-def _written(item: HookReply, apply: Callable[[str, Any], bool]) -> list[str]:
-    return [op.path for op in item.payload_ops if apply(op.path, op.value)]
 
 
 def uid(message: BaseMessage) -> uuid.UUID:

@@ -35,21 +35,16 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.hook_changes import ContextOp
-from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
+from ctxspec.reference.ports import HookPoint, HookPort
 
 POINTS: tuple[HookPoint, ...] = ("model.pre_request", "model.post_response", "tool.pre_call",
                                  "tool.post_call")
 CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
 PRE_DENIED = "denied by a before-tool callback"
 POST_DENIED = "denied by an after-tool callback"
-
-
-class HookDenied(Exception):
-    """A hook denied the request or the answer: the role has no answer (HOOK_DENIED)."""
-
-    code = "HOOK_DENIED"
 
 
 @dataclass
@@ -60,12 +55,14 @@ class Callbacks:
     event: Callable[..., None]
     facts: dict[str, dict[str, Any]]
     """The driver's result facts by call_id, where a denial is written (Q210)."""
-    asked: dict[str, int] = field(default_factory=dict)
     annotations: list[str] = field(default_factory=list)
     """The texts annotations added to a request (the view shows them as annotations)."""
     shared: tuple[str, ...] = ()
     """The names of the Agent's shared fields, which a patch may target as ``shared:<name>``
     (ADK has no shared scope; the name only resolves)."""
+
+    def __post_init__(self) -> None:
+        self.chain = Chain(self.hooks, self.event)
 
     def agent_callbacks(self) -> dict[str, Any]:
         """The ``LlmAgent`` arguments for the points the scenario has hooks at."""
@@ -194,25 +191,11 @@ class Callbacks:
                patch: Callable[[ContextOp], bool] | None = None) -> bool:
         """Run the chain; ``apply(path, value)`` carries one payload write (False: it has no
         place). True when an item denied."""
-        self.asked[point] = ordinal = self.asked.get(point, 0) + 1
-        self.event("hook_called", point=point, stage=stage)
         if records is None:  # the answer or the call the chain is asked about, and the shared
-            at = uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:{point}:{ordinal}")
+            at = uuid.uuid5(uuid.NAMESPACE_URL,
+                            f"ctxspec:google-adk:{point}:{self.chain.asked.get(point, 0) + 1}")
             records = {**self._named([]), "last": at, "question": at, "first_assistant": at}
-        items = self.hooks.items(HookContext(
-            point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:adk:{point}:{ordinal}"), ordinal,
-            records))
-        denied = False
-        for position, item in enumerate(items):
-            changes = [] if item.failed else _written(item, apply) + [
-                op.field_key for op in item.context_ops if patch is not None and patch(op)]
-            self.event("hook_decided", point=point, chain_position=position,
-                       decision="failed" if item.failed else item.decision,
-                       patch_valid=not item.failed,
-                       diagnostics=["HOOK_FAILED"] if item.failed else [], changes=changes)
-            denied = denied or (not item.failed and item.decision == "deny")
-        return denied
+        return self.chain.ask(point, payload, stage, apply, records, patch)
 
 
 def _index(identity: uuid.UUID, contents: list[types.Content]) -> int:
@@ -221,10 +204,6 @@ def _index(identity: uuid.UUID, contents: list[types.Content]) -> int:
         if identity == uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:record:{index}"):
             return index
     return -1
-
-
-def _written(item: HookReply, apply: Callable[[str, Any], bool]) -> list[str]:
-    return [op.path for op in item.payload_ops if apply(op.path, op.value)]
 
 
 __all__ = ["CAPABILITIES", "POINTS", "Callbacks", "HookDenied"]

@@ -25,11 +25,8 @@ request whose fixed input exceeds B before it is sent (§8), counted as adapter-
 """
 
 import asyncio
-import hashlib
 import itertools
-import json
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -53,28 +50,37 @@ from ctxspec.adapters.google_adk.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.google_adk.model import ModelFailed, ScriptedLlm, WindowRefused
 from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import Run
-from ctxspec.adapters.google_adk.tools import ScenarioTool, ToolFailed
+from ctxspec.adapters.google_adk.tools import ScenarioTool
 from ctxspec.adapters.google_adk.view import Message, read_view, tool_schemas
-from ctxspec.adapters.run_facts import BudgetRefused, Delivery
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+    whole_input_decision,
+)
+from ctxspec.adapters.run_facts import (
+    BudgetRefused,
+    Delivery,
+    RunBook,
+    refusal_figures,
+    root_cause,
+)
+from ctxspec.adapters.scripted_tools import ToolFailed
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.documents import ScenarioError
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
-from ctxspec.reference.budget import (
-    ConfigurationError,
-    ResolvedBudget,
-    evaluate_compaction,
-    resolve_budget,
-)
+from ctxspec.reference.budget import ResolvedBudget
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 APP, USER = "ctxspec", "user"
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
@@ -104,23 +110,16 @@ class GoogleAdkDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-google-adk-")
         self.url = f"sqlite+aiosqlite:///{Path(self.folder.name) / 'sessions.sqlite'}"
         self.crash = Crash(scenario.crash)
         self.loop = asyncio.new_event_loop()
-        self.ids = itertools.count(1)
         self.call_ids = itertools.count(1)
-        self.runs: list[Run] = []
-        self.waiting: list[Delivery] = []
-        self.input_runs: dict[str, str] = {}
-        self.sent: list[tuple[str, str]] = []
-        """Every input handed to ADK, (input_id, text), in hand-over order."""
         self.events: list[Message] = []
+        self.book: RunBook[Run] = RunBook("google-adk", self.events)
+        """The Runs, their inputs and deliveries, and every input handed to ADK."""
         self.summaries: list[str] = []
         """The texts the summarizer wrote (a summary in a request is one of them)."""
         self.compacted = False
@@ -179,33 +178,18 @@ class GoogleAdkDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = Run(len(self.runs) + 1, self._id())
-        self.runs.append(run)
-        self._client(run, "run_started", f"run {run.no}")
-        for carried in self.waiting:  # waiting supplements join this question, before it
-            carried.run_no = run.no
-            run.inputs.append(carried)
-            self._delivery(carried)
-        self.waiting = []
-        question = self._receive(text, run)
-        run.question_id = question.input_id
-        run.inputs.append(question)
+        self.book.open(Run(self.book.next_no(), self.book.new_id()), text)
 
     def supplement(self, text: str) -> None:
-        run = self._active()
-        if run is None:  # no Run to join: it waits for the next question (§5)
-            self.waiting.append(self._receive(text, None))
-            return
-        self._client(run, "input_received", "supplement")
-        run.inputs.append(self._receive(text, run))
+        self.book.supplement(text)  # ADK takes no input into a running invocation (§5)
 
     def stop(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is not None:
             run.stop_requested = True
 
     def advance(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is not None and not run.started:
             self._await(self._drive(run))
 
@@ -224,7 +208,7 @@ class GoogleAdkDriver:
         run.started = True
         if run.stop_requested:  # stopped before ADK began: the question is stored, not run
             await self._store_only(run)
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
             return
         message: types.Content | None = self._hand_over(run)
         resume: str | None = None
@@ -248,9 +232,9 @@ class GoogleAdkDriver:
         if self.exhausted is not None:
             raise self.exhausted
         if run.final is not None and not run.stop_requested:
-            self._end(run, "succeeded", final=run.final)
+            self.book.end(run, "succeeded", final=run.final)
         else:
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
 
     async def _store_only(self, run: Run) -> None:
         """A Run stopped before its invocation: its inputs appended to the session as the
@@ -317,13 +301,13 @@ class GoogleAdkDriver:
 
     def _unsent(self, run: Run) -> list[Delivery]:
         """The Run's inputs not handed to ADK yet."""
-        handed = {input_id for input_id, _ in self.sent}
+        handed = {input_id for input_id, _ in self.book.sent}
         return [d for d in run.inputs if d.state == "pending" and d.input_id not in handed]
 
     def _hand_over(self, run: Run) -> types.Content:
         given = self._unsent(run)
         for delivery in given:
-            self.sent.append((delivery.input_id, delivery.text))
+            self.book.sent.append((delivery.input_id, delivery.text))
         return types.Content(role="user", parts=[types.Part(text=d.text) for d in given])
 
     def _failed(self, run: Run, failure: BaseException) -> None:
@@ -331,19 +315,19 @@ class GoogleAdkDriver:
         if isinstance(cause, ScriptExhausted | ScenarioError):
             raise cause
         if isinstance(cause, LlmCallsLimitExceededError):
-            self._end(run, "loop_exhausted")
+            self.book.end(run, "loop_exhausted")
         elif isinstance(cause, BudgetRefused):
-            self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+            self.book.end(run, "failed", cause.code, str(cause), figures=cause.figures)
         elif isinstance(cause, HookDenied):
-            self._end(run, "failed", "HOOK_DENIED", str(cause))
+            self.book.end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, WindowRefused):
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
+            self.book.end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, ModelFailed):
-            self._end(run, "failed", "MODEL_FAILED", str(cause))
+            self.book.end(run, "failed", "MODEL_FAILED", str(cause))
         elif isinstance(cause, ToolFailed):
-            self._end(run, "failed", "TOOL_ERROR", str(cause))
+            self.book.end(run, "failed", "TOOL_ERROR", str(cause))
         else:
-            self._end(run, "failed", None, f"{type(cause).__name__}: {cause}")
+            self.book.end(run, "failed", None, f"{type(cause).__name__}: {cause}")
 
     def _tool_error(self, tool: BaseTool, args: dict[str, Any], context: ToolContext,
                     error: Exception) -> dict[str, Any] | None:
@@ -368,22 +352,13 @@ class GoogleAdkDriver:
                  ) -> tuple[list[Message], int, str]:
         instruction = request.config.system_instruction if purpose == "business" else None
         view = read_view(instruction if isinstance(instruction, str) else None,
-                         request.contents, self.sent, self.summaries,
+                         request.contents, self.book.sent, self.summaries,
                          self.callbacks.annotations)
-        for each in view:
-            if each.get("input_id") is not None:
-                each["source_run_id"] = self.input_runs.get(each["input_id"])
-            if each["kind"] == "tool_result" and each.get("call_id") in self.facts:
-                each["result_facts"] = self.facts[each["call_id"]]
+        self.book.annotate(view, self.facts)
         schemas = tool_schemas(request)
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
-        current = {d.input_id for d in self._active_inputs()}
-        # An Executor's fixed input is its prompt and its hand-over (its only user message).
-        material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       and (role == "root" or m["kind"] != "user_ref") for m in view)
-        verdict = evaluate_compaction(self.budget, 0 if material else tokens,
-                                      tokens if material else 0)
-        return view, tokens, verdict.decision if verdict.error_code is None else "error"
+        current = {d.input_id for d in self.book.active_inputs()}
+        return view, tokens, whole_input_decision(self.budget, view, tokens, current, role)
 
     def answer(self, purpose: str, role: str, request: LlmRequest, attempt: int
                ) -> ModelOutcome:
@@ -392,11 +367,8 @@ class GoogleAdkDriver:
         self.crash.alive()
         view, tokens, measured = self._measure(request, purpose, role)
         if purpose == "business" and measured == "error":
-            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
-                "fixed_input_tokens": tokens, "input_tokens": tokens,
-                "input_budget": self.budget.input_budget, "window": self.budget.window,
-                "output_reserve": self.budget.output_reserve,
-                "safety_margin": self.budget.safety_margin})
+            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE",
+                                refusal_figures(self.budget, tokens, tokens))
         decision: str | None = measured
         if purpose == "compaction":
             decision = None
@@ -406,29 +378,19 @@ class GoogleAdkDriver:
             self.requests += 1
         key = f"google-adk:{self.requests}"
         self.measure = tokens
-        run = self._active()
-        self._claim(view, purpose)
+        run = self.book.active()
+        if purpose == "business":
+            self.book.claim(view)
         budget = self.budget
         cap = request.config.max_output_tokens
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role, "purpose_key": key,
-            "attempt": attempt, "view": {"messages": view}, "estimated_input_tokens": tokens,
-            # No cap set on the request (ADK's summarizer sets none): the model's own output
-            # limit bounds it, the Agent's output reserve (Q450).
-            "max_output_tokens": budget.output_reserve if cap is None else cap,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "rendered": {"tool_schemas": tool_schemas(request)},
-            "view_hash": hashlib.sha256(json.dumps(view, sort_keys=True).encode()).hexdigest()})
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        outcome = self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), budget.output_reserve, ordinal, role))
+        # No cap set on the request (ADK's summarizer sets none): the model's own output
+        # limit bounds it, the Agent's output reserve (Q450).
+        sent = request_event(budget, purpose, role, key, attempt, view, tokens,
+                             budget.output_reserve if cap is None else cap, decision,
+                             None if run is None else run.no)
+        self.events.append({**sent, "rendered": {"tool_schemas": tool_schemas(request)}})
+        outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                   view, budget.output_reserve))
         self.last = {"key": key, "attempt": attempt, "tokens": tokens}
         if purpose == "compaction":
             if isinstance(outcome, Complete):
@@ -450,104 +412,29 @@ class GoogleAdkDriver:
     def proposed(self, call_id: str, malformed: str | None, arguments: dict[str, Any]) -> None:
         self.proposals[call_id] = arguments
 
-    def _claim(self, view: list[Message], purpose: str) -> None:
-        if purpose != "business":
-            return
-        for delivery in self._active_inputs():
-            if delivery.state == "pending" and any(
-                    m.get("input_id") == delivery.input_id for m in view):
-                delivery.state = "claimed"
-                self._delivery(delivery)
-
     def _answered(self, outcome: ModelOutcome, key: str, attempt: int, tokens: int) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
-            for delivery in self._active_inputs():
-                if delivery.state == "claimed":
-                    delivery.state = "delivered"
-                    self._delivery(delivery)
+            self.book.first_output()
         if isinstance(outcome, Complete) and outcome.input_tokens is not None:
-            self.events.append({
-                "kind": "model_usage", "purpose": "business", "purpose_key": key,
-                "attempt": attempt, "estimated_input_tokens": tokens,
-                "input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
-                "input_deviation": outcome.input_tokens - tokens})
+            self.events.append(usage_event("business", key, attempt, tokens,
+                                           outcome.input_tokens, outcome.output_tokens))
 
     def _run_tool(self, context: ToolContext, name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         self.crash.alive()
         call_id = str(context.function_call_id)
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
-        outcome = self.ports.tools.run(name, arguments, ordinal)
-        self.events.append({
-            "kind": "tool_executed", "call_id": call_id, "name": name,
-            "effective_arguments": arguments,
-            "proposed_arguments": self.proposals.get(call_id, arguments),
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
+        self.events.append(tool_event(call_id, name, arguments,
+                                      self.proposals.get(call_id, arguments), outcome))
         return outcome
 
-    # --- Runs, inputs and deliveries --------------------------------------------------------
-
-    def _end(self, run: Run, status: str, code: str | None = None, message: str | None = None,
-             final: str | None = None, figures: dict[str, int] | None = None) -> None:
-        run.status = status
-        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
-            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
-                successor = Delivery(delivery.input_id, self._id(), delivery.text, None,
-                                     previous=delivery.delivery_id)
-                delivery.state = "carried"
-                self._delivery(delivery)
-                self._delivery(successor)
-                self.waiting.append(successor)
-        ended: Message = {"kind": "run_ended", "run_id": run.run_id, "run_no": run.no,
-                          "status": status, "error_code": code, "message": message,
-                          "final_answer": final if status == "succeeded" else None}
-        if figures is not None:
-            ended["figures"] = figures
-        self.events.append(ended)
-        self._client(run, "run_ended", status)
-
-    def _receive(self, text: str, run: Run | None) -> Delivery:
-        delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
-        self._delivery(delivery)
-        return delivery
-
-    def _delivery(self, delivery: Delivery) -> None:
-        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
-        if run is not None:
-            self.input_runs[delivery.input_id] = run.run_id
-        self.events.append({
-            "kind": "delivery", "input_id": delivery.input_id,
-            "delivery_id": delivery.delivery_id, "state": delivery.state,
-            "target_run_id": None if run is None else run.run_id,
-            "previous_delivery_id": delivery.previous})
-
-    def _active(self) -> Run | None:
-        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
-
-    def _active_inputs(self) -> list[Delivery]:
-        run = self._active()
-        return [] if run is None else run.inputs
-
-    def _id(self) -> str:
-        """A fresh identity, the same in every run of a scenario (a report never drifts)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:google-adk:{next(self.ids)}"))
-
-    def _client(self, run: Run, event: str, detail: str) -> None:
-        run.seq += 1
-        self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
-                            "event": event, "detail": detail})
 
 
 def _root(failure: BaseException) -> BaseException:
     """The first cause in the chain the adapter knows (ADK may wrap an error)."""
-    seen: BaseException | None = failure
-    while seen is not None:
-        if isinstance(seen, BudgetRefused | HookDenied | ModelFailed | WindowRefused
-                      | ToolFailed | ScriptExhausted | ScenarioError
-                      | LlmCallsLimitExceededError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return failure
+    return root_cause(failure, (BudgetRefused, HookDenied, ModelFailed, WindowRefused,
+                                ToolFailed, ScriptExhausted, ScenarioError,
+                                LlmCallsLimitExceededError))
 
 
 def make_driver() -> GoogleAdkDriver:

@@ -1,20 +1,12 @@
-"""The facts the Google ADK driver keeps beside ADK (driver.py): each Run with its inputs and
-their deliveries (§5), and the refusal it raises from its model before a request over B."""
+"""The facts the Google ADK driver keeps about a Run beside the shared ones (run_facts.py):
+the final response ADK yielded, which the client reads off the invocation's events."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ctxspec.adapters.run_facts import Delivery
+from ctxspec.adapters import run_facts
 
 
 @dataclass
-class Run:
-    no: int
-    run_id: str
-    inputs: list[Delivery] = field(default_factory=list)
-    question_id: str = ""
-    started: bool = False
-    status: str = "running"
-    stop_requested: bool = False
-    seq: int = 0
+class Run(run_facts.Run):
     final: str | None = None
     """The text of the last final response ADK yielded."""

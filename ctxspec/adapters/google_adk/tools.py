@@ -8,8 +8,6 @@ A scripted business error is raised, so ADK's own error path decides what the mo
 without one the exception ends the invocation).
 """
 
-import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,20 +15,12 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from ctxspec.adapters.scripted_tools import result_text
 from ctxspec.conformance.scenario import ToolDoc
 from ctxspec.reference.ports import ToolOutcome
 
 Run = Callable[[ToolContext, str, dict[str, Any]], ToolOutcome]
 """The adapter's body of every tool: (context, tool name, arguments) → the scripted outcome."""
-
-LATENCY_SECONDS = 0.002
-"""Real time per tick of a scripted latency: a batch's calls, which ADK runs concurrently,
-finish in their scripted latency order."""
-
-
-class ToolFailed(Exception):
-    """A tool's scripted business error, raised so ADK handles it."""
-
 
 class ScenarioTool(BaseTool):
     """One scenario tool."""
@@ -48,13 +38,4 @@ class ScenarioTool(BaseTool):
                                              "type": "object"})
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        outcome = self.run(tool_context, self.name, dict(args))
-        if outcome.latency:
-            await asyncio.sleep(outcome.latency * LATENCY_SECONDS)
-        if outcome.error is not None:
-            raise ToolFailed(outcome.error)
-        if outcome.artifact is not None:  # metadata and a path, never the bytes (§6)
-            artifact = outcome.artifact
-            return json.dumps({"artifact": artifact.path, "media_type": artifact.media_type,
-                               "size_bytes": artifact.size_bytes})
-        return outcome.text
+        return await result_text(self.run(tool_context, self.name, dict(args)))

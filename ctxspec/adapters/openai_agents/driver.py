@@ -20,11 +20,8 @@ capability ``estimator_injection`` is declared as adapter-supplied.
 """
 
 import asyncio
-import hashlib
-import itertools
 import json
 import tempfile
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +49,7 @@ from agents.testing import ModelCall as SdkCall
 from agents.tool_context import ToolContext
 from openai import APIConnectionError, APIError, BadRequestError, InternalServerError
 
+from ctxspec.adapters.hook_chain import HookDenied
 from ctxspec.adapters.openai_agents.compaction import compacting
 from ctxspec.adapters.openai_agents.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.openai_agents.guardrails import CAPABILITIES as GUARDRAILS
@@ -59,33 +57,32 @@ from ctxspec.adapters.openai_agents.guardrails import Guardrails, ResponseHooks
 from ctxspec.adapters.openai_agents.history import history_read
 from ctxspec.adapters.openai_agents.model import ScenarioModel, sdk_call_texts
 from ctxspec.adapters.openai_agents.profile import PROFILE
-from ctxspec.adapters.openai_agents.runs import (
-    HookDenied,
-    Run,
-    consume,
-    root_cause,
-)
-from ctxspec.adapters.openai_agents.tools import ToolFailed, build
+from ctxspec.adapters.openai_agents.runs import Run, consume, root_cause
+from ctxspec.adapters.openai_agents.tools import build
 from ctxspec.adapters.openai_agents.view import Message, read_view, tool_schema
-from ctxspec.adapters.run_facts import BudgetRefused, Delivery
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    fingerprint,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+    whole_input_decision,
+)
+from ctxspec.adapters.run_facts import BudgetRefused, Delivery, RunBook, refusal_figures
+from ctxspec.adapters.scripted_tools import ToolFailed
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import AgentDoc, HistoryReadDoc, Scenario
-from ctxspec.reference.budget import (
-    ConfigurationError,
-    ResolvedBudget,
-    evaluate_compaction,
-    resolve_budget,
-)
+from ctxspec.reference.budget import ResolvedBudget
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
                        "sessions", "tool_latency", "planner_executor", "stop_mid_batch",
@@ -132,24 +129,16 @@ class OpenAIAgentsDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
         self.folder = tempfile.TemporaryDirectory(prefix="ctxspec-openai-agents-")
         self.database = str(Path(self.folder.name) / "sessions.sqlite")
         self.session = self._session("session-1")
         self.sessions = 1
         self._build_agent(doc, ports)
-        self.ids = itertools.count(1)
-        self.runs: list[Run] = []
-        self.waiting: list[Delivery] = []
-        self.input_runs: dict[str, str] = {}
-        """The Run each input was last bound to."""
-        self.sent: list[tuple[str, str]] = []
-        """Every input handed to the SDK, (input_id, text), in hand-over order."""
         self.events: list[Message] = []
+        self.book: RunBook[Run] = RunBook("openai-agents", self.events)
+        """The Runs, their inputs and deliveries, and every input handed to the SDK."""
         self.streaming: RunResultStreaming | None = None
         self.requests = 0
         self.compacted = False
@@ -201,35 +190,18 @@ class OpenAIAgentsDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = Run(len(self.runs) + 1, self._id())
-        self.runs.append(run)
-        self._client(run, "run_started", f"run {run.no}")
-        for carried in self.waiting:  # waiting supplements join this question, before it
-            carried.run_no = run.no
-            run.inputs.append(carried)
-            self._delivery(carried)
-        self.waiting = []
-        question = self._receive(text, run)
-        run.question_id = question.input_id
-        run.inputs.append(question)
+        self.book.open(Run(self.book.next_no(), self.book.new_id()), text)
 
     def supplement(self, text: str) -> None:
-        run = self._active()
-        if run is None:  # no Run to join: it waits for the next question (§5)
-            self.waiting.append(self._receive(text, None))
+        run, delivery = self.book.active(), self.book.supplement(text)
+        if run is None or delivery is None or not run.started:
             return
-        delivery = self._receive(text, run)
-        self._client(run, "input_received", "supplement")
-        if not run.started:
-            run.inputs.append(delivery)
-            return
-        run.inputs.append(delivery)
         run.staged.append(delivery)
         if self.streaming is not None:
             self.streaming.cancel(mode="after_turn")
 
     def stop(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is None:
             return
         run.stop_requested = True
@@ -237,7 +209,7 @@ class OpenAIAgentsDriver:
             self.streaming.cancel(mode="immediate" if self.in_model else "after_turn")
 
     def advance(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is not None and not run.started:
             asyncio.run(self._drive(run))
 
@@ -250,7 +222,7 @@ class OpenAIAgentsDriver:
     def history_step(self, read: HistoryReadDoc) -> None:
         """A read of the history API: the session's stored items (history.py)."""
         self.events.append(history_read(self.database, f"session-{self.sessions}", read,
-                                        self.sent))
+                                        self.book.sent))
 
     def _session(self, name: str) -> Session:
         settings = None if self.session_limit is None else SessionSettings(
@@ -271,7 +243,7 @@ class OpenAIAgentsDriver:
 
     async def _drive(self, run: Run) -> None:
         run.started = True
-        stored = {input_id for input_id, _ in self.sent}  # the session holds them already
+        stored = {input_id for input_id, _ in self.book.sent}  # the session holds them already
         start: Any = [self._hand_over(d) for d in run.inputs if d.input_id not in stored]
         if self.compaction and not await self._compacted_before(run, start):
             return
@@ -292,10 +264,10 @@ class OpenAIAgentsDriver:
                 start = self._answer_approvals(result)
                 continue
             if result.is_complete and result.final_output is not None:
-                self._end(run, "succeeded", final=str(result.final_output))
+                self.book.end(run, "succeeded", final=str(result.final_output))
                 return
             if run.stop_requested or not run.staged:
-                self._end(run, "stopped")
+                self.book.end(run, "stopped")
                 return
             start = self._resume(run, result.to_state())
 
@@ -314,9 +286,9 @@ class OpenAIAgentsDriver:
             # first model call): the context stays whole for the next question (§8, §11).
             await self.session.add_items(start)
             if run.stop_requested:  # the user's stop wins over the failure it cut short
-                self._end(run, "stopped")
+                self.book.end(run, "stopped")
             else:
-                self._end(run, "failed", "COMPACTION_FAILED", str(failure))
+                self.book.end(run, "failed", "COMPACTION_FAILED", str(failure))
             return False
         self.compacted = True
         return True
@@ -342,28 +314,28 @@ class OpenAIAgentsDriver:
         return state
 
     def _hand_over(self, delivery: Delivery) -> TResponseInputItem:
-        self.sent.append((delivery.input_id, delivery.text))
+        self.book.sent.append((delivery.input_id, delivery.text))
         return {"role": "user", "content": delivery.text}
 
     def _failed(self, run: Run, failure: BaseException) -> None:
         if isinstance(failure, MaxTurnsExceeded):
-            self._end(run, "loop_exhausted")
+            self.book.end(run, "loop_exhausted")
             return
         cause = root_cause(failure)
         if isinstance(cause, ScriptExhausted):
             raise cause
         if isinstance(cause, BudgetRefused):
-            self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+            self.book.end(run, "failed", cause.code, str(cause), figures=cause.figures)
         elif isinstance(cause, InternalServerError):  # the compact endpoint, finally failed
-            self._end(run, "failed", "COMPACTION_FAILED", str(cause))
+            self.book.end(run, "failed", "COMPACTION_FAILED", str(cause))
         elif isinstance(cause, HookDenied):
-            self._end(run, "failed", "HOOK_DENIED", str(cause))
+            self.book.end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, BadRequestError) and "context_length_exceeded" in str(cause):
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
+            self.book.end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, APIConnectionError):
-            self._end(run, "failed", "MODEL_FAILED", str(cause))
+            self.book.end(run, "failed", "MODEL_FAILED", str(cause))
         elif isinstance(failure, AgentsException):  # the SDK gave up the Run on its own
-            self._end(run, "failed", None, f"{type(failure).__name__}: {failure}")
+            self.book.end(run, "failed", None, f"{type(failure).__name__}: {failure}")
         else:
             raise failure
 
@@ -400,37 +372,25 @@ class OpenAIAgentsDriver:
 
     def _measure(self, instructions: str | None, items: Sequence[Any],
                  role: str = "root") -> tuple[list[Message], int, str]:
-        view = read_view(instructions, items, self.sent)
-        for each in view:
-            if each.get("input_id") is not None:
-                each["source_run_id"] = self.input_runs.get(each["input_id"])
-            if each["kind"] == "tool_result" and each.get("call_id") in self.result_facts:
-                each["result_facts"] = self.result_facts[each["call_id"]]
+        view = read_view(instructions, items, self.book.sent)
+        self.book.annotate(view, self.result_facts)
         schemas = [tool_schema(t.name, t.description, t.params_json_schema)
                    for t in (self.tools if role == "root" else self.executor_tools)]
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
-        current = {d.input_id for d in self._active_inputs()}
-        # An Executor's fixed input is its prompt and its hand-over (its only user item).
-        material = any(m["kind"] != "system_prompt" and m.get("input_id") not in current
-                       and (role == "root" or m["kind"] != "user_ref") for m in view)
-        verdict = evaluate_compaction(self.budget, 0 if material else tokens,
-                                      tokens if material else 0)
-        return view, tokens, verdict.decision if verdict.error_code is None else "error"
+        current = {d.input_id for d in self.book.active_inputs()}
+        return view, tokens, whole_input_decision(self.budget, view, tokens, current, role)
 
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         """§8 before the request leaves: a fixed input over B is refused (adapter-supplied)."""
         given = data.model_data
         role = "executor" if data.agent.name == "executor" else "root"
         view, tokens, decision = self._measure(given.instructions, given.input, role)
-        run = self._active()
+        run = self.book.active()
         if self.guardrails.request_denied(view, None if run is None else run.question_id):
             raise HookDenied("HOOK_DENIED: a model.pre_request hook denied the request")
         if decision == "error":
-            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE", {
-                "fixed_input_tokens": tokens, "input_tokens": tokens,
-                "input_budget": self.budget.input_budget,
-                "window": self.budget.window, "output_reserve": self.budget.output_reserve,
-                "safety_margin": self.budget.safety_margin})
+            raise BudgetRefused("CONTEXT_PROTECTED_INPUT_TOO_LARGE",
+                                refusal_figures(self.budget, tokens, tokens))
         return given
 
     def request(self, call: SdkCall, role: str = "root") -> ModelOutcome:
@@ -454,60 +414,38 @@ class OpenAIAgentsDriver:
             if self.compacted and role == "root":  # the request a compaction was made for
                 decision, self.compacted = "compact", False
         else:  # what is summarised, measured alone: a compaction request carries no tools
-            view, decision = read_view(None, items, self.sent), None
+            view, decision = read_view(None, items, self.book.sent), None
             tokens = self.ports.estimator.estimate(estimation(view, [])).tokens
-        fingerprint = json.dumps([purpose, view], sort_keys=True)
+        identity = fingerprint(purpose, role, view)
         last = self.last
-        if last is not None and last["failed"] and last["view"] == fingerprint:
+        if last is not None and last["failed"] and last["view"] == identity:
             key, attempt = last["key"], last["attempt"] + 1  # the SDK's retry of that request
         else:
             self.requests += 1
             key, attempt = f"openai-agents:{self.requests}", 1
-        run = self._active()
-        claimed = [d for d in self._active_inputs() if d.state == "pending" and role == "root"
-                   and purpose == "business"
-                   and any(m.get("input_id") == d.input_id for m in view)]
-        for delivery in claimed:
-            delivery.state = "claimed"
-            self._delivery(delivery)
+        run = self.book.active()
+        if role == "root" and purpose == "business":
+            self.book.claim(view)
         budget = self.budget
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role,
-            "purpose_key": key, "attempt": attempt, "view": {"messages": view},
-            "estimated_input_tokens": tokens,
-            "max_output_tokens": budget.output_reserve if max_output is None else max_output,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
+        self.events.append(request_event(
+            budget, purpose, role, key, attempt, view, tokens,
+            budget.output_reserve if max_output is None else max_output, decision,
+            None if run is None else run.no))
         self.in_model = purpose == "business"
         try:
-            outcome = self._ask_port(purpose, key, attempt, view, role)
+            outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                       view, budget.output_reserve))
         finally:
             self.in_model = False
-        self.last = {"key": key, "attempt": attempt, "view": fingerprint,
+        self.last = {"key": key, "attempt": attempt, "view": identity,
                      "failed": not isinstance(outcome, Complete), "tokens": tokens}
         if purpose == "business":
             self._answered(outcome)
         return outcome
 
-    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
-                  role: str) -> ModelOutcome:
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        return self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), self.budget.output_reserve, ordinal, role))
-
     def _answered(self, outcome: ModelOutcome) -> None:
         if isinstance(outcome, Complete | PartialThenFailed):  # a first output arrived (§5)
-            for delivery in self._active_inputs():
-                if delivery.state == "claimed":
-                    delivery.state = "delivered"
-                    self._delivery(delivery)
+            self.book.first_output()
         self.reported = isinstance(outcome, Complete) and (
             outcome.input_tokens is not None or outcome.output_tokens is not None)
 
@@ -516,76 +454,17 @@ class OpenAIAgentsDriver:
         if not self.reported or last is None:
             return
         usage = response.usage
-        self.events.append({
-            "kind": "model_usage", "purpose": "business", "purpose_key": last["key"],
-            "attempt": last["attempt"], "estimated_input_tokens": last["tokens"],
-            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-            "input_deviation": usage.input_tokens - last["tokens"]})
+        self.events.append(usage_event("business", last["key"], last["attempt"], last["tokens"],
+                                       usage.input_tokens, usage.output_tokens))
 
     def _run_tool(self, ctx: ToolContext[Any], name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         proposed = json.loads(ctx.tool_arguments or "{}")
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
-        outcome = self.ports.tools.run(name, arguments, ordinal)
-        self.events.append({
-            "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
-            "effective_arguments": arguments,
-            "proposed_arguments": proposed if isinstance(proposed, dict) else {},
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
+        self.events.append(tool_event(ctx.tool_call_id, name, arguments,
+                                      proposed if isinstance(proposed, dict) else {}, outcome))
         return outcome
 
-    # --- Runs, inputs and deliveries --------------------------------------------------------
-
-    def _end(self, run: Run, status: str, code: str | None = None, message: str | None = None,
-             final: str | None = None, figures: dict[str, int] | None = None) -> None:
-        run.status = status
-        run.staged = []
-        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
-            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
-                successor = Delivery(delivery.input_id, self._id(), delivery.text, None,
-                                     previous=delivery.delivery_id)
-                delivery.state = "carried"
-                self._delivery(delivery)
-                self._delivery(successor)
-                self.waiting.append(successor)
-        ended: Message = {"kind": "run_ended", "run_id": run.run_id, "run_no": run.no,
-                          "status": status, "error_code": code, "message": message,
-                          "final_answer": final if status == "succeeded" else None}
-        if figures is not None:
-            ended["figures"] = figures
-        self.events.append(ended)
-        self._client(run, "run_ended", status)
-
-    def _receive(self, text: str, run: Run | None) -> Delivery:
-        delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
-        self._delivery(delivery)
-        return delivery
-
-    def _delivery(self, delivery: Delivery) -> None:
-        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
-        if run is not None:
-            self.input_runs[delivery.input_id] = run.run_id
-        self.events.append({
-            "kind": "delivery", "input_id": delivery.input_id,
-            "delivery_id": delivery.delivery_id, "state": delivery.state,
-            "target_run_id": None if run is None else run.run_id,
-            "previous_delivery_id": delivery.previous})
-
-    def _active(self) -> Run | None:
-        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
-
-    def _active_inputs(self) -> list[Delivery]:
-        run = self._active()
-        return [] if run is None else run.inputs
-
-    def _id(self) -> str:
-        """A fresh identity, the same in every run of a scenario (a report never drifts)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:openai-agents:{next(self.ids)}"))
-
-    def _client(self, run: Run, event: str, detail: str) -> None:
-        run.seq += 1
-        self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
-                            "event": event, "detail": detail})
 
 
 def make_limited_driver() -> OpenAIAgentsDriver:

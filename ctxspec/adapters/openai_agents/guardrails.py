@@ -21,7 +21,7 @@ as the design drops it (§3).
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents import Agent, FunctionTool, RunContextWrapper, RunHooks
@@ -34,9 +34,9 @@ from agents.tool_guardrails import (
     tool_output_guardrail,
 )
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.adapters.openai_agents.model import response_text
-from ctxspec.adapters.openai_agents.runs import HookDenied
-from ctxspec.reference.ports import HookContext, HookPoint, HookPort
+from ctxspec.reference.ports import HookPoint, HookPort
 
 POINTS: tuple[HookPoint, ...] = ("tool.pre_call", "tool.post_call", "model.pre_request",
                                  "model.post_response")
@@ -53,7 +53,9 @@ class Guardrails:
     event: Callable[..., None]
     facts: dict[str, dict[str, Any]]
     """The driver's result facts by call_id, where a denial is written (Q210)."""
-    asked: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.chain = Chain(self.hooks, self.event, failed_diagnostics=())  # Q550
 
     def attach(self, tools: list[FunctionTool]) -> None:
         """Give every tool the guardrails of the points the scenario has hooks at."""
@@ -113,19 +115,8 @@ class Guardrails:
 
     def _denies(self, point: HookPoint, payload: dict[str, Any], stage: str,
                 records: dict[str, uuid.UUID] | None = None) -> bool:
-        self.asked[point] = ordinal = self.asked.get(point, 0) + 1
-        self.event("hook_called", point=point, stage=stage)
-        items = self.hooks.items(HookContext(
-            point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal,
-            records or {}))
-        denied = False
-        for position, item in enumerate(items):
-            self.event("hook_decided", point=point, chain_position=position,
-                       decision="failed" if item.failed else item.decision,
-                       patch_valid=not item.failed, diagnostics=[], changes=[])
-            denied = denied or (not item.failed and item.decision == "deny")
-        return denied
+        """The chain asked; a write has no place in a guardrail (Q381)."""
+        return self.chain.ask(point, payload, stage, lambda path, value: False, records)
 
 
 def _named(messages: list[dict[str, Any]], question: str | None) -> dict[str, uuid.UUID]:

@@ -83,14 +83,14 @@ class RestartingDriver(OpenAIAgentsDriver):
         self.streaming, self.in_model = None, False
         name = f"session-{self.sessions}"
         items = await SQLiteSession(name, self.database).get_items()
-        held = Counter(m["text"] for m in read_view(None, items, self.sent)
+        held = Counter(m["text"] for m in read_view(None, items, self.book.sent)
                        if m["kind"] == "user_ref")
         kept = []
-        for input_id, text in self.sent:
+        for input_id, text in self.book.sent:
             if held[text]:
                 held[text] -= 1
                 kept.append((input_id, text))
-        self.sent = kept
+        self.book.sent = kept
         run.staged = []  # a staged input not held is sent again with the Run's others
         self.session = self._session(name)
 

@@ -12,7 +12,6 @@ the SDK's own failure handling (the default handler, worded by ``RunConfig.tool_
 makes what the model sees.
 """
 
-import asyncio
 import inspect
 import json
 from collections.abc import Callable, Mapping
@@ -21,33 +20,13 @@ from typing import Any
 from agents import FunctionTool, function_tool
 from agents.tool_context import ToolContext
 
+from ctxspec.adapters.scripted_tools import JSON_TYPES, result_text
 from ctxspec.conformance.scenario import ToolDoc
 from ctxspec.reference.ports import ToolOutcome
 
 Run = Callable[[ToolContext[Any], str, dict[str, Any]], ToolOutcome]
-LATENCY_SECONDS = 0.002
-"""Real time per tick of a scripted latency: a batch's calls, which the SDK runs concurrently,
-finish in their scripted latency order."""
 """The adapter's body of every tool: (context, tool name, arguments) → the scripted outcome."""
 
-_TYPES: Mapping[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                             "array": list, "object": dict}
-
-
-class ToolFailed(Exception):
-    """A tool's scripted business error, raised so the SDK handles it."""
-
-
-async def _text(outcome: ToolOutcome) -> str:
-    if outcome.latency:
-        await asyncio.sleep(outcome.latency * LATENCY_SECONDS)
-    if outcome.error is not None:
-        raise ToolFailed(outcome.error)
-    if outcome.artifact is not None:  # metadata and a path, never the bytes (§6)
-        artifact = outcome.artifact
-        return json.dumps({"artifact": artifact.path, "media_type": artifact.media_type,
-                           "size_bytes": artifact.size_bytes})
-    return outcome.text
 
 
 def build(tool: ToolDoc, run: Run) -> FunctionTool:
@@ -69,7 +48,7 @@ def _typed(name: str, description: str, properties: Mapping[str, Any], required:
     for each in names:
         spec = properties[each]
         declared = spec.get("type") if isinstance(spec, Mapping) else None
-        kind = _TYPES.get(declared) if isinstance(declared, str) else None
+        kind = JSON_TYPES.get(declared) if isinstance(declared, str) else None
         kind = Any if kind is None else kind
         optional = each not in needed
         annotations[each] = kind | None if optional and kind is not Any else kind
@@ -80,7 +59,7 @@ def _typed(name: str, description: str, properties: Mapping[str, Any], required:
     async def invoke(ctx: ToolContext[Any], *values: Any, **named: Any) -> str:
         arguments = {**dict(zip(names, values, strict=False)), **named}
         given = json.loads(ctx.tool_arguments or "{}")  # what the model sent, not defaults
-        return await _text(run(ctx, name, {k: v for k, v in arguments.items() if k in given}))
+        return await result_text(run(ctx, name, {k: v for k, v in arguments.items() if k in given}))
 
     invoke.__signature__ = inspect.Signature(parameters,  # type: ignore[attr-defined]
                                              return_annotation=str)
@@ -95,7 +74,7 @@ def _open(name: str, description: str, schema: Mapping[str, Any], run: Run) -> F
     arguments as the model sent them."""
 
     async def invoke(ctx: ToolContext[Any]) -> str:
-        return await _text(run(ctx, name, json.loads(ctx.tool_arguments or "{}")))
+        return await result_text(run(ctx, name, json.loads(ctx.tool_arguments or "{}")))
 
     tool = function_tool(invoke, name_override=name, description_override=description,
                          strict_mode=False)

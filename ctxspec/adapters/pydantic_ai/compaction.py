@@ -28,6 +28,7 @@ from ctxspec.adapters.pydantic_ai.view import (
     read_view,
     user_texts,
 )
+from ctxspec.adapters.run_facts import Run, RunBook
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.reference.budget import CompactionEvaluation, ResolvedBudget
 from ctxspec.reference.ports import Complete, ModelOutcome
@@ -54,7 +55,7 @@ class CompactionFailed(Exception):
 class Measures(Protocol):
     budget: ResolvedBudget
     worded: dict[str, str]
-    sent: list[tuple[str, str]]
+    book: RunBook[Run]
     ports: Any
 
     def measure(self, messages: Sequence[ModelMessage], role: str = "root"
@@ -80,7 +81,7 @@ class Summariser:
         if verdict.decision != "compact" or verdict.summary_target is None:
             return messages
         current = self.driver.current_inputs()
-        texts = {text for input_id, text in self.driver.sent if input_id in current}
+        texts = {text for input_id, text in self.driver.book.sent if input_id in current}
         prompts: list[ModelRequestPart] = []
         inputs: list[ModelRequestPart] = []
         material: list[ModelMessage] = []
@@ -107,7 +108,7 @@ class Summariser:
     async def _summarise(self, material: list[ModelMessage], target: int) -> str:
         """Ask the compaction script for the summary of ``material``, sent as transcript data
         (no provider tool message, no tools: §8), up to the Agent's model attempts."""
-        records = read_view(None, material, self.driver.sent, self.driver.worded)
+        records = read_view(None, material, self.driver.book.sent, self.driver.worded)
         view = [message("system", "system_prompt", INSTRUCTION),
                 message("user", "prompt", transcript(records))]
         tokens = self.driver.ports.estimator.estimate(estimation(view, [])).tokens

@@ -22,10 +22,7 @@ adapter's work, counted ``adapter``.
 """
 
 import asyncio
-import hashlib
 import itertools
-import json
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,29 +49,33 @@ from ctxspec.adapters.pydantic_ai.hooks import Chain, DesignHooks, HookDenied
 from ctxspec.adapters.pydantic_ai.model import scenario_model
 from ctxspec.adapters.pydantic_ai.profile import PROFILE
 from ctxspec.adapters.pydantic_ai.retries import Retries
-from ctxspec.adapters.pydantic_ai.runs import BudgetRefused, Run, root_cause
 from ctxspec.adapters.pydantic_ai.tools import build
 from ctxspec.adapters.pydantic_ai.view import Message, read_view, tool_schema
-from ctxspec.adapters.run_facts import Delivery
+from ctxspec.adapters.request_trace import (
+    budget_of,
+    fingerprint,
+    model_call,
+    request_event,
+    tool_event,
+    tool_ordinal,
+    usage_event,
+)
+from ctxspec.adapters.run_facts import BudgetRefused, Run, RunBook, refusal_figures, root_cause
 from ctxspec.adapters.sent_view import estimation
 from ctxspec.conformance.driver import Ports
 from ctxspec.conformance.scenario import Scenario
 from ctxspec.reference.budget import (
     CompactionEvaluation,
-    ConfigurationError,
     ResolvedBudget,
     evaluate_compaction,
-    resolve_budget,
 )
 from ctxspec.reference.ports import (
     Complete,
-    ModelCall,
     ModelOutcome,
     PartialThenFailed,
     ScriptExhausted,
     ToolOutcome,
 )
-from ctxspec.reference.tokens import PromptMessage
 
 FRAMEWORK = frozenset({"root_loop", "final_answers", "usage_reports", "stop", "triggers",
                        "moments", "sessions", "tool_latency", "planner_executor",
@@ -115,20 +116,12 @@ class PydanticAIDriver:
 
     def configure(self, scenario: Scenario, ports: Ports) -> None:
         doc = scenario.agent
-        budget = resolve_budget(doc.budget())
-        if isinstance(budget, ConfigurationError):
-            raise ValueError(f"{budget.code.value}: {budget.message()}")
-        self.budget: ResolvedBudget = budget
+        self.budget: ResolvedBudget = budget_of(doc)
         self.ports, self.doc = ports, doc
-        self.ids = itertools.count(1)
         self.call_ids = itertools.count(1)
-        self.runs: list[Run] = []
-        self.waiting: list[Delivery] = []
-        self.input_runs: dict[str, str] = {}
-        """The Run each input was last bound to."""
-        self.sent: list[tuple[str, str]] = []
-        """Every input handed to pydantic-ai, (input_id, text), in hand-over order."""
         self.events: list[Message] = []
+        self.book: RunBook[Run] = RunBook("pydantic-ai", self.events)
+        """The Runs, their inputs and deliveries, and every input handed to pydantic-ai."""
         self.worded: dict[str, str] = {}
         """The kind of each text the adapter wrote into the messages (the history processor's
         summaries, a hook's annotations), by the text."""
@@ -193,32 +186,17 @@ class PydanticAIDriver:
     # --- the Driver's stimuli -------------------------------------------------------------
 
     def ask(self, text: str) -> None:
-        run = Run(len(self.runs) + 1, self._id())
-        self.runs.append(run)
-        self._client(run, "run_started", f"run {run.no}")
-        for carried in self.waiting:  # waiting supplements join this question, before it
-            carried.run_no = run.no
-            run.inputs.append(carried)
-            self._delivery(carried)
-        self.waiting = []
-        question = self._receive(text, run)
-        run.question_id = question.input_id
-        run.inputs.append(question)
+        self.book.open(Run(self.book.next_no(), self.book.new_id()), text)
 
     def supplement(self, text: str) -> None:
-        run = self._active()
-        if run is None:  # no Run to join: it waits for the next question (§5)
-            self.waiting.append(self._receive(text, None))
-            return
-        delivery = self._receive(text, run)
-        self._client(run, "input_received", "supplement")
-        run.inputs.append(delivery)
-        if run.started and self.agent_run is not None:
-            self.sent.append((delivery.input_id, text))
+        run, delivery = self.book.active(), self.book.supplement(text)
+        if run is not None and delivery is not None and run.started \
+                and self.agent_run is not None:
+            self.book.sent.append((delivery.input_id, text))
             self.agent_run.enqueue(text)
 
     def stop(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is None:
             return
         run.stop_requested = True
@@ -226,11 +204,11 @@ class PydanticAIDriver:
             self.agent_run.cancel()
 
     def advance(self) -> None:
-        run = self._active()
+        run = self.book.active()
         if run is None or run.started:
             return
         if run.stop_requested:  # stopped before pydantic-ai began: nothing is sent
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
             return
         asyncio.run(self._drive(run))
 
@@ -249,9 +227,9 @@ class PydanticAIDriver:
         run.started = True
         conversation = await self.store.load(self.conversation_id) or Conversation(
             conversation_id=self.conversation_id)
-        held = {input_id for input_id, _ in self.sent}  # the conversation holds them already
+        held = {input_id for input_id, _ in self.book.sent}  # the conversation holds them already
         given = [d for d in run.inputs if d.input_id not in held]
-        self.sent.extend((d.input_id, d.text) for d in given)
+        self.book.sent.extend((d.input_id, d.text) for d in given)
         failure: BaseException | None = None
         result = None
         with capture_run_messages() as captured:
@@ -289,7 +267,7 @@ class PydanticAIDriver:
 
     def _ended(self, run: Run, result: Any, failure: BaseException | None) -> None:
         if failure is None and result is not None:
-            self._end(run, "succeeded", final=str(result.output))
+            self.book.end(run, "succeeded", final=str(result.output))
             return
         assert failure is not None
         cause = root_cause(failure, (ScriptExhausted, BudgetRefused, HookDenied,
@@ -297,23 +275,23 @@ class PydanticAIDriver:
         if isinstance(cause, ScriptExhausted):
             raise cause
         if isinstance(failure, RunCancelled):
-            self._end(run, "stopped")
+            self.book.end(run, "stopped")
         elif isinstance(failure, UsageLimitExceeded) and "tool_calls_limit" in str(failure):
-            self._end(run, "failed", None, f"UsageLimitExceeded: {failure}")
+            self.book.end(run, "failed", None, f"UsageLimitExceeded: {failure}")
         elif isinstance(failure, UsageLimitExceeded):
-            self._end(run, "loop_exhausted")
+            self.book.end(run, "loop_exhausted")
         elif isinstance(cause, BudgetRefused):
-            self._end(run, "failed", cause.code, str(cause), figures=cause.figures)
+            self.book.end(run, "failed", cause.code, str(cause), figures=cause.figures)
         elif isinstance(cause, HookDenied):
-            self._end(run, "failed", "HOOK_DENIED", str(cause))
+            self.book.end(run, "failed", "HOOK_DENIED", str(cause))
         elif isinstance(cause, CompactionFailed):
-            self._end(run, "failed", "COMPACTION_FAILED", str(cause))
+            self.book.end(run, "failed", "COMPACTION_FAILED", str(cause))
         elif isinstance(cause, ModelContextWindowExceededError):
-            self._end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
+            self.book.end(run, "failed", "CONTEXT_LENGTH_EXCEEDED", str(cause))
         elif isinstance(cause, ModelAPIError):
-            self._end(run, "failed", "MODEL_FAILED", str(cause))
+            self.book.end(run, "failed", "MODEL_FAILED", str(cause))
         elif isinstance(cause, UnexpectedModelBehavior):  # pydantic-ai gave the run up
-            self._end(run, "failed", None, f"{type(cause).__name__}: {cause}")
+            self.book.end(run, "failed", None, f"{type(cause).__name__}: {cause}")
         else:
             raise failure
 
@@ -324,12 +302,8 @@ class PydanticAIDriver:
         """The request as the view, its I with the injected estimator, and §8's verdict: F is
         the system prompt, the tool schemas and the current Run's inputs with their annotations
         (for an Executor: all it has, its hand-over), the material everything else."""
-        view = read_view(None, messages, self.sent, self.worded)
-        for each in view:
-            if each.get("input_id") is not None:
-                each["source_run_id"] = self.input_runs.get(each["input_id"])
-            if each["kind"] == "tool_result" and each.get("call_id") in self.result_facts:
-                each["result_facts"] = self.result_facts[each["call_id"]]
+        view = read_view(None, messages, self.book.sent, self.worded)
+        self.book.annotate(view, self.result_facts)
         schemas = self.schemas if role == "root" else self.executor_schemas
         tokens = self.ports.estimator.estimate(estimation(view, schemas)).tokens
         fixed_view = view if role != "root" else fixed_part(view, self.current_inputs())
@@ -348,16 +322,13 @@ class PydanticAIDriver:
         # F is B − H where §8 reached H (material present), else the whole input
         fixed = tokens if verdict.summary_space is None else \
             budget.input_budget - verdict.summary_space
-        figures = {"fixed_input_tokens": fixed, "input_tokens": tokens,
-                   "input_budget": budget.input_budget, "window": budget.window,
-                   "output_reserve": budget.output_reserve,
-                   "safety_margin": budget.safety_margin}
+        figures = refusal_figures(budget, fixed, tokens)
         if self.summariser_compacted(role):
             decision = "compact"  # the request a compaction was made for: I ≤ B once more
             if tokens > budget.input_budget:
-                raise BudgetRefused(figures, "CONTEXT_WINDOW_EXCEEDED")
+                raise BudgetRefused("CONTEXT_WINDOW_EXCEEDED", figures)
         elif verdict.error_code is not None:
-            raise BudgetRefused(figures, verdict.error_code.value)
+            raise BudgetRefused(verdict.error_code.value, figures)
         max_output = (info.model_settings or {}).get("max_tokens")
         return self.traced("business", role, view, tokens, decision,
                            budget.output_reserve if max_output is None else max_output)
@@ -372,145 +343,62 @@ class PydanticAIDriver:
 
     def traced(self, purpose: str, role: str, view: list[Message], tokens: int,
                decision: str | None, max_output: int) -> ModelOutcome:
-        fingerprint = json.dumps([purpose, role, view], sort_keys=True)
+        identity = fingerprint(purpose, role, view)
         last = self.last
-        if last is not None and last["failed"] and last["view"] == fingerprint:
+        if last is not None and last["failed"] and last["view"] == identity:
             key, attempt = last["key"], last["attempt"] + 1  # a retry of that request
         else:
             self.requests += 1
             key, attempt = f"pydantic-ai:{self.requests}", 1
-        run = self._active()
+        run = self.book.active()
         if role == "root" and purpose == "business":
-            for delivery in self._active_inputs():
-                if delivery.state == "pending" and any(
-                        m.get("input_id") == delivery.input_id for m in view):
-                    delivery.state = "claimed"
-                    self._delivery(delivery)
-        protected = [d.input_id for d in self._active_inputs()
+            self.book.claim(view)
+        protected = [d.input_id for d in self.book.active_inputs()
                      if d.state in ("claimed", "delivered")] if role == "root" else []
-        budget = self.budget
-        self.events.append({
-            "kind": "model_request", "purpose": purpose, "role": role,
-            "protected_input_ids": protected if purpose == "business" else [],
-            "purpose_key": key, "attempt": attempt, "view": {"messages": view},
-            "estimated_input_tokens": tokens, "max_output_tokens": max_output,
-            "window": budget.window, "output_reserve": budget.output_reserve,
-            "safety_margin": budget.safety_margin, "input_budget": budget.input_budget,
-            "trigger_threshold": budget.trigger_threshold, "compaction": decision,
-            "snapshot_id": None, "run_no": None if run is None else run.no,
-            "view_hash": hashlib.sha256(fingerprint.encode()).hexdigest()})
-        outcome = self._ask_port(purpose, key, attempt, view, role, max_output)
-        self.last = {"key": key, "attempt": attempt, "view": fingerprint,
+        self.events.append({**request_event(
+            self.budget, purpose, role, key, attempt, view, tokens, max_output, decision,
+            None if run is None else run.no),
+            "protected_input_ids": protected if purpose == "business" else []})
+        outcome = self.ports.model.call(model_call(self.asked, purpose, role, key, attempt,
+                                                   view, max_output))
+        self.last = {"key": key, "attempt": attempt, "view": identity,
                      "failed": not isinstance(outcome, Complete)}
         self._answered(purpose, outcome, key, attempt, tokens)
         if purpose == "business" and isinstance(outcome, Complete | PartialThenFailed):
             self.ports.moments.at("first_output")
         return outcome
 
-    def _ask_port(self, purpose: str, key: str, attempt: int, view: list[Message],
-                  role: str, max_output: int) -> ModelOutcome:
-        asked = f"{purpose}:{role}"
-        self.asked[asked] = ordinal = self.asked.get(asked, 0) + (attempt == 1)
-        return self.ports.model.call(ModelCall(
-            "compaction" if purpose == "compaction" else "business",
-            uuid.uuid5(uuid.NAMESPACE_URL, key), key, attempt,
-            tuple(PromptMessage("user" if m["role"] == "user" else "system", m["text"])
-                  for m in view), (), max_output, ordinal, role))
-
     def _answered(self, purpose: str, outcome: ModelOutcome, key: str, attempt: int,
                   tokens: int) -> None:
         if purpose == "business" and isinstance(outcome, Complete | PartialThenFailed):
-            # a first output arrived (§5)
-            for delivery in self._active_inputs():
-                if delivery.state == "claimed":
-                    delivery.state = "delivered"
-                    self._delivery(delivery)
+            self.book.first_output()  # a first output arrived (§5)
         if isinstance(outcome, Complete) and (outcome.input_tokens is not None
                                               or outcome.output_tokens is not None):
-            given = outcome.input_tokens or 0
-            self.events.append({
-                "kind": "model_usage", "purpose": purpose, "purpose_key": key,
-                "attempt": attempt, "estimated_input_tokens": tokens, "input_tokens": given,
-                "output_tokens": outcome.output_tokens or 0, "input_deviation": given - tokens,
-                "cut": outcome.cut})
+            self.events.append({**usage_event(purpose, key, attempt, tokens,
+                                              outcome.input_tokens or 0,
+                                              outcome.output_tokens or 0), "cut": outcome.cut})
 
     def _run_tool(self, ctx: RunContext[Any], name: str, arguments: dict[str, Any]
                   ) -> ToolOutcome:
         self.ports.moments.at("batch_call")
-        ordinal = sum(e["kind"] == "tool_executed" for e in self.events) + 1
         proposed = self.proposed.get(str(ctx.tool_call_id), arguments)
         try:
-            outcome = self.ports.tools.run(name, arguments, ordinal)
+            outcome = self.ports.tools.run(name, arguments, tool_ordinal(self.events))
         except ScriptExhausted as exhausted:  # pydantic-ai would make it a failed result
             self.exhausted = exhausted
             raise
-        self.events.append({
-            "kind": "tool_executed", "call_id": ctx.tool_call_id, "name": name,
-            "effective_arguments": arguments, "proposed_arguments": proposed,
-            "outcome": "error" if outcome.error else "ok", "latency": outcome.latency})
+        self.events.append(tool_event(ctx.tool_call_id, name, arguments, proposed, outcome))
         return outcome
+
+    def current_inputs(self) -> set[str]:
+        """The input ids of the running Run."""
+        return {d.input_id for d in self.book.active_inputs()}
 
     @property
     def proposed(self) -> dict[str, dict[str, Any]]:
         """The arguments each call was proposed with (hooks.py keeps them)."""
         return self.hooks.proposed
 
-    # --- Runs, inputs and deliveries --------------------------------------------------------
-
-    def _end(self, run: Run, status: str, code: str | None = None, message: str | None = None,
-             final: str | None = None, figures: dict[str, int] | None = None) -> None:
-        run.status = status
-        for delivery in run.inputs:  # §5: an undelivered supplement waits for the next question
-            if delivery.state in ("pending", "claimed") and delivery.input_id != run.question_id:
-                successor = Delivery(delivery.input_id, self._id(), delivery.text, None,
-                                     previous=delivery.delivery_id)
-                delivery.state = "carried"
-                self._delivery(delivery)
-                self._delivery(successor)
-                self.waiting.append(successor)
-        ended: Message = {"kind": "run_ended", "run_id": run.run_id, "run_no": run.no,
-                          "status": status, "error_code": code, "message": message,
-                          "final_answer": final if status == "succeeded" else None}
-        if figures is not None:
-            ended["figures"] = figures
-        self.events.append(ended)
-        self._client(run, "run_ended", status, code)
-
-    def _receive(self, text: str, run: Run | None) -> Delivery:
-        delivery = Delivery(self._id(), self._id(), text, None if run is None else run.no)
-        self._delivery(delivery)
-        return delivery
-
-    def _delivery(self, delivery: Delivery) -> None:
-        run = None if delivery.run_no is None else self.runs[delivery.run_no - 1]
-        if run is not None:
-            self.input_runs[delivery.input_id] = run.run_id
-        self.events.append({
-            "kind": "delivery", "input_id": delivery.input_id,
-            "delivery_id": delivery.delivery_id, "state": delivery.state,
-            "target_run_id": None if run is None else run.run_id,
-            "previous_delivery_id": delivery.previous})
-
-    def _active(self) -> Run | None:
-        return self.runs[-1] if self.runs and self.runs[-1].status == "running" else None
-
-    def current_inputs(self) -> set[str]:
-        """The input ids of the running Run."""
-        return {d.input_id for d in self._active_inputs()}
-
-    def _active_inputs(self) -> list[Delivery]:
-        run = self._active()
-        return [] if run is None else run.inputs
-
-    def _id(self) -> str:
-        """A fresh identity, the same in every run of a scenario (a report never drifts)."""
-        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:pydantic-ai:{next(self.ids)}"))
-
-    def _client(self, run: Run, event: str, detail: str, code: str | None = None) -> None:
-        run.seq += 1
-        told = {"error_code": code} if event == "run_ended" else {}
-        self.events.append({"kind": "client_event", "run_id": run.run_id, "run_seq": run.seq,
-                            "event": event, "detail": detail, **told})
 
 
 def fixed_part(view: list[Message], current: set[str]) -> list[Message]:

@@ -21,8 +21,8 @@ from pydantic_ai.usage import UsageLimits
 
 from ctxspec.adapters.pydantic_ai.hooks import HookDenied
 from ctxspec.adapters.pydantic_ai.model import Observer, scenario_model
-from ctxspec.adapters.pydantic_ai.runs import BudgetRefused, root_cause
 from ctxspec.adapters.pydantic_ai.tools import Body, build
+from ctxspec.adapters.run_facts import BudgetRefused, root_cause
 from ctxspec.conformance.scenario import AgentDoc
 
 DELEGATE = "delegate"

@@ -23,7 +23,7 @@ revision and a field registry have no counterpart in a capability: they are not 
 
 import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -48,54 +48,16 @@ from pydantic_ai.tools import (
     ToolDenied,
 )
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.hook_changes import ContextOp
-from ctxspec.reference.ports import HookContext, HookPoint, HookPort, HookReply
+from ctxspec.reference.ports import HookPoint
 
 POINTS: tuple[HookPoint, ...] = ("model.pre_request", "model.post_response", "tool.pre_call",
                                  "tool.post_call")
 CAPABILITIES = frozenset(f"hooks:{point}" for point in POINTS)
 PRE_DENIED = "denied by a pre-call hook"
 POST_DENIED = "denied by a post-call hook"
-
-
-class HookDenied(Exception):
-    """A hook denied the request or the answer: the role has no answer (HOOK_DENIED)."""
-
-
-@dataclass
-class Chain:
-    """Asks the scenario's chain at one point and reports its decisions as trace events."""
-
-    hooks: HookPort
-    event: Callable[..., None]
-    asked: dict[str, int] = field(default_factory=dict)
-
-    def ask(self, point: HookPoint, payload: dict[str, Any], stage: str,
-            apply: Callable[[str, Any], bool], records: Mapping[str, uuid.UUID] | None = None,
-            patch: Callable[[ContextOp], bool] | None = None) -> bool:
-        """Run the chain; ``apply(path, value)`` carries one payload write, ``patch(op)`` one
-        context operation (False: it has no place). True when an item denied."""
-        self.asked[point] = ordinal = self.asked.get(point, 0) + 1
-        self.event("hook_called", point=point, stage=stage)
-        items = self.hooks.items(HookContext(
-            point, payload, None, None, None,
-            uuid.uuid5(uuid.NAMESPACE_URL, f"ctxspec:{point}:{ordinal}"), ordinal,
-            dict(records or {})))
-        denied = False
-        for position, item in enumerate(items):
-            changes = [] if item.failed else _written(item, apply) + [
-                op.field_key for op in item.context_ops if patch is not None and patch(op)]
-            self.event("hook_decided", point=point, chain_position=position,
-                       decision="failed" if item.failed else item.decision,
-                       patch_valid=not item.failed,
-                       diagnostics=["HOOK_FAILED"] if item.failed else [], changes=changes)
-            denied = denied or (not item.failed and item.decision == "deny")
-        return denied
-
-
-def _written(item: HookReply, apply: Callable[[str, Any], bool]) -> list[str]:
-    return [op.path for op in item.payload_ops if apply(op.path, op.value)]
 
 
 def _identity(index: int) -> uuid.UUID:

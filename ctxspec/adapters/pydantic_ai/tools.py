@@ -12,37 +12,20 @@ scenario's ``tool.pre_call`` hooks each tool requires approval (hooks.py answers
 
 import asyncio
 import inspect
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic_ai import RunContext, Tool
 from pydantic_ai.exceptions import ToolFailed
 
+from ctxspec.adapters.scripted_tools import JSON_TYPES, result_text
 from ctxspec.conformance.scenario import ToolDoc
 from ctxspec.reference.ports import ToolOutcome
 
 Body = Callable[[RunContext[Any], str, dict[str, Any]], ToolOutcome]
 """The adapter's body of every tool: (context, tool name, arguments) → the scripted outcome."""
-LATENCY_SECONDS = 0.002
-"""Real time per tick of a scripted latency: a batch's calls, which pydantic-ai runs
-concurrently, finish in their scripted latency order."""
 
 
-async def result_text(outcome: ToolOutcome) -> str:
-    if outcome.latency:
-        await asyncio.sleep(outcome.latency * LATENCY_SECONDS)
-    if outcome.error is not None:
-        raise ToolFailed(outcome.error)
-    if outcome.artifact is not None:  # metadata and a path, never the bytes (§6)
-        artifact = outcome.artifact
-        return json.dumps({"artifact": artifact.path, "media_type": artifact.media_type,
-                           "size_bytes": artifact.size_bytes})
-    return outcome.text
-
-
-_TYPES: Mapping[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                             "array": list, "object": dict}
 
 
 def build(tool: ToolDoc, body: Body, approval: bool) -> Tool[Any]:
@@ -62,7 +45,8 @@ def build(tool: ToolDoc, body: Body, approval: bool) -> Tool[Any]:
         # the user sent while another call of the batch ran cancels this one before it starts.
         await asyncio.sleep(0)
         sent = {k: v for k, v in arguments.items() if v is not None or k in needed}
-        return await result_text(body(ctx, name, sent))  # without the defaults filled in
+        # without the defaults filled in; a business error is the framework's ToolFailed
+        return await result_text(body(ctx, name, sent), ToolFailed)
 
     if isinstance(properties, Mapping) and properties:
         _sign(invoke, properties, needed)
@@ -82,7 +66,7 @@ def _sign(function: Any, properties: Mapping[str, Any], needed: set[str]) -> Non
     annotations: dict[str, Any] = {"ctx": RunContext[Any], "return": str}
     for each, spec in properties.items():
         declared = spec.get("type") if isinstance(spec, Mapping) else None
-        kind = _TYPES.get(declared, Any) if isinstance(declared, str) else Any
+        kind = JSON_TYPES.get(declared, Any) if isinstance(declared, str) else Any
         optional = each not in needed
         annotations[each] = kind | None if optional and kind is not Any else kind
         parameters.append(inspect.Parameter(
