@@ -1,6 +1,7 @@
 """§8 compaction, the split: the fixed input F and the compressible material M counted once each,
-tool schemas in the whole and in F, and the six §8 rows end to end through split, plan and recheck
-(§7's budget), a new question staying verbatim (§5).
+tool schemas in the whole and in F, the summary that replaces M (its envelope, its snapshot), and
+the six §8 rows end to end through split, plan and recheck (§7's budget), a new question staying
+verbatim (§5).
 
 Expected values by hand.
 """

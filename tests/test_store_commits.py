@@ -3,7 +3,7 @@ duplicate fails the whole commit, a provider's tool call id is never a key, and 
 one transaction (a commit failing half way or crashing leaves nothing, never nests); documents,
 overrides and column values round trip, and every method of the store is called.
 
-Expected values are derived by hand. Row counts are written out from the writes.
+Expected values are derived by hand: the rows each commit leaves, table by table.
 """
 
 import ast
