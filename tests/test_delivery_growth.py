@@ -4,7 +4,7 @@ two branches of one lineage — never shows either branch the other's inputs."""
 
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.contracts import DeliveryState
-from tests.test_delivery import EMPTY, P, add, ask, did, dv, end, inp, run, supplement
+from tests.delivery_books import EMPTY, P, add, ask, did, dv, end, inp, run, supplement
 
 
 def test_two_books_grown_from_one_keep_their_own_inputs() -> None:

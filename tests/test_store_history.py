@@ -1,28 +1,20 @@
-"""The reference runtime's store (§2 unique keys and blobs, §10 one commit = one transaction) and
-the history source over it (§4 paged reads). Expected values are derived by hand: row counts,
-sha256 of known bytes, and the §4/§5 projection of a small session written out line by line."""
+"""The history source over the reference runtime's store (§4 paged reads): records read page by
+page in order, and the §4 / §5 projection of a small session written into the store equal to the
+one from memory, written out line by line.
 
-import ast
-import hashlib
-import inspect
+Expected values are derived by hand.
+"""
+
 import json
-import sqlite3
-from datetime import UTC, datetime
-from enum import IntEnum
-from pathlib import Path
 from uuid import UUID
 
 import pytest
-import sqlite_utils
-from pydantic import BaseModel
 
 from ctxspec.reference import delivery as dl
 from ctxspec.reference.context_contracts import mutation_contract, revision_contract
 from ctxspec.reference.contracts import (
-    ContextRecord,
     DeliveryState,
     InputKind,
-    MessageRole,
     MutationSourceKind,
     Operation,
     OperationPurpose,
@@ -34,11 +26,9 @@ from ctxspec.reference.contracts import (
     UserInputDelivery,
 )
 from ctxspec.reference.effective import (
-    ABSENT,
     Committed,
     ContextState,
     FieldChange,
-    Override,
     RawRecord,
     Scope,
     append_records,
@@ -49,315 +39,19 @@ from ctxspec.reference.history import project_history
 from ctxspec.reference.registry import JSON
 from ctxspec.reference.runtime.history_source import StoredHistory
 from ctxspec.reference.runtime.store import (
-    TABLES,
     CommitCoordinator,
-    CommitFailed,
     Store,
-    StoredRevision,
     Write,
     blob_write,
-    build_schema,
-    checkpoint_write,
-    decode_overrides,
-    encode_overrides,
-    event_write,
     insert,
     insert_doc,
     record_write,
     revision_write,
-    sql_value,
-    update,
     update_doc,
 )
 from ctxspec.reference.view import EffectiveRecord, ModelView, ToolCall
 from tests.builders import InputFacts, RunFacts, SessionBuilder, ref, uuid
-
-T0 = datetime(2026, 10, 15, 9, 0, tzinfo=UTC)
-SESSION, AGENT = uuid(1), uuid(2)
-
-
-def raw(context: int, seq: int, *, kind: str = "assistant", operation: int | None = None,
-        text: str = "x", record: int | None = None) -> RawRecord:
-    role = MessageRole.USER if kind == "user_ref" else MessageRole.ASSISTANT
-    contract = ContextRecord(
-        record_id=uuid(record if record is not None else context * 100_000 + seq),
-        context_id=uuid(context), context_seq=seq, run_id=uuid(7), role=role,
-        message_kind=kind, payload_ref=ref(text),
-        operation_id=None if operation is None else uuid(operation), call_id=None,
-        origin_input_id=uuid(8) if kind == "user_ref" else None)
-    return RawRecord(contract, {"text": text})
-
-
-def operation(n: int, purpose_key: str) -> Operation:
-    return Operation(operation_id=uuid(n), run_id=uuid(7), node_task_id=uuid(9),
-                     purpose=OperationPurpose.MODEL, purpose_key=purpose_key,
-                     state=OperationState.PREPARED)
-
-
-def user_input(n: int, seq: int) -> UserInput:
-    return UserInput(input_id=uuid(n), session_id=SESSION, input_seq=seq, origin_run_id=None,
-                     kind=InputKind.SUPPLEMENT, body_ref=ref(f"s{seq}"), received_at=T0)
-
-
-def counts(store: Store) -> dict[str, int]:
-    return {table: store.count(table) for table in TABLES}
-
-
-# --- unique keys ----------------------------------------------------------------------------
-
-DUPLICATES: dict[str, tuple[Write, Write]] = {
-    "(context_id, context_seq)": (record_write(raw(1, 1)), record_write(raw(1, 1, record=99))),
-    "(operation_id, message_kind, logical_result_key)": (
-        record_write(raw(1, 1, operation=5), "call:1"),
-        record_write(raw(1, 2, operation=5), "call:1")),
-    "purpose_key": (insert_doc(operation(5, "model:run-7:1")),
-                    insert_doc(operation(6, "model:run-7:1"))),
-    "(session_id, input_seq)": (insert_doc(user_input(11, 1)), insert_doc(user_input(12, 1))),
-}
-
-
-@pytest.mark.covers("CTX-2.23", "CTX-2.7", "CTX-2.11", "CTX-10.29")
-@pytest.mark.parametrize("key", sorted(DUPLICATES))
-def test_a_duplicate_unique_key_fails_the_whole_commit(key: str) -> None:
-    store = Store()
-    coordinator = CommitCoordinator(store)
-    first, duplicate = DUPLICATES[key]
-    coordinator.commit("first", [first])
-    before = counts(store)
-    # The duplicate comes after two writes that are fine on their own: none of them survives.
-    _, blob = blob_write(b"written in the failing commit")
-    with pytest.raises(CommitFailed) as failed:
-        coordinator.commit("second", [blob, insert("agents", agent_id=uuid(3), config="{}"),
-                                      duplicate])
-    assert failed.value.name == "second"
-    assert isinstance(failed.value.cause, sqlite3.IntegrityError)
-    assert "UNIQUE" in str(failed.value.cause)
-    assert counts(store) == before
-    assert coordinator.commits == 1 and coordinator.by_name == {"first": 1}
-
-
-@pytest.mark.covers("CTX-2.23")
-def test_unique_keys_are_unique_indexes_in_the_schema() -> None:
-    store = Store()
-    unique: set[tuple[str, tuple[str, ...]]] = set()
-    for table in TABLES:
-        for index in store.query(f"PRAGMA index_list([{table}])"):
-            if index["unique"]:
-                columns = tuple(c["name"] for c in store.query(
-                    f"PRAGMA index_info([{index['name']}])"))
-                unique.add((table, columns))
-    assert {("records", ("context_id", "context_seq")),
-            ("records", ("operation_id", "message_kind", "logical_result_key")),
-            ("operations", ("purpose_key",)),
-            ("user_inputs", ("session_id", "input_seq")),
-            ("runs", ("session_id", "run_no")),
-            ("attempts", ("operation_id", "attempt_no")),
-            ("hook_invocations", ("operation_id", "hook_point", "chain_position")),
-            ("batches", ("model_operation_id",)),
-            ("episodes", ("triggering_model_operation_id",))} <= unique
-    # Records without a logical result key are not constrained by that key.
-    coordinator = CommitCoordinator(store)
-    coordinator.commit("two", [record_write(raw(1, 1, operation=5)),
-                               record_write(raw(1, 2, operation=5))])
-    assert store.count("records") == 2
-
-
-@pytest.mark.covers("CTX-2.25")
-def test_a_provider_tool_call_id_is_never_a_column_or_key() -> None:
-    store = Store()
-    for table, spec in TABLES.items():
-        assert not any("tool_call" in column or "provider" in column
-                       for column in spec.columns), table
-    # It lives only inside the stored content, next to our own call id.
-    call_id = uuid(41)
-    record = ContextRecord(record_id=uuid(40), context_id=uuid(1), context_seq=1, run_id=uuid(7),
-                           role=MessageRole.ASSISTANT, message_kind="assistant",
-                           payload_ref=ref(""), operation_id=None, call_id=None,
-                           origin_input_id=None)
-    content: dict[str, JSON] = {"text": "", f"tool_call:{call_id}": {
-        "action_ordinal": 1, "name": "shell", "arguments": {}, "provider_id": "call_abc123"}}
-    CommitCoordinator(store).commit("append", [record_write(RawRecord(record, content))])
-    (stored,) = store.records_page(uuid(1), 0, 10)
-    assert stored.content == content
-    assert store.query("SELECT COUNT(*) AS n FROM records WHERE record_id = 'call_abc123' "
-                       "OR call_id = 'call_abc123'")[0]["n"] == 0
-
-
-# --- commits ----------------------------------------------------------------------------------
-
-
-@pytest.mark.covers("CTX-10.19", "CTX-10.26", "CTX-10.28", "CTX-3.6")
-def test_a_commit_failing_half_way_leaves_nothing_behind() -> None:
-    store = Store()
-    seen: list[tuple[str, int]] = []
-
-    def fault(name: str, index: int) -> None:
-        seen.append((name, index))
-        if name == "T_FREEZE" and index == 2:
-            raise OSError("disk went away")
-
-    coordinator = CommitCoordinator(store, fault)
-    writes = [insert_doc(operation(5, "model:run-7:1")), record_write(raw(1, 1, operation=5)),
-              checkpoint_write(uuid(7), "loop", {"stage": "before_model", "record_head": 1})]
-    before = counts(store)
-    with pytest.raises(CommitFailed, match="T_FREEZE") as failed:
-        coordinator.commit("T_FREEZE", writes)
-    assert isinstance(failed.value.cause, OSError)
-    assert not isinstance(failed.value, OSError)  # a persistence failure, not a hook error
-    assert seen == [("T_FREEZE", 0), ("T_FREEZE", 1), ("T_FREEZE", 2)]
-    assert counts(store) == before == {table: 0 for table in TABLES}
-    assert not store.db.conn.in_transaction
-    assert coordinator.commits == 0
-    # The same writes commit under another name, where the fault does not fire.
-    coordinator.commit("T_FREEZE-again", writes)
-    assert (store.count("operations"), store.count("records"), store.count("checkpoints")) == \
-        (1, 1, 1)
-    assert coordinator.commits == 1 and coordinator.by_name["T_FREEZE-again"] == 1
-
-
-class Crash(BaseException):
-    """A simulated process death at a commit boundary."""
-
-
-def test_a_crash_inside_a_commit_rolls_back_and_propagates_unwrapped() -> None:
-    store = Store()
-
-    def crash(name: str, index: int) -> None:
-        if index == 1:
-            raise Crash(name)
-
-    with pytest.raises(Crash):
-        CommitCoordinator(store, crash).commit("raw-result-saved", [
-            insert("agents", agent_id=uuid(3), config="{}"),
-            insert("sessions", session_id=SESSION, agent_id=uuid(3))])
-    assert store.count("agents") == store.count("sessions") == 0
-
-
-@pytest.mark.covers("CTX-10.28")
-@pytest.mark.parametrize("write", [
-    update("runs", "run_id", run_id=uuid(404), status="failed"),
-    insert("no_such_table", x=1),
-    insert("agents", agent_id=uuid(3), colour="blue"),
-    Write("runs", "update", {"run_id": uuid(404)}, ("run_id",)),
-], ids=["update-of-a-missing-row", "unknown-table", "unknown-column", "update-sets-nothing"])
-def test_a_write_that_cannot_apply_fails_its_commit(write: Write) -> None:
-    store = Store()
-    with pytest.raises(CommitFailed):
-        CommitCoordinator(store).commit("bad", [insert("agents", agent_id=uuid(5)), write])
-    assert store.count("agents") == 0
-
-
-def test_a_commit_never_nests_in_another_transaction() -> None:
-    store = Store()
-    coordinator = CommitCoordinator(store)
-    with store.db.atomic(), pytest.raises(CommitFailed, match="another is open"):
-        coordinator.commit("inner", [insert("agents", agent_id=uuid(3))])
-
-
-def test_documents_round_trip_and_updates_replace_doc_and_columns() -> None:
-    store = Store()
-    coordinator = CommitCoordinator(store)
-    run = Run(run_id=uuid(7), session_id=SESSION, run_no=1, question_input_id=uuid(8),
-              status=RunStatus.RUNNING, started_at=T0)
-    second = run.model_copy(update={"run_id": uuid(17), "run_no": 2})
-    op = operation(5, "model:run-7:1")
-    coordinator.commit("start", [insert("agents", agent_id=AGENT, config=json.dumps({"w": 1})),
-                                 insert("sessions", session_id=SESSION, agent_id=AGENT),
-                                 insert_doc(second), insert_doc(run), insert_doc(op)])
-    ended = run.model_copy(update={"status": RunStatus.STOPPED, "ended_at": T0})
-    done = op.model_copy(update={"state": OperationState.SUCCEEDED, "raw_result_ref": ref("r")})
-    coordinator.commit("end", [update_doc(ended), update_doc(done, hook_cursor=3),
-                               checkpoint_write(uuid(7), "loop", {"stage": "model"}),
-                               event_write(uuid(7), 1, {"type": "run.started"})])
-    coordinator.commit("move", [checkpoint_write(uuid(7), "loop", {"stage": "feedback"}),
-                                event_write(uuid(7), 2, {"type": "run.stopped"})])
-    assert store.run(uuid(7)) == ended
-    assert store.query("SELECT status FROM runs WHERE run_id = ?", (str(uuid(7)),)) == \
-        [{"status": "stopped"}]
-    assert [r.run_no for r in store.runs_of_session(SESSION)] == [1, 2]
-    assert store.operation_by_key("model:run-7:1") == done
-    assert store.operation_by_key("model:run-7:2") is None
-    assert store.hook_cursor(uuid(5)) == 3
-    assert store.checkpoint(uuid(7), "loop") == {"stage": "feedback"}
-    assert store.events_of(uuid(7)) == [(1, {"type": "run.started"}),
-                                        (2, {"type": "run.stopped"})]
-    assert store.agent_config(AGENT) == {"w": 1}
-    assert store.session_agent(SESSION) == AGENT
-    assert store.head_revision(uuid(1)) == (1, {})
-
-
-def test_overrides_round_trip_with_deletions() -> None:
-    overrides = {(uuid(1), "text"): Override("edited", uuid(9)),
-                 (uuid(1), f"tool_call:{uuid(4)}.arguments.path"): Override(ABSENT, uuid(9)),
-                 (uuid(2), "text"): Override({"a": [1, None]}, uuid(10))}
-    decoded = decode_overrides(encode_overrides(overrides))
-    assert decoded == {uuid(1): {"text": Override("edited", uuid(9)),
-                                 f"tool_call:{uuid(4)}.arguments.path": Override(ABSENT,
-                                                                                  uuid(9))},
-                       uuid(2): {"text": Override({"a": [1, None]}, uuid(10))}}
-    assert json.loads(encode_overrides(overrides))[1][2] == {"$absent": True}
-
-
-# --- files and blobs ----------------------------------------------------------------------
-
-
-@pytest.mark.covers("CTX-10.29")
-def test_a_file_store_is_wal_with_full_sync_and_keeps_committed_data(tmp_path: Path) -> None:
-    path = tmp_path / "ctx.db"
-    with Store(path) as store:
-        assert store.query("PRAGMA journal_mode")[0]["journal_mode"] == "wal"
-        assert store.query("PRAGMA synchronous")[0]["synchronous"] == 2
-        CommitCoordinator(store).commit("APP-INPUT", [insert_doc(user_input(11, 1))])
-        body = store.put_blob(b"kept")
-    with Store(path) as reopened:
-        assert reopened.query("PRAGMA synchronous")[0]["synchronous"] == 2
-        assert reopened.inputs_of_session(SESSION) == [user_input(11, 1)]
-        assert reopened.blob(body) == b"kept"
-        reopened.create_schema()  # idempotent
-        assert reopened.count("user_inputs") == 1
-
-
-def test_a_new_store_gets_the_schema_sqlite_utils_builds(tmp_path: Path) -> None:
-    # A new store runs a copy of the schema script instead of building it table by table
-    # (issue #20); what it creates must be exactly what the table-by-table build creates.
-    built = sqlite_utils.Database(memory=True)
-    build_schema(built)
-
-    def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str, str | None]]:
-        return sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
-
-    expected = schema(built.conn)
-    assert len(expected) > len(TABLES)  # tables, their unique keys and indexes
-    assert schema(Store().db.conn) == expected
-    with Store(tmp_path / "new.db") as store:
-        assert schema(store.db.conn) == expected
-
-
-@pytest.mark.covers("CTX-2.24", "CTX-9.41")
-def test_blobs_are_content_addressed_and_idempotent() -> None:
-    store = Store()
-    text = "部署方案 ✓"
-    data = text.encode("utf-8")
-    first = store.put_blob(data)
-    again = store.put_blob(data)
-    assert first == again
-    assert first.digest == "sha256:" + hashlib.sha256(data).hexdigest()
-    assert first.size_bytes == len(data) == 4 * 3 + 1 + 3  # four CJK, a space, a check mark
-    # The well-known sha256 of b"abc" (FIPS 180-2, appendix B.1).
-    assert store.put_blob(b"abc").digest == \
-        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert store.count("blobs") == 2
-    assert store.blob(first) == data and store.text(first) == text
-    other = store.put_text("another")
-    assert other.digest != first.digest and store.count("blobs") == 3
-    # Written in the commit that points at it, a blob may already exist: nothing conflicts.
-    ref_in_commit, write = blob_write(data)
-    assert ref_in_commit == first
-    CommitCoordinator(store).commit("effective-result", [write, write])
-    assert store.count("blobs") == 3
-    with pytest.raises(KeyError):
-        store.blob(ref("never stored"))
-
+from tests.store_rows import AGENT, SESSION, T0, raw
 
 # --- paging -------------------------------------------------------------------------------
 
@@ -661,48 +355,3 @@ def test_a_succeeded_run_whose_last_assistant_record_calls_tools_has_no_final_an
 def test_placement_of_an_unknown_input_is_an_error() -> None:
     with pytest.raises(KeyError):
         StoredHistory(Store(), SESSION).placement(uuid(404))
-
-
-class _Level(IntEnum):
-    HIGH = 3
-
-
-class _Plain(BaseModel):
-    n: int
-
-
-@pytest.mark.parametrize(("value", "stored"), [
-    ("text", "text"), (7, 7), (None, None), (b"\x00", b"\x00"), (1.5, 1.5),
-    (True, 1), (False, 0),
-    (UUID(int=1), "00000000-0000-0000-0000-000000000001"),
-    (RunStatus.RUNNING, "running"), (_Level.HIGH, 3),
-    ({"a": [1, UUID(int=2)]}, '{"a":[1,"00000000-0000-0000-0000-000000000002"]}'),
-    ([RunStatus.RUNNING, "é"], '["running","é"]'), ((1, 2), "[1,2]"),
-    (_Plain(n=4), '{"n":4}'),
-])
-def test_a_column_value_is_stored_as_its_kind_says(value: object, stored: object) -> None:
-    # Checked twice: the second conversion takes the type's converter found by the first.
-    assert sql_value(value) == stored
-    assert sql_value(value) == stored
-    assert type(sql_value(value)) is type(stored)
-
-
-def test_a_value_no_column_can_store_is_refused() -> None:
-    with pytest.raises(TypeError, match="set is not a storable column value"):
-        sql_value({1})
-
-
-def test_every_method_of_the_store_is_called_somewhere() -> None:
-    # Issue #34: a reader nobody calls is code to keep in step with the schema for nothing.
-    # A method counts as called when some other module of the project — or the store itself —
-    # names it as an attribute (``store.text(...)``, ``self.query(...)``).
-    root = Path(__file__).resolve().parent.parent
-    used: set[str] = set()
-    for folder in ("reference", "conformance", "models", "ctxspec/commands", "tests"):
-        for path in (root / folder).rglob("*.py"):
-            used |= {node.attr for node in ast.walk(ast.parse(path.read_text("utf-8")))
-                     if isinstance(node, ast.Attribute)}
-    defined = {f"{cls.__name__}.{name}" for cls in (Store, CommitCoordinator, StoredRevision)
-               for name, _ in inspect.getmembers(cls, inspect.isfunction)
-               if not name.startswith("__") and name in vars(cls)}
-    assert sorted(d for d in defined if d.split(".")[1] not in used) == []
