@@ -44,10 +44,11 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.adapters.langchain_crash import Crash, Died, Refused, WatchedSaver
 from ctxspec.adapters.langchain_executor import Executors
 from ctxspec.adapters.langchain_hooks import POINTS as HOOK_POINTS
-from ctxspec.adapters.langchain_hooks import Chain, DesignHooks, HookDenied, TrimBeforeModel
+from ctxspec.adapters.langchain_hooks import DesignHooks, TrimBeforeModel
 from ctxspec.adapters.langchain_model import (
     PROVIDER,
     Run,
@@ -521,8 +522,7 @@ class LangChainDriver:
         input_id = self._id()
         self.texts[input_id] = text
         self.input_runs[input_id] = None if run is None else run.run_id
-        self._delivery(input_id, self._id(), "pending",
-                       None if run is None else run.run_id)
+        self._delivery(input_id, self._id(), "pending", None if run is None else run.run_id)
         return input_id
 
     def _delivery(self, input_id: str, delivery_id: str, state: str,

@@ -198,5 +198,5 @@ class TrimBeforeModel(AgentMiddleware[Any, Any, Any]):
         return handler(request.override(messages=kept))  # type: ignore[arg-type]
 
 
-__all__ = ["CAPABILITIES", "COMPACTION_POINTS", "DENIED_RESULT", "POINTS", "Chain", "DesignHooks",
-           "HookDenied", "TrimBeforeModel", "names", "uid"]
+__all__ = ["CAPABILITIES", "COMPACTION_POINTS", "DENIED_RESULT", "POINTS", "DesignHooks",
+           "TrimBeforeModel", "names", "uid"]

@@ -31,8 +31,9 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnableLambda
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.adapters.langchain_hooks import COMPACTION_POINTS as POINTS
-from ctxspec.adapters.langchain_hooks import Chain, HookDenied, names, uid
+from ctxspec.adapters.langchain_hooks import names, uid
 from ctxspec.adapters.langchain_profile import Configuration
 from ctxspec.reference.contracts import PatchOperationKind
 from ctxspec.reference.hook_changes import ContextOp

@@ -206,4 +206,4 @@ def _index(identity: uuid.UUID, contents: list[types.Content]) -> int:
     return -1
 
 
-__all__ = ["CAPABILITIES", "POINTS", "Callbacks", "HookDenied"]
+__all__ = ["CAPABILITIES", "POINTS", "Callbacks"]

@@ -43,7 +43,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from ctxspec.adapters.google_adk.callbacks import CAPABILITIES as CALLBACKS
-from ctxspec.adapters.google_adk.callbacks import Callbacks, HookDenied
+from ctxspec.adapters.google_adk.callbacks import Callbacks
 from ctxspec.adapters.google_adk.crash import CAPABILITIES as CRASHES
 from ctxspec.adapters.google_adk.crash import Crash, Died, WatchedSessions
 from ctxspec.adapters.google_adk.executor import DELEGATE, delegate_tool
@@ -52,6 +52,7 @@ from ctxspec.adapters.google_adk.profile import PROFILE
 from ctxspec.adapters.google_adk.runs import Run
 from ctxspec.adapters.google_adk.tools import ScenarioTool
 from ctxspec.adapters.google_adk.view import Message, read_view, tool_schemas
+from ctxspec.adapters.hook_chain import HookDenied
 from ctxspec.adapters.request_trace import (
     budget_of,
     model_call,

@@ -42,10 +42,11 @@ from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
+from ctxspec.adapters.hook_chain import Chain, HookDenied
 from ctxspec.adapters.pydantic_ai.compaction import CompactionFailed, Summariser
 from ctxspec.adapters.pydantic_ai.executor import DELEGATE, delegate_tool
 from ctxspec.adapters.pydantic_ai.hooks import CAPABILITIES as HOOKS
-from ctxspec.adapters.pydantic_ai.hooks import Chain, DesignHooks, HookDenied
+from ctxspec.adapters.pydantic_ai.hooks import DesignHooks
 from ctxspec.adapters.pydantic_ai.model import scenario_model
 from ctxspec.adapters.pydantic_ai.profile import PROFILE
 from ctxspec.adapters.pydantic_ai.retries import Retries

@@ -19,7 +19,7 @@ from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
-from ctxspec.adapters.pydantic_ai.hooks import HookDenied
+from ctxspec.adapters.hook_chain import HookDenied
 from ctxspec.adapters.pydantic_ai.model import Observer, scenario_model
 from ctxspec.adapters.pydantic_ai.tools import Body, build
 from ctxspec.adapters.run_facts import BudgetRefused, root_cause

@@ -239,4 +239,4 @@ class DesignHooks(AbstractCapability[Any]):
         return edited["result"]
 
 
-__all__ = ["CAPABILITIES", "POINTS", "Chain", "DesignHooks", "HookDenied"]
+__all__ = ["CAPABILITIES", "POINTS", "DesignHooks"]
