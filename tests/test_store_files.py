@@ -5,8 +5,11 @@ are content addressed (sha256 of known bytes) and idempotent.
 Expected values are derived by hand.
 """
 
+import contextlib
 import hashlib
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from ctxspec.reference.runtime.store import (
     Store,
     blob_write,
     build_schema,
+    enter_wal,
     insert_doc,
 )
 from tests.builders import ref
@@ -40,6 +44,40 @@ def test_a_file_store_is_wal_with_full_sync_and_keeps_committed_data(tmp_path: P
         assert reopened.blob(body) == b"kept"
         reopened.create_schema()  # idempotent
         assert reopened.count("user_inputs") == 1
+
+
+def holding_the_write_lock(path: Path) -> sqlite3.Connection:
+    """A database file in rollback mode with a table, and a connection that holds its write
+    lock (BEGIN IMMEDIATE): another connection may read it but not switch it to WAL."""
+    with contextlib.closing(sqlite3.connect(path)) as setup, setup:
+        setup.execute("CREATE TABLE kept (x)")
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_store_opens_while_another_connection_holds_the_write_lock(tmp_path: Path) -> None:
+    # SQLite's busy timeout does not cover the switch to WAL (it upgrades a read lock); this
+    # failed at once, "database is locked", before the store retried it (a CI run, issue #34).
+    path = tmp_path / "held.db"
+    holder = holding_the_write_lock(path)
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    with Store(path) as store:
+        assert store.query("PRAGMA journal_mode")[0]["journal_mode"] == "wal"
+    release.join()
+    holder.close()
+
+
+def test_the_switch_to_wal_gives_up_once_its_patience_is_spent(tmp_path: Path) -> None:
+    path = tmp_path / "held.db"
+    holder = holding_the_write_lock(path)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        began = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            enter_wal(conn, 0.2)
+        assert time.monotonic() - began >= 0.2
+    holder.close()
 
 
 def test_a_new_store_gets_the_schema_sqlite_utils_builds(tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ UUIDs, JSON columns TEXT, tables STRICT. A file store runs in WAL mode with
 
 import contextlib
 import json
+import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +106,30 @@ class StoredRevision:
 # --- the store --------------------------------------------------------------------------------
 
 
+BUSY_TIMEOUT_MS = 10_000
+"""How long a file store waits for another connection's lock before it fails."""
+
+
+def enter_wal(conn: sqlite3.Connection, patience: float) -> None:
+    """Switch a file database to WAL, waiting up to ``patience`` seconds for other writers.
+
+    The busy timeout does not cover this switch: SQLite takes a read lock, then upgrades it to
+    write the new file format, and a connection that already holds a read lock fails at once
+    rather than wait (waiting could deadlock). So of several processes opening one new store
+    file at once, one could fail while another writes the file; it retries instead (issue #34)."""
+    deadline = time.monotonic() + patience
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
 class Store:
     """One SQLite database (a file, or ``":memory:"``) and its readers.
 
@@ -127,8 +153,8 @@ class Store:
         self.db = sqlite_utils.Database(self.path)
         # The busy timeout first: several processes may open one new file at once, and each
         # waits for the others' locks instead of failing on them (issue #34).
-        self.db.conn.execute("PRAGMA busy_timeout=10000")
-        self.db.conn.execute("PRAGMA journal_mode=WAL")
+        self.db.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        enter_wal(self.db.conn, BUSY_TIMEOUT_MS / 1000)
         self.db.conn.execute("PRAGMA synchronous=FULL")
         self.create_schema()
 
