@@ -1,6 +1,7 @@
 """The reference runtime's store on disk (§10) and its blobs (§2, §9): a file store is WAL with
-full sync and keeps what was committed, a new store gets the schema sqlite-utils builds, and blobs
-are content addressed (sha256 of known bytes) and idempotent.
+full sync and keeps what was committed, opens while another connection writes the file, a new
+store gets the schema sqlite-utils builds, and blobs are content addressed (sha256 of known
+bytes) and idempotent.
 
 Expected values are derived by hand.
 """
