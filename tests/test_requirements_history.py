@@ -7,7 +7,6 @@ token per character, no overhead) keeps the numbers readable.
 """
 
 import json
-from typing import Any
 
 import pytest
 
@@ -82,21 +81,8 @@ def test_compaction_and_trimming_keep_every_original_text() -> None:
 def test_a_file_the_executor_writes_shares_none_of_its_messages() -> None:
     # The Executor's tool writes a workspace file the Planner could read; its private request,
     # tool result and the file's words never enter the Planner's requests or its history read.
-    document: dict[str, Any] = {
-        "scenario_version": 1, "name": "files",
-        "agent": {"system_prompt": "plan", "window": 16384, "estimator": "chars",
-                  "persistent_sandbox": True,
-                  "executor": {"system_prompt": "execute", "tools": [{"name": "note"}]}},
-        "steps": [{"ask": "go"}, {"advance": True}, {"ask": "and now?"}, {"advance": True},
-                  {"read_history": {"kind": "role", "role": "root"}}],
-        "model": {"business": [{"text": "", "tool_calls": [
-            {"name": "delegate", "arguments": {"task": "take a note"}}]},
-            {"text": "done"}, {"text": "still done"}],
-            "executor": [{"text": "private thinking", "tool_calls": [{"name": "note"}]},
-                         {"text": "noted"}]},
-        "tools": {"note": [{"text": "note stored",
-                            "workspace_writes": {"notes.md": "secret words"}}]}}
-    driver, _ = drive(document)
+    # The scenario of S3-FILES-NOT-MESSAGES; the case judges its trace, this test the objects.
+    driver, _ = drive(scenario_of("S3-FILES-NOT-MESSAGES"))
     assert driver.workspace() == {"notes.md": "secret words"}
     trace = driver.raw_trace()
     for request in trace.model_requests("business"):

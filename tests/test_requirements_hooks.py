@@ -56,16 +56,22 @@ class Meddling:
         return (HookReply(),)
 
 
-@pytest.mark.covers("CTX-3.7")
-def test_a_hook_that_writes_into_its_payload_changes_nothing() -> None:
-    # A hook changes a call only by a validated patch; writing into the payload it reads never
-    # reaches the handler or the effective record.
+def write_it() -> dict[str, Any]:
+    """The model proposes write(path="a.md"), the tool answers ok, the model says done."""
     document = base(tools=[{"name": "write"}])
     document["steps"] = [{"ask": "write it"}, {"advance": True}]
     document["model"] = {"business": [
         {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
         {"text": "done"}]}
     document["tools"] = {"write": [{"text": "ok"}]}
+    return document
+
+
+@pytest.mark.covers("CTX-3.7")
+def test_a_hook_that_writes_into_its_payload_changes_nothing() -> None:
+    # A hook changes a call only by a validated patch; writing into the payload it reads never
+    # reaches the handler or the effective record.
+    document = write_it()
     driver, _ = drive(document, hooks=Meddling)
     trace = driver.raw_trace()
     assert [e.effective_arguments for e in trace.of(tr.ToolExecuted)] == [{"path": "a.md"}]
@@ -108,14 +114,9 @@ def test_record_ids_stay_when_the_view_is_compacted_and_the_summary_retired() ->
 
 
 def write_with_context_patch(field_key: str) -> dict[str, Any]:
-    """The model proposes write(path="a.md"); one pre-call item patches the call record's field
+    """:func:`write_it` with one pre-call item that patches the call record's field
     ``field_key`` to reports/a.md."""
-    document = base(tools=[{"name": "write"}])
-    document["steps"] = [{"ask": "write it"}, {"advance": True}]
-    document["model"] = {"business": [
-        {"text": "", "tool_calls": [{"name": "write", "arguments": {"path": "a.md"}}]},
-        {"text": "done"}]}
-    document["tools"] = {"write": [{"text": "ok"}]}
+    document = write_it()
     document["hooks"] = [{"point": "tool.pre_call", "items": [{"context_patch": [
         {"target": "call", "field": field_key, "value": "reports/a.md"}]}]}]
     return document

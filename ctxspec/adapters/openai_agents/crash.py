@@ -37,6 +37,8 @@ from agents import SQLiteSession
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 
+from ctxspec.adapters.run_facts import root_cause
+
 PHASES = ("input_accepted", "batch_fed_back")
 CAPABILITIES = frozenset({*(f"crash:{phase}" for phase in PHASES), "commit_failures"})
 
@@ -117,12 +119,8 @@ class WatchedSession(SQLiteSession):
 def died(failure: BaseException) -> Died | None:
     """The process's death (or the session's refusal) a Run's failure is, if it is one (the
     SDK may wrap it)."""
-    seen: BaseException | None = failure
-    while seen is not None:
-        if isinstance(seen, Died):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    found = root_cause(failure, (Died,))
+    return found if isinstance(found, Died) else None
 
 
 __all__ = ["CAPABILITIES", "PHASES", "Crash", "Died", "Refused", "WatchedSession", "died",
